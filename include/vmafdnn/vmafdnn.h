@@ -1,0 +1,311 @@
+/*
+ * libvmafdnn — run tiny ONNX video-quality and filter models through the
+ * ONNX Runtime (ORT) C API.
+ *
+ * This header is the API's documentation: every pointer's owner, every return
+ * code and every thread-safety rule is written next to the declaration.
+ *
+ * Conventions (the same for every function):
+ *   - Functions return 0 on success or a negative errno (-EINVAL, ...). The
+ *     codes a function can return are listed on it; the meaning of each code
+ *     is the same everywhere (see "Error codes" below).
+ *   - After a failure, vmaf_dnn_last_error() holds one readable sentence about
+ *     what went wrong (for ORT failures, ORT's own status text). It is per
+ *     thread, like errno.
+ *   - Opaque handles are opened through a `**out` parameter, which is written
+ *     only on success, and closed by a NULL-safe close function.
+ *   - Strings returned as `const char *` are owned by the library and stay
+ *     valid as documented on each function; never free them.
+ *
+ * Error codes:
+ *   -EINVAL   an argument is invalid (NULL pointer, unknown enum value, a
+ *             tensor whose rank, shape or name does not match the model, ...)
+ *   -ENOMEM   an allocation failed
+ *   -ENOENT   a file (the model) does not exist
+ *   -EACCES   a file cannot be read with the caller's permissions
+ *   -EISDIR   the model path is not a regular file
+ *   -E2BIG    the model file is larger than the size cap
+ *   -EBADMSG  the model file is empty or is not a valid ONNX model
+ *   -ENOSYS   ONNX Runtime could not be loaded (see vmaf_dnn_available())
+ *   -ENOTSUP  the model uses something this library does not support (an
+ *             element type, a shape), or the run needs fp16 I/O that the
+ *             session was not configured for
+ *   -ENOSPC   an output buffer is too small; the needed element count is
+ *             reported through VmafDnnOutput.count
+ *   -EBUSY    the session is already running on another thread
+ *   -EIO      ORT failed to create or run the session for any other reason
+ */
+#ifndef VMAFDNN_VMAFDNN_H
+#define VMAFDNN_VMAFDNN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef VMAF_DNN_API
+#if defined(_WIN32)
+#define VMAF_DNN_API __declspec(dllimport)
+#elif defined(__GNUC__)
+#define VMAF_DNN_API __attribute__((visibility("default")))
+#else
+#define VMAF_DNN_API
+#endif
+#endif
+
+/* Version of this library's API (not of ORT). */
+#define VMAF_DNN_VERSION_MAJOR 0
+#define VMAF_DNN_VERSION_MINOR 1
+#define VMAF_DNN_VERSION_PATCH 0
+
+/* The most dimensions a tensor may have in this API. */
+#define VMAF_DNN_MAX_RANK 8
+
+/* "MAJOR.MINOR.PATCH" of this library. Static storage. */
+VMAF_DNN_API const char *vmaf_dnn_version(void);
+
+/* The calling thread's message about its last failed call, "" when none.
+ * Valid until the next libvmafdnn call on the same thread. */
+VMAF_DNN_API const char *vmaf_dnn_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Loading ONNX Runtime                                                     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * ORT is loaded at run time (dlopen), so one build of this library works with
+ * any ORT from 1.20 on: the `onnxruntime`, `onnxruntime-gpu` and
+ * `onnxruntime-openvino` Python wheels or a system package. It is loaded once
+ * per process, on the first call that needs it, from the first of:
+ *   1. the path given to vmaf_dnn_load_ort();
+ *   2. the path in the environment variable VMAFDNN_ORT_LIBRARY;
+ *   3. `libonnxruntime.so.1` on the dynamic loader's search path.
+ * (The Python package adds the `onnxruntime` package's own library between 2
+ * and 3 by calling vmaf_dnn_load_ort() itself.)
+ * The API version used is the minor number of ORT's version string, capped at
+ * the version of the headers this library was built with.
+ */
+
+/* Loads ORT from `path` (a shared library exporting OrtGetApiBase).
+ * Thread-safe. Once ORT is loaded, later calls change nothing: they return 0
+ * when `path` is the library already loaded, -EBUSY otherwise.
+ * Returns 0, -EINVAL (path NULL), -ENOSYS (cannot be loaded, has no
+ * OrtGetApiBase, or is older than 1.20), -EBUSY. */
+VMAF_DNN_API int vmaf_dnn_load_ort(const char *path);
+
+/* 1 when ORT is (or can now be) loaded, 0 otherwise; never fails. Tries the
+ * search order above on first use. When 0, vmaf_dnn_last_error() says why
+ * and how to install ORT. Thread-safe. */
+VMAF_DNN_API int vmaf_dnn_available(void);
+
+/* ORT's version string ("1.31.1"), or NULL when ORT is not loaded. Static
+ * storage owned by ORT. Thread-safe. */
+VMAF_DNN_API const char *vmaf_dnn_ort_version(void);
+
+/* The ORT API version negotiated with the loaded library (e.g. 29), or 0 when
+ * ORT is not loaded. */
+VMAF_DNN_API int vmaf_dnn_ort_api_version(void);
+
+/* The file ORT was loaded from, or NULL when not loaded. Static storage. */
+VMAF_DNN_API const char *vmaf_dnn_ort_library_path(void);
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Where a session should run. A device is a hint, not a requirement: when the
+ * requested execution provider (EP) is not available the session opens on the
+ * CPU and says so through vmaf_dnn_session_attached_ep() and
+ * vmaf_dnn_session_fallback_reason(). Values are append-only. */
+typedef enum VmafDnnDevice {
+    VMAF_DNN_DEVICE_AUTO = 0,     /* CUDA -> OpenVINO GPU -> OpenVINO CPU -> ROCm -> CPU */
+    VMAF_DNN_DEVICE_CPU = 1,      /* ORT's CPU EP */
+    VMAF_DNN_DEVICE_CUDA = 2,     /* CUDA EP, device_id = device_index */
+    VMAF_DNN_DEVICE_OPENVINO = 3, /* OpenVINO GPU (GPU.<n> for device_index n > 0), then OpenVINO CPU */
+    VMAF_DNN_DEVICE_ROCM = 4,     /* ROCm EP, device_id = device_index */
+    VMAF_DNN_DEVICE_OPENVINO_CPU = 5, /* OpenVINO pinned to its CPU device */
+    VMAF_DNN_DEVICE_OPENVINO_GPU = 6, /* OpenVINO pinned to its GPU device */
+} VmafDnnDevice;
+
+typedef struct VmafDnnConfig {
+    VmafDnnDevice device; /* see VmafDnnDevice */
+    int device_index;     /* GPU ordinal for CUDA / ROCm / OpenVINO GPU; >= 0 */
+    int threads;          /* ORT intra-op threads; 0 = ORT's default; >= 0 */
+    int fp16_io;          /* non-zero: fp32 data is cast to/from FLOAT16 model slots,
+                             and OpenVINO is asked for precision=FP16 */
+} VmafDnnConfig;
+
+/* Fills `cfg` with the defaults: AUTO, device 0, ORT's default threads, no
+ * fp16 I/O. A NULL config given to an open function means these defaults. */
+VMAF_DNN_API void vmaf_dnn_default_config(VmafDnnConfig *cfg);
+
+/* ------------------------------------------------------------------------ */
+/* Sessions                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct VmafDnnSession VmafDnnSession;
+
+/* Element types, numbered like ONNX's TensorProto.DataType. */
+typedef enum VmafDnnElementType {
+    VMAF_DNN_TYPE_UNDEFINED = 0,
+    VMAF_DNN_TYPE_FLOAT = 1,
+    VMAF_DNN_TYPE_UINT8 = 2,
+    VMAF_DNN_TYPE_INT8 = 3,
+    VMAF_DNN_TYPE_UINT16 = 4,
+    VMAF_DNN_TYPE_INT16 = 5,
+    VMAF_DNN_TYPE_INT32 = 6,
+    VMAF_DNN_TYPE_INT64 = 7,
+    VMAF_DNN_TYPE_STRING = 8,
+    VMAF_DNN_TYPE_BOOL = 9,
+    VMAF_DNN_TYPE_FLOAT16 = 10,
+    VMAF_DNN_TYPE_DOUBLE = 11,
+    VMAF_DNN_TYPE_UINT32 = 12,
+    VMAF_DNN_TYPE_UINT64 = 13,
+    VMAF_DNN_TYPE_BFLOAT16 = 16,
+} VmafDnnElementType;
+
+/*
+ * Opens a session on the ONNX model at `onnx_path` with `cfg` (NULL means
+ * defaults). The file is read once into memory and ORT is given those bytes.
+ * Execution providers are tried in the order documented on VmafDnnDevice;
+ * the first whose append succeeds is used. If ORT then fails to create the
+ * session with that EP, the session is created again on the CPU with the
+ * same thread count, and the reason is kept (vmaf_dnn_session_fallback_reason).
+ *
+ * On success *out is a new session the caller owns (close it with
+ * vmaf_dnn_session_close); on failure *out is left untouched.
+ * Returns 0, -EINVAL (out/onnx_path NULL, or cfg has an unknown device,
+ * negative device_index or threads), -ENOSYS, -ENOENT, -EACCES, -EISDIR,
+ * -E2BIG, -EBADMSG, -ENOTSUP (an input or output of a type this library
+ * cannot feed: STRING, BFLOAT16, ...), -ENOMEM, -EIO.
+ * Thread-safe: any number of sessions may be opened concurrently.
+ */
+VMAF_DNN_API int vmaf_dnn_session_open(VmafDnnSession **out, const char *onnx_path,
+                                       const VmafDnnConfig *cfg);
+
+/* Releases the session and everything it owns. NULL is a no-op. Must not be
+ * called while another thread runs the session. */
+VMAF_DNN_API void vmaf_dnn_session_close(VmafDnnSession *session);
+
+/* The execution provider the session really runs on: "CPU", "CUDA",
+ * "OpenVINO:GPU", "OpenVINO:CPU" or "ROCm". Static storage; never NULL for a
+ * valid session (NULL for a NULL session). */
+VMAF_DNN_API const char *vmaf_dnn_session_attached_ep(const VmafDnnSession *session);
+
+/* Why the session does not run on the device that was asked for: one line per
+ * EP that was tried and declined (with ORT's reason), "" when the first choice
+ * bound. Owned by the session, valid until it is closed. */
+VMAF_DNN_API const char *vmaf_dnn_session_fallback_reason(const VmafDnnSession *session);
+
+/* The configuration the session was opened with (defaults filled in). */
+VMAF_DNN_API const VmafDnnConfig *vmaf_dnn_session_config(const VmafDnnSession *session);
+
+/* A model input or output as the model declares it. */
+typedef struct VmafDnnTensorInfo {
+    const char *name;          /* owned by the session */
+    VmafDnnElementType type;
+    size_t rank;               /* <= VMAF_DNN_MAX_RANK */
+    const int64_t *shape;      /* `rank` dims, -1 for a symbolic dim; owned by the session */
+} VmafDnnTensorInfo;
+
+/* Number of model inputs / outputs. NULL session: 0. */
+VMAF_DNN_API size_t vmaf_dnn_session_input_count(const VmafDnnSession *session);
+VMAF_DNN_API size_t vmaf_dnn_session_output_count(const VmafDnnSession *session);
+
+/* Describes input / output slot `index`. The pointers written into `info`
+ * stay valid until the session is closed.
+ * Returns 0, -EINVAL (NULL argument or index out of range). */
+VMAF_DNN_API int vmaf_dnn_session_input_info(const VmafDnnSession *session, size_t index,
+                                             VmafDnnTensorInfo *info);
+VMAF_DNN_API int vmaf_dnn_session_output_info(const VmafDnnSession *session, size_t index,
+                                              VmafDnnTensorInfo *info);
+
+/* One input to vmaf_dnn_session_run: caller-owned fp32 data, read only
+ * during the call. */
+typedef struct VmafDnnInput {
+    const char *name;     /* the model input's name, or NULL: the slot at the
+                             same position in the inputs array */
+    const float *data;    /* product(shape) fp32 values, C order */
+    const int64_t *shape; /* `rank` dims, each >= 1; must match the model's
+                             rank and every fixed dim */
+    size_t rank;
+} VmafDnnInput;
+
+/* One requested output: the library writes fp32 values into caller-owned
+ * `data` and reports the shape it wrote. */
+typedef struct VmafDnnOutput {
+    const char *name;   /* the model output's name, or NULL: the slot at the
+                           same position in the outputs array */
+    float *data;        /* room for `capacity` fp32 values */
+    size_t capacity;    /* in elements */
+    size_t count;       /* out: elements written; on -ENOSPC, elements needed */
+    size_t rank;        /* out: rank of the result */
+    int64_t shape[VMAF_DNN_MAX_RANK]; /* out: dims of the result */
+} VmafDnnOutput;
+
+/*
+ * Runs the model once. Every model input must be given exactly once (by name,
+ * or by position when name is NULL); any subset of the outputs may be
+ * requested. Outputs of type FLOAT, FLOAT16, DOUBLE, INT32 and INT64 are
+ * converted to fp32. Inputs of FLOAT16 slots are cast from fp32 when the
+ * session has fp16_io; other input slots must be FLOAT.
+ *
+ * Returns 0, -EINVAL (NULL argument, unknown or repeated name, missing input,
+ * wrong rank or dim; the message names the tensor), -ENOTSUP (a FLOAT16 slot
+ * without fp16_io, or a slot of a type that cannot be fed from fp32), -ENOSPC
+ * (an output's capacity is too small: its count holds the elements needed and
+ * no output data is valid), -EBUSY, -ENOMEM, -EIO (ORT failed, e.g. NaN
+ * handling inside an operator or a shape the graph rejects).
+ * Thread-safety: a session runs one call at a time; a second thread calling
+ * while a run is in progress gets -EBUSY. Different sessions run in parallel.
+ */
+VMAF_DNN_API int vmaf_dnn_session_run(VmafDnnSession *session,
+                                      const VmafDnnInput *inputs, size_t n_inputs,
+                                      VmafDnnOutput *outputs, size_t n_outputs);
+
+/*
+ * Runs an image-to-image model on one plane. The model has one input and one
+ * output, both rank 4 NCHW with N = C = 1; H and W are fixed to the plane's
+ * size or symbolic. Samples are normalised to [0,1] by 2^bpc - 1 (bpc = 8 for
+ * luma8), and the model's output is scaled back by the same factor, rounded to
+ * nearest and clamped to [0, 2^bpc - 1].
+ *
+ * luma8: 8-bit samples. plane16: samples of `bpc` bits (9..16) in uint16_t.
+ * Strides are in bytes and at least width * sample size. `src` and `dst` may
+ * be the same plane. Buffers are caller-owned and used only during the call.
+ *
+ * Returns 0, -EINVAL (NULL pointer, zero size, stride too small, bpc outside
+ * 9..16 for plane16, or a model that is not image-to-image at this size: the
+ * message says which dim), and every code of vmaf_dnn_session_run.
+ */
+VMAF_DNN_API int vmaf_dnn_session_run_luma8(VmafDnnSession *session,
+                                            const uint8_t *src, ptrdiff_t src_stride,
+                                            uint8_t *dst, ptrdiff_t dst_stride,
+                                            unsigned width, unsigned height);
+VMAF_DNN_API int vmaf_dnn_session_run_plane16(VmafDnnSession *session,
+                                              const uint16_t *src, ptrdiff_t src_stride,
+                                              uint16_t *dst, ptrdiff_t dst_stride,
+                                              unsigned width, unsigned height, unsigned bpc);
+
+/* ------------------------------------------------------------------------ */
+/* fp16 conversion                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* IEEE binary32 -> binary16, round to nearest, ties to even; overflow gives
+ * +-Inf, NaN stays NaN (quiet, sign and top payload bits kept: the result is
+ * bit-identical to numpy's astype(np.float16) for every input, NaNs included).
+ * Integer arithmetic only, so results are identical on every platform.
+ * `src` and `dst` must not overlap. Never fails. Thread-safe. */
+VMAF_DNN_API void vmaf_dnn_fp32_to_fp16(const float *src, uint16_t *dst, size_t n);
+
+/* IEEE binary16 -> binary32, exact for all 65536 inputs (NaN payloads kept).
+ * `src` and `dst` must not overlap. Never fails. Thread-safe. */
+VMAF_DNN_API void vmaf_dnn_fp16_to_fp32(const uint16_t *src, float *dst, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VMAFDNN_VMAFDNN_H */
