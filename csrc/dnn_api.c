@@ -1,0 +1,646 @@
+/* The public session API: argument checks, binding of caller tensors to model
+ * slots, fp16 and integer conversions, and the plane helpers. ORT itself is
+ * reached only through ort_backend.h. */
+#include <errno.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmafdnn/vmafdnn.h"
+
+#include "error.h"
+#include "model_file.h"
+#include "ort_backend.h"
+
+/* Larger planes than any video format has; keeps w * h * sizeof(float) far
+ * from overflow. */
+#define VDNN_MAX_PLANE_DIM 32768
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+struct VmafDnnSession {
+    VdnnOrtSession *ort;
+    VmafDnnConfig cfg;
+    const char *attached_ep;  /* static */
+    char *fallback_reason;    /* owned */
+    atomic_flag busy;         /* set while a run is in progress */
+    size_t n_inputs, n_outputs;
+    VmafDnnTensorInfo *input_info, *output_info; /* views of the backend's metadata */
+
+    /* Per-run scratch, reused so steady-state runs do not allocate. */
+    VdnnOrtFeed *feeds;        /* n_inputs */
+    uint16_t **fp16_inputs;    /* n_inputs, grown on demand */
+    size_t *fp16_capacity;     /* n_inputs, elements */
+    size_t *requested_slots;   /* n_outputs */
+    VdnnOrtResult *results;    /* n_outputs */
+    float *plane_in, *plane_out; /* plane helpers, grown on demand */
+    size_t plane_capacity;       /* elements in each */
+};
+
+const char *vmaf_dnn_version(void)
+{
+    return STR(VMAF_DNN_VERSION_MAJOR) "." STR(VMAF_DNN_VERSION_MINOR) "." STR(
+        VMAF_DNN_VERSION_PATCH);
+}
+
+const char *vmaf_dnn_last_error(void)
+{
+    return vdnn_last_error();
+}
+
+/* ------------------------------------------------------------------------ */
+/* ORT loading                                                              */
+/* ------------------------------------------------------------------------ */
+
+int vmaf_dnn_load_ort(const char *path)
+{
+    vdnn_clear_error();
+    return vdnn_ort_load(path);
+}
+
+int vmaf_dnn_available(void)
+{
+    vdnn_clear_error();
+    return vdnn_ort_ensure_loaded() == 0;
+}
+
+const char *vmaf_dnn_ort_version(void)
+{
+    return vdnn_ort_version();
+}
+
+int vmaf_dnn_ort_api_version(void)
+{
+    return vdnn_ort_api_version();
+}
+
+const char *vmaf_dnn_ort_library_path(void)
+{
+    return vdnn_ort_library_path();
+}
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                            */
+/* ------------------------------------------------------------------------ */
+
+void vmaf_dnn_default_config(VmafDnnConfig *cfg)
+{
+    if (!cfg)
+        return;
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->device = VMAF_DNN_DEVICE_AUTO;
+}
+
+static int check_config(const VmafDnnConfig *in, VmafDnnConfig *out)
+{
+    if (!in) {
+        vmaf_dnn_default_config(out);
+        return 0;
+    }
+    if ((unsigned)in->device > VMAF_DNN_DEVICE_OPENVINO_GPU)
+        return vdnn_fail(-EINVAL, "unknown device %d", (int)in->device);
+    if (in->device_index < 0)
+        return vdnn_fail(-EINVAL, "device_index must be >= 0 (got %d)", in->device_index);
+    if (in->threads < 0)
+        return vdnn_fail(-EINVAL, "threads must be >= 0 (got %d)", in->threads);
+    *out = *in;
+    out->fp16_io = in->fp16_io != 0;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Open / close / introspection                                             */
+/* ------------------------------------------------------------------------ */
+
+static const char *type_name(VmafDnnElementType t)
+{
+    switch (t) {
+    case VMAF_DNN_TYPE_FLOAT: return "FLOAT";
+    case VMAF_DNN_TYPE_UINT8: return "UINT8";
+    case VMAF_DNN_TYPE_INT8: return "INT8";
+    case VMAF_DNN_TYPE_UINT16: return "UINT16";
+    case VMAF_DNN_TYPE_INT16: return "INT16";
+    case VMAF_DNN_TYPE_INT32: return "INT32";
+    case VMAF_DNN_TYPE_INT64: return "INT64";
+    case VMAF_DNN_TYPE_STRING: return "STRING";
+    case VMAF_DNN_TYPE_BOOL: return "BOOL";
+    case VMAF_DNN_TYPE_FLOAT16: return "FLOAT16";
+    case VMAF_DNN_TYPE_DOUBLE: return "DOUBLE";
+    case VMAF_DNN_TYPE_UINT32: return "UINT32";
+    case VMAF_DNN_TYPE_UINT64: return "UINT64";
+    case VMAF_DNN_TYPE_BFLOAT16: return "BFLOAT16";
+    default: return "UNDEFINED";
+    }
+}
+
+static int output_type_convertible(VmafDnnElementType t)
+{
+    return t == VMAF_DNN_TYPE_FLOAT || t == VMAF_DNN_TYPE_FLOAT16 || t == VMAF_DNN_TYPE_DOUBLE ||
+           t == VMAF_DNN_TYPE_INT32 || t == VMAF_DNN_TYPE_INT64;
+}
+
+/* Builds the public views and the run scratch, and refuses models whose
+ * slots this API cannot feed or convert. */
+static int init_slots(VmafDnnSession *s)
+{
+    s->n_inputs = vdnn_ort_input_count(s->ort);
+    s->n_outputs = vdnn_ort_output_count(s->ort);
+    size_t ni = s->n_inputs ? s->n_inputs : 1, no = s->n_outputs ? s->n_outputs : 1;
+    s->input_info = calloc(ni, sizeof(*s->input_info));
+    s->output_info = calloc(no, sizeof(*s->output_info));
+    s->feeds = calloc(ni, sizeof(*s->feeds));
+    s->fp16_inputs = calloc(ni, sizeof(*s->fp16_inputs));
+    s->fp16_capacity = calloc(ni, sizeof(*s->fp16_capacity));
+    s->requested_slots = calloc(no, sizeof(*s->requested_slots));
+    s->results = calloc(no, sizeof(*s->results));
+    if (!s->input_info || !s->output_info || !s->feeds || !s->fp16_inputs ||
+        !s->fp16_capacity || !s->requested_slots || !s->results)
+        return vdnn_fail(-ENOMEM, "out of memory");
+
+    for (size_t i = 0; i < s->n_inputs; i++) {
+        const VdnnTensorMeta *m = vdnn_ort_input_meta(s->ort, i);
+        if (m->type != VMAF_DNN_TYPE_FLOAT && m->type != VMAF_DNN_TYPE_FLOAT16)
+            return vdnn_fail(-ENOTSUP, "input \"%s\" has element type %s; only FLOAT and "
+                             "FLOAT16 inputs can be fed", m->name, type_name(m->type));
+        s->input_info[i] = (VmafDnnTensorInfo){m->name, m->type, m->rank, m->shape};
+    }
+    for (size_t i = 0; i < s->n_outputs; i++) {
+        const VdnnTensorMeta *m = vdnn_ort_output_meta(s->ort, i);
+        if (!output_type_convertible(m->type))
+            return vdnn_fail(-ENOTSUP, "output \"%s\" has element type %s; only FLOAT, FLOAT16, "
+                             "DOUBLE, INT32 and INT64 outputs are supported", m->name,
+                             type_name(m->type));
+        s->output_info[i] = (VmafDnnTensorInfo){m->name, m->type, m->rank, m->shape};
+    }
+    return 0;
+}
+
+int vmaf_dnn_session_open(VmafDnnSession **out, const char *onnx_path, const VmafDnnConfig *cfg)
+{
+    vdnn_clear_error();
+    if (!out || !onnx_path)
+        return vdnn_fail(-EINVAL, "session_open: %s is NULL", out ? "onnx_path" : "out");
+    VmafDnnConfig config;
+    int rc = check_config(cfg, &config);
+    if (rc || (rc = vdnn_ort_ensure_loaded()))
+        return rc;
+
+    VdnnModelFile model;
+    if ((rc = vdnn_model_file_read(onnx_path, VDNN_MODEL_MAX_BYTES_DEFAULT, &model)))
+        return rc;
+    VmafDnnSession *s = calloc(1, sizeof(*s));
+    if (!s) {
+        vdnn_model_file_free(&model);
+        return vdnn_fail(-ENOMEM, "out of memory");
+    }
+    atomic_flag_clear(&s->busy);
+    s->cfg = config;
+    rc = vdnn_ort_session_create(model.bytes, model.size, model.path, model.dir, &s->cfg, &s->ort,
+                                 &s->attached_ep, &s->fallback_reason);
+    vdnn_model_file_free(&model);
+    if (!rc)
+        rc = init_slots(s);
+    if (rc) {
+        vmaf_dnn_session_close(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void vmaf_dnn_session_close(VmafDnnSession *s)
+{
+    if (!s)
+        return;
+    vdnn_ort_session_destroy(s->ort);
+    free(s->fallback_reason);
+    free(s->input_info);
+    free(s->output_info);
+    free(s->feeds);
+    for (size_t i = 0; s->fp16_inputs && i < s->n_inputs; i++)
+        free(s->fp16_inputs[i]);
+    free(s->fp16_inputs);
+    free(s->fp16_capacity);
+    free(s->requested_slots);
+    free(s->results);
+    free(s->plane_in);
+    free(s->plane_out);
+    free(s);
+}
+
+const char *vmaf_dnn_session_attached_ep(const VmafDnnSession *s)
+{
+    return s ? s->attached_ep : NULL;
+}
+
+const char *vmaf_dnn_session_fallback_reason(const VmafDnnSession *s)
+{
+    return s ? s->fallback_reason : NULL;
+}
+
+const VmafDnnConfig *vmaf_dnn_session_config(const VmafDnnSession *s)
+{
+    return s ? &s->cfg : NULL;
+}
+
+size_t vmaf_dnn_session_input_count(const VmafDnnSession *s)
+{
+    return s ? s->n_inputs : 0;
+}
+
+size_t vmaf_dnn_session_output_count(const VmafDnnSession *s)
+{
+    return s ? s->n_outputs : 0;
+}
+
+static int slot_info(const VmafDnnTensorInfo *table, size_t n, size_t index, const char *what,
+                     VmafDnnTensorInfo *info)
+{
+    if (!info)
+        return vdnn_fail(-EINVAL, "%s_info: info is NULL", what);
+    if (index >= n)
+        return vdnn_fail(-EINVAL, "%s index %zu out of range (the model has %zu)", what, index, n);
+    *info = table[index];
+    return 0;
+}
+
+int vmaf_dnn_session_input_info(const VmafDnnSession *s, size_t index, VmafDnnTensorInfo *info)
+{
+    vdnn_clear_error();
+    if (!s)
+        return vdnn_fail(-EINVAL, "input_info: session is NULL");
+    return slot_info(s->input_info, s->n_inputs, index, "input", info);
+}
+
+int vmaf_dnn_session_output_info(const VmafDnnSession *s, size_t index, VmafDnnTensorInfo *info)
+{
+    vdnn_clear_error();
+    if (!s)
+        return vdnn_fail(-EINVAL, "output_info: session is NULL");
+    return slot_info(s->output_info, s->n_outputs, index, "output", info);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Running                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static int find_slot(const VmafDnnTensorInfo *table, size_t n, const char *name, size_t *slot)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(table[i].name, name) == 0) {
+            *slot = i;
+            return 0;
+        }
+    return -1;
+}
+
+/* Product of dims with overflow detection; -1 when it does not fit. */
+static int element_count(const int64_t *shape, size_t rank, size_t *count)
+{
+    size_t n = 1;
+    for (size_t d = 0; d < rank; d++) {
+        uint64_t dim = (uint64_t)shape[d];
+        if (dim && n > (SIZE_MAX / sizeof(float)) / dim)
+            return -1;
+        n *= (size_t)dim;
+    }
+    *count = n;
+    return 0;
+}
+
+static int check_input_shape(const VmafDnnTensorInfo *slot, const VmafDnnInput *in, size_t *count)
+{
+    if (!in->data || (!in->shape && in->rank))
+        return vdnn_fail(-EINVAL, "input \"%s\": data or shape is NULL", slot->name);
+    if (in->rank != slot->rank)
+        return vdnn_fail(-EINVAL, "input \"%s\" has rank %zu; the model expects rank %zu",
+                         slot->name, in->rank, slot->rank);
+    for (size_t d = 0; d < in->rank; d++) {
+        if (in->shape[d] < 1)
+            return vdnn_fail(-EINVAL, "input \"%s\": dim %zu is %lld; dims must be >= 1",
+                             slot->name, d, (long long)in->shape[d]);
+        if (slot->shape[d] >= 0 && in->shape[d] != slot->shape[d])
+            return vdnn_fail(-EINVAL, "input \"%s\": dim %zu is %lld; the model fixes it to %lld",
+                             slot->name, d, (long long)in->shape[d], (long long)slot->shape[d]);
+    }
+    if (element_count(in->shape, in->rank, count))
+        return vdnn_fail(-EINVAL, "input \"%s\" is too large", slot->name);
+    return 0;
+}
+
+static int fp16_unsupported(const char *what, const char *name)
+{
+    return vdnn_fail(-ENOTSUP, "%s \"%s\" is FLOAT16; open the session with fp16_io to exchange "
+                     "it as fp32", what, name);
+}
+
+/* Points s->feeds[slot] at the caller's data, casting to fp16 scratch for
+ * FLOAT16 slots. */
+static int bind_input(VmafDnnSession *s, size_t slot, const VmafDnnInput *in, size_t count)
+{
+    const VmafDnnTensorInfo *info = &s->input_info[slot];
+    VdnnOrtFeed *f = &s->feeds[slot];
+    f->shape = in->shape;
+    f->rank = in->rank;
+    f->type = info->type;
+    if (info->type == VMAF_DNN_TYPE_FLOAT) {
+        f->data = in->data;
+        return 0;
+    }
+    if (!s->cfg.fp16_io)
+        return fp16_unsupported("input", info->name);
+    if (s->fp16_capacity[slot] < count) {
+        uint16_t *grown = realloc(s->fp16_inputs[slot], (count ? count : 1) * sizeof(uint16_t));
+        if (!grown)
+            return vdnn_fail(-ENOMEM, "out of memory for fp16 input \"%s\"", info->name);
+        s->fp16_inputs[slot] = grown;
+        s->fp16_capacity[slot] = count;
+    }
+    vmaf_dnn_fp32_to_fp16(in->data, s->fp16_inputs[slot], count);
+    f->data = s->fp16_inputs[slot];
+    return 0;
+}
+
+static int bind_inputs(VmafDnnSession *s, const VmafDnnInput *inputs, size_t n_inputs)
+{
+    if (n_inputs > s->n_inputs)
+        return vdnn_fail(-EINVAL, "%zu inputs given; the model has %zu", n_inputs, s->n_inputs);
+    for (size_t i = 0; i < s->n_inputs; i++)
+        s->feeds[i].data = NULL;
+    for (size_t i = 0; i < n_inputs; i++) {
+        size_t slot = i;
+        if (inputs[i].name && find_slot(s->input_info, s->n_inputs, inputs[i].name, &slot))
+            return vdnn_fail(-EINVAL, "the model has no input named \"%s\"", inputs[i].name);
+        if (s->feeds[slot].data)
+            return vdnn_fail(-EINVAL, "input \"%s\" is given twice", s->input_info[slot].name);
+        size_t count;
+        int rc = check_input_shape(&s->input_info[slot], &inputs[i], &count);
+        if (rc || (rc = bind_input(s, slot, &inputs[i], count)))
+            return rc;
+    }
+    for (size_t i = 0; i < s->n_inputs; i++)
+        if (!s->feeds[i].data)
+            return vdnn_fail(-EINVAL, "input \"%s\" is missing", s->input_info[i].name);
+    return 0;
+}
+
+static int resolve_outputs(VmafDnnSession *s, const VmafDnnOutput *outputs, size_t n_outputs)
+{
+    if (n_outputs == 0)
+        return vdnn_fail(-EINVAL, "no output requested");
+    if (n_outputs > s->n_outputs)
+        return vdnn_fail(-EINVAL, "%zu outputs requested; the model has %zu", n_outputs,
+                         s->n_outputs);
+    for (size_t k = 0; k < n_outputs; k++) {
+        size_t slot = k;
+        if (outputs[k].name && find_slot(s->output_info, s->n_outputs, outputs[k].name, &slot))
+            return vdnn_fail(-EINVAL, "the model has no output named \"%s\"", outputs[k].name);
+        for (size_t j = 0; j < k; j++)
+            if (s->requested_slots[j] == slot)
+                return vdnn_fail(-EINVAL, "output \"%s\" is requested twice",
+                                 s->output_info[slot].name);
+        if (s->output_info[slot].type == VMAF_DNN_TYPE_FLOAT16 && !s->cfg.fp16_io)
+            return fp16_unsupported("output", s->output_info[slot].name);
+        s->requested_slots[k] = slot;
+    }
+    return 0;
+}
+
+static void convert_to_fp32(const VdnnOrtResult *r, float *dst)
+{
+    size_t n = r->count;
+    switch (r->type) {
+    case VMAF_DNN_TYPE_FLOAT:
+        memcpy(dst, r->data, n * sizeof(float));
+        break;
+    case VMAF_DNN_TYPE_FLOAT16:
+        vmaf_dnn_fp16_to_fp32(r->data, dst, n);
+        break;
+    case VMAF_DNN_TYPE_DOUBLE:
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)((const double *)r->data)[i];
+        break;
+    case VMAF_DNN_TYPE_INT32:
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)((const int32_t *)r->data)[i];
+        break;
+    case VMAF_DNN_TYPE_INT64:
+        for (size_t i = 0; i < n; i++)
+            dst[i] = (float)((const int64_t *)r->data)[i];
+        break;
+    default:
+        break; /* refused at open */
+    }
+}
+
+/* Copies results out; every output's count is reported before -ENOSPC so
+ * the caller can grow all its buffers at once. */
+static int deliver_outputs(VmafDnnSession *s, VmafDnnOutput *outputs, size_t n_outputs)
+{
+    int rc = 0;
+    for (size_t k = 0; k < n_outputs; k++) {
+        const VdnnOrtResult *r = &s->results[k];
+        outputs[k].count = r->count;
+        outputs[k].rank = r->rank;
+        memcpy(outputs[k].shape, r->shape, r->rank * sizeof(r->shape[0]));
+        if (!rc && r->count > outputs[k].capacity)
+            rc = vdnn_fail(-ENOSPC, "output \"%s\" has %zu elements; the buffer holds %zu",
+                           s->output_info[s->requested_slots[k]].name, r->count,
+                           outputs[k].capacity);
+        if (!rc && r->count && !outputs[k].data)
+            rc = vdnn_fail(-EINVAL, "output \"%s\": data is NULL",
+                           s->output_info[s->requested_slots[k]].name);
+    }
+    for (size_t k = 0; !rc && k < n_outputs; k++)
+        convert_to_fp32(&s->results[k], outputs[k].data);
+    vdnn_ort_release_outputs(s->ort);
+    return rc;
+}
+
+/* A run with the session already reserved by the caller. */
+static int run_reserved(VmafDnnSession *s, const VmafDnnInput *inputs, size_t n_inputs,
+                        VmafDnnOutput *outputs, size_t n_outputs)
+{
+    int rc = bind_inputs(s, inputs, n_inputs);
+    if (rc || (rc = resolve_outputs(s, outputs, n_outputs)))
+        return rc;
+    rc = vdnn_ort_run(s->ort, s->feeds, s->requested_slots, n_outputs, s->results);
+    return rc ? rc : deliver_outputs(s, outputs, n_outputs);
+}
+
+static int reserve(VmafDnnSession *s)
+{
+    if (atomic_flag_test_and_set_explicit(&s->busy, memory_order_acquire))
+        return vdnn_fail(-EBUSY, "the session is running on another thread");
+    return 0;
+}
+
+static void release(VmafDnnSession *s)
+{
+    atomic_flag_clear_explicit(&s->busy, memory_order_release);
+}
+
+int vmaf_dnn_session_run(VmafDnnSession *s, const VmafDnnInput *inputs, size_t n_inputs,
+                         VmafDnnOutput *outputs, size_t n_outputs)
+{
+    vdnn_clear_error();
+    if (!s || (!inputs && n_inputs) || !outputs)
+        return vdnn_fail(-EINVAL, "session_run: %s is NULL",
+                         !s ? "session" : !outputs ? "outputs" : "inputs");
+    int rc = reserve(s);
+    if (rc)
+        return rc;
+    rc = run_reserved(s, inputs, n_inputs, outputs, n_outputs);
+    release(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Image-to-image helpers                                                   */
+/* ------------------------------------------------------------------------ */
+
+static int check_image_dim(const VmafDnnTensorInfo *in, size_t d, const char *what, int64_t want)
+{
+    if (in->shape[d] >= 0 && in->shape[d] != want)
+        return vdnn_fail(-EINVAL, "input \"%s\": %s is %lld in the model, the plane has %lld",
+                         in->name, what, (long long)in->shape[d], (long long)want);
+    return 0;
+}
+
+static int check_image_model(const VmafDnnSession *s, unsigned w, unsigned h)
+{
+    if (s->n_inputs != 1 || s->n_outputs != 1)
+        return vdnn_fail(-EINVAL, "an image-to-image model needs 1 input and 1 output; this one "
+                         "has %zu and %zu", s->n_inputs, s->n_outputs);
+    const VmafDnnTensorInfo *in = &s->input_info[0];
+    if (in->rank != 4)
+        return vdnn_fail(-EINVAL, "input \"%s\" has rank %zu; an image model takes NCHW (rank 4)",
+                         in->name, in->rank);
+    int rc;
+    if ((rc = check_image_dim(in, 0, "the batch", 1)) ||
+        (rc = check_image_dim(in, 1, "the channel count", 1)) ||
+        (rc = check_image_dim(in, 2, "the height", h)) ||
+        (rc = check_image_dim(in, 3, "the width", w)))
+        return rc;
+    return 0;
+}
+
+static int grow_plane_scratch(VmafDnnSession *s, size_t n)
+{
+    if (n <= s->plane_capacity)
+        return 0;
+    float *in = realloc(s->plane_in, n * sizeof(float));
+    if (in)
+        s->plane_in = in;
+    float *out = realloc(s->plane_out, n * sizeof(float));
+    if (out)
+        s->plane_out = out;
+    if (!in || !out)
+        return vdnn_fail(-ENOMEM, "out of memory for a %zu-sample plane", n);
+    s->plane_capacity = n;
+    return 0;
+}
+
+/* Runs the image model on s->plane_in (w*h normalised samples) into
+ * s->plane_out, checking that the output is the same size. */
+static int run_plane_reserved(VmafDnnSession *s, unsigned w, unsigned h)
+{
+    size_t n = (size_t)w * h;
+    const int64_t shape[4] = {1, 1, h, w};
+    VmafDnnInput in = {NULL, s->plane_in, shape, 4};
+    VmafDnnOutput out = {.name = NULL, .data = s->plane_out, .capacity = n};
+    int rc = run_reserved(s, &in, 1, &out, 1);
+    if (rc == -ENOSPC || (!rc && out.count != n))
+        return vdnn_fail(-EINVAL, "output \"%s\" has %zu samples; an image-to-image model must "
+                         "return the %ux%u plane it was given", s->output_info[0].name,
+                         out.count, w, h);
+    return rc;
+}
+
+/* Round to nearest and clamp; NaN becomes 0 so a broken model cannot write
+ * out-of-range samples. */
+static inline unsigned to_sample(float v, float max)
+{
+    float x = v * max + 0.5f;
+    if (!(x >= 0.0f))
+        return 0;
+    return x >= max ? (unsigned)max : (unsigned)x;
+}
+
+typedef struct PlaneArgs {
+    const void *src;
+    ptrdiff_t src_stride;
+    void *dst;
+    ptrdiff_t dst_stride;
+    unsigned w, h, bpc, sample_bytes;
+} PlaneArgs;
+
+static int run_plane(VmafDnnSession *s, const PlaneArgs *p)
+{
+    vdnn_clear_error();
+    if (!s || !p->src || !p->dst)
+        return vdnn_fail(-EINVAL, "plane run: %s is NULL", !s ? "session" : !p->src ? "src" : "dst");
+    if (p->w == 0 || p->h == 0 || p->w > VDNN_MAX_PLANE_DIM || p->h > VDNN_MAX_PLANE_DIM)
+        return vdnn_fail(-EINVAL, "plane size %ux%u is outside 1..%d in each dimension", p->w,
+                         p->h, VDNN_MAX_PLANE_DIM);
+    if (p->src_stride < (ptrdiff_t)(p->w * p->sample_bytes) ||
+        p->dst_stride < (ptrdiff_t)(p->w * p->sample_bytes))
+        return vdnn_fail(-EINVAL, "stride (src %td, dst %td bytes) is smaller than a row of %u "
+                         "samples", p->src_stride, p->dst_stride, p->w);
+    int rc = check_image_model(s, p->w, p->h);
+    if (rc || (rc = reserve(s)))
+        return rc;
+    if ((rc = grow_plane_scratch(s, (size_t)p->w * p->h)))
+        goto done;
+
+    const float max = (float)((1u << p->bpc) - 1);
+    const float scale = 1.0f / max;
+    for (unsigned y = 0; y < p->h; y++) {
+        const uint8_t *row = (const uint8_t *)p->src + (ptrdiff_t)y * p->src_stride;
+        float *f = s->plane_in + (size_t)y * p->w;
+        if (p->sample_bytes == 1)
+            for (unsigned x = 0; x < p->w; x++)
+                f[x] = row[x] * scale;
+        else
+            for (unsigned x = 0; x < p->w; x++)
+                f[x] = ((const uint16_t *)(const void *)row)[x] * scale;
+    }
+    if ((rc = run_plane_reserved(s, p->w, p->h)))
+        goto done;
+    for (unsigned y = 0; y < p->h; y++) {
+        uint8_t *row = (uint8_t *)p->dst + (ptrdiff_t)y * p->dst_stride;
+        const float *f = s->plane_out + (size_t)y * p->w;
+        if (p->sample_bytes == 1)
+            for (unsigned x = 0; x < p->w; x++)
+                row[x] = (uint8_t)to_sample(f[x], max);
+        else
+            for (unsigned x = 0; x < p->w; x++)
+                ((uint16_t *)(void *)row)[x] = (uint16_t)to_sample(f[x], max);
+    }
+done:
+    release(s);
+    return rc;
+}
+
+int vmaf_dnn_session_run_luma8(VmafDnnSession *s, const uint8_t *src, ptrdiff_t src_stride,
+                               uint8_t *dst, ptrdiff_t dst_stride, unsigned width,
+                               unsigned height)
+{
+    PlaneArgs p = {src, src_stride, dst, dst_stride, width, height, 8, 1};
+    return run_plane(s, &p);
+}
+
+int vmaf_dnn_session_run_plane16(VmafDnnSession *s, const uint16_t *src, ptrdiff_t src_stride,
+                                 uint16_t *dst, ptrdiff_t dst_stride, unsigned width,
+                                 unsigned height, unsigned bpc)
+{
+    if (bpc < 9 || bpc > 16) {
+        vdnn_clear_error();
+        return vdnn_fail(-EINVAL, "bpc must be 9..16 for plane16 (got %u)", bpc);
+    }
+    PlaneArgs p = {src, src_stride, dst, dst_stride, width, height, bpc, 2};
+    return run_plane(s, &p);
+}

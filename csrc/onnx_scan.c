@@ -1,0 +1,723 @@
+/* The ONNX pre-flight scanner: a protobuf wire-format walker over the model
+ * bytes that ORT will be given, enforcing the policy described in
+ * onnx_scan.h. It never allocates and never reads outside the buffer: every
+ * length is checked against the enclosing message before it is used, and the
+ * only recursion (graph -> node -> attribute -> graph) is bounded by the
+ * depth cap, which is checked before descending. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "error.h"
+#include "onnx_scan.h"
+
+/* ------------------------------------------------------------------------ */
+/* Policy                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static const char *const builtin_ops[] = {
+    /* arithmetic and activations */
+    "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Abs", "Neg", "Exp", "Log",
+    "Reciprocal", "Min", "Max", "Sum", "Mean", "Clip", "Floor", "Ceil", "Round",
+    "Sign", "Erf", "Tanh", "Sigmoid", "Relu", "LeakyRelu", "PRelu", "Elu", "Selu",
+    "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Gelu", "Softmax",
+    "LogSoftmax",
+    /* comparison and logic */
+    "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Not", "And",
+    "Or", "Xor", "Where", "IsNaN", "IsInf",
+    /* tensor manipulation */
+    "Identity", "Cast", "CastLike", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+    "Transpose", "Concat", "Split", "Slice", "Gather", "GatherElements", "Pad",
+    "Expand", "Tile", "Shape", "Size", "ConstantOfShape", "Constant", "Range",
+    /* reductions */
+    "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
+    "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp", "ArgMax",
+    "ArgMin",
+    /* neural network layers */
+    "Conv", "ConvTranspose", "MatMul", "Gemm", "BatchNormalization",
+    "InstanceNormalization", "LayerNormalization", "GroupNormalization",
+    "AveragePool", "MaxPool", "GlobalAveragePool", "GlobalMaxPool", "LpPool",
+    "Dropout", "Resize", "Upsample", "DepthToSpace", "SpaceToDepth", "Einsum",
+    "TopK", "CumSum",
+    /* control flow (Loop is counted against max_loop_nodes) */
+    "If", "Loop",
+};
+#define N_BUILTIN_OPS (sizeof(builtin_ops) / sizeof(builtin_ops[0]))
+
+const char *const *vdnn_scan_builtin_ops(size_t *n_out)
+{
+    if (n_out)
+        *n_out = N_BUILTIN_OPS;
+    return builtin_ops;
+}
+
+void vdnn_scan_policy_default(VdnnScanPolicy *p)
+{
+    p->allowed_ops = NULL;
+    p->n_allowed_ops = 0;
+    p->max_loop_nodes = VDNN_SCAN_MAX_LOOP_NODES;
+    p->max_graph_depth = VDNN_SCAN_MAX_GRAPH_DEPTH;
+    p->max_external_bytes = VDNN_SCAN_MAX_EXTERNAL_BYTES;
+}
+
+/* A run of bytes inside the model: a string field or an embedded message.
+ * p may be NULL only when n is 0. */
+typedef struct Span {
+    const uint8_t *p;
+    size_t n;
+} Span;
+
+static bool span_is(Span s, const char *c)
+{
+    size_t n = strlen(c);
+    return s.n == n && (n == 0 || memcmp(s.p, c, n) == 0);
+}
+
+static bool on_list(const char *const *list, size_t n, Span op)
+{
+    for (size_t i = 0; i < n; i++)
+        if (span_is(op, list[i]))
+            return true;
+    return false;
+}
+
+int vdnn_scan_policy_check(const VdnnScanPolicy *p)
+{
+    if (!p)
+        return vdnn_fail(-EINVAL, "scan policy is NULL");
+    if (p->allowed_ops) {
+        for (size_t i = 0; i < p->n_allowed_ops; i++) {
+            const char *op = p->allowed_ops[i];
+            if (!op)
+                return vdnn_fail(-EINVAL, "scan policy allow-list entry %zu is NULL", i);
+            Span s = { (const uint8_t *)op, strlen(op) };
+            if (!on_list(builtin_ops, N_BUILTIN_OPS, s))
+                return vdnn_fail(-EINVAL,
+                                 "scan policy allows operator \"%s\", which is not on the "
+                                 "built-in allow-list (a policy may only narrow it)",
+                                 op);
+        }
+    } else if (p->n_allowed_ops) {
+        return vdnn_fail(-EINVAL, "scan policy has n_allowed_ops = %zu but no allowed_ops",
+                         p->n_allowed_ops);
+    }
+    if (p->max_loop_nodes > VDNN_SCAN_MAX_LOOP_NODES)
+        return vdnn_fail(-EINVAL, "scan policy raises max_loop_nodes to %u (the built-in cap is %u)",
+                         p->max_loop_nodes, VDNN_SCAN_MAX_LOOP_NODES);
+    if (p->max_graph_depth > VDNN_SCAN_MAX_GRAPH_DEPTH)
+        return vdnn_fail(-EINVAL, "scan policy raises max_graph_depth to %u (the built-in cap is %u)",
+                         p->max_graph_depth, VDNN_SCAN_MAX_GRAPH_DEPTH);
+    if (p->max_external_bytes > VDNN_SCAN_MAX_EXTERNAL_BYTES)
+        return vdnn_fail(-EINVAL,
+                         "scan policy raises max_external_bytes to %" PRIu64
+                         " (the built-in cap is %" PRIu64 ")",
+                         p->max_external_bytes, VDNN_SCAN_MAX_EXTERNAL_BYTES);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Wire format                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef struct Scan {
+    const uint8_t *base; /* first byte of the model: error offsets count from here */
+    const VdnnScanPolicy *policy;
+    const char *model_dir;
+    VdnnScanReport *report;  /* never NULL (a local when the caller passed none) */
+    /* Path buffers for the external-data checks, kept here rather than on the
+     * stack of the recursive walk. */
+    char dir_real[PATH_MAX]; /* realpath(model_dir), "" until the first external tensor */
+    char path[PATH_MAX];     /* the location being checked, NUL-terminated */
+    char joined[PATH_MAX];   /* dir_real + "/" + path */
+    char real[PATH_MAX];     /* realpath(joined) */
+} Scan;
+
+enum { WT_VARINT = 0, WT_FIXED64 = 1, WT_LEN = 2, WT_FIXED32 = 5 };
+
+typedef struct Field {
+    uint32_t num;
+    unsigned wt;
+    uint64_t varint; /* WT_VARINT */
+    Span len;        /* WT_LEN: the payload */
+    const uint8_t *at;
+} Field;
+
+static int malformed(const Scan *s, const uint8_t *at)
+{
+    return vdnn_fail(-EBADMSG, "truncated or malformed ONNX at byte %zu", (size_t)(at - s->base));
+}
+
+/* At most 10 bytes, and the 10th may only carry the 64th bit. */
+static bool read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 10 && p < end; i++) {
+        uint8_t b = *p++;
+        if (i == 9 && b > 1)
+            return false;
+        v |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            *pp = p;
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Reads the next field of *m and advances past it. Returns 1 with *f filled,
+ * 0 at the end of the message, or -EBADMSG. */
+static int next_field(const Scan *s, Span *m, Field *f)
+{
+    if (m->n == 0)
+        return 0;
+    const uint8_t *p = m->p, *end = m->p + m->n;
+    uint64_t tag, len;
+    f->at = p;
+    if (!read_varint(&p, end, &tag) || tag > UINT32_MAX || (tag >> 3) == 0)
+        return malformed(s, f->at);
+    f->num = (uint32_t)(tag >> 3);
+    f->wt = (unsigned)(tag & 7);
+    switch (f->wt) {
+    case WT_VARINT:
+        if (!read_varint(&p, end, &f->varint))
+            return malformed(s, p);
+        break;
+    case WT_FIXED64:
+    case WT_FIXED32: {
+        size_t width = f->wt == WT_FIXED64 ? 8 : 4;
+        if ((size_t)(end - p) < width)
+            return malformed(s, p);
+        p += width;
+        break;
+    }
+    case WT_LEN: {
+        const uint8_t *len_at = p;
+        if (!read_varint(&p, end, &len) || len > (uint64_t)(end - p))
+            return malformed(s, len_at);
+        f->len.p = p;
+        f->len.n = (size_t)len;
+        p += len;
+        break;
+    }
+    default: /* groups (3, 4) and the undefined 6, 7 */
+        return malformed(s, f->at);
+    }
+    m->n -= (size_t)(p - m->p);
+    m->p = p;
+    return 1;
+}
+
+/* An interpreted field must have the wire type its declaration implies. */
+static int expect(const Scan *s, const Field *f, unsigned wt)
+{
+    return f->wt == wt ? 0 : malformed(s, f->at);
+}
+
+/* Copies s into dst[cap] (cap >= 4) for a message: non-printable bytes
+ * become '?', and a name that does not fit ends in "...". */
+static const char *printable(char *dst, size_t cap, Span s)
+{
+    size_t n = s.n < cap ? s.n : cap - 4;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (s.p[i] >= 0x20 && s.p[i] < 0x7f) ? (char)s.p[i] : '?';
+    if (n < s.n) {
+        memcpy(dst + n, "...", 3);
+        n += 3;
+    }
+    dst[n] = '\0';
+    return dst;
+}
+
+/* ------------------------------------------------------------------------ */
+/* External data                                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct ExternalRef {
+    Span location, offset, length;
+    bool has_location, has_offset, has_length;
+} ExternalRef;
+
+/* One StringStringEntryProto of TensorProto.external_data. ORT would take the
+ * last of two "location" entries; a second one is refused instead so that the
+ * file checked is beyond doubt the file ORT opens. */
+static int read_external_entry(const Scan *s, const Field *ef, ExternalRef *ref)
+{
+    Span m = ef->len, key = { NULL, 0 }, value = { NULL, 0 };
+    Field f;
+    int r;
+    while ((r = next_field(s, &m, &f)) > 0) {
+        if (f.num != 1 && f.num != 2)
+            continue;
+        if ((r = expect(s, &f, WT_LEN)) < 0)
+            return r;
+        *(f.num == 1 ? &key : &value) = f.len;
+    }
+    if (r < 0)
+        return r;
+
+    Span *slot;
+    bool *seen;
+    if (span_is(key, "location")) {
+        slot = &ref->location, seen = &ref->has_location;
+    } else if (span_is(key, "offset")) {
+        slot = &ref->offset, seen = &ref->has_offset;
+    } else if (span_is(key, "length")) {
+        slot = &ref->length, seen = &ref->has_length;
+    } else {
+        return 0; /* "checksum", or a key ORT itself will judge */
+    }
+    if (*seen) {
+        char k[16];
+        return vdnn_fail(-EBADMSG, "external_data key \"%s\" appears twice in one tensor",
+                         printable(k, sizeof(k), key));
+    }
+    *slot = value;
+    *seen = true;
+    return 0;
+}
+
+/* Decimal digits only: no sign, no space, no overflow. */
+static bool parse_decimal(Span s, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (s.n == 0)
+        return false;
+    for (size_t i = 0; i < s.n; i++) {
+        if (s.p[i] < '0' || s.p[i] > '9')
+            return false;
+        unsigned d = (unsigned)(s.p[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
+/* The rules on the location text itself; copies it, NUL-terminated, into
+ * s->path. */
+static int check_location_text(Scan *s, Span loc, const char *shown, const char *tensor)
+{
+    if (loc.n == 0)
+        return vdnn_fail(-EBADMSG, "tensor \"%s\" has an empty external data location", tensor);
+    if (memchr(loc.p, '\0', loc.n))
+        return vdnn_fail(-EPERM, "external data location \"%s\" (tensor \"%s\") contains a NUL byte",
+                         shown, tensor);
+    if (loc.n >= sizeof(s->path))
+        return vdnn_fail(-ENAMETOOLONG, "external data location \"%s\" (tensor \"%s\") is too long",
+                         shown, tensor);
+    memcpy(s->path, loc.p, loc.n);
+    s->path[loc.n] = '\0';
+
+    if (strstr(s->path, "_ORT_MEM_ADDR_"))
+        return vdnn_fail(-EPERM,
+                         "external data location \"%s\" (tensor \"%s\") is ORT's in-memory "
+                         "marker, which would make ORT read a memory address from the model",
+                         shown, tensor);
+    if (s->path[0] == '/')
+        return vdnn_fail(-EPERM,
+                         "external data location \"%s\" (tensor \"%s\") is an absolute path: it "
+                         "must be relative to the model's directory",
+                         shown, tensor);
+    if (strchr(s->path, '\\'))
+        return vdnn_fail(-EPERM, "external data location \"%s\" (tensor \"%s\") contains a backslash",
+                         shown, tensor);
+    for (const char *c = s->path; *c;) {
+        size_t n = strcspn(c, "/");
+        if (n == 2 && c[0] == '.' && c[1] == '.')
+            return vdnn_fail(-EPERM,
+                             "external data location \"%s\" (tensor \"%s\") has a \"..\" component",
+                             shown, tensor);
+        c += n + (c[n] == '/');
+    }
+    return 0;
+}
+
+/* Resolves model_dir/s->path into s->real and checks that it is a regular
+ * file inside realpath(model_dir); *size gets its size. */
+static int resolve_inside_dir(Scan *s, const char *shown, const char *tensor, uint64_t *size)
+{
+    if (!s->dir_real[0] && !realpath(s->model_dir, s->dir_real)) {
+        int err = errno ? -errno : -EIO;
+        s->dir_real[0] = '\0';
+        return vdnn_fail(err, "cannot resolve the model directory \"%s\" to check external data",
+                         s->model_dir);
+    }
+    if (snprintf(s->joined, sizeof(s->joined), "%s/%s", s->dir_real, s->path) >=
+        (int)sizeof(s->joined))
+        return vdnn_fail(-ENAMETOOLONG,
+                         "external data location \"%s\" (tensor \"%s\") makes a path longer than "
+                         "PATH_MAX",
+                         shown, tensor);
+    if (!realpath(s->joined, s->real)) {
+        int err = errno ? -errno : -EIO;
+        if (err == -ENOENT)
+            return vdnn_fail(err, "external data file \"%s\" (tensor \"%s\") does not exist in \"%s\"",
+                             shown, tensor, s->dir_real);
+        return vdnn_fail(err, "cannot resolve external data file \"%s\" (tensor \"%s\") in \"%s\"",
+                         shown, tensor, s->dir_real);
+    }
+
+    size_t d = strlen(s->dir_real);
+    bool root = d == 1; /* "/" already ends in the separator */
+    if (strncmp(s->real, s->dir_real, d) != 0 || (!root && s->real[d] != '/'))
+        return vdnn_fail(-EPERM,
+                         "external data file \"%s\" (tensor \"%s\") resolves to \"%s\", outside "
+                         "the model's directory \"%s\"",
+                         shown, tensor, s->real, s->dir_real);
+
+    struct stat st;
+    if (stat(s->real, &st) != 0) {
+        int err = errno ? -errno : -EIO;
+        return vdnn_fail(err, "cannot stat external data file \"%s\" (tensor \"%s\")", shown, tensor);
+    }
+    if (!S_ISREG(st.st_mode))
+        return vdnn_fail(-EPERM, "external data file \"%s\" (tensor \"%s\") is not a regular file",
+                         shown, tensor);
+    *size = (uint64_t)st.st_size;
+    return 0;
+}
+
+static int check_external(Scan *s, Span tensor_name, const ExternalRef *ref)
+{
+    char tensor[64], shown[160];
+    uint64_t size = 0, offset = 0, length;
+    int r;
+
+    printable(tensor, sizeof(tensor), tensor_name);
+    s->report->n_external++;
+    if (!ref->has_location)
+        return vdnn_fail(-EBADMSG, "tensor \"%s\" has external data but no location", tensor);
+    printable(shown, sizeof(shown), ref->location);
+    if (!s->model_dir)
+        return vdnn_fail(-EPERM,
+                         "tensor \"%s\" keeps its data in external file \"%s\", but the model "
+                         "came without a directory to check it against",
+                         tensor, shown);
+    if ((r = check_location_text(s, ref->location, shown, tensor)) < 0 ||
+        (r = resolve_inside_dir(s, shown, tensor, &size)) < 0)
+        return r;
+
+    if (ref->has_offset && !parse_decimal(ref->offset, &offset))
+        return vdnn_fail(-EBADMSG, "external data offset of tensor \"%s\" is not a decimal number",
+                         tensor);
+    if (offset > size)
+        return vdnn_fail(-EBADMSG,
+                         "external data offset %" PRIu64 " of tensor \"%s\" lies past the end of "
+                         "\"%s\" (%" PRIu64 " bytes)",
+                         offset, tensor, shown, size);
+    length = size - offset;
+    if (ref->has_length && !parse_decimal(ref->length, &length))
+        return vdnn_fail(-EBADMSG, "external data length of tensor \"%s\" is not a decimal number",
+                         tensor);
+    if (length > size - offset)
+        return vdnn_fail(-EBADMSG,
+                         "external data of tensor \"%s\" (offset %" PRIu64 ", length %" PRIu64
+                         ") runs past the end of \"%s\" (%" PRIu64 " bytes)",
+                         tensor, offset, length, shown, size);
+
+    uint64_t cap = s->policy->max_external_bytes;
+    if (length > cap - s->report->external_bytes) /* total <= cap is an invariant */
+        return vdnn_fail(-E2BIG,
+                         "external data adds up to more than %" PRIu64 " bytes (tensor \"%s\" in "
+                         "\"%s\" adds %" PRIu64 ")",
+                         cap, tensor, shown, length);
+    s->report->external_bytes += length;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The walk                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static int walk_graph(Scan *s, Span g, unsigned depth);
+
+/* TensorProto: only its external-data fields matter. */
+static int walk_tensor(Scan *s, const Field *tf)
+{
+    Span m = tf->len, name = { NULL, 0 };
+    ExternalRef ref = { 0 };
+    bool external = false, has_entries = false;
+    Field f;
+    int r;
+    if ((r = expect(s, tf, WT_LEN)) < 0)
+        return r;
+    while ((r = next_field(s, &m, &f)) > 0) {
+        if (f.num == 8) { /* name */
+            if ((r = expect(s, &f, WT_LEN)) < 0)
+                return r;
+            name = f.len;
+        } else if (f.num == 13) { /* external_data */
+            has_entries = true;
+            if ((r = expect(s, &f, WT_LEN)) < 0 || (r = read_external_entry(s, &f, &ref)) < 0)
+                return r;
+        } else if (f.num == 14) { /* data_location: a parser keeps the low 32 bits of an enum */
+            if ((r = expect(s, &f, WT_VARINT)) < 0)
+                return r;
+            uint32_t loc = (uint32_t)f.varint;
+            if (loc > 1)
+                return vdnn_fail(-EBADMSG, "tensor has an unknown data_location %" PRIu32, loc);
+            external = loc == 1;
+        }
+    }
+    if (r < 0)
+        return r;
+    return external || has_entries ? check_external(s, name, &ref) : 0;
+}
+
+/* SparseTensorProto: values = 1 and indices = 2 are tensors. */
+static int walk_sparse_tensor(Scan *s, const Field *sf)
+{
+    Span m = sf->len;
+    Field f;
+    int r;
+    if ((r = expect(s, sf, WT_LEN)) < 0)
+        return r;
+    while ((r = next_field(s, &m, &f)) > 0)
+        if ((f.num == 1 || f.num == 2) && (r = walk_tensor(s, &f)) < 0)
+            return r;
+    return r;
+}
+
+static int walk_subgraph(Scan *s, const Field *gf, unsigned depth)
+{
+    int r;
+    if ((r = expect(s, gf, WT_LEN)) < 0)
+        return r;
+    if (depth + 1 > s->policy->max_graph_depth)
+        return vdnn_fail(-EPERM, "model nests subgraphs more than %u levels deep (the cap is %u)",
+                         s->policy->max_graph_depth, s->policy->max_graph_depth);
+    return walk_graph(s, gf->len, depth + 1);
+}
+
+/* AttributeProto: every field that can hold a tensor or a graph is walked,
+ * whatever the attribute's declared type. */
+static int walk_attribute(Scan *s, const Field *af, unsigned depth)
+{
+    Span m = af->len;
+    Field f;
+    int r;
+    if ((r = expect(s, af, WT_LEN)) < 0)
+        return r;
+    while ((r = next_field(s, &m, &f)) > 0) {
+        switch (f.num) {
+        case 5:  /* t */
+        case 10: /* tensors */
+            r = walk_tensor(s, &f);
+            break;
+        case 6:  /* g */
+        case 11: /* graphs */
+            r = walk_subgraph(s, &f, depth);
+            break;
+        case 22: /* sparse_tensor */
+        case 23: /* sparse_tensors */
+            r = walk_sparse_tensor(s, &f);
+            break;
+        default:
+            r = 0;
+        }
+        if (r < 0)
+            return r;
+    }
+    return r;
+}
+
+typedef struct NodeInfo {
+    Span op, domain, name, third_input;
+    size_t index; /* within its graph */
+    unsigned depth;
+} NodeInfo;
+
+/* Formats "node 3 \"conv1\" in a subgraph at depth 2" for messages. */
+static const char *describe_node(char *dst, size_t cap, const NodeInfo *n)
+{
+    char name[64], where[40] = "";
+    if (n->depth)
+        snprintf(where, sizeof(where), " in a subgraph at depth %u", n->depth);
+    if (n->name.n)
+        snprintf(dst, cap, "node %zu \"%s\"%s", n->index, printable(name, sizeof(name), n->name), where);
+    else
+        snprintf(dst, cap, "node %zu%s", n->index, where);
+    return dst;
+}
+
+/* The operator as messages and the report show it: "op_type", or
+ * "domain:op_type" outside the standard domain. */
+static const char *shown_op(char (*dst)[VDNN_SCAN_OP_NAME_MAX], const NodeInfo *n, bool standard)
+{
+    char domain[40], op[VDNN_SCAN_OP_NAME_MAX - sizeof(domain)];
+    if (standard)
+        return printable(*dst, sizeof(*dst), n->op);
+    snprintf(*dst, sizeof(*dst), "%s:%s", printable(domain, sizeof(domain), n->domain),
+             printable(op, sizeof(op), n->op));
+    return *dst;
+}
+
+static int check_node(Scan *s, const NodeInfo *n)
+{
+    const VdnnScanPolicy *p = s->policy;
+    bool standard = n->domain.n == 0 || span_is(n->domain, "ai.onnx");
+    char *op = s->report->first_bad_op, where[160];
+
+    /* Written now, cleared again below if the node passes. */
+    shown_op(&s->report->first_bad_op, n, standard);
+    describe_node(where, sizeof(where), n);
+    if (!standard)
+        return vdnn_fail(-EPERM,
+                         "model uses operator \"%s\" (%s): only the standard ONNX domain is allowed",
+                         op, where);
+    bool allowed = p->allowed_ops ? on_list(p->allowed_ops, p->n_allowed_ops, n->op)
+                                  : on_list(builtin_ops, N_BUILTIN_OPS, n->op);
+    if (!allowed)
+        return vdnn_fail(-EPERM, "model uses operator \"%s\" (%s), which is not on the allow-list",
+                         op, where);
+    if (span_is(n->op, "Dropout") && n->third_input.n)
+        return vdnn_fail(-EPERM,
+                         "model has a Dropout with a training_mode input (%s), which makes its "
+                         "output random",
+                         where);
+    if (span_is(n->op, "Loop") && ++s->report->n_loops > p->max_loop_nodes)
+        return vdnn_fail(-EPERM, "model has more than %u Loop nodes (%s): the cap is %u",
+                         p->max_loop_nodes, where, p->max_loop_nodes);
+    op[0] = '\0';
+    return 0;
+}
+
+/* NodeProto: the node itself is judged before its attributes are walked, so
+ * the first offending operator reported is the outermost one. A parser keeps
+ * the last of repeated singular strings (op_type, domain, name); so does this. */
+static int walk_node(Scan *s, const Field *nf, unsigned depth, size_t index)
+{
+    NodeInfo n = { .index = index, .depth = depth };
+    Span m = nf->len;
+    size_t n_inputs = 0;
+    Field f;
+    int r;
+    if ((r = expect(s, nf, WT_LEN)) < 0)
+        return r;
+    while ((r = next_field(s, &m, &f)) > 0) {
+        Span *slot;
+        switch (f.num) {
+        case 1: /* input */
+            slot = n_inputs++ == 2 ? &n.third_input : NULL;
+            break;
+        case 3:
+            slot = &n.name;
+            break;
+        case 4:
+            slot = &n.op;
+            break;
+        case 7:
+            slot = &n.domain;
+            break;
+        default:
+            continue;
+        }
+        if ((r = expect(s, &f, WT_LEN)) < 0)
+            return r;
+        if (slot)
+            *slot = f.len;
+    }
+    if (r < 0)
+        return r;
+    s->report->n_nodes++;
+    if ((r = check_node(s, &n)) < 0)
+        return r;
+
+    m = nf->len;
+    while ((r = next_field(s, &m, &f)) > 0)
+        if (f.num == 5 && (r = walk_attribute(s, &f, depth)) < 0) /* attribute */
+            return r;
+    return r;
+}
+
+/* GraphProto: nodes, initializers and sparse initializers. */
+static int walk_graph(Scan *s, Span g, unsigned depth)
+{
+    size_t n_nodes = 0;
+    Field f;
+    int r;
+    if (depth > s->report->max_depth)
+        s->report->max_depth = depth;
+    while ((r = next_field(s, &g, &f)) > 0) {
+        switch (f.num) {
+        case 1: /* node */
+            r = walk_node(s, &f, depth, n_nodes++);
+            break;
+        case 5: /* initializer */
+            r = walk_tensor(s, &f);
+            break;
+        case 15: /* sparse_initializer */
+            r = walk_sparse_tensor(s, &f);
+            break;
+        default:
+            r = 0;
+        }
+        if (r < 0)
+            return r;
+    }
+    return r;
+}
+
+/* ModelProto: every graph field is walked (a parser merges repeated ones). */
+static int walk_model(Scan *s, Span m)
+{
+    bool has_graph = false;
+    Field f;
+    int r;
+    while ((r = next_field(s, &m, &f)) > 0) {
+        if (f.num == 7) { /* graph */
+            has_graph = true;
+            if ((r = expect(s, &f, WT_LEN)) < 0 || (r = walk_graph(s, f.len, 0)) < 0)
+                return r;
+        } else if (f.num == 20) {
+            return vdnn_fail(-EPERM, "model has training_info, which is not allowed");
+        } else if (f.num == 25) {
+            return vdnn_fail(-EPERM, "model-local functions are not allowed");
+        }
+    }
+    if (r < 0)
+        return r;
+    return has_graph ? 0 : vdnn_fail(-EBADMSG, "ONNX model has no graph");
+}
+
+int vdnn_onnx_scan(const uint8_t *bytes, size_t len, const char *model_dir,
+                   const VdnnScanPolicy *policy, VdnnScanReport *report)
+{
+    static const uint8_t ort_format_id[4] = { 'O', 'R', 'T', 'M' };
+    VdnnScanPolicy builtin;
+    VdnnScanReport unused;
+    Scan s;
+    int r;
+
+    if (!bytes && len)
+        return vdnn_fail(-EINVAL, "model bytes are NULL");
+    if (!policy) {
+        vdnn_scan_policy_default(&builtin);
+        policy = &builtin;
+    } else if ((r = vdnn_scan_policy_check(policy)) < 0) {
+        return r;
+    }
+    s.report = report ? report : &unused;
+    memset(s.report, 0, sizeof(*s.report));
+
+    /* ORT takes bytes with this flatbuffer identifier for an ORT-format model
+     * and would never parse them as the protobuf checked here. */
+    if (len >= 8 && memcmp(bytes + 4, ort_format_id, sizeof(ort_format_id)) == 0)
+        return vdnn_fail(-EBADMSG,
+                         "model bytes carry the ORT-format identifier \"ORTM\"; only ONNX "
+                         "protobuf models are accepted");
+
+    s.base = bytes;
+    s.policy = policy;
+    s.model_dir = model_dir;
+    s.dir_real[0] = '\0';
+    return walk_model(&s, (Span){ bytes, len });
+}

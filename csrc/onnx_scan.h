@@ -1,0 +1,153 @@
+/* Internal: the pre-flight check of ONNX model bytes before ONNX Runtime
+ * sees them.
+ *
+ * The model file is read once; the scanner walks those bytes with its own
+ * protobuf wire-format reader (no libprotobuf) and the very same buffer then
+ * goes to ORT, so what was checked is what runs. The scan accepts a model only
+ * when:
+ *
+ *   - the bytes are well-formed protobuf as far as the scanner walks them
+ *     (ModelProto -> GraphProto -> NodeProto -> AttributeProto -> subgraphs,
+ *     and every TensorProto / SparseTensorProto on that path); fields it does
+ *     not interpret are skipped but still bounds-checked. Groups (wire types
+ *     3/4), wire types 6/7, field number 0, varints longer than 10 bytes, and
+ *     lengths running past the enclosing message are malformed. A field the
+ *     scanner interprets that arrives with the wrong wire type is malformed too
+ *     (a real protobuf parser would silently file it as an unknown field, which
+ *     would let the scanner and ORT disagree about the model);
+ *   - the model has a graph, no model-local functions (ModelProto.functions:
+ *     a function body would be a second graph to check, and tiny models have
+ *     no use for one) and no training_info;
+ *   - the bytes do not carry the ORT-format identifier "ORTM" at offset 4 (ORT
+ *     would load such bytes as a flatbuffer model and skip protobuf entirely);
+ *   - every node is in the standard domain ("" or "ai.onnx") and its op_type
+ *     is on the allow-list (the built-in one, or a caller's subset of it);
+ *   - a Dropout node has no training_mode input (that input turns it random);
+ *   - there are at most max_loop_nodes Loop nodes across all graphs, and
+ *     subgraphs (If / Loop bodies, any attribute g or graphs) nest at most
+ *     max_graph_depth levels below the main graph;
+ *   - every tensor with external data (data_location = EXTERNAL, or any
+ *     external_data entry at all) names a file that passes the rules on
+ *     vdnn_onnx_scan() below, and all of them together stay within
+ *     max_external_bytes.
+ *
+ * Where protobuf lets a singular field appear twice, the scanner follows the
+ * parser: the last op_type / domain of a node wins, and every occurrence of an
+ * embedded message (a second ModelProto.graph, a second AttributeProto.g) is
+ * walked, because a parser merges them.
+ *
+ * Deliberately not on the built-in allow-list: random operators (RandomNormal,
+ * RandomUniform, Multinomial, Bernoulli, ...; a quality score must not depend
+ * on a seed), string operators (StringNormalizer, RegexFullMatch, ...), Scan
+ * and every operator outside the standard domain (ai.onnx.ml, com.microsoft).
+ *
+ * Not checked: the run-time cost of a model (a Loop's trip count,
+ * ConstantOfShape / Expand / Tile / Range sizes come from tensors, not from the
+ * graph's structure), operator set versions, and value types.
+ */
+#ifndef VMAFDNN_ONNX_SCAN_H
+#define VMAFDNN_ONNX_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Built-in caps: the defaults, and the most a caller's policy may ask for. */
+#define VDNN_SCAN_MAX_LOOP_NODES 4u
+#define VDNN_SCAN_MAX_GRAPH_DEPTH 8u
+#define VDNN_SCAN_MAX_EXTERNAL_BYTES ((uint64_t)50 * 1024 * 1024)
+
+/* Size of VdnnScanReport.first_bad_op, terminating NUL included. */
+#define VDNN_SCAN_OP_NAME_MAX 96
+
+/* What the scan accepts. A caller may only tighten the built-in policy:
+ * vdnn_scan_policy_check() rejects anything else. */
+typedef struct VdnnScanPolicy {
+    /* NULL: the built-in allow-list (n_allowed_ops ignored). Otherwise
+     * n_allowed_ops op_type names, each on the built-in list; 0 names allows
+     * no operator at all. Borrowed: the array and its strings must stay valid
+     * for the duration of each vdnn_onnx_scan() call that uses the policy. */
+    const char *const *allowed_ops;
+    size_t n_allowed_ops;
+    unsigned max_loop_nodes;     /* Loop nodes in all graphs together */
+    unsigned max_graph_depth;    /* subgraph levels below the main graph; 0 = no subgraphs */
+    uint64_t max_external_bytes; /* total external tensor bytes; 0 = no external data */
+} VdnnScanPolicy;
+
+/* What the scan saw. On failure the counts describe the part of the model
+ * walked before the failure. */
+typedef struct VdnnScanReport {
+    size_t n_nodes;          /* nodes in all graphs */
+    size_t n_loops;          /* Loop nodes in all graphs */
+    unsigned max_depth;      /* deepest subgraph level reached; 0 = main graph only */
+    size_t n_external;       /* tensors with external data */
+    uint64_t external_bytes; /* their data, summed */
+    /* The op_type of the node that made the scan fail, as "domain:op_type"
+     * when the domain is not standard; bytes outside printable ASCII become
+     * '?', and a long name ends in "...". "" when no node was at fault. */
+    char first_bad_op[VDNN_SCAN_OP_NAME_MAX];
+} VdnnScanReport;
+
+/* Fills *p with the built-in policy: the built-in allow-list and the
+ * VDNN_SCAN_MAX_* caps. */
+void vdnn_scan_policy_default(VdnnScanPolicy *p);
+
+/* The built-in allow-list of standard-domain op_type names, *n_out entries
+ * (n_out may be NULL). Static storage; never free it. */
+const char *const *vdnn_scan_builtin_ops(size_t *n_out);
+
+/* Checks that p only tightens the built-in policy.
+ * Returns 0, or -EINVAL (with a message) when p is NULL, allowed_ops is NULL
+ * while n_allowed_ops > 0, an entry is NULL or not on the built-in list, or a
+ * cap is above its built-in value. */
+int vdnn_scan_policy_check(const VdnnScanPolicy *p);
+
+/*
+ * Scans the ONNX model in bytes[0..len) against policy (NULL: the built-in
+ * policy). Nothing is allocated and nothing outside bytes[0..len) is read;
+ * bytes is borrowed for the call only.
+ *
+ * model_dir is the directory the model file was read from (borrowed, may be
+ * NULL). External data files are checked here but not read: ORT opens them
+ * itself when it builds the session, so they must be resolved against the same
+ * directory (for a session created from bytes, set the session config entry
+ * "session.model_external_initializers_file_folder_path" to model_dir) and a
+ * file swapped between the scan and ORT's read is not caught. For each
+ * external tensor, the "location" entry must be present and non-empty, relative
+ * (no leading '/'), free of '\\', NUL bytes and ".." components, and not ORT's
+ * in-memory marker (the location that contains _ORT_MEM_ADDR_, which makes
+ * ORT read "offset" as a pointer); model_dir/location, once every
+ * symbolic link is resolved (realpath), must lie inside realpath(model_dir) and
+ * be a regular file; "offset" and "length", when present, must be plain
+ * decimal numbers that keep the data inside the file (no "length" means up to
+ * the end of the file). When model_dir is NULL any external data is refused.
+ *
+ * report may be NULL; otherwise it is zeroed and then filled in (see
+ * VdnnScanReport), on success and on failure.
+ *
+ * Returns 0 when the model is acceptable, or (with a message naming the op,
+ * node, tensor or file at fault):
+ *   -EINVAL        bytes is NULL while len > 0, or policy fails
+ *                  vdnn_scan_policy_check()
+ *   -EBADMSG       "truncated or malformed ONNX at byte N"; no graph; the ORT
+ *                  format identifier; an external tensor without a location,
+ *                  with an unparsable or out-of-file offset/length, or with a
+ *                  location/offset/length key given twice; an unknown
+ *                  data_location value
+ *   -EPERM         a node outside the standard domain or the allow-list, a
+ *                  Dropout with training_mode, too many Loop nodes, subgraphs
+ *                  nested too deep, model-local functions, training_info,
+ *                  external data that is not allowed (no model_dir, absolute,
+ *                  "..", backslash, memory marker, outside model_dir after
+ *                  resolving links, not a regular file)
+ *   -ENOENT        an external data file (or model_dir) does not exist
+ *   -ENAMETOOLONG  an external data path is longer than PATH_MAX
+ *   -E2BIG         external data adds up to more than max_external_bytes
+ *   other -errno   realpath()/stat() failed on an external data path (-EACCES,
+ *                  -ELOOP, -ENOTDIR)
+ *
+ * Thread-safe: no global state (the message is per thread).
+ */
+int vdnn_onnx_scan(const uint8_t *bytes, size_t len, const char *model_dir,
+                   const VdnnScanPolicy *policy, VdnnScanReport *report);
+
+#endif

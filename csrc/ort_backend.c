@@ -1,0 +1,669 @@
+/* The only file that talks to ONNX Runtime (see ort_backend.h). */
+#define _GNU_SOURCE /* dladdr() */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <onnxruntime_c_api.h>
+
+#include "error.h"
+#include "ort_backend.h"
+
+/* Oldest ORT release whose API has every member this file calls. */
+#define ORT_MIN_MINOR 20
+
+#define INSTALL_HINT                                                              \
+    "install it with `pip install onnxruntime` (or onnxruntime-gpu / "            \
+    "onnxruntime-openvino) or your system's libonnxruntime package, or set "      \
+    "VMAFDNN_ORT_LIBRARY to the path of libonnxruntime.so"
+
+/* ------------------------------------------------------------------------ */
+/* Loading                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Written once under `load_lock`, then read without locking: `api` is
+ * published last with release semantics, so a reader that sees it non-NULL
+ * (acquire) also sees the fields written before it. */
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(const OrtApi *) loaded_api;
+static OrtEnv *env;
+static const char *ort_version_string;
+static int ort_api_version;
+static char ort_path[PATH_MAX];
+
+static const OrtApi *api(void)
+{
+    return atomic_load_explicit(&loaded_api, memory_order_acquire);
+}
+
+/* The file a loaded symbol lives in, resolved, so that "libonnxruntime.so.1"
+ * and the wheel's full path compare equal when they are the same library. */
+static void resolve_library_path(void *symbol, const char *fallback, char *dst)
+{
+    Dl_info info;
+    const char *name = fallback;
+    if (dladdr(symbol, &info) && info.dli_fname)
+        name = info.dli_fname;
+    if (!realpath(name, dst))
+        snprintf(dst, PATH_MAX, "%s", name);
+}
+
+static int parse_version(const char *v, int *major, int *minor)
+{
+    char *end;
+    long maj = strtol(v, &end, 10);
+    if (end == v || *end != '.')
+        return -1;
+    const char *p = end + 1;
+    long min = strtol(p, &end, 10);
+    if (end == p || maj < 0 || maj > INT_MAX || min < 0 || min > INT_MAX)
+        return -1;
+    *major = (int)maj;
+    *minor = (int)min;
+    return 0;
+}
+
+/* ORT's own log goes to stderr. Every failure it reports also comes back as
+ * a status (and from there into vmaf_dnn_last_error or the fallback reason),
+ * so by default only fatal messages are printed: an AUTO open on a machine
+ * without CUDA must not spray provider-loading errors at the user.
+ * VMAFDNN_ORT_LOG_LEVEL=0..4 (verbose..fatal) shows more when debugging. */
+static OrtLoggingLevel log_level(void)
+{
+    const char *v = getenv("VMAFDNN_ORT_LOG_LEVEL");
+    if (v && v[0] >= '0' && v[0] <= '4' && v[1] == '\0')
+        return (OrtLoggingLevel)(v[0] - '0');
+    return ORT_LOGGING_LEVEL_FATAL;
+}
+
+static int load_locked(const char *path)
+{
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+        return vdnn_fail(-ENOSYS, "cannot load ONNX Runtime from %s (%s); " INSTALL_HINT,
+                         path, dlerror());
+
+    void *sym = dlsym(handle, "OrtGetApiBase");
+    if (!sym) {
+        dlclose(handle);
+        return vdnn_fail(-ENOSYS, "%s exports no OrtGetApiBase: not an ONNX Runtime library",
+                         path);
+    }
+    const OrtApiBase *(*get_api_base)(void);
+    memcpy(&get_api_base, &sym, sizeof(sym)); /* object -> function pointer, as POSIX allows */
+    const OrtApiBase *base = get_api_base();
+    const char *version = base->GetVersionString();
+
+    /* Asking GetApi() for a version the library lacks prints to stderr, so
+     * the version is derived from the version string instead: API N is
+     * release 1.N, and headers of API M can drive any release >= 1.M. */
+    int major, minor;
+    if (parse_version(version, &major, &minor) || major != 1 || minor < ORT_MIN_MINOR) {
+        dlclose(handle);
+        return vdnn_fail(-ENOSYS, "ONNX Runtime %s at %s is not supported: libvmafdnn needs 1.%d "
+                         "or newer; %s", version, path, ORT_MIN_MINOR, INSTALL_HINT);
+    }
+    int api_version = minor < ORT_API_VERSION ? minor : ORT_API_VERSION;
+    const OrtApi *a = base->GetApi((uint32_t)api_version);
+    if (!a) {
+        dlclose(handle);
+        return vdnn_fail(-ENOSYS, "ONNX Runtime %s at %s refused API version %d", version, path,
+                         api_version);
+    }
+
+    OrtEnv *new_env = NULL;
+    OrtStatus *st = a->CreateEnv(log_level(), "vmafdnn", &new_env);
+    if (st) {
+        int rc = vdnn_fail(-ENOSYS, "ONNX Runtime %s at %s failed to create its environment: %s",
+                           version, path, a->GetErrorMessage(st));
+        a->ReleaseStatus(st);
+        dlclose(handle);
+        return rc;
+    }
+
+    /* The library stays loaded (and the env alive) for the life of the
+     * process: sessions may be opened at any time, and tearing ORT down at
+     * exit is a known source of crashes in its thread pools. */
+    env = new_env;
+    ort_version_string = version;
+    ort_api_version = api_version;
+    resolve_library_path(sym, path, ort_path);
+    atomic_store_explicit(&loaded_api, a, memory_order_release);
+    return 0;
+}
+
+int vdnn_ort_load(const char *path)
+{
+    if (!path || !*path)
+        return vdnn_fail(-EINVAL, "ONNX Runtime library path is NULL or empty");
+    pthread_mutex_lock(&load_lock);
+    int rc;
+    if (api()) {
+        char wanted[PATH_MAX];
+        if (!realpath(path, wanted))
+            snprintf(wanted, sizeof(wanted), "%s", path);
+        rc = strcmp(wanted, ort_path) == 0
+                 ? 0
+                 : vdnn_fail(-EBUSY, "ONNX Runtime is already loaded from %s; cannot switch to %s",
+                             ort_path, path);
+    } else {
+        rc = load_locked(path);
+    }
+    pthread_mutex_unlock(&load_lock);
+    return rc;
+}
+
+int vdnn_ort_ensure_loaded(void)
+{
+    if (api())
+        return 0;
+    pthread_mutex_lock(&load_lock);
+    int rc = 0;
+    if (!api()) {
+        const char *from_env = getenv("VMAFDNN_ORT_LIBRARY");
+        if (from_env && *from_env) {
+            /* An explicit choice that fails is reported, not replaced by a
+             * library the user did not ask for. */
+            rc = load_locked(from_env);
+        } else {
+            rc = load_locked("libonnxruntime.so.1");
+        }
+    }
+    pthread_mutex_unlock(&load_lock);
+    return rc;
+}
+
+const char *vdnn_ort_version(void)
+{
+    return api() ? ort_version_string : NULL;
+}
+
+int vdnn_ort_api_version(void)
+{
+    return api() ? ort_api_version : 0;
+}
+
+const char *vdnn_ort_library_path(void)
+{
+    return api() ? ort_path : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Status helpers                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Turns a failed OrtStatus into the library's error (and releases it).
+ * `what` says which step failed. */
+static int status_error(OrtStatus *st, int err, const char *what)
+{
+    int rc = vdnn_fail(err, "%s: %s", what, api()->GetErrorMessage(st));
+    api()->ReleaseStatus(st);
+    return rc;
+}
+
+/* The errno for a failed CreateSession. */
+static int create_errno(OrtStatus *st)
+{
+    switch (api()->GetErrorCode(st)) {
+    case ORT_INVALID_PROTOBUF:
+    case ORT_INVALID_GRAPH:
+        return -EBADMSG;
+    case ORT_NOT_IMPLEMENTED:
+        return -ENOTSUP;
+    case ORT_NO_SUCHFILE:
+        return -ENOENT;
+    default:
+        return -EIO;
+    }
+}
+
+/* A growing text buffer for the fallback log. Allocation failures leave the
+ * log shorter, never the session unusable. */
+typedef struct Log {
+    char *text;
+    size_t len;
+} Log;
+
+static void log_line(Log *log, const char *ep, const char *what, const char *msg)
+{
+    size_t add = strlen(ep) + strlen(what) + strlen(msg) + 8;
+    char *grown = realloc(log->text, log->len + add);
+    if (!grown)
+        return;
+    log->text = grown;
+    log->len += (size_t)snprintf(log->text + log->len, add, "%s: %s%s\n", ep, what, msg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Execution providers                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef enum EpKind { EP_CPU, EP_CUDA, EP_OPENVINO_GPU, EP_OPENVINO_CPU, EP_ROCM } EpKind;
+
+static const char *const ep_names[] = {
+    [EP_CPU] = "CPU", [EP_CUDA] = "CUDA", [EP_OPENVINO_GPU] = "OpenVINO:GPU",
+    [EP_OPENVINO_CPU] = "OpenVINO:CPU", [EP_ROCM] = "ROCm",
+};
+
+/* The order in which each device setting tries EPs. Every list ends with the
+ * CPU EP, which is always there: a device is a hint, not a requirement. */
+static const EpKind *ep_order(VmafDnnDevice device, size_t *n)
+{
+    static const EpKind order_auto[] = {EP_CUDA, EP_OPENVINO_GPU, EP_OPENVINO_CPU, EP_ROCM, EP_CPU};
+    static const EpKind order_cuda[] = {EP_CUDA, EP_CPU};
+    static const EpKind order_openvino[] = {EP_OPENVINO_GPU, EP_OPENVINO_CPU, EP_CPU};
+    static const EpKind order_openvino_cpu[] = {EP_OPENVINO_CPU, EP_CPU};
+    static const EpKind order_openvino_gpu[] = {EP_OPENVINO_GPU, EP_CPU};
+    static const EpKind order_rocm[] = {EP_ROCM, EP_CPU};
+    static const EpKind order_cpu[] = {EP_CPU};
+#define ORDER(list) (*n = sizeof(list) / sizeof(list[0]), list)
+    switch (device) {
+    case VMAF_DNN_DEVICE_AUTO: return ORDER(order_auto);
+    case VMAF_DNN_DEVICE_CUDA: return ORDER(order_cuda);
+    case VMAF_DNN_DEVICE_OPENVINO: return ORDER(order_openvino);
+    case VMAF_DNN_DEVICE_OPENVINO_CPU: return ORDER(order_openvino_cpu);
+    case VMAF_DNN_DEVICE_OPENVINO_GPU: return ORDER(order_openvino_gpu);
+    case VMAF_DNN_DEVICE_ROCM: return ORDER(order_rocm);
+    case VMAF_DNN_DEVICE_CPU: break;
+    }
+    return ORDER(order_cpu);
+#undef ORDER
+}
+
+/* Appends one EP to the options; NULL status when it is available. */
+static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnConfig *cfg)
+{
+    const OrtApi *a = api();
+    switch (ep) {
+    case EP_CUDA: {
+        /* The legacy struct works on every supported ORT; its C++ defaults
+         * are restated here because C has no constructor. Heuristic cuDNN
+         * search: exhaustive search costs more than a tiny model's run. */
+        OrtCUDAProviderOptions cuda;
+        memset(&cuda, 0, sizeof(cuda));
+        cuda.device_id = cfg->device_index;
+        cuda.cudnn_conv_algo_search = OrtCudnnConvAlgoSearchHeuristic;
+        cuda.gpu_mem_limit = SIZE_MAX;
+        cuda.do_copy_in_default_stream = 1;
+        return a->SessionOptionsAppendExecutionProvider_CUDA(opts, &cuda);
+    }
+    case EP_OPENVINO_GPU:
+    case EP_OPENVINO_CPU: {
+        char device_type[32];
+        if (ep == EP_OPENVINO_CPU)
+            snprintf(device_type, sizeof(device_type), "CPU");
+        else if (cfg->device_index > 0)
+            snprintf(device_type, sizeof(device_type), "GPU.%d", cfg->device_index);
+        else
+            snprintf(device_type, sizeof(device_type), "GPU");
+        const char *keys[] = {"device_type", "precision"};
+        const char *values[] = {device_type, "FP16"};
+        size_t n = cfg->fp16_io ? 2 : 1;
+        return a->SessionOptionsAppendExecutionProvider(opts, "OpenVINO", keys, values, n);
+    }
+    case EP_ROCM: {
+        /* The dedicated entry point: the generic one does not know "ROCM"
+         * ("Unknown provider name"), so it could never bind on a ROCm build.
+         * Defaults restated as for CUDA. */
+        OrtROCMProviderOptions rocm;
+        memset(&rocm, 0, sizeof(rocm));
+        rocm.device_id = cfg->device_index;
+        rocm.gpu_mem_limit = SIZE_MAX;
+        rocm.do_copy_in_default_stream = 1;
+        return a->SessionOptionsAppendExecutionProvider_ROCM(opts, &rocm);
+    }
+    case EP_CPU:
+        break;
+    }
+    return NULL;
+}
+
+/* Session options with everything but the EP: threads and the folder for
+ * external data (needed because ORT gets bytes, not a path). */
+static int make_options(const VmafDnnConfig *cfg, const char *model_dir, OrtSessionOptions **out)
+{
+    const OrtApi *a = api();
+    OrtSessionOptions *opts = NULL;
+    OrtStatus *st = a->CreateSessionOptions(&opts);
+    if (st)
+        return status_error(st, -ENOMEM, "cannot create ORT session options");
+    if (cfg->threads > 0 && (st = a->SetIntraOpNumThreads(opts, cfg->threads)))
+        goto fail;
+    if (model_dir &&
+        (st = a->AddSessionConfigEntry(opts, "session.model_external_initializers_file_folder_path",
+                                       model_dir)))
+        goto fail;
+    *out = opts;
+    return 0;
+fail:
+    a->ReleaseSessionOptions(opts);
+    return status_error(st, -EIO, "cannot configure ORT session options");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sessions                                                                 */
+/* ------------------------------------------------------------------------ */
+
+struct VdnnOrtSession {
+    OrtSession *session;
+    OrtMemoryInfo *cpu_memory;
+    size_t n_inputs, n_outputs;
+    VdnnTensorMeta *inputs, *outputs;
+    const char **input_names;    /* n_inputs, point into inputs[].name */
+    /* Per-run scratch, sized once at creation so runs do not allocate. */
+    OrtValue **input_values;     /* n_inputs */
+    OrtValue **output_values;    /* n_outputs: results held until the next run */
+    const char **run_output_names; /* n_outputs */
+    size_t n_held;
+};
+
+static size_t element_size(VmafDnnElementType t)
+{
+    switch (t) {
+    case VMAF_DNN_TYPE_FLOAT: case VMAF_DNN_TYPE_INT32: case VMAF_DNN_TYPE_UINT32: return 4;
+    case VMAF_DNN_TYPE_FLOAT16: case VMAF_DNN_TYPE_BFLOAT16:
+    case VMAF_DNN_TYPE_INT16: case VMAF_DNN_TYPE_UINT16: return 2;
+    case VMAF_DNN_TYPE_DOUBLE: case VMAF_DNN_TYPE_INT64: case VMAF_DNN_TYPE_UINT64: return 8;
+    case VMAF_DNN_TYPE_UINT8: case VMAF_DNN_TYPE_INT8: case VMAF_DNN_TYPE_BOOL: return 1;
+    default: return 0;
+    }
+}
+
+/* Reads type and dims from tensor shape info into `meta`. */
+static int read_shape(const OrtTensorTypeAndShapeInfo *info, const char *what, const char *name,
+                      VmafDnnElementType *type, size_t *rank, int64_t *shape)
+{
+    const OrtApi *a = api();
+    ONNXTensorElementDataType t;
+    size_t n;
+    OrtStatus *st;
+    if ((st = a->GetTensorElementType(info, &t)) || (st = a->GetDimensionsCount(info, &n)))
+        return status_error(st, -EIO, "cannot read a tensor's type");
+    if (n > VMAF_DNN_MAX_RANK)
+        return vdnn_fail(-ENOTSUP, "%s \"%s\" has rank %zu; at most %d is supported", what, name,
+                         n, VMAF_DNN_MAX_RANK);
+    if ((st = a->GetDimensions(info, shape, n)))
+        return status_error(st, -EIO, "cannot read a tensor's dims");
+    for (size_t d = 0; d < n; d++)
+        if (shape[d] < 0)
+            shape[d] = -1; /* symbolic, whatever ORT's encoding */
+    *type = (VmafDnnElementType)t;
+    *rank = n;
+    return 0;
+}
+
+typedef OrtStatus *(*NameFn)(const OrtSession *, size_t, OrtAllocator *, char **);
+typedef OrtStatus *(*TypeInfoFn)(const OrtSession *, size_t, OrtTypeInfo **);
+
+static int describe_slot(OrtSession *session, size_t index, const char *what, NameFn get_name,
+                         TypeInfoFn get_type, VdnnTensorMeta *meta)
+{
+    const OrtApi *a = api();
+    OrtAllocator *alloc;
+    OrtStatus *st = a->GetAllocatorWithDefaultOptions(&alloc);
+    char *ort_name = NULL;
+    if (st || (st = get_name(session, index, alloc, &ort_name)))
+        return status_error(st, -EIO, "cannot read a model slot's name");
+    meta->name = strdup(ort_name);
+    if ((st = a->AllocatorFree(alloc, ort_name)))
+        a->ReleaseStatus(st); /* the copy is made; nothing to undo */
+    if (!meta->name)
+        return vdnn_fail(-ENOMEM, "out of memory");
+
+    OrtTypeInfo *type_info = NULL;
+    if ((st = get_type(session, index, &type_info)))
+        return status_error(st, -EIO, "cannot read a model slot's type");
+    const OrtTensorTypeAndShapeInfo *tensor_info = NULL;
+    int rc;
+    if ((st = a->CastTypeInfoToTensorInfo(type_info, &tensor_info)))
+        rc = status_error(st, -EIO, "cannot read a model slot's type");
+    else if (!tensor_info)
+        rc = vdnn_fail(-ENOTSUP, "%s \"%s\" is not a tensor (sequence or map)", what, meta->name);
+    else
+        rc = read_shape(tensor_info, what, meta->name, &meta->type, &meta->rank, meta->shape);
+    a->ReleaseTypeInfo(type_info);
+    return rc;
+}
+
+static int describe_session(VdnnOrtSession *s)
+{
+    const OrtApi *a = api();
+    OrtStatus *st;
+    if ((st = a->SessionGetInputCount(s->session, &s->n_inputs)) ||
+        (st = a->SessionGetOutputCount(s->session, &s->n_outputs)))
+        return status_error(st, -EIO, "cannot count the model's inputs and outputs");
+
+    /* calloc(0) may return NULL: allocate at least one element. */
+    size_t ni = s->n_inputs ? s->n_inputs : 1, no = s->n_outputs ? s->n_outputs : 1;
+    s->inputs = calloc(ni, sizeof(*s->inputs));
+    s->outputs = calloc(no, sizeof(*s->outputs));
+    s->input_names = calloc(ni, sizeof(*s->input_names));
+    s->input_values = calloc(ni, sizeof(*s->input_values));
+    s->output_values = calloc(no, sizeof(*s->output_values));
+    s->run_output_names = calloc(no, sizeof(*s->run_output_names));
+    if (!s->inputs || !s->outputs || !s->input_names || !s->input_values || !s->output_values ||
+        !s->run_output_names)
+        return vdnn_fail(-ENOMEM, "out of memory");
+
+    for (size_t i = 0; i < s->n_inputs; i++) {
+        int rc = describe_slot(s->session, i, "input", a->SessionGetInputName,
+                               a->SessionGetInputTypeInfo, &s->inputs[i]);
+        if (rc)
+            return rc;
+        s->input_names[i] = s->inputs[i].name;
+    }
+    for (size_t i = 0; i < s->n_outputs; i++) {
+        int rc = describe_slot(s->session, i, "output", a->SessionGetOutputName,
+                               a->SessionGetOutputTypeInfo, &s->outputs[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Tries the EPs of cfg->device in order; see vmaf_dnn_session_open for the
+ * policy. On success *ep is the EP that bound. */
+static int create_with_fallback(const void *model, size_t len, const char *model_path,
+                                const char *model_dir, const VmafDnnConfig *cfg,
+                                OrtSession **out, EpKind *ep, Log *log)
+{
+    const OrtApi *a = api();
+    OrtSessionOptions *opts;
+    int rc = make_options(cfg, model_dir, &opts);
+    if (rc)
+        return rc;
+
+    size_t n;
+    const EpKind *order = ep_order(cfg->device, &n);
+    EpKind chosen = EP_CPU;
+    for (size_t i = 0; i < n; i++) {
+        OrtStatus *st = append_ep(opts, order[i], cfg);
+        if (!st) {
+            chosen = order[i];
+            break;
+        }
+        log_line(log, ep_names[order[i]], "not available: ", a->GetErrorMessage(st));
+        a->ReleaseStatus(st);
+    }
+
+    OrtStatus *st = a->CreateSessionFromArray(env, model, len, opts, out);
+    a->ReleaseSessionOptions(opts);
+    if (st && chosen != EP_CPU) {
+        /* The EP appended but cannot run here (e.g. CUDA libraries present,
+         * no GPU or driver). One more try on the CPU, same threads. */
+        log_line(log, ep_names[chosen], "session creation failed, retrying on CPU: ",
+                 a->GetErrorMessage(st));
+        a->ReleaseStatus(st);
+        chosen = EP_CPU;
+        if ((rc = make_options(cfg, model_dir, &opts)))
+            return rc;
+        st = a->CreateSessionFromArray(env, model, len, opts, out);
+        a->ReleaseSessionOptions(opts);
+    }
+    if (st) {
+        int err = create_errno(st);
+        rc = vdnn_fail(err, "ONNX Runtime cannot load model %s: %s", model_path,
+                       a->GetErrorMessage(st));
+        a->ReleaseStatus(st);
+        return rc;
+    }
+    *ep = chosen;
+    return 0;
+}
+
+int vdnn_ort_session_create(const void *model, size_t len, const char *model_path,
+                            const char *model_dir,
+                            const VmafDnnConfig *cfg, VdnnOrtSession **out,
+                            const char **attached_ep, char **fallback_reason)
+{
+    int rc = vdnn_ort_ensure_loaded();
+    if (rc)
+        return rc;
+    const OrtApi *a = api();
+
+    VdnnOrtSession *s = calloc(1, sizeof(*s));
+    if (!s)
+        return vdnn_fail(-ENOMEM, "out of memory");
+    Log log = {NULL, 0};
+    EpKind ep = EP_CPU;
+    rc = create_with_fallback(model, len, model_path, model_dir, cfg, &s->session, &ep, &log);
+    if (!rc) {
+        OrtStatus *st = a->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault,
+                                               &s->cpu_memory);
+        rc = st ? status_error(st, -ENOMEM, "cannot create CPU memory info")
+                : describe_session(s);
+    }
+    if (!rc && !log.text && !(log.text = strdup("")))
+        rc = vdnn_fail(-ENOMEM, "out of memory");
+    if (rc) {
+        free(log.text);
+        vdnn_ort_session_destroy(s);
+        return rc;
+    }
+    *attached_ep = ep_names[ep];
+    *fallback_reason = log.text;
+    *out = s;
+    return 0;
+}
+
+void vdnn_ort_release_outputs(VdnnOrtSession *s)
+{
+    for (size_t k = 0; k < s->n_held; k++) {
+        api()->ReleaseValue(s->output_values[k]);
+        s->output_values[k] = NULL;
+    }
+    s->n_held = 0;
+}
+
+void vdnn_ort_session_destroy(VdnnOrtSession *s)
+{
+    if (!s)
+        return;
+    const OrtApi *a = api();
+    if (s->output_values)
+        vdnn_ort_release_outputs(s);
+    if (s->session)
+        a->ReleaseSession(s->session);
+    if (s->cpu_memory)
+        a->ReleaseMemoryInfo(s->cpu_memory);
+    for (size_t i = 0; s->inputs && i < s->n_inputs; i++)
+        free(s->inputs[i].name);
+    for (size_t i = 0; s->outputs && i < s->n_outputs; i++)
+        free(s->outputs[i].name);
+    free(s->inputs);
+    free(s->outputs);
+    free(s->input_names);
+    free(s->input_values);
+    free(s->output_values);
+    free(s->run_output_names);
+    free(s);
+}
+
+size_t vdnn_ort_input_count(const VdnnOrtSession *s) { return s->n_inputs; }
+size_t vdnn_ort_output_count(const VdnnOrtSession *s) { return s->n_outputs; }
+const VdnnTensorMeta *vdnn_ort_input_meta(const VdnnOrtSession *s, size_t i) { return &s->inputs[i]; }
+const VdnnTensorMeta *vdnn_ort_output_meta(const VdnnOrtSession *s, size_t i) { return &s->outputs[i]; }
+
+static int describe_result(OrtValue *value, const char *name, VdnnOrtResult *r)
+{
+    const OrtApi *a = api();
+    int is_tensor = 0;
+    OrtStatus *st = a->IsTensor(value, &is_tensor);
+    if (st)
+        return status_error(st, -EIO, "cannot inspect an output");
+    if (!is_tensor)
+        return vdnn_fail(-ENOTSUP, "output \"%s\" is not a tensor", name);
+    OrtTensorTypeAndShapeInfo *info = NULL;
+    if ((st = a->GetTensorTypeAndShape(value, &info)))
+        return status_error(st, -EIO, "cannot read an output's shape");
+    int rc = read_shape(info, "output", name, &r->type, &r->rank, r->shape);
+    a->ReleaseTensorTypeAndShapeInfo(info);
+    if (rc)
+        return rc;
+    r->count = 1;
+    for (size_t d = 0; d < r->rank; d++)
+        r->count *= (size_t)r->shape[d];
+    void *data = NULL;
+    if (r->count && (st = a->GetTensorMutableData(value, &data)))
+        return status_error(st, -EIO, "cannot read an output's data");
+    r->data = data;
+    return 0;
+}
+
+int vdnn_ort_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t *output_slots,
+                 size_t n_outputs, VdnnOrtResult *results)
+{
+    const OrtApi *a = api();
+    vdnn_ort_release_outputs(s);
+
+    int rc = 0;
+    size_t made = 0;
+    for (; made < s->n_inputs; made++) {
+        const VdnnOrtFeed *f = &feeds[made];
+        size_t count = 1;
+        for (size_t d = 0; d < f->rank; d++)
+            count *= (size_t)f->shape[d];
+        /* ORT never writes to inputs; its API just lacks a const variant. */
+        OrtStatus *st = a->CreateTensorWithDataAsOrtValue(
+            s->cpu_memory, (void *)(uintptr_t)f->data, count * element_size(f->type), f->shape,
+            f->rank, (ONNXTensorElementDataType)f->type, &s->input_values[made]);
+        if (st) {
+            rc = status_error(st, -EINVAL, "cannot wrap an input tensor");
+            break;
+        }
+    }
+
+    if (!rc) {
+        for (size_t k = 0; k < n_outputs; k++) {
+            s->run_output_names[k] = s->outputs[output_slots[k]].name;
+            s->output_values[k] = NULL;
+        }
+        OrtStatus *st = a->Run(s->session, NULL, s->input_names,
+                               (const OrtValue *const *)s->input_values, s->n_inputs,
+                               s->run_output_names, n_outputs, s->output_values);
+        if (st) {
+            rc = status_error(st, a->GetErrorCode(st) == ORT_INVALID_ARGUMENT ? -EINVAL : -EIO,
+                              "ONNX Runtime failed to run the model");
+            /* ORT may have produced some outputs before failing. */
+            for (size_t k = 0; k < n_outputs; k++)
+                if (s->output_values[k])
+                    s->n_held = k + 1;
+        } else {
+            s->n_held = n_outputs;
+        }
+    }
+    for (size_t i = 0; i < made; i++)
+        a->ReleaseValue(s->input_values[i]);
+
+    for (size_t k = 0; !rc && k < n_outputs; k++)
+        rc = describe_result(s->output_values[k], s->run_output_names[k], &results[k]);
+    if (rc)
+        vdnn_ort_release_outputs(s);
+    return rc;
+}

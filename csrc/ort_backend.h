@@ -1,0 +1,97 @@
+/* Internal: the only door to ONNX Runtime.
+ *
+ * ort_backend.c is the one file that includes onnxruntime_c_api.h. It loads
+ * ORT at run time, owns the process-wide OrtEnv, chooses execution providers
+ * and creates, describes and runs sessions. Everything it hands out is in the
+ * library's own types, so no other file needs ORT's headers.
+ */
+#ifndef VMAFDNN_ORT_BACKEND_H
+#define VMAFDNN_ORT_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vmafdnn/vmafdnn.h"
+
+/* --- Loading ORT (thread-safe; the loaded library stays for the process) - */
+
+/* Loads ORT from `path` unless it is loaded already (see vmaf_dnn_load_ort
+ * for the contract). */
+int vdnn_ort_load(const char *path);
+
+/* Makes sure ORT is loaded, trying VMAFDNN_ORT_LIBRARY then
+ * libonnxruntime.so.1 on the first call. 0 or -ENOSYS (with a message that
+ * says how to install ORT). The outcome of the search is remembered. */
+int vdnn_ort_ensure_loaded(void);
+
+/* NULL / 0 when ORT is not loaded. */
+const char *vdnn_ort_version(void);
+int vdnn_ort_api_version(void);
+const char *vdnn_ort_library_path(void);
+
+/* --- Sessions ------------------------------------------------------------- */
+
+typedef struct VdnnOrtSession VdnnOrtSession;
+
+/* One model input or output as declared by the model. */
+typedef struct VdnnTensorMeta {
+    char *name;                       /* owned by the session */
+    VmafDnnElementType type;
+    size_t rank;
+    int64_t shape[VMAF_DNN_MAX_RANK]; /* -1 for symbolic dims */
+} VdnnTensorMeta;
+
+/* Creates a session from the serialized model in `model` (len bytes; read
+ * during the call only). `model_path` names the model in messages;
+ * `model_dir` is where external data files are looked up. `cfg` must be complete (no NULL). On success *out owns the session,
+ * *attached_ep is a static string ("CPU", "CUDA", ...) and *fallback_reason a
+ * malloc'ed string the caller frees ("" when the first choice bound).
+ * Returns 0, -ENOSYS, -ENOMEM, -EBADMSG (ORT: invalid protobuf/graph),
+ * -ENOTSUP (ORT: not implemented, or a model rank above VMAF_DNN_MAX_RANK),
+ * -EIO (any other ORT failure; the message carries ORT's status text). */
+int vdnn_ort_session_create(const void *model, size_t len, const char *model_path,
+                            const char *model_dir,
+                            const VmafDnnConfig *cfg, VdnnOrtSession **out,
+                            const char **attached_ep, char **fallback_reason);
+
+/* NULL-safe. Also releases any outputs still held from the last run. */
+void vdnn_ort_session_destroy(VdnnOrtSession *s);
+
+size_t vdnn_ort_input_count(const VdnnOrtSession *s);
+size_t vdnn_ort_output_count(const VdnnOrtSession *s);
+/* Slot metadata; valid while the session lives. index must be in range. */
+const VdnnTensorMeta *vdnn_ort_input_meta(const VdnnOrtSession *s, size_t index);
+const VdnnTensorMeta *vdnn_ort_output_meta(const VdnnOrtSession *s, size_t index);
+
+/* One bound input: `data` holds product(shape) elements of `type` (FLOAT or
+ * FLOAT16), read during the call only. */
+typedef struct VdnnOrtFeed {
+    const void *data;
+    VmafDnnElementType type;
+    const int64_t *shape;
+    size_t rank;
+} VdnnOrtFeed;
+
+/* A produced output, owned by the session until the next run or
+ * vdnn_ort_release_outputs(). */
+typedef struct VdnnOrtResult {
+    const void *data;
+    VmafDnnElementType type;
+    size_t count;                     /* elements */
+    size_t rank;
+    int64_t shape[VMAF_DNN_MAX_RANK];
+} VdnnOrtResult;
+
+/* Runs the model. feeds[i] feeds input slot i (all inputs, slot order).
+ * output_slots lists the n_outputs output slots wanted; results[k] describes
+ * the output of output_slots[k]. Returns 0, -ENOMEM, -ENOTSUP (an output of
+ * rank above VMAF_DNN_MAX_RANK), -EIO (ORT's message). Not thread-safe on one
+ * session (the caller serialises). */
+int vdnn_ort_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds,
+                 const size_t *output_slots, size_t n_outputs, VdnnOrtResult *results);
+
+/* Frees the outputs of the last run early (they are freed by the next run
+ * and by destroy anyway). */
+void vdnn_ort_release_outputs(VdnnOrtSession *s);
+
+#endif

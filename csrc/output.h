@@ -1,0 +1,112 @@
+/* Internal: writes a feature collector as a libvmaf-compatible report, so
+ * tools that read libvmaf's JSON, XML or CSV logs read ours.
+ *
+ * Common rules (all formats):
+ *   - Frames are written in index order from info->first_frame to
+ *     info->last_frame; a frame with no value for any feature is left out,
+ *     and a frame without a value for one feature leaves that metric out
+ *     (JSON, XML) or its cell empty (CSV). Missing is never written as 0.
+ *   - A feature with no value in the frame range is left out of the report
+ *     altogether (no column, no pooled entry).
+ *   - Numbers are written "%.6f" (fps "%.2f"), always with '.' as the decimal
+ *     point whatever the process's locale.
+ *   - Pooled metrics (JSON, XML) cover the same frame range, over the frames
+ *     that have a value; see vdnn_feature_pool_at() for NaN and gaps.
+ *
+ * Non-finite values, per format:
+ *   - JSON: null (JSON has no NaN/Inf; libvmaf does the same).
+ *   - XML and CSV: nan, inf, -inf (what libvmaf's printf gives, minus the
+ *     sign of NaN), so strtod() and Python's float() read them back and a
+ *     NaN stays distinguishable from a missing value.
+ *
+ * Layouts (two-space indents as in libvmaf's output.c):
+ *   JSON: {"version", "fps", "frames": [{"frameNum", "metrics": {...}}],
+ *          "pooled_metrics": {name: {min, max, mean, harmonic_mean}},
+ *          "aggregate_metrics": {name: value}}; strings escaped per RFC 8259
+ *          (control characters as \u00XX).
+ *   XML:  <?xml version="1.0" encoding="UTF-8"?>, <VMAF version>, <params
+ *          name="value" ... />, <fyi fps />, <frames><frame frameNum="0"
+ *          psnr_y="..." ... /></frames>, <pooled_metrics><metric name min
+ *          max mean harmonic_mean /></pooled_metrics>, <aggregate_metrics
+ *          name="value" ... />, </VMAF>. Feature, aggregate and param names
+ *          become attribute names, so they must match [A-Za-z_][A-Za-z0-9._-]*
+ *          and must not be "frameNum"; otherwise the XML writer refuses with
+ *          -EINVAL before writing anything (use JSON or CSV for such names).
+ *          Attribute values escape & < > " '.
+ *   CSV:  "Frame,<name>,...\n" then "<frame>,<value>,...\n" per frame (no
+ *          trailing comma, unlike libvmaf, whose rows also shift when a value
+ *          is missing); names containing ',' or '"' are quoted per RFC 4180.
+ *          CSV carries no version, fps, params, pooled or aggregate metrics.
+ *
+ * Thread-safety: the writers only read the collector; write after the last
+ * append (see feature_collector.h). Distinct reports may be written
+ * concurrently.
+ */
+#ifndef VMAFDNN_OUTPUT_H
+#define VMAFDNN_OUTPUT_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "feature_collector.h"
+
+typedef enum VdnnReportFormat {
+    VDNN_REPORT_JSON = 0,
+    VDNN_REPORT_XML = 1,
+    VDNN_REPORT_CSV = 2,
+} VdnnReportFormat;
+
+/* last_frame value meaning "through the collector's last frame". */
+#define VDNN_REPORT_LAST_FRAME UINT_MAX
+
+/* A name="value" attribute of the XML <params> element. */
+typedef struct VdnnReportParam {
+    const char *name;  /* caller-owned, an XML attribute name (see above) */
+    const char *value; /* caller-owned UTF-8 without control characters */
+} VdnnReportParam;
+
+/* One entry of "aggregate_metrics": a number about the whole run. */
+typedef struct VdnnReportMetric {
+    const char *name;  /* caller-owned; vdnn_feature_name_check() rules, unique */
+    double value;
+} VdnnReportMetric;
+
+/* What a report says besides the collector's scores. All pointers are
+ * caller-owned and only read during the call. */
+typedef struct VdnnReportInfo {
+    const char *version;     /* NULL: "libvmafdnn MAJOR.MINOR.PATCH"; UTF-8, no
+                                control characters */
+    double fps;              /* as libvmaf: 0 when unknown (written as 0.00) */
+    unsigned first_frame;    /* first frame written and pooled */
+    unsigned last_frame;     /* last one, inclusive; VDNN_REPORT_LAST_FRAME: all */
+    const VdnnReportParam *params; /* n_params entries, XML only; unique names */
+    size_t n_params;
+    const VdnnReportMetric *aggregates; /* n_aggregates entries */
+    size_t n_aggregates;
+} VdnnReportInfo;
+
+/* Fills `info` with the defaults: our version, fps 0, every frame, no params,
+ * no aggregates. A NULL info given to a writer means these defaults. */
+void vdnn_report_info_default(VdnnReportInfo *info);
+
+/* Writes the report to `f` (left open and flushed). Everything is checked
+ * before the first byte is written, so -EINVAL never leaves partial output.
+ * Returns 0, -EINVAL (NULL fc or f, unknown format, first_frame > last_frame,
+ * a name or value the format cannot carry: the message names it), -ENOMEM,
+ * -EIO (writing or flushing failed; the message has the system's reason). */
+int vdnn_write_report(const VdnnFeatureCollector *fc, VdnnReportFormat fmt, FILE *f,
+                      const VdnnReportInfo *info);
+
+/* Writes the report to `path` atomically: into "<path>.tmp" (created, or
+ * truncated if a stale one is there; a symbolic link there is refused),
+ * flushed to disk, then renamed over `path`. On any failure the temporary
+ * file is removed and an existing `path` is left exactly as it was, so a
+ * report is either complete or absent. Not meant for two writers racing on
+ * the same path. Returns the codes of vdnn_write_report, with -EIO also for
+ * failures to create, sync, close or rename the file (the message names the
+ * file and the system's reason). */
+int vdnn_write_report_path(const VdnnFeatureCollector *fc, VdnnReportFormat fmt,
+                           const char *path, const VdnnReportInfo *info);
+
+#endif

@@ -1,0 +1,442 @@
+/* The model sidecar: finds `foo.json` beside `foo.onnx`, reads it once, and
+ * turns its top-level members into a VdnnSidecar. See sidecar.h for the keys
+ * and their types. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "json.h"
+#include "sidecar.h"
+
+/* The parsed document and the sidecar's name, for messages. */
+typedef struct Reader {
+    const VdnnJson *doc;
+    const char *origin;
+} Reader;
+
+/* ---- messages ------------------------------------------------------------ */
+
+static int fail_key(const Reader *r, const char *key, long entry, const char *fmt, ...)
+    VDNN_PRINTF(4, 5);
+
+/* "sidecar O: key "K" ..." or, for one entry of an array, "... key "K" entry N ...". */
+static int fail_key(const Reader *r, const char *key, long entry, const char *fmt, ...)
+{
+    char what[256], where[32] = "";
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    if (entry >= 0)
+        snprintf(where, sizeof(where), " entry %ld", entry);
+    return vdnn_fail(-EINVAL, "sidecar %s: key \"%s\"%s %s", r->origin, key, where, what);
+}
+
+static int fail_nomem(const char *origin)
+{
+    return vdnn_fail(-ENOMEM, "sidecar %s: out of memory", origin);
+}
+
+/* ---- one value each ------------------------------------------------------ */
+
+/* Copies string v (key's value, or its entry `entry` when >= 0) into *out.
+ * A NUL would silently cut the name short in every C string use, so it is
+ * refused rather than kept. */
+static int copy_string(const Reader *r, const char *key, long entry, const VdnnJson *v,
+                       int nonempty, char **out)
+{
+    size_t len;
+    const char *s = vdnn_json_string(v, &len);
+
+    if (!s)
+        return fail_key(r, key, entry, "must be a %sstring, got %s", nonempty ? "non-empty " : "",
+                        vdnn_json_type_name(v));
+    if (nonempty && len == 0)
+        return fail_key(r, key, entry, "must not be empty");
+    if (len > VDNN_SIDECAR_MAX_STRING)
+        return fail_key(r, key, entry, "is longer than %d bytes", VDNN_SIDECAR_MAX_STRING);
+    if (memchr(s, '\0', len))
+        return fail_key(r, key, entry, "must not contain \\u0000");
+    if (!(*out = strdup(s)))
+        return fail_nomem(r->origin);
+    return 0;
+}
+
+/* Every read_* below leaves its output untouched when the key is absent. */
+
+static int read_string(const Reader *r, const char *key, int nonempty, char **out)
+{
+    const VdnnJson *v = vdnn_json_member(r->doc, key);
+    return v ? copy_string(r, key, -1, v, nonempty, out) : 0;
+}
+
+static int read_bool(const Reader *r, const char *key, int *has, int *out)
+{
+    const VdnnJson *v = vdnn_json_member(r->doc, key);
+    if (!v)
+        return 0;
+    if (vdnn_json_type(v) != VDNN_JSON_BOOL)
+        return fail_key(r, key, -1, "must be true or false, got %s", vdnn_json_type_name(v));
+    *has = 1;
+    *out = vdnn_json_bool(v);
+    return 0;
+}
+
+/* Stores in *out 1 + the index in names[] of key's value. */
+static int read_choice(const Reader *r, const char *key, const char *const *names, size_t count,
+                       int *out)
+{
+    const VdnnJson *v = vdnn_json_member(r->doc, key);
+    char expected[128] = "", quoted[96];
+    size_t len;
+
+    if (!v)
+        return 0;
+    const char *s = vdnn_json_string(v, &len);
+    for (size_t i = 0; i < count; i++) {
+        if (s && strlen(names[i]) == len && memcmp(s, names[i], len) == 0) {
+            *out = (int)i + 1;
+            return 0;
+        }
+        size_t used = strlen(expected);
+        snprintf(expected + used, sizeof(expected) - used, "%s\"%s\"",
+                 i == 0 ? "" : i + 1 < count ? ", " : " or ", names[i]);
+    }
+    if (!s)
+        return fail_key(r, key, -1, "must be %s, got %s", expected, vdnn_json_type_name(v));
+    return fail_key(r, key, -1, "must be %s, not %s", expected,
+                    vdnn_json_quote(s, len, quoted, sizeof(quoted)));
+}
+
+static int read_opset(const Reader *r, int *has, int *out)
+{
+    const VdnnJson *v = vdnn_json_member(r->doc, "opset");
+    if (!v)
+        return 0;
+    double x = vdnn_json_number(v);
+    if (vdnn_json_type(v) != VDNN_JSON_NUMBER)
+        return fail_key(r, "opset", -1, "must be a non-negative integer, got %s",
+                        vdnn_json_type_name(v));
+    if (!(x >= 0 && x <= INT_MAX) || x != (double)(int)x)
+        return fail_key(r, "opset", -1, "must be a non-negative integer, not %.17g", x);
+    *has = 1;
+    *out = (int)x;
+    return 0;
+}
+
+/* ---- arrays -------------------------------------------------------------- */
+
+/* Returns key's value when it is an array of at most VDNN_SIDECAR_MAX_ENTRIES
+ * entries (and at least one when `nonempty`); NULL with *rc = 0 when the key
+ * is absent, NULL with *rc < 0 when it is wrong. `of` names the entries for
+ * messages. */
+static const VdnnJson *find_array(const Reader *r, const char *key, const char *of,
+                                  int nonempty, int *rc)
+{
+    const VdnnJson *v = vdnn_json_member(r->doc, key);
+    size_t count = vdnn_json_count(v);
+
+    *rc = 0;
+    if (!v)
+        return NULL;
+    if (vdnn_json_type(v) != VDNN_JSON_ARRAY)
+        *rc = fail_key(r, key, -1, "must be an array of %s, got %s", of, vdnn_json_type_name(v));
+    else if (nonempty && count == 0)
+        *rc = fail_key(r, key, -1, "must not be empty");
+    else if (count > VDNN_SIDECAR_MAX_ENTRIES)
+        *rc = fail_key(r, key, -1, "has %zu entries, more than %d", count,
+                       VDNN_SIDECAR_MAX_ENTRIES);
+    return *rc ? NULL : v;
+}
+
+static int read_strings(const Reader *r, const char *key, int nonempty,
+                        VdnnSidecarStrings *out)
+{
+    int rc;
+    const VdnnJson *v = find_array(r, key, "non-empty strings", nonempty, &rc);
+    size_t count = vdnn_json_count(v);
+
+    if (!v)
+        return rc;
+    out->present = 1;
+    if (count == 0)
+        return 0;
+    if (!(out->items = calloc(count, sizeof(*out->items))))
+        return fail_nomem(r->origin);
+    /* count grows with each copy, so vdnn_sidecar_free() releases exactly
+     * what exists when a later entry fails. */
+    for (size_t i = 0; i < count; i++, out->count++)
+        if ((rc = copy_string(r, key, (long)i, vdnn_json_at(v, i), 1, &out->items[i])))
+            return rc;
+    return 0;
+}
+
+/* Reads an array of exactly `count` numbers (positive ones when `positive`)
+ * into a new array *out. */
+static int read_numbers(const Reader *r, const char *key, size_t count, int positive,
+                        double **out)
+{
+    int rc;
+    const VdnnJson *v = find_array(r, key, positive ? "positive numbers" : "numbers", 0, &rc);
+
+    if (!v)
+        return rc;
+    if (vdnn_json_count(v) != count)
+        return fail_key(r, key, -1, "has %zu entries but must have %zu", vdnn_json_count(v),
+                        count);
+    double *values = malloc(count * sizeof(*values));
+    if (!values)
+        return fail_nomem(r->origin);
+    for (size_t i = 0; i < count; i++) {
+        const VdnnJson *e = vdnn_json_at(v, i);
+        values[i] = vdnn_json_number(e);
+        if (vdnn_json_type(e) != VDNN_JSON_NUMBER)
+            rc = fail_key(r, key, (long)i, "must be a number, got %s", vdnn_json_type_name(e));
+        /* The JSON layer already refuses overflow; a zero, negative or
+         * infinite scale would still poison every score, so say so here. */
+        else if (positive && !(values[i] > 0 && isfinite(values[i])))
+            rc = fail_key(r, key, (long)i, "must be a finite number > 0, not %.17g", values[i]);
+        if (rc) {
+            free(values);
+            return rc;
+        }
+    }
+    *out = values;
+    return 0;
+}
+
+/* Normalisation vectors only make sense against the feature list they
+ * scale, one value per feature. */
+static int read_feature_scale(const Reader *r, const VdnnSidecar *sc, const char *key,
+                              int positive, double **out)
+{
+    if (!vdnn_json_member(r->doc, key))
+        return 0;
+    if (!sc->features.present)
+        return fail_key(r, key, -1, "needs key \"features\" beside it");
+    return read_numbers(r, key, sc->features.count, positive, out);
+}
+
+static int read_range(const Reader *r, VdnnSidecar *sc)
+{
+    double *pair = NULL;
+    int rc = read_numbers(r, "range", 2, 0, &pair);
+
+    if (rc || !pair)
+        return rc;
+    sc->has_range = 1;
+    sc->range[0] = pair[0];
+    sc->range[1] = pair[1];
+    free(pair);
+    if (!(sc->range[0] < sc->range[1]))
+        return fail_key(r, "range", -1, "must be [min, max] with min < max, not [%.17g, %.17g]",
+                        sc->range[0], sc->range[1]);
+    return 0;
+}
+
+/* ---- the document -------------------------------------------------------- */
+
+static int read_members(const Reader *r, VdnnSidecar *sc)
+{
+    /* In the order of VdnnSidecarKind and VdnnSidecarResize, from 1. */
+    static const char *const kinds[] = {"fr", "nr"};
+    static const char *const resizes[] = {"none", "bilinear", "nearest", "bicubic"};
+    int kind = 0, resize = 0, rc;
+
+    if ((rc = read_choice(r, "kind", kinds, 2, &kind)) ||
+        (rc = read_string(r, "name", 1, &sc->name)) ||
+        (rc = read_strings(r, "input_names", 0, &sc->input_names)) ||
+        (rc = read_string(r, "output_name", 1, &sc->output_name)) ||
+        (rc = read_strings(r, "output_names", 0, &sc->output_names)) ||
+        (rc = read_strings(r, "features", 1, &sc->features)) ||
+        (rc = read_feature_scale(r, sc, "feature_mean", 0, &sc->feature_mean)) ||
+        (rc = read_feature_scale(r, sc, "feature_std", 1, &sc->feature_std)) ||
+        (rc = read_bool(r, "native_resolution", &sc->has_native_resolution,
+                        &sc->native_resolution)) ||
+        (rc = read_choice(r, "resize", resizes, 4, &resize)) ||
+        (rc = read_opset(r, &sc->has_opset, &sc->opset)) ||
+        (rc = read_string(r, "description", 0, &sc->description)) ||
+        (rc = read_bool(r, "higher_is_better", &sc->has_higher_is_better,
+                        &sc->higher_is_better)) ||
+        (rc = read_range(r, sc)))
+        return rc;
+    sc->kind = (VdnnSidecarKind)kind;
+    sc->resize = (VdnnSidecarResize)resize;
+    return 0;
+}
+
+static int new_sidecar(const char *path, VdnnSidecar **out)
+{
+    VdnnSidecar *sc = calloc(1, sizeof(*sc));
+    if (sc && !(sc->path = strdup(path))) {
+        free(sc);
+        sc = NULL;
+    }
+    if (!sc)
+        return fail_nomem(path);
+    *out = sc;
+    return 0;
+}
+
+int vdnn_sidecar_parse(const char *text, size_t len, const char *origin, VdnnSidecar **out)
+{
+    VdnnSidecar *sc;
+    VdnnJson *doc;
+    char where[1024];
+
+    if (!out)
+        return vdnn_fail(-EINVAL, "vdnn_sidecar_parse: out is NULL");
+    if (!origin)
+        origin = "(memory)";
+    snprintf(where, sizeof(where), "sidecar %s", origin);
+    int rc = vdnn_json_parse(text, len, VDNN_SIDECAR_MAX_BYTES, where, &doc);
+    if (rc)
+        return rc;
+    if ((rc = new_sidecar(origin, &sc))) {
+        vdnn_json_free(doc);
+        return rc;
+    }
+
+    Reader r = {doc, sc->path};
+    if (vdnn_json_type(doc) != VDNN_JSON_OBJECT)
+        rc = vdnn_fail(-EBADMSG, "%s: the top level must be an object, got %s", where,
+                       vdnn_json_type_name(doc));
+    else
+        rc = read_members(&r, sc);
+    vdnn_json_free(doc);
+    if (rc) {
+        vdnn_sidecar_free(sc);
+        return rc;
+    }
+    sc->present = 1;
+    *out = sc;
+    return 0;
+}
+
+/* ---- the file ------------------------------------------------------------ */
+
+int vdnn_sidecar_path(const char *onnx_path, char **out)
+{
+    if (!onnx_path || !out)
+        return vdnn_fail(-EINVAL, "vdnn_sidecar_path: NULL argument");
+
+    const char *slash = strrchr(onnx_path, '/');
+    const char *base = slash ? slash + 1 : onnx_path;
+    size_t len = strlen(onnx_path), stem = len;
+    /* "dir/.onnx" is a hidden file with no extension, not an empty stem. */
+    if (strlen(base) > 5 && strcmp(onnx_path + len - 5, ".onnx") == 0)
+        stem = len - 5;
+
+    char *path = malloc(stem + sizeof(".json"));
+    if (!path)
+        return vdnn_fail(-ENOMEM, "sidecar of %s: out of memory", onnx_path);
+    memcpy(path, onnx_path, stem);
+    memcpy(path + stem, ".json", sizeof(".json"));
+    *out = path;
+    return 0;
+}
+
+static int fail_errno(const char *path, const char *doing, int err)
+{
+    return vdnn_fail(-err, "sidecar %s: %s: %s", path, doing, strerror(err));
+}
+
+/* Reads the whole of the regular file open on fd into a new buffer. */
+static int read_regular(int fd, const char *path, char **text, size_t *len)
+{
+    struct stat st;
+
+    if (fstat(fd, &st) != 0)
+        return fail_errno(path, "cannot stat", errno);
+    if (!S_ISREG(st.st_mode))
+        return vdnn_fail(-EISDIR, "sidecar %s is not a regular file", path);
+    if ((unsigned long long)st.st_size > VDNN_SIDECAR_MAX_BYTES)
+        return vdnn_fail(-E2BIG, "sidecar %s: %lld bytes is over the %zu-byte limit", path,
+                         (long long)st.st_size, VDNN_SIDECAR_MAX_BYTES);
+
+    /* One byte of room beyond the size fstat gave shows a file that grew. */
+    size_t size = (size_t)st.st_size, got = 0;
+    char *buf = malloc(size + 1);
+    if (!buf)
+        return fail_nomem(path);
+    for (;;) {
+        ssize_t n = read(fd, buf + got, size + 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int err = errno;
+            free(buf);
+            return fail_errno(path, "cannot read", err);
+        }
+        got += (size_t)n;
+        if (n == 0 || got == size + 1)
+            break;
+    }
+    if (got != size) {
+        free(buf);
+        return vdnn_fail(-EIO, "sidecar %s changed size while it was read", path);
+    }
+    *text = buf;
+    *len = size;
+    return 0;
+}
+
+int vdnn_sidecar_load(const char *onnx_path, VdnnSidecar **out)
+{
+    char *path = NULL, *text = NULL;
+    size_t len = 0;
+
+    if (!out)
+        return vdnn_fail(-EINVAL, "vdnn_sidecar_load: out is NULL");
+    int rc = vdnn_sidecar_path(onnx_path, &path);
+    if (rc)
+        return rc;
+    /* O_NONBLOCK: a FIFO planted at the path must not hang the open; it is
+     * then refused as not a regular file. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0 && errno == ENOENT) {
+        rc = new_sidecar(path, out);
+    } else if (fd < 0) {
+        rc = fail_errno(path, "cannot open", errno);
+    } else {
+        rc = read_regular(fd, path, &text, &len);
+        close(fd);
+        if (!rc)
+            rc = vdnn_sidecar_parse(text, len, path, out);
+    }
+    free(text);
+    free(path);
+    return rc;
+}
+
+static void free_strings(VdnnSidecarStrings *list)
+{
+    for (size_t i = 0; i < list->count; i++)
+        free(list->items[i]);
+    free(list->items);
+}
+
+void vdnn_sidecar_free(VdnnSidecar *sidecar)
+{
+    if (!sidecar)
+        return;
+    free(sidecar->path);
+    free(sidecar->name);
+    free_strings(&sidecar->input_names);
+    free(sidecar->output_name);
+    free_strings(&sidecar->output_names);
+    free_strings(&sidecar->features);
+    free(sidecar->feature_mean);
+    free(sidecar->feature_std);
+    free(sidecar->description);
+    free(sidecar);
+}

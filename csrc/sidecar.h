@@ -1,0 +1,131 @@
+/* Internal: the model sidecar, `foo.json` beside `foo.onnx`, which says how
+ * to attach a tiny model (its kind, feature names, input bindings, ...).
+ *
+ * The sidecar is one JSON object (parsed strictly by json.h: no duplicate
+ * keys, no comments, at most VDNN_SIDECAR_MAX_BYTES). Only its top-level
+ * members are read; unknown keys are ignored so newer sidecars still load.
+ * Each known key must have the type below, or loading fails with -EINVAL and
+ * a message naming the file and the key:
+ *
+ *   "kind"              "fr" | "nr"
+ *   "name"              non-empty string: feature name of the model's output
+ *   "input_names"       array of non-empty strings: FR inputs, in the order
+ *                       [reference, distorted]
+ *   "output_name"       non-empty string (legacy single output name)
+ *   "output_names"      array of non-empty strings: suffixes of the features
+ *                       of a multi-output model
+ *   "features"          non-empty array of non-empty strings: the inputs of
+ *                       a feature-vector model, read from the feature
+ *                       collector
+ *   "feature_mean"      array of numbers, one per entry of "features" (which
+ *                       must be present)
+ *   "feature_std"       array of finite numbers > 0, one per entry of
+ *                       "features" (which must be present)
+ *   "native_resolution" boolean: size buffers from the first frame
+ *   "resize"            "none" | "bilinear" | "nearest" | "bicubic"
+ *   "opset"             integer in [0, INT_MAX]
+ *   "description"       string (may be empty)
+ *   "higher_is_better"  boolean
+ *   "range"             array of two numbers [min, max] with min < max
+ *
+ * Strings are at most VDNN_SIDECAR_MAX_STRING bytes of UTF-8 and may not
+ * contain NUL (\u0000); arrays hold at most VDNN_SIDECAR_MAX_ENTRIES entries.
+ * Enumerated values are matched case-sensitively.
+ */
+#ifndef VMAFDNN_SIDECAR_H
+#define VMAFDNN_SIDECAR_H
+
+#include <stddef.h>
+
+#define VDNN_SIDECAR_MAX_BYTES ((size_t)1 << 20)
+#define VDNN_SIDECAR_MAX_STRING 4096
+#define VDNN_SIDECAR_MAX_ENTRIES 256
+
+typedef enum VdnnSidecarKind {
+    VDNN_SIDECAR_KIND_UNSET, /* absent: decided from the model's inputs */
+    VDNN_SIDECAR_KIND_FR,
+    VDNN_SIDECAR_KIND_NR,
+} VdnnSidecarKind;
+
+typedef enum VdnnSidecarResize {
+    VDNN_SIDECAR_RESIZE_UNSET, /* absent: the caller's default */
+    VDNN_SIDECAR_RESIZE_NONE,
+    VDNN_SIDECAR_RESIZE_BILINEAR,
+    VDNN_SIDECAR_RESIZE_NEAREST,
+    VDNN_SIDECAR_RESIZE_BICUBIC,
+} VdnnSidecarResize;
+
+/* A list of strings. present is 1 when the key was in the file (an empty
+ * array included); items and every items[i] are owned by the sidecar. */
+typedef struct VdnnSidecarStrings {
+    int present;
+    size_t count;
+    char **items; /* count NUL-terminated strings; NULL when count is 0 */
+} VdnnSidecarStrings;
+
+/* Everything here is owned by the VdnnSidecar and released by
+ * vdnn_sidecar_free(); callers only read it. A string member is NULL when
+ * its key was absent; has_* is 1 when the matching key was present. */
+typedef struct VdnnSidecar {
+    int present; /* 0: no sidecar file, every field holds its default */
+    char *path;  /* the sidecar's path (or the origin given to
+                  * vdnn_sidecar_parse), for messages; never NULL */
+
+    VdnnSidecarKind kind;
+    char *name;
+    VdnnSidecarStrings input_names;
+    char *output_name;
+    VdnnSidecarStrings output_names;
+    VdnnSidecarStrings features;
+    double *feature_mean; /* features.count values, or NULL when absent */
+    double *feature_std;  /* features.count values > 0, or NULL when absent */
+    int has_native_resolution, native_resolution;
+    VdnnSidecarResize resize;
+    int has_opset, opset;
+    char *description;
+    int has_higher_is_better, higher_is_better;
+    int has_range;
+    double range[2]; /* [min, max], min < max, when has_range */
+} VdnnSidecar;
+
+/*
+ * Stores in *out the sidecar path of a model: onnx_path with its final
+ * ".onnx" replaced by ".json", or with ".json" appended when the file name
+ * does not end in ".onnx" (matched case-sensitively; a file named just
+ * ".onnx" gets ".onnx.json"). The caller frees *out with free().
+ * Returns 0, -EINVAL (NULL argument) or -ENOMEM.
+ */
+int vdnn_sidecar_path(const char *onnx_path, char **out);
+
+/*
+ * Loads the sidecar of the model at onnx_path (see vdnn_sidecar_path) into a
+ * new VdnnSidecar stored in *out, which the caller releases with
+ * vdnn_sidecar_free(). *out is written only on success. The file is read
+ * once, through one descriptor.
+ *
+ * Returns:
+ *   0         success; when no sidecar exists, *out holds defaults with
+ *             present == 0
+ *   -EINVAL   a NULL argument, or a known key with a wrong type or value
+ *   -EISDIR   the sidecar path exists but is not a regular file
+ *   -E2BIG    the file is larger than VDNN_SIDECAR_MAX_BYTES
+ *   -EBADMSG  the file is not valid JSON, or its top level is not an object
+ *   -EIO      the file changed size while it was read
+ *   -ENOMEM   an allocation failed
+ *   other     -errno of a failed open or read (-EACCES, -ELOOP, -EIO, ...)
+ */
+int vdnn_sidecar_load(const char *onnx_path, VdnnSidecar **out);
+
+/*
+ * Parses a sidecar held in memory, text[0, len) (no NUL needed), into a new
+ * VdnnSidecar with present == 1, stored in *out as for vdnn_sidecar_load().
+ * origin names the text in messages and is copied into ->path; NULL means
+ * "(memory)". Returns 0, -EINVAL, -E2BIG, -EBADMSG or -ENOMEM as
+ * vdnn_sidecar_load() does.
+ */
+int vdnn_sidecar_parse(const char *text, size_t len, const char *origin, VdnnSidecar **out);
+
+/* Releases a sidecar and everything it owns. NULL-safe. */
+void vdnn_sidecar_free(VdnnSidecar *sidecar);
+
+#endif

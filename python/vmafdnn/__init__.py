@@ -1,0 +1,53 @@
+"""vmafdnn: run tiny ONNX video-quality models through libvmafdnn.
+
+The C library does the work; this package translates numpy arrays, Python
+exceptions and names. See ``vmafdnn.Session`` to run a model.
+"""
+import errno as _errno
+
+from ._native import ensure_ort as _ensure_ort
+from ._native import ffi as _ffi
+from ._native import last_error as _last_error
+from ._native import lib as _lib
+from .convert import fp16_to_fp32, fp32_to_fp16
+from .errors import (BusyError, DnnError, InvalidArgumentError, InvalidModelError,
+                     ModelNotFoundError, ModelTooLargeError, NotARegularFileError,
+                     OutOfMemoryError, OutputTooSmallError, PermissionDeniedError,
+                     RangeError, RuntimeFailureError, RuntimeNotFoundError, UnsupportedError)
+from .session import DEVICES, Session, TensorInfo
+
+__version__ = _ffi.string(_lib.vmaf_dnn_version()).decode()
+
+__all__ = [
+    "available", "ort_version", "ort_library_path", "unavailable_reason", "Session",
+    "TensorInfo", "DEVICES", "fp32_to_fp16", "fp16_to_fp32", "DnnError",
+    "InvalidArgumentError", "ModelNotFoundError", "PermissionDeniedError",
+    "NotARegularFileError", "ModelTooLargeError", "InvalidModelError", "UnsupportedError",
+    "RuntimeNotFoundError", "OutputTooSmallError", "BusyError", "OutOfMemoryError",
+    "RangeError", "RuntimeFailureError", "__version__",
+]
+
+
+def available() -> bool:
+    """True when ONNX Runtime is loaded (or can be loaded now)."""
+    _ensure_ort()
+    return bool(_lib.vmaf_dnn_available())
+
+
+def unavailable_reason() -> str:
+    """Why ONNX Runtime cannot be loaded ("" when it can)."""
+    return "" if available() else _last_error()
+
+
+def ort_version() -> str:
+    """The loaded ONNX Runtime's version ("1.31.1"); raises when there is none."""
+    if not available():
+        raise RuntimeNotFoundError(_errno.ENOSYS, _last_error())
+    return _ffi.string(_lib.vmaf_dnn_ort_version()).decode()
+
+
+def ort_library_path() -> str:
+    """The file ONNX Runtime was loaded from; raises when there is none."""
+    if not available():
+        raise RuntimeNotFoundError(_errno.ENOSYS, _last_error())
+    return _ffi.string(_lib.vmaf_dnn_ort_library_path()).decode()

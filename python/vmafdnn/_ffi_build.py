@@ -1,0 +1,46 @@
+"""Build-time only: writes the C source of the cffi extension (API mode).
+
+Called by meson as ``python _ffi_build.py HEADER OUTPUT.c``. The cdef is made
+from the public header itself, so the binding can never drift from the C API:
+preprocessor lines are dropped (except integer #defines, which cffi
+understands), as are the C++ guards and the export macro.
+"""
+import re
+import sys
+
+import cffi
+
+
+def cdef_from_header(text: str) -> str:
+    lines = []
+    skip_depth = 0
+    for line in text.splitlines():
+        stripped = line.strip()
+        if skip_depth:
+            if stripped.startswith("#if"):
+                skip_depth += 1
+            elif stripped.startswith("#endif"):
+                skip_depth -= 1
+            continue
+        if stripped.startswith("#ifdef __cplusplus"):
+            skip_depth = 1
+            continue
+        if stripped.startswith("#"):
+            if re.fullmatch(r"#define\s+\w+\s+-?\d+", stripped):
+                lines.append(stripped)
+            continue
+        lines.append(line.replace("VMAF_DNN_API ", ""))
+    return "\n".join(lines)
+
+
+def main(header_path: str, output_path: str) -> None:
+    with open(header_path, encoding="utf-8") as f:
+        header = f.read()
+    ffibuilder = cffi.FFI()
+    ffibuilder.cdef(cdef_from_header(header))
+    ffibuilder.set_source("vmafdnn._vmafdnn_cffi", "#include <vmafdnn/vmafdnn.h>")
+    ffibuilder.emit_c_code(output_path)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

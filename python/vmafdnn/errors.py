@@ -1,0 +1,101 @@
+"""The exceptions of vmafdnn.
+
+Every failure of the C library arrives as a :class:`DnnError` carrying the
+positive ``errno`` and the library's message. Each subclass also inherits the
+builtin exception a Python user would expect (``FileNotFoundError`` for a
+missing model, ``ValueError`` for a bad argument, ...), so ordinary
+``except`` clauses keep working.
+"""
+import errno as _errno
+
+
+class DnnError(Exception):
+    """Base class: ``.errno`` (positive errno) and ``.message`` (the C message)."""
+
+    def __init__(self, errno: int, message: str):
+        # OSError subclasses take (errno, strerror); the others just keep args.
+        super().__init__(errno, message)
+        self.errno = errno
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidArgumentError(DnnError, ValueError):
+    """EINVAL: an argument, tensor name, rank or dim is wrong."""
+
+
+class ModelNotFoundError(DnnError, FileNotFoundError):
+    """ENOENT: the model file does not exist."""
+
+
+class PermissionDeniedError(DnnError, PermissionError):
+    """EACCES / EPERM: the file cannot be read, or the model is not allowed."""
+
+
+class NotARegularFileError(DnnError, IsADirectoryError):
+    """EISDIR: the model path is a directory or another non-regular file."""
+
+
+class ModelTooLargeError(DnnError, ValueError):
+    """E2BIG: the model file is over the size cap."""
+
+
+class InvalidModelError(DnnError, ValueError):
+    """EBADMSG: the file is empty or not a valid ONNX model."""
+
+
+class UnsupportedError(DnnError, ValueError):
+    """ENOTSUP: the model or the run needs something this library does not do."""
+
+
+class RuntimeNotFoundError(DnnError, ImportError):
+    """ENOSYS: ONNX Runtime could not be loaded."""
+
+    def __init__(self, errno: int, message: str):
+        DnnError.__init__(self, errno, message)
+        self.msg = message  # ImportError's own field
+
+
+class OutputTooSmallError(DnnError, BufferError):
+    """ENOSPC: an output buffer is too small (handled inside Session.run)."""
+
+
+class BusyError(DnnError, RuntimeError):
+    """EBUSY: the resource is in use (e.g. ORT already loaded from elsewhere)."""
+
+
+class OutOfMemoryError(DnnError, MemoryError):
+    """ENOMEM."""
+
+
+class RangeError(DnnError, ValueError):
+    """ERANGE: a value (e.g. a frame size) is outside the allowed range."""
+
+
+class RuntimeFailureError(DnnError, OSError):
+    """EIO: ONNX Runtime failed to create or run the session."""
+
+
+_BY_ERRNO = {
+    _errno.EINVAL: InvalidArgumentError,
+    _errno.ENOENT: ModelNotFoundError,
+    _errno.EACCES: PermissionDeniedError,
+    _errno.EPERM: PermissionDeniedError,
+    _errno.EISDIR: NotARegularFileError,
+    _errno.E2BIG: ModelTooLargeError,
+    _errno.EBADMSG: InvalidModelError,
+    _errno.ENOTSUP: UnsupportedError,
+    _errno.ENOSYS: RuntimeNotFoundError,
+    _errno.ENOSPC: OutputTooSmallError,
+    _errno.EBUSY: BusyError,
+    _errno.ENOMEM: OutOfMemoryError,
+    _errno.ERANGE: RangeError,
+    _errno.EIO: RuntimeFailureError,
+}
+
+
+def error_for(errno: int, message: str) -> DnnError:
+    """The exception for a positive errno (DnnError itself for unknown codes)."""
+    return _BY_ERRNO.get(errno, DnnError)(errno, message)

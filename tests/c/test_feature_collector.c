@@ -1,0 +1,284 @@
+/* Tests of csrc/feature_collector.c: storage, errors, pooling, threads. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "error.h"
+#include "feature_collector.h"
+
+static VdnnFeatureCollector *new_collector(void)
+{
+    VdnnFeatureCollector *fc = NULL;
+    CHECK_EQ_INT(vdnn_feature_collector_init(&fc), 0);
+    CHECK(fc != NULL);
+    return fc;
+}
+
+static void test_lifecycle(void)
+{
+    CHECK_EQ_INT(vdnn_feature_collector_init(NULL), -EINVAL);
+    vdnn_feature_collector_free(NULL);
+
+    VdnnFeatureCollector *fc = new_collector();
+    CHECK_EQ_INT(vdnn_feature_collector_feature_count(fc), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_frame_count(fc), 0);
+    CHECK(vdnn_feature_collector_feature_name(fc, 0) == NULL);
+    vdnn_feature_collector_free(fc);
+
+    CHECK_EQ_INT(vdnn_feature_collector_feature_count(NULL), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_frame_count(NULL), 0);
+    CHECK(!vdnn_feature_collector_has(NULL, "x", 0));
+}
+
+static void test_append_get(void)
+{
+    VdnnFeatureCollector *fc = new_collector();
+    char name[16] = "psnr_y";
+
+    /* Out of order, with a gap at frame 2. */
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, name, 3, 30.5), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, name, 0, 34.25), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, name, 1, 32.0), 0);
+    strcpy(name, "clobbered"); /* the collector keeps its own copy */
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "ssim_y", 1, NAN), 0);
+
+    CHECK_EQ_INT(vdnn_feature_collector_feature_count(fc), 2);
+    CHECK(strcmp(vdnn_feature_collector_feature_name(fc, 0), "psnr_y") == 0);
+    CHECK(strcmp(vdnn_feature_collector_feature_name(fc, 1), "ssim_y") == 0);
+    CHECK(vdnn_feature_collector_feature_name(fc, 2) == NULL);
+    CHECK_EQ_INT(vdnn_feature_collector_frame_count(fc), 4);
+
+    double v = -1.0;
+    CHECK_EQ_INT(vdnn_feature_collector_get(fc, "psnr_y", 3, &v), 0);
+    CHECK(v == 30.5);
+    CHECK_EQ_INT(vdnn_feature_collector_get(fc, "psnr_y", 0, &v), 0);
+    CHECK(v == 34.25);
+    CHECK_EQ_INT(vdnn_feature_collector_get(fc, "ssim_y", 1, &v), 0);
+    CHECK(isnan(v));
+    CHECK(vdnn_feature_collector_has(fc, "psnr_y", 1));
+    CHECK(vdnn_feature_collector_has(fc, "ssim_y", 1));
+
+    /* Missing values are errors, never 0.0, and *value is left alone. */
+    v = 7.0;
+    CHECK_EQ_INT(vdnn_feature_collector_get(fc, "psnr_y", 2, &v), -ENOENT);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "\"psnr_y\" has no value for frame 2");
+    CHECK(v == 7.0);
+    CHECK_EQ_INT(vdnn_feature_collector_get(fc, "psnr_y", 1000000, &v), -ENOENT);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "frame 1000000");
+    CHECK_EQ_INT(vdnn_feature_collector_get(fc, "vmaf", 0, &v), -ENOENT);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "no feature \"vmaf\"");
+    CHECK(v == 7.0);
+    CHECK(!vdnn_feature_collector_has(fc, "psnr_y", 2));
+    CHECK(!vdnn_feature_collector_has(fc, "ssim_y", 0));
+    CHECK(!vdnn_feature_collector_has(fc, "vmaf", 0));
+    CHECK_EQ_INT(vdnn_feature_collector_get(fc, NULL, 0, &v), -EINVAL);
+    CHECK_EQ_INT(vdnn_feature_collector_get(fc, "psnr_y", 0, NULL), -EINVAL);
+    CHECK_EQ_INT(vdnn_feature_collector_get(NULL, "psnr_y", 0, &v), -EINVAL);
+
+    /* Index-based reads. */
+    CHECK(vdnn_feature_collector_value_at(fc, 0, 1, &v) && v == 32.0);
+    CHECK(!vdnn_feature_collector_value_at(fc, 0, 2, &v));
+    CHECK(!vdnn_feature_collector_value_at(fc, 2, 0, &v));
+    CHECK(!vdnn_feature_collector_value_at(fc, 0, 1, NULL));
+
+    /* A second value for the same key is refused and the first one kept. */
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "psnr_y", 1, 99.0), -EEXIST);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "\"psnr_y\" already has a value for frame 1");
+    CHECK_EQ_INT(vdnn_feature_collector_get(fc, "psnr_y", 1, &v), 0);
+    CHECK(v == 32.0);
+
+    CHECK_EQ_INT(vdnn_feature_collector_append(NULL, "psnr_y", 5, 1.0), -EINVAL);
+    vdnn_feature_collector_free(fc);
+}
+
+static void test_growth_and_range(void)
+{
+    VdnnFeatureCollector *fc = new_collector();
+    int failures = 0;
+    for (unsigned i = 0; i < 5000; i++)
+        failures += vdnn_feature_collector_append(fc, "a", 4999 - i, (double)i) != 0;
+    CHECK_EQ_INT(failures, 0);
+    double v;
+    CHECK_EQ_INT(vdnn_feature_collector_get(fc, "a", 0, &v), 0);
+    CHECK(v == 4999.0);
+    CHECK_EQ_INT(vdnn_feature_collector_frame_count(fc), 5000);
+
+    const unsigned last = VDNN_FEATURE_MAX_FRAMES - 1;
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "b", last, 1.0), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_frame_count(fc), VDNN_FEATURE_MAX_FRAMES);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "b", last + 1, 1.0), -ERANGE);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "frame 16777216 of feature \"b\"");
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "c", UINT_MAX, 1.0), -ERANGE);
+    /* A refused append creates no feature. */
+    CHECK_EQ_INT(vdnn_feature_collector_feature_count(fc), 2);
+    vdnn_feature_collector_free(fc);
+}
+
+static void test_names(void)
+{
+    VdnnFeatureCollector *fc = new_collector();
+    char long_name[VDNN_FEATURE_NAME_MAX + 2];
+    memset(long_name, 'n', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, long_name, 0, 1.0), -EINVAL);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "longer than 255 bytes");
+    long_name[VDNN_FEATURE_NAME_MAX] = '\0';
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, long_name, 0, 1.0), 0);
+
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, NULL, 0, 1.0), -EINVAL);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "", 0, 1.0), -EINVAL);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "feature name is empty");
+
+    static const char *const bad[] = {
+        "tab\there", "new\nline", "del\x7f", "c1\xc2\x85", /* control characters */
+        "bad\xff", "overlong\xc0\xaf", "surrogate\xed\xa0\x80", "cut\xe2\x82",
+        "too_high\xf4\x90\x80\x80",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        CHECK_EQ_INT(vdnn_feature_collector_append(fc, bad[i], 0, 1.0), -EINVAL);
+        CHECK_STR_CONTAINS(vdnn_last_error(), "feature name");
+    }
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "tab\there", 0, 1.0), -EINVAL);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "control character U+0009 at byte 3");
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "bad\xff", 0, 1.0), -EINVAL);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "not valid UTF-8 at byte 3");
+
+    static const char *const good[] = {"psnr_y", "my model, v2", "qualit\xc3\xa9",
+                                       "\xe2\x82\xac", "\xf0\x9f\x98\x80", "a\"b\\c"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        CHECK_EQ_INT(vdnn_feature_collector_append(fc, good[i], 0, 1.0), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_feature_count(fc), 7);
+    vdnn_feature_collector_free(fc);
+}
+
+static void test_pooling(void)
+{
+    VdnnFeatureCollector *fc = new_collector();
+    /* Frames 0, 2, 5 with gaps; appended out of order. */
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "q", 5, 4.0), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "q", 0, 1.0), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "q", 2, 2.0), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "n", 0, 1.0), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "n", 1, NAN), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "n", 2, 3.0), 0);
+
+    VdnnFeaturePool p;
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "q", 0, VDNN_FEATURE_MAX_FRAMES, &p), 0);
+    CHECK_EQ_INT(p.count, 3);
+    CHECK(p.min == 1.0);
+    CHECK(p.max == 4.0);
+    CHECK(p.mean == 7.0 / 3.0);
+    /* libvmaf: 1 / mean(1 / (x + 1)) - 1 = 3 / (1/2 + 1/3 + 1/5) - 1 */
+    double hm = 3.0 / (1.0 / 2.0 + 1.0 / 3.0 + 1.0 / 5.0) - 1.0;
+    CHECK(fabs(p.harmonic_mean - hm) < 1e-12);
+    CHECK(fabs(p.harmonic_mean - 1.9032258064516130) < 1e-12); /* 59/31 */
+    CHECK(p.harmonic_mean <= p.mean);
+
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "q", 1, 2, &p), 0);
+    CHECK_EQ_INT(p.count, 1);
+    CHECK(p.min == 2.0 && p.max == 2.0 && p.mean == 2.0 && p.harmonic_mean == 2.0);
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "q", 0, UINT_MAX, &p), 0);
+    CHECK_EQ_INT(p.count, 3);
+
+    /* Nothing in range: an error by name, count 0 and NaNs by index. */
+    p.count = 99;
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "q", 3, 4, &p), -ENOENT);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "\"q\" has no value in frames 3..4");
+    CHECK_EQ_INT(p.count, 99);
+    CHECK_EQ_INT(vdnn_feature_pool_at(fc, 0, 3, 4, &p), 0);
+    CHECK_EQ_INT(p.count, 0);
+    CHECK(isnan(p.min) && isnan(p.max) && isnan(p.mean) && isnan(p.harmonic_mean));
+    CHECK_EQ_INT(vdnn_feature_pool_at(fc, 0, 6, UINT_MAX, &p), 0);
+    CHECK_EQ_INT(p.count, 0);
+
+    /* One NaN poisons every statistic. */
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "n", 0, 2, &p), 0);
+    CHECK_EQ_INT(p.count, 3);
+    CHECK(isnan(p.min) && isnan(p.max) && isnan(p.mean) && isnan(p.harmonic_mean));
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "n", 2, 2, &p), 0);
+    CHECK(p.mean == 3.0);
+
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "nope", 0, 2, &p), -ENOENT);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "no feature \"nope\"");
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "q", 2, 1, &p), -EINVAL);
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "q", 0, 1, NULL), -EINVAL);
+    CHECK_EQ_INT(vdnn_feature_pool_at(fc, 2, 0, 1, &p), -EINVAL);
+    CHECK_EQ_INT(vdnn_feature_pool_at(fc, 0, 2, 1, &p), -EINVAL);
+    vdnn_feature_collector_free(fc);
+}
+
+#define THREADS 4
+#define PER_THREAD 3000
+
+typedef struct Worker {
+    VdnnFeatureCollector *fc;
+    unsigned id;
+    int failures;
+} Worker;
+
+/* Each thread fills its own feature and interleaved frames of a shared one,
+ * while also reading, so appends race with growth and lookups. */
+static void *worker(void *arg)
+{
+    Worker *w = arg;
+    char name[16];
+    snprintf(name, sizeof(name), "t%u", w->id);
+    for (unsigned i = 0; i < PER_THREAD; i++) {
+        unsigned frame = PER_THREAD - 1 - i;
+        if (vdnn_feature_collector_append(w->fc, name, frame, w->id + frame * 0.5))
+            w->failures++;
+        if (vdnn_feature_collector_append(w->fc, "shared", i * THREADS + w->id, (double)w->id))
+            w->failures++;
+        (void)vdnn_feature_collector_frame_count(w->fc);
+        if (!vdnn_feature_collector_has(w->fc, "shared", i * THREADS + w->id))
+            w->failures++;
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    VdnnFeatureCollector *fc = new_collector();
+    pthread_t tid[THREADS];
+    Worker w[THREADS];
+    for (unsigned t = 0; t < THREADS; t++) {
+        w[t] = (Worker){fc, t, 0};
+        CHECK_EQ_INT(pthread_create(&tid[t], NULL, worker, &w[t]), 0);
+    }
+    for (unsigned t = 0; t < THREADS; t++) {
+        pthread_join(tid[t], NULL);
+        CHECK_EQ_INT(w[t].failures, 0);
+    }
+    CHECK_EQ_INT(vdnn_feature_collector_feature_count(fc), THREADS + 1);
+    CHECK_EQ_INT(vdnn_feature_collector_frame_count(fc), PER_THREAD * THREADS);
+    int bad = 0;
+    for (unsigned t = 0; t < THREADS; t++) {
+        char name[16];
+        snprintf(name, sizeof(name), "t%u", t);
+        for (unsigned i = 0; i < PER_THREAD; i++) {
+            double v;
+            if (vdnn_feature_collector_get(fc, name, i, &v) || v != t + i * 0.5)
+                bad++;
+            if (vdnn_feature_collector_get(fc, "shared", i * THREADS + t, &v) || v != t)
+                bad++;
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+    vdnn_feature_collector_free(fc);
+}
+
+int main(void)
+{
+    test_lifecycle();
+    test_append_get();
+    test_growth_and_range();
+    test_names();
+    test_pooling();
+    test_threads();
+    return check_report();
+}
