@@ -180,6 +180,8 @@ static int next_field(const Scan *s, Span *m, Field *f)
     const uint8_t *p = m->p, *end = m->p + m->n;
     uint64_t tag, len;
     f->at = p;
+    f->varint = 0;
+    f->len = (Span){ NULL, 0 };
     if (!read_varint(&p, end, &tag) || tag > UINT32_MAX || (tag >> 3) == 0)
         return malformed(s, f->at);
     f->num = (uint32_t)(tag >> 3);

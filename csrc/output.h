@@ -63,20 +63,20 @@ typedef enum VdnnReportFormat {
 /* A name="value" attribute of the XML <params> element. */
 typedef struct VdnnReportParam {
     const char *name;  /* caller-owned, an XML attribute name (see above) */
-    const char *value; /* caller-owned UTF-8 without control characters */
+    const char *value; /* caller-owned; vdnn_text_check() rules, up to 4096 bytes */
 } VdnnReportParam;
 
 /* One entry of "aggregate_metrics": a number about the whole run. */
 typedef struct VdnnReportMetric {
-    const char *name;  /* caller-owned; vdnn_feature_name_check() rules, unique */
+    const char *name;  /* caller-owned; feature-name rules (vdnn_text_check), unique */
     double value;
 } VdnnReportMetric;
 
 /* What a report says besides the collector's scores. All pointers are
  * caller-owned and only read during the call. */
 typedef struct VdnnReportInfo {
-    const char *version;     /* NULL: "libvmafdnn MAJOR.MINOR.PATCH"; UTF-8, no
-                                control characters */
+    const char *version;     /* NULL: "libvmafdnn MAJOR.MINOR.PATCH"; else
+                                vdnn_text_check() rules, up to 4096 bytes */
     double fps;              /* as libvmaf: 0 when unknown (written as 0.00) */
     unsigned first_frame;    /* first frame written and pooled */
     unsigned last_frame;     /* last one, inclusive; VDNN_REPORT_LAST_FRAME: all */
@@ -99,13 +99,17 @@ int vdnn_write_report(const VdnnFeatureCollector *fc, VdnnReportFormat fmt, FILE
                       const VdnnReportInfo *info);
 
 /* Writes the report to `path` atomically: into "<path>.tmp" (created, or
- * truncated if a stale one is there; a symbolic link there is refused),
- * flushed to disk, then renamed over `path`. On any failure the temporary
- * file is removed and an existing `path` is left exactly as it was, so a
- * report is either complete or absent. Not meant for two writers racing on
- * the same path. Returns the codes of vdnn_write_report, with -EIO also for
- * failures to create, sync, close or rename the file (the message names the
- * file and the system's reason). */
+ * truncated if a stale file is there; a symbolic link there is refused, not
+ * followed), synced to disk, then renamed over `path`. On any failure the
+ * temporary file is removed (unless it could not be created, in which case
+ * whatever is at that name is left alone) and an existing `path` is left
+ * exactly as it was: a report is either complete or absent. A symbolic link
+ * at `path` is replaced, not followed. An existing device, FIFO or socket at
+ * `path` (/dev/stdout, a pipe) is written in place instead, since renaming
+ * over it would destroy it. Not meant for two writers racing on one path.
+ * Returns the codes of vdnn_write_report (-EINVAL also for a NULL or empty
+ * path), with -EIO also for failures to create, sync, close or rename the
+ * file (the message names the file and the system's reason). */
 int vdnn_write_report_path(const VdnnFeatureCollector *fc, VdnnReportFormat fmt,
                            const char *path, const VdnnReportInfo *info);
 

@@ -191,8 +191,7 @@ static int read_numbers(const Reader *r, const char *key, size_t count, int posi
     if (!v)
         return rc;
     if (vdnn_json_count(v) != count)
-        return fail_key(r, key, -1, "has %zu entries but must have %zu", vdnn_json_count(v),
-                        count);
+        return fail_key(r, key, -1, "must have %zu entries, not %zu", count, vdnn_json_count(v));
     double *values = malloc(count * sizeof(*values));
     if (!values)
         return fail_nomem(r->origin);
@@ -219,11 +218,17 @@ static int read_numbers(const Reader *r, const char *key, size_t count, int posi
 static int read_feature_scale(const Reader *r, const VdnnSidecar *sc, const char *key,
                               int positive, double **out)
 {
-    if (!vdnn_json_member(r->doc, key))
+    const VdnnJson *v = vdnn_json_member(r->doc, key);
+    size_t count = sc->features.count;
+
+    if (!v)
         return 0;
     if (!sc->features.present)
         return fail_key(r, key, -1, "needs key \"features\" beside it");
-    return read_numbers(r, key, sc->features.count, positive, out);
+    if (vdnn_json_type(v) == VDNN_JSON_ARRAY && vdnn_json_count(v) != count)
+        return fail_key(r, key, -1, "must have one entry per feature (%zu), not %zu", count,
+                        vdnn_json_count(v));
+    return read_numbers(r, key, count, positive, out);
 }
 
 static int read_range(const Reader *r, VdnnSidecar *sc)

@@ -30,7 +30,10 @@ def find_ort_library():
     ``capi/libonnxruntime.so.<version>``; importing the package would load its
     Python extension (and, for the GPU wheel, CUDA) for nothing.
     """
-    spec = importlib.util.find_spec("onnxruntime")
+    try:
+        spec = importlib.util.find_spec("onnxruntime")
+    except (ImportError, ValueError):  # a broken or stubbed-out installation
+        return None
     if spec is None or not spec.submodule_search_locations:
         return None
     for location in spec.submodule_search_locations:

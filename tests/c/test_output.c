@@ -134,6 +134,8 @@ static int render(const VdnnFeatureCollector *fc, VdnnReportFormat fmt,
     size_t size = 0;
     FILE *f = open_memstream(text, &size);
     CHECK(f != NULL);
+    if (!f)
+        return -ENOMEM;
     int err = vdnn_write_report(fc, fmt, f, info);
     fclose(f);
     return err;
@@ -382,17 +384,21 @@ static void test_locale(void)
 
 static char *read_all(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
     char *text = NULL;
     size_t size = 0;
+    FILE *f = fopen(path, "rb");
     FILE *m = open_memstream(&text, &size);
     int c;
-    while ((c = fgetc(f)) != EOF)
+    while (f && m && (c = fgetc(f)) != EOF)
         fputc(c, m);
-    fclose(m);
-    fclose(f);
+    if (m)
+        fclose(m);
+    if (f)
+        fclose(f);
+    if (!f) {
+        free(text);
+        return NULL;
+    }
     return text;
 }
 

@@ -1,8 +1,8 @@
 """Small ONNX models for the tests, built with the `onnx` package.
 
 Every model uses opset 17 / IR 8 (onnx's own defaults are newer than any ORT
-accepts). ``python -m tests.models.factory OUTDIR`` (or running this file)
-writes all of them, for the C tests.
+accepts). ``python tests/models/factory.py OUTDIR [STAMP]`` writes all of them, for
+the C tests.
 """
 import os
 import sys
@@ -143,4 +143,7 @@ def write_all(outdir):
 
 
 if __name__ == "__main__":
+    # factory.py OUTDIR [STAMP]: the stamp file tells meson the set is written.
     write_all(sys.argv[1])
+    if len(sys.argv) > 2:
+        open(sys.argv[2], "w").close()

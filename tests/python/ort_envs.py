@@ -1,0 +1,185 @@
+"""Runs vmafdnn inside the per-ONNX-Runtime environments of tools/make_ort_envs.sh.
+
+The onnxruntime, onnxruntime-gpu and onnxruntime-openvino wheels all install
+the package ``onnxruntime``, so each lives in a virtual environment of its own
+and is exercised from a subprocess. This file has both ends of that:
+
+* imported by the tests: :func:`find_env` locates an environment and
+  :meth:`OrtEnv.probe` runs a list of steps in it;
+* executed by the environment's Python (``python ort_envs.py`` with the steps
+  as JSON on stdin): performs them with vmafdnn and prints the results as
+  JSON. This end uses only the standard library, numpy and vmafdnn.
+
+A step is a dict with an ``op``:
+
+* ``info``: ``available``, ``ort_version``, ``api_version``,
+  ``ort_library_path`` (null when unavailable) and ``unavailable_reason``;
+* ``open``: opens ``model`` with ``device``, ``threads``, ``fp16_io``
+  (defaults as Session's), then runs it on ``feeds`` (name -> nested lists)
+  when given. Result: ``attached_ep``, ``fallback_reason``, ``config``,
+  ``outputs`` (name -> nested lists of the float32 values, exact), or
+  ``error`` (exception class, errno, message) when opening raised.
+
+Every step's result also has ``stderr``: what the process wrote to file
+descriptor 2 during the step (ORT's C++ log included).
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Dict, List, Mapping, Optional, Sequence
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MAKE_ENVS = "tools/make_ort_envs.sh"
+
+
+def cache_dir() -> str:
+    """Where tools/make_ort_envs.sh keeps the environments (same rule)."""
+    explicit = os.environ.get("VMAFDNN_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "vmafdnn")
+
+
+class OrtEnv:
+    """One provisioned environment: ``python`` and its ``site_packages``."""
+
+    def __init__(self, name: str, directory: str, site_packages: str):
+        self.name = name
+        self.dir = directory
+        self.python = os.path.join(directory, "bin", "python")
+        self.site_packages = site_packages
+
+    @property
+    def ort_capi_dir(self) -> str:
+        return os.path.join(self.site_packages, "onnxruntime", "capi")
+
+    def ort_library(self) -> str:
+        """The wheel's libonnxruntime.so.1.X.Y."""
+        found = sorted(glob.glob(os.path.join(self.ort_capi_dir, "libonnxruntime.so.*")))
+        if not found:
+            raise FileNotFoundError(f"no libonnxruntime.so.* in {self.ort_capi_dir}")
+        return found[-1]
+
+    def nvidia_library_dirs(self) -> List[str]:
+        """The lib folders of the nvidia-* wheels (CUDA runtime, cuDNN, ...)."""
+        return sorted(glob.glob(os.path.join(self.site_packages, "nvidia", "*", "lib")))
+
+    def probe(self, steps: Sequence[Mapping], env: Optional[Mapping[str, str]] = None,
+              timeout: float = 300) -> "ProbeResult":
+        """Runs ``steps`` in this environment. ``env`` is added to a copy of
+        this process's environment, minus the variables that would steer
+        vmafdnn (VMAFDNN_ORT_LIBRARY, VMAFDNN_ORT_LOG_LEVEL) unless given."""
+        child_env = {k: v for k, v in os.environ.items()
+                     if k not in ("VMAFDNN_ORT_LIBRARY", "VMAFDNN_ORT_LOG_LEVEL", "PYTHONPATH")}
+        child_env.update(env or {})
+        proc = subprocess.run(
+            [self.python, os.path.abspath(__file__)], input=json.dumps(list(steps)),
+            capture_output=True, text=True, env=child_env, cwd=tempfile.gettempdir(),
+            timeout=timeout)
+        if proc.returncode != 0:
+            raise RuntimeError(f"probe in {self.name} exited with {proc.returncode}:\n"
+                               f"stdout: {proc.stdout}\nstderr: {proc.stderr}")
+        return ProbeResult(json.loads(proc.stdout), proc.stderr)
+
+
+class ProbeResult:
+    """The results of a probe's steps, in order, and its leftover stderr
+    (what was printed outside the steps: at import, exit, ...)."""
+
+    def __init__(self, results: List[Dict], stderr: str):
+        self.results = results
+        self.stderr = stderr
+
+    def __getitem__(self, index: int) -> Dict:
+        return self.results[index]
+
+    def all_stderr(self) -> str:
+        return "".join(r["stderr"] for r in self.results) + self.stderr
+
+
+def find_env(name: str, distribution: str, version: str) -> Optional[OrtEnv]:
+    """The environment ``name`` when it holds ``distribution`` ``version``
+    and vmafdnn, else None (not provisioned, or provisioned for another
+    version: either way, run tools/make_ort_envs.sh)."""
+    directory = os.path.join(cache_dir(), "envs", name)
+    if not os.access(os.path.join(directory, "bin", "python"), os.X_OK):
+        return None
+    for site in glob.glob(os.path.join(directory, "lib", "python3*", "site-packages")):
+        dist_info = f"{distribution.replace('-', '_')}-{version}.dist-info"
+        if (os.path.isdir(os.path.join(site, dist_info))
+                and glob.glob(os.path.join(site, "vmafdnn-*.dist-info"))):
+            return OrtEnv(name, directory, site)
+    return None
+
+
+# --------------------------------------------------------------------------
+# The probe: runs inside an environment.
+# --------------------------------------------------------------------------
+
+def _capturing_stderr(step):
+    """Runs step() with file descriptor 2 redirected; returns (result, text)."""
+    with tempfile.TemporaryFile() as sink:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(sink.fileno(), 2)
+        try:
+            result = step()
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        sink.seek(0)
+        return result, sink.read().decode("utf-8", "replace")
+
+
+def _info(vmafdnn, _step):
+    ok = vmafdnn.available()
+    return {
+        "available": ok,
+        "unavailable_reason": vmafdnn.unavailable_reason(),
+        "ort_version": vmafdnn.ort_version() if ok else None,
+        "api_version": int(vmafdnn._lib.vmaf_dnn_ort_api_version()),
+        "ort_library_path": vmafdnn.ort_library_path() if ok else None,
+    }
+
+
+def _open(vmafdnn, step):
+    import numpy as np
+
+    try:
+        session = vmafdnn.Session(step["model"], device=step.get("device", "auto"),
+                                  threads=step.get("threads", 0),
+                                  fp16_io=step.get("fp16_io", False))
+    except vmafdnn.DnnError as e:
+        return {"error": {"type": type(e).__name__, "errno": e.errno, "message": e.message}}
+    with session:
+        result = {"attached_ep": session.attached_ep,
+                  "fallback_reason": session.fallback_reason,
+                  "config": session.config}
+        feeds = step.get("feeds")
+        if feeds is not None:
+            outputs = session.run({k: np.asarray(v, dtype=np.float32) for k, v in feeds.items()})
+            # float32 -> Python float is exact, so equality here is bitwise.
+            result["outputs"] = {k: v.tolist() for k, v in outputs.items()}
+    return result
+
+
+def _probe_main() -> None:
+    steps = json.load(sys.stdin)
+    import vmafdnn
+
+    ops = {"info": _info, "open": _open}
+    results = []
+    for step in steps:
+        result, text = _capturing_stderr(lambda: ops[step["op"]](vmafdnn, step))
+        result["stderr"] = text
+        results.append(result)
+    json.dump(results, sys.stdout)
+
+
+if __name__ == "__main__":
+    _probe_main()

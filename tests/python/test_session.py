@@ -1,0 +1,254 @@
+"""vmafdnn.Session: opening, execution providers, introspection, running."""
+import errno
+import threading
+
+import numpy as np
+import pytest
+
+import vmafdnn
+from tests.models import factory
+
+ALL_DEVICES = ["auto", "cpu", "cuda", "openvino", "rocm", "openvino-cpu", "openvino-gpu"]
+
+
+def test_runtime_is_found_without_configuration():
+    assert vmafdnn.available()
+    assert vmafdnn.ort_version().startswith("1.")
+    assert "libonnxruntime" in vmafdnn.ort_library_path()
+
+
+def test_api_version_is_minor_capped_at_headers():
+    minor = int(vmafdnn.ort_version().split(".")[1])
+    assert vmafdnn._lib.vmaf_dnn_ort_api_version() == min(minor, 29)
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES + ["AUTO", "Cuda", "OpenVINO"])
+def test_every_device_falls_back_to_cpu_on_the_cpu_wheel(models, device):
+    with vmafdnn.Session(models.identity, device=device) as s:
+        assert s.attached_ep == "CPU"
+        x = np.arange(8, dtype=np.float32)
+        np.testing.assert_array_equal(s.run({"x": x})["y"], x)
+        if device.lower() == "cpu":
+            assert s.fallback_reason == ""
+        else:
+            # Every EP that was tried is accounted for, with ORT's reason.
+            assert s.fallback_reason.strip()
+            assert all(": not available: " in line for line in s.fallback_reason.splitlines())
+
+
+def test_auto_tries_every_ep_in_order(models):
+    with vmafdnn.Session(models.identity) as s:
+        tried = [line.split(":")[0] if not line.startswith("OpenVINO") else
+                 ":".join(line.split(":")[:2]) for line in s.fallback_reason.splitlines()]
+    assert tried == ["CUDA", "OpenVINO:GPU", "OpenVINO:CPU", "ROCm"]
+
+
+def test_unknown_device_is_a_value_error(models):
+    with pytest.raises(ValueError, match="unknown device 'tpu'"):
+        vmafdnn.Session(models.identity, device="tpu")
+
+
+def test_config_is_kept(models):
+    with vmafdnn.Session(models.identity, device="cuda", device_index=0, threads=1,
+                         fp16_io=True) as s:
+        assert s.config == {"device": "cuda", "device_index": 0, "threads": 1, "fp16_io": True}
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    ({"threads": -1}, "threads must be >= 0"),
+    ({"device_index": -2}, "device_index must be >= 0"),
+])
+def test_bad_config_values(models, kwargs, fragment):
+    with pytest.raises(vmafdnn.InvalidArgumentError, match=fragment) as e:
+        vmafdnn.Session(models.identity, **kwargs)
+    assert e.value.errno == errno.EINVAL
+
+
+def test_introspection(models):
+    with vmafdnn.Session(models.two_outputs) as s:
+        assert [(i.name, i.shape, i.dtype) for i in s.inputs] == [("x", (4,), np.float32)]
+        assert [(o.name, o.shape) for o in s.outputs] == [("sum", (1,)), ("double", (4,))]
+    with vmafdnn.Session(models.symbolic_batch) as s:
+        assert s.inputs[0].shape == (-1, 3)
+        assert s.outputs[0].shape == (-1, 1)
+    with vmafdnn.Session(models.identity_fp16) as s:
+        assert s.inputs[0].dtype == np.float16
+    with vmafdnn.Session(models.typed_outputs, fp16_io=True) as s:
+        assert [o.dtype for o in s.outputs] == [np.float64, np.int32, np.int64, np.float16]
+
+
+def test_conv_reduction_matches_numpy(models):
+    rng = np.random.default_rng(1)
+    x = rng.random((1, 1, 16, 16), dtype=np.float32)
+    padded = np.pad(x[0, 0].astype(np.float64), 1)
+    blurred = sum(padded[dy:dy + 16, dx:dx + 16] for dy in range(3) for dx in range(3)) / 9
+    with vmafdnn.Session(models.conv_mean, threads=1) as s:
+        score = s.run([x])["score"]
+    assert score.shape == (1,) and score.dtype == np.float32
+    assert score[0] == pytest.approx(blurred.mean(), rel=1e-6)
+
+
+def test_two_outputs_and_positional_feeds(models):
+    with vmafdnn.Session(models.two_outputs) as s:
+        out = s.run((np.array([1, 2, 3, 4], np.float32),))
+    np.testing.assert_array_equal(out["sum"], [10])
+    np.testing.assert_array_equal(out["double"], [2, 4, 6, 8])
+
+
+def test_two_inputs_bound_by_name_in_any_order(models):
+    a = np.array([5, 5, 5, 5], np.float32)
+    b = np.array([1, 2, 3, 4], np.float32)
+    with vmafdnn.Session(models.two_inputs) as s:
+        by_name = s.run({"b": b, "a": a})["diff"]
+        by_position = s.run([a, b])["diff"]
+    np.testing.assert_array_equal(by_name, a - b)
+    np.testing.assert_array_equal(by_position, a - b)
+
+
+def test_symbolic_batch_runs_with_any_batch(models):
+    with vmafdnn.Session(models.symbolic_batch) as s:
+        for n in (1, 5):
+            x = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+            y = s.run([x])["y"]
+            assert y.shape == (n, 1)
+            np.testing.assert_array_equal(y[:, 0], x.sum(axis=1))
+
+
+def test_output_size_known_only_after_the_run(models):
+    with vmafdnn.Session(models.dynamic_output) as s:
+        for n in (3, 1000, 2):
+            x = np.arange(n, dtype=np.float32)
+            np.testing.assert_array_equal(s.run([x])["y"], x * x)
+
+
+def test_output_types_come_back_as_float32(models):
+    x = np.array([1.5, -2.5, 65536.0], np.float32)
+    with vmafdnn.Session(models.typed_outputs, fp16_io=True) as s:
+        out = s.run([x])
+    for name in ("as_double", "as_int32", "as_int64", "as_fp16"):
+        assert out[name].dtype == np.float32
+    np.testing.assert_array_equal(out["as_double"], x)
+    np.testing.assert_array_equal(out["as_int32"], [1, -2, 65536])
+    np.testing.assert_array_equal(out["as_int64"], [1, -2, 65536])
+    np.testing.assert_array_equal(out["as_fp16"], x.astype(np.float16).astype(np.float32))
+
+
+def test_fp16_slots_with_fp16_io(models):
+    x = np.array([0.1, 1 / 3, 65504, 70000, -0.0, 1e-8, np.inf, np.nan], np.float32)
+    with vmafdnn.Session(models.identity_fp16, fp16_io=True) as s:
+        y = s.run([x])["y"]
+    np.testing.assert_array_equal(y, x.astype(np.float16).astype(np.float32))
+
+
+def test_fp16_io_is_a_no_op_on_float_slots(models):
+    x = np.array([0.1, 1 / 3, 1e-30, 123456.789, 0, 0, 0, 0], np.float32)
+    with vmafdnn.Session(models.identity, fp16_io=True) as s:
+        np.testing.assert_array_equal(s.run([x])["y"], x)
+
+
+def test_fp16_slot_without_fp16_io_opens_but_run_names_the_slot(models):
+    with vmafdnn.Session(models.identity_fp16) as s:
+        with pytest.raises(vmafdnn.UnsupportedError, match='input "x" is FLOAT16') as e:
+            s.run([np.zeros(8, np.float32)])
+    assert e.value.errno == errno.ENOTSUP
+
+
+def test_fp16_output_without_fp16_io_names_the_output(models):
+    with vmafdnn.Session(models.typed_outputs) as s:
+        with pytest.raises(vmafdnn.UnsupportedError, match='output "as_fp16" is FLOAT16'):
+            s.run([np.zeros(3, np.float32)])
+
+
+def test_inputs_are_not_copied_when_contiguous_float32(models):
+    # The session reads the caller's buffer directly: a view of a larger array
+    # that is C-contiguous goes straight through (checked by identity output).
+    base = np.arange(16, dtype=np.float32)
+    view = base[8:]
+    with vmafdnn.Session(models.identity) as s:
+        np.testing.assert_array_equal(s.run([view])["y"], view)
+        # A strided view is accepted too (copied to contiguous first).
+        np.testing.assert_array_equal(s.run([base[::2]])["y"], base[::2])
+
+
+@pytest.mark.parametrize("feeds, exc, fragment", [
+    ({"nope": np.zeros(8, np.float32)}, vmafdnn.InvalidArgumentError, "no input named 'nope'"),
+    ({"x": np.zeros(8, np.float64)}, vmafdnn.InvalidArgumentError, "'x' must be float32"),
+    ({"x": np.zeros((2, 4), np.float32)}, vmafdnn.InvalidArgumentError, "'x' must have rank 1"),
+    ({"x": np.zeros(7, np.float32)}, vmafdnn.InvalidArgumentError,
+     'input "x": dim 0 is 7; the model fixes it to 8'),
+    ({}, vmafdnn.InvalidArgumentError, "input 'x' is missing"),
+    ([], vmafdnn.InvalidArgumentError, "0 inputs given; the model has 1"),
+])
+def test_bad_feeds_name_the_input(models, feeds, exc, fragment):
+    with vmafdnn.Session(models.identity) as s:
+        with pytest.raises(exc, match=fragment) as e:
+            s.run(feeds)
+    assert isinstance(e.value, ValueError)
+    assert e.value.errno == errno.EINVAL
+
+
+def test_feeds_of_the_wrong_kind(models):
+    with vmafdnn.Session(models.identity) as s:
+        with pytest.raises(TypeError):
+            s.run(np.zeros(8, np.float32))
+
+
+def test_closed_session_raises(models):
+    s = vmafdnn.Session(models.identity)
+    s.close()
+    s.close()  # idempotent
+    with pytest.raises(ValueError, match="closed"):
+        s.run([np.zeros(8, np.float32)])
+    assert "closed" in repr(s)
+
+
+def test_threads_share_one_session_safely(models):
+    rng = np.random.default_rng(2)
+    inputs = [rng.random((1, 1, 16, 16), dtype=np.float32) for _ in range(8)]
+    with vmafdnn.Session(models.conv_mean, threads=1) as s:
+        expected = [s.run([x])["score"][0] for x in inputs]
+        results = {}
+
+        def work(t):
+            results[t] = [s.run([x])["score"][0] for x in inputs for _ in range(20)][::20]
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert all(results[t] == expected for t in range(4))
+
+
+def test_sessions_on_several_threads_match_single_thread(models):
+    rng = np.random.default_rng(3)
+    inputs = [rng.random((1, 1, 16, 16), dtype=np.float32) for _ in range(16)]
+    with vmafdnn.Session(models.conv_mean, threads=1) as s:
+        expected = [s.run([x])["score"][0] for x in inputs]
+    results = [None] * 4
+
+    def work(t):
+        with vmafdnn.Session(models.conv_mean, threads=1) as own:
+            results[t] = [own.run([x])["score"][0] for x in inputs]
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [expected] * 4
+
+
+def test_int64_input_is_refused_at_open(models):
+    with pytest.raises(vmafdnn.UnsupportedError, match='input "x" has element type INT64') as e:
+        vmafdnn.Session(models.int64_input)
+    assert e.value.errno == errno.ENOTSUP
+
+
+def test_a_model_of_factory_opset_loads(save_model):
+    # Guard for the factory itself: IR/opset pinned to what every ORT accepts.
+    model = factory.identity()
+    assert model.ir_version == factory.IR_VERSION
+    assert model.opset_import[0].version == factory.OPSET
+    with vmafdnn.Session(save_model(model, "pinned")) as s:
+        assert s.attached_ep == "CPU"
