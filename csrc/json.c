@@ -356,7 +356,11 @@ static int copy_utf8(Parser *p, size_t end, char *out, size_t *n)
 
 /* Reads the string whose opening quote is at p->pos into a new buffer. A
  * first pass finds the closing quote, which bounds both the decoding and the
- * buffer: no escape or UTF-8 sequence decodes longer than its source. */
+ * buffer: no escape or UTF-8 sequence decodes longer than its source. The
+ * decoder never steps past that quote: it starts an escape only where the
+ * first pass skipped a backslash pair too, and every byte it consumes after
+ * one (hex digits, a second "\u") is a byte the first pass stepped over,
+ * never an unescaped '"'. */
 static int parse_string(Parser *p, char **bytes, size_t *len)
 {
     size_t open = p->pos, end = open + 1;
@@ -387,9 +391,6 @@ static int parse_string(Parser *p, char **bytes, size_t *len)
             rc = copy_utf8(p, end, out, &n);
         }
     }
-    /* A malformed escape can only ever run onto the closing quote, never past. */
-    if (!rc && p->pos != end)
-        rc = fail_at(p, end, "malformed escape at the end of the string");
     if (rc) {
         free(out);
         return rc;

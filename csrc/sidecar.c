@@ -16,6 +16,8 @@
 #include "json.h"
 #include "sidecar.h"
 
+#define COUNT(array) (sizeof(array) / sizeof((array)[0]))
+
 /* The parsed document and the sidecar's name, for messages. */
 typedef struct Reader {
     const VdnnJson *doc;
@@ -24,10 +26,10 @@ typedef struct Reader {
 
 /* ---- messages ------------------------------------------------------------ */
 
+/* "sidecar O: key "K" ..." or, for one entry of an array, "... key "K" entry N ...". */
 static int fail_key(const Reader *r, const char *key, long entry, const char *fmt, ...)
     VDNN_PRINTF(4, 5);
 
-/* "sidecar O: key "K" ..." or, for one entry of an array, "... key "K" entry N ...". */
 static int fail_key(const Reader *r, const char *key, long entry, const char *fmt, ...)
 {
     char what[256], where[32] = "";
@@ -238,14 +240,16 @@ static int read_range(const Reader *r, VdnnSidecar *sc)
 
     if (rc || !pair)
         return rc;
-    sc->has_range = 1;
-    sc->range[0] = pair[0];
-    sc->range[1] = pair[1];
+    if (!(pair[0] < pair[1])) {
+        rc = fail_key(r, "range", -1, "must be [min, max] with min < max, not [%.17g, %.17g]",
+                      pair[0], pair[1]);
+    } else {
+        sc->has_range = 1;
+        sc->range[0] = pair[0];
+        sc->range[1] = pair[1];
+    }
     free(pair);
-    if (!(sc->range[0] < sc->range[1]))
-        return fail_key(r, "range", -1, "must be [min, max] with min < max, not [%.17g, %.17g]",
-                        sc->range[0], sc->range[1]);
-    return 0;
+    return rc;
 }
 
 /* ---- the document -------------------------------------------------------- */
@@ -257,7 +261,7 @@ static int read_members(const Reader *r, VdnnSidecar *sc)
     static const char *const resizes[] = {"none", "bilinear", "nearest", "bicubic"};
     int kind = 0, resize = 0, rc;
 
-    if ((rc = read_choice(r, "kind", kinds, 2, &kind)) ||
+    if ((rc = read_choice(r, "kind", kinds, COUNT(kinds), &kind)) ||
         (rc = read_string(r, "name", 1, &sc->name)) ||
         (rc = read_strings(r, "input_names", 0, &sc->input_names)) ||
         (rc = read_string(r, "output_name", 1, &sc->output_name)) ||
@@ -267,7 +271,7 @@ static int read_members(const Reader *r, VdnnSidecar *sc)
         (rc = read_feature_scale(r, sc, "feature_std", 1, &sc->feature_std)) ||
         (rc = read_bool(r, "native_resolution", &sc->has_native_resolution,
                         &sc->native_resolution)) ||
-        (rc = read_choice(r, "resize", resizes, 4, &resize)) ||
+        (rc = read_choice(r, "resize", resizes, COUNT(resizes), &resize)) ||
         (rc = read_opset(r, &sc->has_opset, &sc->opset)) ||
         (rc = read_string(r, "description", 0, &sc->description)) ||
         (rc = read_bool(r, "higher_is_better", &sc->has_higher_is_better,

@@ -47,7 +47,8 @@ static void expect_fail(int line, const char *text, int rc, const char *part1, c
 
 #define EXPECT_INVALID(text, part) \
     expect_fail(__LINE__, text, -EINVAL, "sidecar " ORIGIN ": key ", part)
-#define EXPECT_BADMSG(text, part) expect_fail(__LINE__, text, -EBADMSG, "sidecar " ORIGIN ": ", part)
+#define EXPECT_BADMSG(text, part) \
+    expect_fail(__LINE__, text, -EBADMSG, "sidecar " ORIGIN ": ", part)
 
 static const char full[] =
     "{\n"
@@ -212,15 +213,18 @@ static void test_wrong_values(void)
         {"{\"name\": [\"a\"]}", "got array"},
         {"{\"name\": true}", "got boolean"},
         {"{\"name\": {}}", "got object"},
-        {"{\"input_names\": \"ref\"}", "\"input_names\" must be an array of non-empty strings, got string"},
-        {"{\"input_names\": [1]}", "\"input_names\" entry 0 must be a non-empty string, got number"},
+        {"{\"input_names\": \"ref\"}",
+         "\"input_names\" must be an array of non-empty strings, got string"},
+        {"{\"input_names\": [1]}",
+         "\"input_names\" entry 0 must be a non-empty string, got number"},
         {"{\"input_names\": [\"a\", \"\"]}", "\"input_names\" entry 1 must not be empty"},
         {"{\"input_names\": [[\"a\"]]}", "entry 0 must be a non-empty string, got array"},
         {"{\"input_names\": {}}", "got object"},
         {"{\"output_name\": 1}", "\"output_name\" must be a non-empty string, got number"},
         {"{\"output_name\": \"\"}", "\"output_name\" must not be empty"},
         {"{\"output_names\": \"a\"}", "\"output_names\" must be an array of non-empty strings"},
-        {"{\"output_names\": [\"a\", null]}", "\"output_names\" entry 1 must be a non-empty string, got null"},
+        {"{\"output_names\": [\"a\", null]}",
+         "\"output_names\" entry 1 must be a non-empty string, got null"},
         {"{\"features\": \"a\"}", "\"features\" must be an array of non-empty strings, got string"},
         {"{\"features\": []}", "\"features\" must not be empty"},
         {"{\"features\": [1]}", "\"features\" entry 0 must be a non-empty string, got number"},
@@ -253,7 +257,8 @@ static void test_wrong_values(void)
         {"{\"resize\": \"linear\"}",
          "\"resize\" must be \"none\", \"bilinear\", \"nearest\" or \"bicubic\", not \"linear\""},
         {"{\"resize\": \"Bilinear\"}", "not \"Bilinear\""},
-        {"{\"resize\": 1}", "\"resize\" must be \"none\", \"bilinear\", \"nearest\" or \"bicubic\", got number"},
+        {"{\"resize\": 1}",
+         "\"resize\" must be \"none\", \"bilinear\", \"nearest\" or \"bicubic\", got number"},
         {"{\"opset\": 1.5}", "\"opset\" must be a non-negative integer, not 1.5"},
         {"{\"opset\": -1}", "\"opset\" must be a non-negative integer, not -1"},
         {"{\"opset\": 1e10}", "not 10000000000"},
@@ -371,7 +376,8 @@ static void test_bad_documents(void)
     memcpy(text, "{}", 2);
     sc = NULL;
     CHECK_EQ_INT(vdnn_sidecar_parse(text, big, ORIGIN, &sc), -E2BIG);
-    CHECK_STR_CONTAINS(vdnn_last_error(), "sidecar " ORIGIN ": 1048577 bytes is over the 1048576-byte limit");
+    CHECK_STR_CONTAINS(vdnn_last_error(),
+                       "sidecar " ORIGIN ": 1048577 bytes is over the 1048576-byte limit");
     CHECK_EQ_INT(vdnn_sidecar_parse(text, big - 1, ORIGIN, &sc), 0);
     vdnn_sidecar_free(sc);
     free(text);

@@ -1,9 +1,7 @@
 """Tests for vmafdnn.video: Y4M / raw YUV readers, the Y4M writer, hostile input."""
 
-import importlib.util
 import io
 import os
-import pathlib
 import subprocess
 import sys
 import threading
@@ -12,14 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-# video.py stands alone (numpy + stdlib), so it is loaded by path; this works
-# before the package's compiled parts exist. Switch to `from vmafdnn import
-# video` once the package imports in the test environment.
-_VIDEO_PY = pathlib.Path(__file__).resolve().parents[2] / "python" / "vmafdnn" / "video.py"
-_spec = importlib.util.spec_from_file_location("vmafdnn_video_under_test", _VIDEO_PY)
-video = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = video  # dataclasses look their module up here
-_spec.loader.exec_module(video)
+from vmafdnn import video
 
 VideoFormatError = video.VideoFormatError
 

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""Write libvmafdnn's built-in quality models (ONNX + JSON sidecar) into a directory.
+
+Usage: python tools/gen_builtin_models.py OUTDIR
+
+The models are plain ONNX operator graphs (nothing is trained), generated at build time and
+installed into the wheel's vmafdnn/models/. Running the script twice gives identical bytes, so the
+build is reproducible. Each model takes luma normalised to [0, 1] by 2^bpc - 1, shape [1, 1, H, W]
+with symbolic H and W (the sidecar opts into native resolution), and gives one output of shape [1]
+(not rank 0: OpenVINO declines rank-0 outputs).
+
+Numerics. ORT's CPU Conv has no double kernel and its fp32 ReduceMean over a 1080p frame is off by
+~1e-3 relative, so: every frame-wide mean is taken in double; SSIM's Gaussian filtering stays in
+fp32 but runs on each frame minus its own mean, which keeps the E[x^2] - E[x]^2 cancellation small
+(variance is shift-invariant; the mean is added back for the luminance term). Measured against
+scikit-image: PSNR within ~2e-6 dB, SSIM within ~5e-7 on real frames.
+"""
+
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+IR_VERSION = 8
+PRODUCER = "vmafdnn-gen_builtin_models"
+
+# scikit-image's structural_similarity(gaussian_weights=True): sigma 1.5, truncate 3.5, i.e. an
+# 11-tap window (radius int(3.5 * 1.5 + 0.5) = 5) normalised to sum 1, as scipy.ndimage builds it.
+SSIM_SIGMA = 1.5
+SSIM_RADIUS = int(3.5 * SSIM_SIGMA + 0.5)
+SSIM_C1 = 0.01 ** 2
+SSIM_C2 = 0.03 ** 2
+
+# 10*log10(1/1e-20) = 200 dB: identical frames give a finite value; the library then caps it at
+# 6*bpc+12 dB like libvmaf (sidecar key cap_db_per_bpc).
+PSNR_MSE_FLOOR = 1e-20
+PSNR_MAX_DB = -10.0 * math.log10(PSNR_MSE_FLOOR)
+
+INT64_MAX = np.iinfo(np.int64).max
+
+
+class Graph:
+    """Accumulates nodes and initializers with deterministic, readable names."""
+
+    def __init__(self):
+        self.nodes = []
+        self.inits = []
+        self._count = 0
+
+    def const(self, value, dtype):
+        name = f"c{len(self.inits)}"
+        self.inits.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        return name
+
+    def op(self, op_type, *inputs, n_out=1, **attrs):
+        outs = [f"t{self._count}_{i}" for i in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, list(inputs), outs,
+                                           name=f"n{self._count}_{op_type}", **attrs))
+        self._count += 1
+        return outs[0] if n_out == 1 else outs
+
+    def scalar_output(self, double_scalar, name):
+        """Double rank-0 value -> float32 output `name` of shape [1]."""
+        as_float = self.op("Cast", double_scalar, to=TensorProto.FLOAT)
+        self.nodes.append(helper.make_node("Reshape", [as_float, self.const([1], np.int64)],
+                                           [name], name=f"n{self._count}_Reshape"))
+        self._count += 1
+
+    def model(self, name, input_names, output_name, doc):
+        inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 1, "H", "W"])
+                  for n in input_names]
+        outputs = [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, [1])]
+        graph = helper.make_graph(self.nodes, name, inputs, outputs, initializer=self.inits)
+        graph.doc_string = doc
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                                  producer_name=PRODUCER, producer_version="1")
+        model.ir_version = IR_VERSION
+        onnx.checker.check_model(model, full_check=True)
+        return model
+
+
+def frame_mean_double(g, x):
+    """Mean over the whole tensor in double, as a rank-0 tensor."""
+    return g.op("ReduceMean", g.op("Cast", x, to=TensorProto.DOUBLE), keepdims=0)
+
+
+def build_psnr_y():
+    g = Graph()
+    # fp32 Sub/Mul are exact enough (errors relative to the difference itself); the mean is not.
+    err = g.op("Sub", "reference", "distorted")
+    mse = frame_mean_double(g, g.op("Mul", err, err))
+    mse = g.op("Max", mse, g.const(PSNR_MSE_FLOOR, np.float64))
+    db = g.op("Mul", g.op("Log", mse), g.const(-10.0 / math.log(10.0), np.float64))
+    g.scalar_output(db, "psnr_y")
+    return g.model("psnr_y", ["reference", "distorted"], "psnr_y",
+                   "PSNR of the luma plane: 10*log10(1/MSE) on [0,1] data, MSE floored at 1e-20.")
+
+
+def gaussian_window():
+    x = np.arange(-SSIM_RADIUS, SSIM_RADIUS + 1, dtype=np.float64)
+    w = np.exp(-0.5 / (SSIM_SIGMA * SSIM_SIGMA) * x * x)
+    return w / w.sum()
+
+
+def build_ssim_y():
+    g = Graph()
+    taps = 2 * SSIM_RADIUS + 1
+    w = gaussian_window()
+    maps = 5
+    w_h = g.const(np.tile(w.reshape(1, 1, 1, taps), (maps, 1, 1, 1)), np.float32)
+    w_v = g.const(np.tile(w.reshape(1, 1, taps, 1), (maps, 1, 1, 1)), np.float32)
+
+    # Centre each frame on its own mean: any constant works (variances are shift-invariant and the
+    # constant is added back for the means); the frame mean makes the squares smallest.
+    cx = g.op("ReduceMean", "reference", keepdims=1)
+    cy = g.op("ReduceMean", "distorted", keepdims=1)
+    x = g.op("Sub", "reference", cx)
+    y = g.op("Sub", "distorted", cy)
+    e = g.op("Sub", x, y)
+    # Var(x - y) instead of the covariance: small when the frames are close, which is where SSIM
+    # needs the most digits. sigma_xy = (var_x + var_y - var_e) / 2.
+    stack = g.op("Concat", x, y, g.op("Mul", x, x), g.op("Mul", y, y), g.op("Mul", e, e), axis=1)
+    # 'valid' filtering: skimage filters with reflect padding, then crops the window radius from
+    # every border before the mean, so the padded samples never reach the pixels that count.
+    filt = g.op("Conv", g.op("Conv", stack, w_h, group=maps), w_v, group=maps)
+    fx, fy, fxx, fyy, fee = g.op("Split", filt, axis=1, n_out=maps)
+
+    mu_x = g.op("Add", fx, cx)
+    mu_y = g.op("Add", fy, cy)
+    var_x = g.op("Sub", fxx, g.op("Mul", fx, fx))
+    var_y = g.op("Sub", fyy, g.op("Mul", fy, fy))
+    de = g.op("Sub", fx, fy)
+    var_e = g.op("Sub", fee, g.op("Mul", de, de))
+
+    c1 = g.const(SSIM_C1, np.float32)
+    c2 = g.const(SSIM_C2, np.float32)
+    two_mu_xy = g.op("Mul", g.op("Mul", mu_x, mu_y), g.const(2.0, np.float32))
+    a1 = g.op("Add", two_mu_xy, c1)
+    b1 = g.op("Add", g.op("Add", g.op("Mul", mu_x, mu_x), g.op("Mul", mu_y, mu_y)), c1)
+    b2 = g.op("Add", g.op("Add", var_x, var_y), c2)
+    a2 = g.op("Sub", b2, var_e)  # 2*sigma_xy + C2
+    ssim_map = g.op("Div", g.op("Mul", a1, a2), g.op("Mul", b1, b2))
+    g.scalar_output(frame_mean_double(g, ssim_map), "ssim_y")
+    return g.model("ssim_y", ["reference", "distorted"], "ssim_y",
+                   "Mean SSIM of the luma plane, 11x11 Gaussian window (sigma 1.5), valid region.")
+
+
+def build_sharpness_nr():
+    g = Graph()
+    # Exact in double: a Laplacian of fp32 samples in [0,1] needs no rounding there, and blurred
+    # content has small Laplacians where fp32 rounding would be a large relative error.
+    x = g.op("Cast", "distorted", to=TensorProto.DOUBLE)
+    axes = g.const([2, 3], np.int64)
+
+    def shifted(dy, dx):
+        starts = g.const([1 + dy, 1 + dx], np.int64)
+        ends = g.const([d - 1 if d < 1 else INT64_MAX for d in (dy, dx)], np.int64)
+        return g.op("Slice", x, starts, ends, axes)
+
+    neighbours = g.op("Add", g.op("Add", shifted(-1, 0), shifted(1, 0)),
+                      g.op("Add", shifted(0, -1), shifted(0, 1)))
+    lap = g.op("Sub", neighbours, g.op("Mul", shifted(0, 0), g.const(4.0, np.float64)))
+    dev = g.op("Sub", lap, g.op("ReduceMean", lap, keepdims=1))
+    g.scalar_output(g.op("ReduceMean", g.op("Mul", dev, dev), keepdims=0), "sharpness_nr")
+    return g.model("sharpness_nr", ["distorted"], "sharpness_nr",
+                   "Variance of the 3x3 Laplacian of the luma plane, valid region.")
+
+
+def sidecars():
+    return {
+        "psnr_y": {
+            "kind": "fr",
+            "name": "psnr_y",
+            "input_names": ["reference", "distorted"],
+            "output_names": ["psnr_y"],
+            "native_resolution": True,
+            "higher_is_better": True,
+            "range": [0.0, PSNR_MAX_DB],
+            "cap_db_per_bpc": [6, 12],
+            "opset": OPSET,
+            "description": (
+                "PSNR of the luma plane in dB: 10*log10(1/MSE) on luma normalised to [0,1] by "
+                "2^bpc-1, which equals libvmaf's and FFmpeg's PSNR with peak 2^bpc-1. The model "
+                "floors MSE at 1e-20 (identical frames give 200 dB); the library caps the result "
+                "at 6*bpc+12 dB like libvmaf (cap_db_per_bpc = [slope, intercept])."),
+        },
+        "ssim_y": {
+            "kind": "fr",
+            "name": "ssim_y",
+            "input_names": ["reference", "distorted"],
+            "output_names": ["ssim_y"],
+            "native_resolution": True,
+            "higher_is_better": True,
+            "range": [-1.0, 1.0],
+            "opset": OPSET,
+            "description": (
+                "Mean SSIM (Wang et al. 2004) of the luma plane at native resolution: 11x11 "
+                "Gaussian window, sigma 1.5, C1=(0.01)^2, C2=(0.03)^2 on [0,1] data, population "
+                "(co)variances, averaged over the valid region (5 px cropped at every border). "
+                "Matches scikit-image structural_similarity(gaussian_weights=True, sigma=1.5, "
+                "use_sample_covariance=False, data_range=2^bpc-1). Needs H and W of at least 11. "
+                "libvmaf's float_ssim differs: it first decimates both frames by "
+                "scale=max(1, round(min(w,h)/256)) (box filter, e.g. 4 at 1080p) unless told "
+                "otherwise, computes in fp32 with L=255 on its own float scaling, clamps negative "
+                "variances to 0 and uses the l*c*s form; ssim_y does not downsample."),
+        },
+        "sharpness_nr": {
+            "kind": "nr",
+            "name": "sharpness_nr",
+            "input_names": ["distorted"],
+            "output_names": ["sharpness_nr"],
+            "native_resolution": True,
+            "higher_is_better": True,
+            "range": [0.0, 16.0],
+            "opset": OPSET,
+            "description": (
+                "No-reference sharpness: variance of the 3x3 Laplacian [[0,1,0],[1,-4,1],[0,1,0]] "
+                "of the distorted luma normalised to [0,1], over the valid region (1 px cropped "
+                "at every border). Higher is sharper; blur lowers it and noise raises it. "
+                "Independent of bit depth; depends on resolution (compare like with like). "
+                "Needs H and W of at least 3."),
+        },
+    }
+
+
+BUILDERS = {
+    "psnr_y": build_psnr_y,
+    "ssim_y": build_ssim_y,
+    "sharpness_nr": build_sharpness_nr,
+}
+
+
+def write_bytes(path, data):
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def main(argv):
+    if len(argv) != 2:
+        sys.stderr.write("usage: gen_builtin_models.py OUTDIR\n")
+        return 2
+    outdir = argv[1]
+    os.makedirs(outdir, exist_ok=True)
+    meta = sidecars()
+    for name, build in BUILDERS.items():
+        write_bytes(os.path.join(outdir, name + ".onnx"), build().SerializeToString())
+        text = json.dumps(meta[name], indent=2) + "\n"
+        write_bytes(os.path.join(outdir, name + ".json"), text.encode("utf-8"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
