@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 
 #include "error.h"
 #include "model_file.h"
+#include "onnx_scan.h"
 #include "ort_backend.h"
 
 /* Larger planes than any video format has; keeps w * h * sizeof(float) far
@@ -188,9 +190,16 @@ int vmaf_dnn_session_open(VmafDnnSession **out, const char *onnx_path, const Vma
     if (rc || (rc = vdnn_ort_ensure_loaded()))
         return rc;
 
+    /* The bytes that pass the scan are the bytes ORT loads. */
     VdnnModelFile model;
     if ((rc = vdnn_model_file_read(onnx_path, VDNN_MODEL_MAX_BYTES_DEFAULT, &model)))
         return rc;
+    if ((rc = vdnn_onnx_scan(model.bytes, model.size, model.dir, NULL, NULL))) {
+        char reason[768];
+        snprintf(reason, sizeof(reason), "%s", vdnn_last_error());
+        vdnn_model_file_free(&model);
+        return vdnn_fail(rc, "model %s refused: %s", onnx_path, reason);
+    }
     VmafDnnSession *s = calloc(1, sizeof(*s));
     if (!s) {
         vdnn_model_file_free(&model);

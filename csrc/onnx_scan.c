@@ -252,7 +252,7 @@ typedef struct ExternalRef {
 static int read_external_entry(const Scan *s, const Field *ef, ExternalRef *ref)
 {
     Span m = ef->len, key = { NULL, 0 }, value = { NULL, 0 };
-    Field f;
+    Field f = {0};
     int r;
     while ((r = next_field(s, &m, &f)) > 0) {
         if (f.num != 1 && f.num != 2)
@@ -447,7 +447,7 @@ static int walk_tensor(Scan *s, const Field *tf)
     Span m = tf->len, name = { NULL, 0 };
     ExternalRef ref = { 0 };
     bool external = false, has_entries = false;
-    Field f;
+    Field f = {0};
     int r;
     if ((r = expect(s, tf, WT_LEN)) < 0)
         return r;
@@ -478,7 +478,7 @@ static int walk_tensor(Scan *s, const Field *tf)
 static int walk_sparse_tensor(Scan *s, const Field *sf)
 {
     Span m = sf->len;
-    Field f;
+    Field f = {0};
     int r;
     if ((r = expect(s, sf, WT_LEN)) < 0)
         return r;
@@ -504,7 +504,7 @@ static int walk_subgraph(Scan *s, const Field *gf, unsigned depth)
 static int walk_attribute(Scan *s, const Field *af, unsigned depth)
 {
     Span m = af->len;
-    Field f;
+    Field f = {0};
     int r;
     if ((r = expect(s, af, WT_LEN)) < 0)
         return r;
@@ -600,7 +600,7 @@ static int walk_node(Scan *s, const Field *nf, unsigned depth, size_t index)
     NodeInfo n = { .index = index, .depth = depth };
     Span m = nf->len;
     size_t n_inputs = 0;
-    Field f;
+    Field f = {0};
     int r;
     if ((r = expect(s, nf, WT_LEN)) < 0)
         return r;
@@ -644,7 +644,7 @@ static int walk_node(Scan *s, const Field *nf, unsigned depth, size_t index)
 static int walk_graph(Scan *s, Span g, unsigned depth)
 {
     size_t n_nodes = 0;
-    Field f;
+    Field f = {0};
     int r;
     if (depth > s->report->max_depth)
         s->report->max_depth = depth;
@@ -672,7 +672,7 @@ static int walk_graph(Scan *s, Span g, unsigned depth)
 static int walk_model(Scan *s, Span m)
 {
     bool has_graph = false;
-    Field f;
+    Field f = {0};
     int r;
     while ((r = next_field(s, &m, &f)) > 0) {
         if (f.num == 7) { /* graph */

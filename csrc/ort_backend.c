@@ -335,6 +335,10 @@ static int make_options(const VmafDnnConfig *cfg, const char *model_dir, OrtSess
         return status_error(st, -ENOMEM, "cannot create ORT session options");
     if (cfg->threads > 0 && (st = a->SetIntraOpNumThreads(opts, cfg->threads)))
         goto fail;
+    /* Bytes starting like an ORT-format flatbuffer would otherwise be loaded
+     * as one, bypassing the ONNX scan done on them. */
+    if ((st = a->AddSessionConfigEntry(opts, "session.load_model_format", "ONNX")))
+        goto fail;
     if (model_dir &&
         (st = a->AddSessionConfigEntry(opts, "session.model_external_initializers_file_folder_path",
                                        model_dir)))

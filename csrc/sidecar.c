@@ -233,22 +233,30 @@ static int read_feature_scale(const Reader *r, const VdnnSidecar *sc, const char
     return read_numbers(r, key, count, positive, out);
 }
 
-static int read_range(const Reader *r, VdnnSidecar *sc)
+/* Reads an array of exactly two numbers into out[2], setting *has. */
+static int read_pair(const Reader *r, const char *key, int *has, double out[2])
 {
     double *pair = NULL;
-    int rc = read_numbers(r, "range", 2, 0, &pair);
+    int rc = read_numbers(r, key, 2, 0, &pair);
 
     if (rc || !pair)
         return rc;
-    if (!(pair[0] < pair[1])) {
-        rc = fail_key(r, "range", -1, "must be [min, max] with min < max, not [%.17g, %.17g]",
-                      pair[0], pair[1]);
-    } else {
-        sc->has_range = 1;
-        sc->range[0] = pair[0];
-        sc->range[1] = pair[1];
-    }
+    *has = 1;
+    out[0] = pair[0];
+    out[1] = pair[1];
     free(pair);
+    return 0;
+}
+
+static int read_range(const Reader *r, VdnnSidecar *sc)
+{
+    int rc = read_pair(r, "range", &sc->has_range, sc->range);
+
+    if (!rc && sc->has_range && !(sc->range[0] < sc->range[1])) {
+        sc->has_range = 0;
+        return fail_key(r, "range", -1, "must be [min, max] with min < max, not [%.17g, %.17g]",
+                        sc->range[0], sc->range[1]);
+    }
     return rc;
 }
 
@@ -276,7 +284,9 @@ static int read_members(const Reader *r, VdnnSidecar *sc)
         (rc = read_string(r, "description", 0, &sc->description)) ||
         (rc = read_bool(r, "higher_is_better", &sc->has_higher_is_better,
                         &sc->higher_is_better)) ||
-        (rc = read_range(r, sc)))
+        (rc = read_range(r, sc)) ||
+        /* [slope, intercept] of a per-bit-depth cap on the model's scores */
+        (rc = read_pair(r, "cap_db_per_bpc", &sc->has_cap_db_per_bpc, sc->cap_db_per_bpc)))
         return rc;
     sc->kind = (VdnnSidecarKind)kind;
     sc->resize = (VdnnSidecarResize)resize;
@@ -298,7 +308,7 @@ static int new_sidecar(const char *path, VdnnSidecar **out)
 
 int vdnn_sidecar_parse(const char *text, size_t len, const char *origin, VdnnSidecar **out)
 {
-    VdnnSidecar *sc;
+    VdnnSidecar *sc = NULL;
     VdnnJson *doc;
     char where[1024];
 

@@ -27,6 +27,9 @@
  *   "description"       string (may be empty)
  *   "higher_is_better"  boolean
  *   "range"             array of two numbers [min, max] with min < max
+ *   "cap_db_per_bpc"    array of two numbers [slope, intercept]: every score
+ *                       of the model is capped at slope * bpc + intercept
+ *                       (the built-in psnr_y: [6, 12], libvmaf's PSNR cap)
  *
  * Strings are at most VDNN_SIDECAR_MAX_STRING bytes of UTF-8 and may not
  * contain NUL (\u0000); arrays hold at most VDNN_SIDECAR_MAX_ENTRIES entries.
@@ -86,6 +89,8 @@ typedef struct VdnnSidecar {
     int has_higher_is_better, higher_is_better;
     int has_range;
     double range[2]; /* [min, max], min < max, when has_range */
+    int has_cap_db_per_bpc;
+    double cap_db_per_bpc[2]; /* [slope, intercept], when has_cap_db_per_bpc */
 } VdnnSidecar;
 
 /*

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write libvmafdnn's built-in quality models (ONNX + JSON sidecar) into a directory.
 
 Usage: python tools/gen_builtin_models.py OUTDIR
@@ -13,7 +12,9 @@ Numerics. ORT's CPU Conv has no double kernel and its fp32 ReduceMean over a 108
 ~1e-3 relative, so: every frame-wide mean is taken in double; SSIM's Gaussian filtering stays in
 fp32 but runs on each frame minus its own mean, which keeps the E[x^2] - E[x]^2 cancellation small
 (variance is shift-invariant; the mean is added back for the luminance term). Measured against
-scikit-image: PSNR within ~2e-6 dB, SSIM within ~5e-7 on real frames.
+scikit-image: PSNR within ~2e-6 dB and SSIM within ~5e-7 on real frames; SSIM within ~1.2e-5 on
+adversarial frames (flat black and white halves plus +-1..8 noise), where only a double-precision
+filter would do better, at ~4x the run time.
 """
 
 import json
@@ -185,9 +186,10 @@ def sidecars():
             "opset": OPSET,
             "description": (
                 "PSNR of the luma plane in dB: 10*log10(1/MSE) on luma normalised to [0,1] by "
-                "2^bpc-1, which equals libvmaf's and FFmpeg's PSNR with peak 2^bpc-1. The model "
-                "floors MSE at 1e-20 (identical frames give 200 dB); the library caps the result "
-                "at 6*bpc+12 dB like libvmaf (cap_db_per_bpc = [slope, intercept])."),
+                "2^bpc-1, i.e. the usual definition with peak 2^bpc-1 (libvmaf, FFmpeg, "
+                "scikit-image). The model floors MSE at 1e-20 (identical frames give 200 dB); "
+                "the library caps the result at 6*bpc+12 dB like libvmaf (cap_db_per_bpc = "
+                "[slope, intercept])."),
         },
         "ssim_y": {
             "kind": "fr",
@@ -206,8 +208,9 @@ def sidecars():
                 "use_sample_covariance=False, data_range=2^bpc-1). Needs H and W of at least 11. "
                 "libvmaf's float_ssim differs: it first decimates both frames by "
                 "scale=max(1, round(min(w,h)/256)) (box filter, e.g. 4 at 1080p) unless told "
-                "otherwise, computes in fp32 with L=255 on its own float scaling, clamps negative "
-                "variances to 0 and uses the l*c*s form; ssim_y does not downsample."),
+                "otherwise (option scale), computes in fp32 on samples divided by 2^(bpc-8) with "
+                "L=255, clamps negative variances to 0 and uses the l*c*s form. ssim_y does not "
+                "downsample, so the two agree closely only when min(w,h) < 384 (scale 1)."),
         },
         "sharpness_nr": {
             "kind": "nr",

@@ -23,6 +23,10 @@
  *   -ENOMEM   an allocation failed
  *   -ENOENT   a file (the model) does not exist
  *   -EACCES   a file cannot be read with the caller's permissions
+ *   -EPERM    the model is refused by the pre-load scan: an operator outside
+ *             the allow-list or the standard ONNX domain, too many Loop
+ *             nodes, subgraphs nested too deep, model-local functions, or
+ *             external data outside the model's directory (docs/security.md)
  *   -EISDIR   the model path is not a regular file
  *   -E2BIG    the model file is larger than the size cap
  *   -EBADMSG  the model file is empty or is not a valid ONNX model
@@ -168,7 +172,8 @@ typedef enum VmafDnnElementType {
 
 /*
  * Opens a session on the ONNX model at `onnx_path` with `cfg` (NULL means
- * defaults). The file is read once into memory and ORT is given those bytes.
+ * defaults). The file is read once into memory (at most 50 MiB), scanned
+ * (operator allow-list, see -EPERM) and ORT is given those same bytes.
  * Execution providers are tried in the order documented on VmafDnnDevice;
  * the first whose append succeeds is used. If ORT then fails to create the
  * session with that EP, the session is created again on the CPU with the
@@ -177,8 +182,8 @@ typedef enum VmafDnnElementType {
  * On success *out is a new session the caller owns (close it with
  * vmaf_dnn_session_close); on failure *out is left untouched.
  * Returns 0, -EINVAL (out/onnx_path NULL, or cfg has an unknown device,
- * negative device_index or threads), -ENOSYS, -ENOENT, -EACCES, -EISDIR,
- * -E2BIG, -EBADMSG, -ENOTSUP (an input or output of a type this library
+ * negative device_index or threads), -ENOSYS, -ENOENT, -EACCES, -EPERM,
+ * -EISDIR, -E2BIG, -EBADMSG (malformed or truncated ONNX), -ENOTSUP (an input or output of a type this library
  * cannot feed: STRING, BFLOAT16, ...), -ENOMEM, -EIO.
  * Thread-safe: any number of sessions may be opened concurrently.
  */

@@ -66,6 +66,7 @@ static const char full[] =
     "  \"description\": \"caf\\u00e9 \\ud83d\\ude00 \\\"q\\\" \\\\ \\/ \\n\",\n"
     "  \"higher_is_better\": false,\n"
     "  \"range\": [0, 100.5],\n"
+    "  \"cap_db_per_bpc\": [6, 12],\n"
     "  \"unknown\": {\"anything\": [1, {\"kind\": \"nr\"}], \"name\": 3},\n"
     "  \"future_key\": null\n"
     "}\n";
@@ -100,6 +101,8 @@ static void test_full(void)
           strcmp(sc->description, "caf\xC3\xA9 \xF0\x9F\x98\x80 \"q\" \\ / \n") == 0);
     CHECK(sc->has_higher_is_better && sc->higher_is_better == 0);
     CHECK(sc->has_range && sc->range[0] == 0.0 && sc->range[1] == 100.5);
+    CHECK(sc->has_cap_db_per_bpc && sc->cap_db_per_bpc[0] == 6.0 &&
+          sc->cap_db_per_bpc[1] == 12.0);
     vdnn_sidecar_free(sc);
     vdnn_sidecar_free(NULL);
 }

@@ -1,0 +1,328 @@
+"""libvmafdnn against each ONNX Runtime wheel, each in its own environment.
+
+The onnxruntime (oldest and newest supported), onnxruntime-openvino and
+onnxruntime-gpu wheels cannot share an environment, so tools/make_ort_envs.sh
+makes one per wheel and these tests drive vmafdnn there through a subprocess
+(tests/python/ort_envs.py). An environment that is not provisioned is a skip
+locally and a failure in CI (CI set); everything else is asserted.
+
+Expectations measured on a 2-vCPU x86-64 machine without GPU or CUDA driver
+(see docs/SPEC "Measured facts"): the CPU wheels decline every other EP at
+append; the OpenVINO wheel binds its CPU device but not its GPU; the GPU wheel
+with the nvidia-*-cu12 libraries appends CUDA, then fails to create the
+session, and libvmafdnn retries on the CPU.
+"""
+import ctypes
+import errno
+import os
+import re
+
+import numpy as np
+import pytest
+
+import ort_envs
+
+#: environment name -> (distribution, version) that make_ort_envs.sh installs
+ENVS = {
+    "ort-1.20.1": ("onnxruntime", "1.20.1"),
+    "ort-1.31.1": ("onnxruntime", "1.31.1"),
+    "openvino": ("onnxruntime-openvino", "1.24.1"),
+    "gpu-cu12": ("onnxruntime-gpu", "1.26.0"),
+}
+CPU_WHEELS = ["ort-1.20.1", "ort-1.31.1"]
+HEADERS_API_VERSION = 29  # ORT_API_VERSION of the headers libvmafdnn is built with
+
+#: The EPs each device setting tries, in order, before settling on the CPU EP
+#: when none of them is available.
+TRIED_BEFORE_CPU = {
+    "auto": ["CUDA", "OpenVINO:GPU", "OpenVINO:CPU", "ROCm"],
+    "cpu": [],
+    "cuda": ["CUDA"],
+    "openvino": ["OpenVINO:GPU", "OpenVINO:CPU"],
+    "rocm": ["ROCm"],
+    "openvino-cpu": ["OpenVINO:CPU"],
+    "openvino-gpu": ["OpenVINO:GPU"],
+}
+DEVICES = list(TRIED_BEFORE_CPU)
+EP_NAMES = ("OpenVINO:GPU", "OpenVINO:CPU", "CUDA", "ROCm")
+
+OPENVINO_RTOL = 1e-4  # OpenVINO's CPU plugin vs the CPU EP / numpy
+
+
+# --------------------------------------------------------------------------
+# Environments and probes
+# --------------------------------------------------------------------------
+
+def require_env(name: str) -> ort_envs.OrtEnv:
+    distribution, version = ENVS[name]
+    env = ort_envs.find_env(name, distribution, version)
+    if env is not None and name == "gpu-cu12" and not env.nvidia_library_dirs():
+        env = None  # made without the CUDA libraries: not what the tests need
+    if env is None:
+        message = (f"ONNX Runtime environment {name!r} ({distribution}=={version} with vmafdnn) "
+                   f"is not provisioned under {ort_envs.cache_dir()}/envs: "
+                   f"run {ort_envs.MAKE_ENVS}")
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return env
+
+
+def cuda_loader_path(env: ort_envs.OrtEnv) -> dict:
+    """LD_LIBRARY_PATH with the env's nvidia-* library folders first, so that
+    ORT's dlopen of libonnxruntime_providers_cuda.so finds cudart, cuBLAS,
+    cuDNN, ... (the loader reads it at process start: set for the child)."""
+    dirs = env.nvidia_library_dirs()
+    if os.environ.get("LD_LIBRARY_PATH"):
+        dirs.append(os.environ["LD_LIBRARY_PATH"])
+    return {"LD_LIBRARY_PATH": os.pathsep.join(dirs)}
+
+
+def tried_eps(fallback_reason: str):
+    """[(ep, rest of line)] for each line of a fallback reason."""
+    tried = []
+    for line in fallback_reason.splitlines():
+        ep = next((n for n in EP_NAMES if line.startswith(n + ": ")), None)
+        assert ep is not None, f"fallback line names no known EP: {line!r}"
+        tried.append((ep, line[len(ep) + 2:]))
+    return tried
+
+
+def assert_same_place(path: str, folder: str):
+    assert os.path.dirname(os.path.realpath(path)) == os.path.realpath(folder), path
+
+
+def as_lists(feeds):
+    return {k: np.asarray(v, np.float32).tolist() for k, v in feeds.items()}
+
+
+def conv_mean_reference(x: np.ndarray) -> float:
+    """What tests/models/factory.conv_mean computes: 3x3 box blur (zero
+    padding) then the mean, in float64."""
+    padded = np.pad(x[0, 0].astype(np.float64), 1)
+    h, w = x.shape[2:]
+    blurred = sum(padded[i:i + h, j:j + w] for i in range(3) for j in range(3)) / 9.0
+    return float(blurred.mean())
+
+
+RNG = np.random.default_rng(20240611)
+IDENTITY_X = np.linspace(-3.5, 3.5, 8, dtype=np.float32)
+TWO_A = RNG.standard_normal(4).astype(np.float32)
+TWO_B = RNG.standard_normal(4).astype(np.float32)
+CONV_X = RNG.random((1, 1, 16, 16), dtype=np.float32)
+
+
+def open_step(model, device="auto", feeds=None, **options):
+    step = {"op": "open", "model": model, "device": device, **options}
+    if feeds is not None:
+        step["feeds"] = as_lists(feeds)
+    return step
+
+
+def assert_opened(result):
+    assert "error" not in result, result.get("error")
+    return result
+
+
+# --------------------------------------------------------------------------
+# CPU wheels: the oldest and the newest supported release
+# --------------------------------------------------------------------------
+
+@pytest.fixture(scope="module", params=CPU_WHEELS)
+def cpu_wheel(request, models):
+    """(env, probe): info, every device on identity, then the numeric checks."""
+    env = require_env(request.param)
+    steps = [{"op": "info"}]
+    steps += [open_step(models.identity, d, {"x": IDENTITY_X}) for d in DEVICES]
+    steps += [open_step(models.two_inputs, "auto", {"a": TWO_A, "b": TWO_B}),
+              open_step(models.conv_mean, "auto", {"x": CONV_X})]
+    return env, env.probe(steps)
+
+
+def test_cpu_wheel_version_and_api(cpu_wheel):
+    env, probe = cpu_wheel
+    info = probe[0]
+    assert info["available"], info["unavailable_reason"]
+    assert info["ort_version"] == ENVS[env.name][1]
+    minor = int(info["ort_version"].split(".")[1])
+    assert info["api_version"] == min(minor, HEADERS_API_VERSION)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cpu_wheel_every_device_falls_back_to_cpu(cpu_wheel, device):
+    _, probe = cpu_wheel
+    result = assert_opened(probe[1 + DEVICES.index(device)])
+    assert result["attached_ep"] == "CPU"
+    tried = tried_eps(result["fallback_reason"])
+    assert [ep for ep, _ in tried] == TRIED_BEFORE_CPU[device]
+    for ep, text in tried:
+        assert text.startswith("not available: ") and len(text) > len("not available: "), \
+            f"{ep} declined without ORT's reason: {text!r}"
+    assert result["outputs"]["y"] == IDENTITY_X.tolist()
+
+
+def test_cpu_wheel_results_match_numpy(cpu_wheel):
+    _, probe = cpu_wheel
+    two, conv = probe[-2], probe[-1]
+    assert two["outputs"]["diff"] == (TWO_A - TWO_B).tolist()  # fp32 subtraction is exact
+    assert np.asarray(conv["outputs"]["score"]).shape == (1,)
+    np.testing.assert_allclose(conv["outputs"]["score"][0], conv_mean_reference(CONV_X),
+                               rtol=1e-6)
+
+
+def test_cpu_wheel_prints_nothing(cpu_wheel):
+    """ORT's log is silenced: declined EPs are reported, never printed."""
+    _, probe = cpu_wheel
+    assert probe.all_stderr() == ""
+
+
+# --------------------------------------------------------------------------
+# The Python layer finds ORT, and VMAFDNN_ORT_LIBRARY overrides it
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", list(ENVS))
+def test_python_finds_the_environments_own_ort(name):
+    env = require_env(name)
+    info = env.probe([{"op": "info"}])[0]
+    assert info["available"], info["unavailable_reason"]
+    assert info["ort_version"] == ENVS[name][1]
+    assert_same_place(info["ort_library_path"], env.ort_capi_dir)
+
+
+def test_environment_variable_overrides_the_package(models):
+    newest, oldest = require_env("ort-1.31.1"), require_env("ort-1.20.1")
+    library = oldest.ort_library()
+    probe = newest.probe([{"op": "info"}, open_step(models.identity, "cpu", {"x": IDENTITY_X})],
+                         env={"VMAFDNN_ORT_LIBRARY": library})
+    assert probe[0]["ort_version"] == "1.20.1"
+    assert probe[0]["api_version"] == 20
+    assert os.path.realpath(probe[0]["ort_library_path"]) == os.path.realpath(library)
+    assert assert_opened(probe[1])["outputs"]["y"] == IDENTITY_X.tolist()
+    assert probe.all_stderr() == ""
+
+
+def test_environment_variable_naming_a_non_library(models, tmp_path):
+    env = require_env("ort-1.31.1")
+    bogus = tmp_path / "libonnxruntime.so.1.99.0"
+    bogus.write_text("not a shared library\n")
+    probe = env.probe([{"op": "info"}, open_step(models.identity)],
+                      env={"VMAFDNN_ORT_LIBRARY": str(bogus)})
+    assert probe[0]["available"] is False
+    assert str(bogus) in probe[0]["unavailable_reason"]
+    error = probe[1]["error"]
+    assert error["type"] == "RuntimeNotFoundError"
+    assert error["errno"] == errno.ENOSYS
+    assert str(bogus) in error["message"]
+    assert probe.all_stderr() == ""
+
+
+# --------------------------------------------------------------------------
+# onnxruntime-openvino: the CPU device binds, the GPU device does not
+# --------------------------------------------------------------------------
+
+OPENVINO_DEVICES = ["auto", "openvino", "openvino-cpu", "openvino-gpu", "cpu"]
+
+
+@pytest.fixture(scope="module")
+def openvino(models):
+    env = require_env("openvino")
+    steps = [{"op": "info"}]
+    steps += [open_step(models.conv_mean, d, {"x": CONV_X}) for d in OPENVINO_DEVICES]
+    steps += [open_step(models.two_inputs, "openvino-cpu", {"a": TWO_A, "b": TWO_B}),
+              open_step(models.identity, "openvino-cpu", {"x": IDENTITY_X})]
+    probe = env.probe(steps)
+    return {"info": probe[0],
+            "conv": dict(zip(OPENVINO_DEVICES, probe.results[1:1 + len(OPENVINO_DEVICES)])),
+            "two_inputs": probe[-2], "identity": probe[-1], "stderr": probe.all_stderr()}
+
+
+@pytest.mark.parametrize("device", ["auto", "openvino", "openvino-cpu"])
+def test_openvino_cpu_binds(openvino, device):
+    result = assert_opened(openvino["conv"][device])
+    assert result["attached_ep"] == "OpenVINO:CPU"
+    # Only the EPs tried before it (and declined) are listed.
+    expected = TRIED_BEFORE_CPU[device][:TRIED_BEFORE_CPU[device].index("OpenVINO:CPU")]
+    assert [ep for ep, _ in tried_eps(result["fallback_reason"])] == expected
+
+
+def test_openvino_gpu_falls_back_to_cpu(openvino):
+    result = assert_opened(openvino["conv"]["openvino-gpu"])
+    assert result["attached_ep"] == "CPU"
+    [(ep, text)] = tried_eps(result["fallback_reason"])
+    assert ep == "OpenVINO:GPU"
+    assert text.startswith("not available: ") and len(text) > len("not available: ")
+
+
+@pytest.mark.parametrize("device", ["auto", "openvino", "openvino-cpu"])
+def test_openvino_results_match_numpy_and_the_cpu_ep(openvino, device):
+    on_openvino = openvino["conv"][device]["outputs"]["score"][0]
+    on_cpu = openvino["conv"]["cpu"]["outputs"]["score"][0]
+    np.testing.assert_allclose(on_openvino, conv_mean_reference(CONV_X), rtol=OPENVINO_RTOL)
+    np.testing.assert_allclose(on_openvino, on_cpu, rtol=OPENVINO_RTOL)
+
+
+def test_openvino_exact_ops_are_exact(openvino):
+    assert openvino["two_inputs"]["attached_ep"] == "OpenVINO:CPU"
+    assert openvino["two_inputs"]["outputs"]["diff"] == (TWO_A - TWO_B).tolist()
+    assert openvino["identity"]["outputs"]["y"] == IDENTITY_X.tolist()
+
+
+def test_openvino_prints_nothing(openvino):
+    assert openvino["stderr"] == ""
+
+
+# --------------------------------------------------------------------------
+# onnxruntime-gpu (CUDA 12) without a GPU: append succeeds, CreateSession
+# fails, the session is created again on the CPU with the same settings
+# --------------------------------------------------------------------------
+
+def cuda_driver_present() -> bool:
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def gpu(models):
+    env = require_env("gpu-cu12")
+    steps = [open_step(models.conv_mean, d, {"x": CONV_X}, threads=1)
+             for d in ("cuda", "auto", "cpu")]
+    steps.append(open_step(models.two_inputs, "cuda", {"a": TWO_A, "b": TWO_B}, threads=1))
+    return env.probe(steps, env=cuda_loader_path(env))
+
+
+@pytest.mark.parametrize("index,device", [(0, "cuda"), (1, "auto")])
+def test_gpu_wheel_falls_back_after_create_session_fails(gpu, index, device):
+    result = assert_opened(gpu[index])
+    if cuda_driver_present() and result["attached_ep"] == "CUDA":
+        pytest.skip("a CUDA device is usable here: the fallback cannot happen")
+    assert result["attached_ep"] == "CPU"
+    [(ep, text)] = tried_eps(result["fallback_reason"])
+    assert ep == "CUDA"
+    assert text.startswith("session creation failed, retrying on CPU: "), text
+    if not cuda_driver_present():
+        assert re.search(r"CUDA driver version is insufficient|cudaErrorInsufficientDriver",
+                         text), text
+    assert result["config"]["threads"] == 1
+    assert result["config"]["device"] == device
+
+
+def test_gpu_wheel_cpu_results_are_bitwise_the_cpu_eps(gpu):
+    on_cpu = assert_opened(gpu[2])
+    assert on_cpu["attached_ep"] == "CPU" and on_cpu["fallback_reason"] == ""
+    for fallen_back in (gpu[0], gpu[1]):
+        if fallen_back["attached_ep"] == "CPU":
+            assert fallen_back["outputs"] == on_cpu["outputs"]
+    assert gpu[3]["outputs"]["diff"] == (TWO_A - TWO_B).tolist()
+
+
+def test_gpu_wheel_without_cuda_libraries_declines_at_append(models):
+    """Control: the nvidia-* folders on the loader path are what makes the
+    CUDA EP append; without them it is declined up front."""
+    env = require_env("gpu-cu12")
+    result = assert_opened(env.probe([open_step(models.identity, "cuda")])[0])
+    assert result["attached_ep"] == "CPU"
+    [(ep, text)] = tried_eps(result["fallback_reason"])
+    assert ep == "CUDA" and text.startswith("not available: "), text
