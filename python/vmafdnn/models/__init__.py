@@ -10,20 +10,18 @@ import pathlib
 MODEL_NAMES = ("psnr_y", "ssim_y", "sharpness_nr")
 
 
-def builtin_model_dir():
-    """Directory the generated built-in models are installed into."""
-    return pathlib.Path(str(importlib.resources.files(__package__)))
-
-
 def path(name):
-    """Path of the built-in model `name` (its sidecar is the same path with .json)."""
+    """Path of the built-in model `name` (its sidecar is the same path with .json).
+
+    Resolved file by file: in an editable install the generated models live in
+    the build directory, not beside this file."""
     if name not in MODEL_NAMES:
         raise ValueError(f"unknown built-in model {name!r}; built-in models are "
                          f"{', '.join(MODEL_NAMES)}")
-    model = builtin_model_dir() / f"{name}.onnx"
+    model = importlib.resources.files(__package__) / f"{name}.onnx"
     if not model.is_file():
         raise FileNotFoundError(
-            f"built-in model {name!r} is missing: {model} does not exist. The models are "
-            f"generated at build time; rebuild the package, or run "
-            f"'python tools/gen_builtin_models.py {builtin_model_dir()}' from the source tree.")
-    return model
+            f"built-in model {name!r} is missing ({model}). The models are generated at "
+            f"build time: rebuild the package, or run 'python tools/gen_builtin_models.py "
+            f"DIR' from the source tree.")
+    return pathlib.Path(str(model))

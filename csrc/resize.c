@@ -1,0 +1,155 @@
+/* Luma normalisation and separable resizing for tiny-model inputs; see
+ * resize.h for the sampling convention. */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "resize.h"
+
+#define RESIZE_MAX_DIM 32768u
+
+void vdnn_plane_normalise(const void *data, ptrdiff_t stride, unsigned w, unsigned h,
+                          unsigned bpc, float *dst)
+{
+    /* Division, not a multiply by the reciprocal: it is correctly rounded,
+     * so 1023 / 1023 is exactly 1 and values match numpy's x / max. */
+    const float max = (float)((1u << bpc) - 1u);
+    for (unsigned y = 0; y < h; y++) {
+        const unsigned char *row = (const unsigned char *)data + (ptrdiff_t)y * stride;
+        float *out = dst + (size_t)y * w;
+        if (bpc == 8)
+            for (unsigned x = 0; x < w; x++)
+                out[x] = (float)row[x] / max;
+        else
+            for (unsigned x = 0; x < w; x++)
+                out[x] = (float)((const uint16_t *)(const void *)row)[x] / max;
+    }
+}
+
+/* Keys' cubic convolution kernel with a = -0.5. */
+static double keys_cubic(double t)
+{
+    const double a = -0.5;
+    t = fabs(t);
+    if (t <= 1.0)
+        return ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0;
+    if (t < 2.0)
+        return ((a * t - 5.0 * a) * t + 8.0 * a) * t - 4.0 * a;
+    return 0.0;
+}
+
+static unsigned clamp_index(long i, unsigned n)
+{
+    return i < 0 ? 0u : i >= (long)n ? n - 1u : (unsigned)i;
+}
+
+/* Fills the taps of one axis: for each of the `dst` outputs, `taps` source
+ * indexes (clamped to the edge) and their weights. */
+static void fill_axis(VmafDnnResize mode, unsigned taps, unsigned src, unsigned dst,
+                      unsigned *index, float *weight)
+{
+    const double scale = (double)src / dst;
+    for (unsigned x = 0; x < dst; x++) {
+        unsigned *ix = index + (size_t)x * taps;
+        float *wx = weight + (size_t)x * taps;
+        if (mode == VMAF_DNN_RESIZE_NEAREST) {
+            ix[0] = clamp_index((long)floor((x + 0.5) * scale), src);
+            wx[0] = 1.0f;
+            continue;
+        }
+        const double sx = (x + 0.5) * scale - 0.5;
+        const double base = floor(sx), t = sx - base;
+        if (mode == VMAF_DNN_RESIZE_BILINEAR) {
+            ix[0] = clamp_index((long)base, src);
+            ix[1] = clamp_index((long)base + 1, src);
+            wx[0] = (float)(1.0 - t);
+            wx[1] = (float)t;
+            continue;
+        }
+        for (unsigned k = 0; k < 4; k++) {
+            ix[k] = clamp_index((long)base - 1 + (long)k, src);
+            wx[k] = (float)keys_cubic(t - ((double)k - 1.0));
+        }
+    }
+}
+
+int vdnn_resizer_prepare(VdnnResizer *r, VmafDnnResize mode, unsigned sw, unsigned sh,
+                         unsigned dw, unsigned dh)
+{
+    unsigned taps = mode == VMAF_DNN_RESIZE_NEAREST    ? 1
+                    : mode == VMAF_DNN_RESIZE_BILINEAR ? 2
+                    : mode == VMAF_DNN_RESIZE_BICUBIC  ? 4
+                                                       : 0;
+    if (!taps)
+        return vdnn_fail(-EINVAL, "resize: mode %d is not a filter", (int)mode);
+    if (!sw || !sh || !dw || !dh || sw > RESIZE_MAX_DIM || sh > RESIZE_MAX_DIM ||
+        dw > RESIZE_MAX_DIM || dh > RESIZE_MAX_DIM)
+        return vdnn_fail(-EINVAL, "resize: %ux%u -> %ux%u is outside 1..%u", sw, sh, dw, dh,
+                         RESIZE_MAX_DIM);
+    if (r->rows && r->mode == mode && r->sw == sw && r->sh == sh && r->dw == dw && r->dh == dh)
+        return 0;
+
+    vdnn_resizer_release(r);
+    r->x_index = malloc((size_t)dw * taps * sizeof(*r->x_index));
+    r->x_weight = malloc((size_t)dw * taps * sizeof(*r->x_weight));
+    r->y_index = malloc((size_t)dh * taps * sizeof(*r->y_index));
+    r->y_weight = malloc((size_t)dh * taps * sizeof(*r->y_weight));
+    r->rows = malloc((size_t)sh * dw * sizeof(*r->rows));
+    if (!r->x_index || !r->x_weight || !r->y_index || !r->y_weight || !r->rows) {
+        vdnn_resizer_release(r);
+        return vdnn_fail(-ENOMEM, "out of memory resizing %ux%u to %ux%u", sw, sh, dw, dh);
+    }
+    r->mode = mode;
+    r->taps = taps;
+    r->sw = sw;
+    r->sh = sh;
+    r->dw = dw;
+    r->dh = dh;
+    fill_axis(mode, taps, sw, dw, r->x_index, r->x_weight);
+    fill_axis(mode, taps, sh, dh, r->y_index, r->y_weight);
+    return 0;
+}
+
+void vdnn_resizer_run(VdnnResizer *r, const float *src, float *dst)
+{
+    const unsigned taps = r->taps, dw = r->dw;
+    for (unsigned y = 0; y < r->sh; y++) {
+        const float *in = src + (size_t)y * r->sw;
+        float *out = r->rows + (size_t)y * dw;
+        for (unsigned x = 0; x < dw; x++) {
+            const unsigned *ix = r->x_index + (size_t)x * taps;
+            const float *wx = r->x_weight + (size_t)x * taps;
+            float acc = 0.0f;
+            for (unsigned k = 0; k < taps; k++)
+                acc += wx[k] * in[ix[k]];
+            out[x] = acc;
+        }
+    }
+    for (unsigned y = 0; y < r->dh; y++) {
+        const unsigned *iy = r->y_index + (size_t)y * taps;
+        const float *wy = r->y_weight + (size_t)y * taps;
+        float *out = dst + (size_t)y * dw;
+        memset(out, 0, dw * sizeof(*out));
+        for (unsigned k = 0; k < taps; k++) {
+            const float *row = r->rows + (size_t)iy[k] * dw;
+            const float w = wy[k];
+            for (unsigned x = 0; x < dw; x++)
+                out[x] += w * row[x];
+        }
+    }
+}
+
+void vdnn_resizer_release(VdnnResizer *r)
+{
+    if (!r)
+        return;
+    free(r->x_index);
+    free(r->x_weight);
+    free(r->y_index);
+    free(r->y_weight);
+    free(r->rows);
+    memset(r, 0, sizeof(*r));
+}

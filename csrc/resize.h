@@ -1,0 +1,62 @@
+/* Internal: turning a picture's luma plane into what a tiny model reads,
+ * samples normalised to fp32, resized to the model's input size.
+ *
+ * Resampling convention (public: see VmafDnnResize in vmafdnn/context.h):
+ * output sample x sits at source position sx = (x + 0.5) * sw / dw - 0.5
+ * (half-pixel centres, as OpenCV's cv::resize and PyTorch with
+ * align_corners=False); taps outside the plane read the nearest edge sample;
+ * the filter keeps its width when shrinking (no area averaging).
+ *   NEAREST   source sample floor((x + 0.5) * sw / dw) (OpenCV's
+ *             INTER_NEAREST_EXACT, PIL's NEAREST)
+ *   BILINEAR  taps floor(sx) and floor(sx) + 1 (OpenCV's INTER_LINEAR)
+ *   BICUBIC   taps floor(sx) - 1 .. floor(sx) + 2 with Keys' cubic
+ *             convolution, a = -0.5 (OpenCV's INTER_CUBIC uses -0.75);
+ *             reproduces linear and quadratic ramps away from the edges
+ * The filters are separable: rows first, then columns. Output is fp32 and is
+ * neither rounded nor clamped.
+ */
+#ifndef VMAFDNN_RESIZE_H
+#define VMAFDNN_RESIZE_H
+
+#include <stddef.h>
+
+#include "vmafdnn/context.h"
+
+/* Converts a w x h plane of `bpc`-bit samples (uint8_t for bpc 8, uint16_t
+ * for 9..16; `stride` in bytes) into dst[0, w*h) as sample / (2^bpc - 1),
+ * correctly rounded, so the largest sample is exactly 1.0f. The caller has
+ * checked the arguments (vmaf_dnn_read_pictures does); samples above
+ * 2^bpc - 1 give values above 1. Never fails. */
+void vdnn_plane_normalise(const void *data, ptrdiff_t stride, unsigned w, unsigned h,
+                          unsigned bpc, float *dst);
+
+/* Resizes one size to another with one filter. Zero-initialise it
+ * (VdnnResizer r = {0}) before the first vdnn_resizer_prepare(); it owns its
+ * tables and scratch until vdnn_resizer_release(). */
+typedef struct VdnnResizer {
+    VmafDnnResize mode;
+    unsigned sw, sh, dw, dh;
+    unsigned taps;         /* per output sample: 1, 2 or 4 */
+    unsigned *x_index;     /* dw * taps source columns, clamped; owned */
+    float *x_weight;       /* dw * taps; owned */
+    unsigned *y_index;     /* dh * taps source rows, clamped; owned */
+    float *y_weight;       /* dh * taps; owned */
+    float *rows;           /* sh * dw: the plane after the row pass; owned */
+} VdnnResizer;
+
+/* Sets the resizer up for sw x sh -> dw x dh with `mode` (NEAREST, BILINEAR
+ * or BICUBIC); a no-op when it already is. Sizes are 1..32768.
+ * Returns 0, -EINVAL (another mode or a size out of range: a programming
+ * error), -ENOMEM (the resizer is then released). */
+int vdnn_resizer_prepare(VdnnResizer *r, VmafDnnResize mode, unsigned sw, unsigned sh,
+                         unsigned dw, unsigned dh);
+
+/* Resizes src (sw * sh samples, rows contiguous) into dst (dw * dh samples)
+ * with a prepared resizer. src and dst must not overlap. Never fails. */
+void vdnn_resizer_run(VdnnResizer *r, const float *src, float *dst);
+
+/* Frees the resizer's memory and zeroes it; it can be prepared again.
+ * NULL-safe. */
+void vdnn_resizer_release(VdnnResizer *r);
+
+#endif

@@ -1,0 +1,715 @@
+/* The attached-model loader: checks a model and its sidecar against the
+ * tiny-model rules (documented on vmaf_dnn_use_tiny_model), decides how its
+ * inputs are fed and what its outputs are called, and runs it per frame. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "resize.h"
+#include "sidecar.h"
+#include "tiny_model.h"
+
+/* The largest H or W a model may take; keeps H * W * 4 bytes far from
+ * overflow, like the session API's plane limit. */
+#define TINY_MAX_DIM 32768
+
+/* Fallback keys tried per output slot before giving up with -EEXIST. */
+#define TINY_KEY_ATTEMPTS 100
+
+/* Inputs a tiny model can have: two images and one feature vector. */
+#define TINY_MAX_INPUTS 3
+
+struct VdnnTinyModel {
+    char *path;              /* as given */
+    VdnnSidecar *sc;
+    VmafDnnSession *session;
+    VmafDnnModelKind kind;
+    VmafDnnResize resize;    /* resolved: NONE or a filter */
+
+    /* Image inputs: [reference, distorted] (FR) or [distorted] (NR). */
+    size_t n_image;
+    const char *image_name[2];     /* owned by the session */
+    int64_t model_h, model_w;      /* -1: symbolic, the first frame's size */
+    unsigned locked_h, locked_w;   /* that size; 0 before the first frame */
+    int64_t image_shape[4];        /* {1, 1, H, W} of the current frame */
+    VdnnResizer resizer;
+    float *resized[2];             /* n_image planes of resized_cap floats */
+    size_t resized_cap;
+
+    /* Feature-vector input, filled from the sidecar's "features". */
+    const char *vector_name;       /* owned by the session; NULL when none */
+    int64_t vector_shape[2];       /* {1, F} */
+    float *vector;                 /* F values */
+
+    /* Attached outputs, in slot order. */
+    size_t n_out;
+    char **key;                    /* n_out owned keys */
+    VmafDnnOutput *outputs;        /* n_out requests of one value each */
+    float *value;                  /* n_out results */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Messages                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* "[1,?,4]": a shape for messages, '?' for a symbolic dim. */
+static const char *shape_text(const VmafDnnTensorInfo *t, char *buf, size_t cap)
+{
+    size_t used = (size_t)snprintf(buf, cap, "[");
+    for (size_t d = 0; d < t->rank && used < cap; d++) {
+        const char *sep = d ? "," : "";
+        if (t->shape[d] < 0)
+            used += (size_t)snprintf(buf + used, cap - used, "%s?", sep);
+        else
+            used += (size_t)snprintf(buf + used, cap - used, "%s%lld", sep,
+                                     (long long)t->shape[d]);
+    }
+    if (used < cap)
+        snprintf(buf + used, cap - used, "]");
+    return buf;
+}
+
+static const char *kind_text(VmafDnnModelKind kind)
+{
+    return kind == VMAF_DNN_MODEL_FR ? "fr" : kind == VMAF_DNN_MODEL_NR ? "nr" : "features";
+}
+
+/* ------------------------------------------------------------------------ */
+/* Inputs                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static VmafDnnTensorInfo input_info(const VdnnTinyModel *m, size_t slot)
+{
+    VmafDnnTensorInfo info;
+    vmaf_dnn_session_input_info(m->session, slot, &info); /* slot is in range */
+    return info;
+}
+
+static VmafDnnTensorInfo output_info(const VdnnTinyModel *m, size_t slot)
+{
+    VmafDnnTensorInfo info;
+    vmaf_dnn_session_output_info(m->session, slot, &info);
+    return info;
+}
+
+static int check_batch(const VdnnTinyModel *m, const VmafDnnTensorInfo *in)
+{
+    if (in->shape[0] == 1 || in->shape[0] < 0)
+        return 0;
+    return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" has a fixed batch of %lld; tiny models "
+                     "score one frame at a time (batch 1 or symbolic)", m->path, in->name,
+                     (long long)in->shape[0]);
+}
+
+static int check_image_dim(const VdnnTinyModel *m, const VmafDnnTensorInfo *in, size_t d)
+{
+    const char *what = d == 2 ? "height" : "width";
+    const long long v = in->shape[d];
+    if (v < 0 && !m->sc->native_resolution)
+        return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" has a symbolic %s; re-export the "
+                         "model at a fixed resolution, or set \"native_resolution\": true in "
+                         "its sidecar to run it at the frame's size", m->path, in->name, what);
+    if (v == 0 || v > TINY_MAX_DIM)
+        return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" has a %s of %lld; tiny models take "
+                         "1..%d", m->path, in->name, what, v, TINY_MAX_DIM);
+    return 0;
+}
+
+static int check_image_input(const VdnnTinyModel *m, const VmafDnnTensorInfo *in,
+                             size_t n_inputs)
+{
+    int rc;
+    if (in->shape[1] != 1 && in->shape[1] >= 0)
+        return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" has %lld channels; %s takes one luma "
+                         "plane (C = 1)", m->path, in->name, (long long)in->shape[1],
+                         n_inputs == 1 ? "a single-input image model" : "each image input");
+    if ((rc = check_image_dim(m, in, 2)) || (rc = check_image_dim(m, in, 3)))
+        return rc;
+    return 0;
+}
+
+/* Sorts the inputs into images (model order) and at most one vector, and
+ * applies the per-input shape rules. */
+static int classify_inputs(VdnnTinyModel *m, size_t *image_slot, size_t *n_image,
+                           size_t *vector_slot, size_t *n_vector)
+{
+    const size_t n = vmaf_dnn_session_input_count(m->session);
+    *n_image = *n_vector = 0;
+    if (n == 0)
+        return vdnn_fail(-ENOTSUP, "model %s has no inputs", m->path);
+    for (size_t i = 0; i < n; i++) {
+        VmafDnnTensorInfo in = input_info(m, i);
+        int rc;
+        if (in.rank != 4 && in.rank != 2)
+            return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" has rank %zu; tiny models take "
+                             "NCHW images (rank 4) or feature vectors (rank 2)", m->path,
+                             in.name, in.rank);
+        if ((rc = check_batch(m, &in)))
+            return rc;
+        if (in.rank == 2) {
+            if (++*n_vector > 1)
+                return vdnn_fail(-ENOTSUP, "model %s has several feature-vector (rank 2) "
+                                 "inputs; tiny models take at most one", m->path);
+            *vector_slot = i;
+            continue;
+        }
+        if (*n_image == 2)
+            return vdnn_fail(-ENOTSUP, "model %s has more than two image (rank 4) inputs; tiny "
+                             "models take one (NR: distorted) or two (FR: reference, "
+                             "distorted)", m->path);
+        if ((rc = check_image_input(m, &in, n)))
+            return rc;
+        image_slot[(*n_image)++] = i;
+    }
+    return 0;
+}
+
+/* Decides FR / NR / FEATURES and checks the sidecar and the caller agree. */
+static int decide_kind(VdnnTinyModel *m, size_t n_image, int no_reference)
+{
+    m->kind = n_image == 2 ? VMAF_DNN_MODEL_FR
+              : n_image == 1 ? VMAF_DNN_MODEL_NR
+                             : VMAF_DNN_MODEL_FEATURES;
+    /* The sidecar kind describes image inputs; a FEATURES model's kind is the
+     * nature of its features, which cannot be checked here. */
+    if (n_image && m->sc->kind != VDNN_SIDECAR_KIND_UNSET) {
+        VmafDnnModelKind said =
+            m->sc->kind == VDNN_SIDECAR_KIND_FR ? VMAF_DNN_MODEL_FR : VMAF_DNN_MODEL_NR;
+        if (said != m->kind)
+            return vdnn_fail(-ENOTSUP, "model %s: the sidecar says kind \"%s\" but the model has "
+                             "%zu image input%s (FR models have two: reference and distorted; "
+                             "NR models one)", m->path, kind_text(said), n_image,
+                             n_image == 1 ? "" : "s");
+    }
+    if (no_reference && m->kind == VMAF_DNN_MODEL_FR)
+        return vdnn_fail(-EINVAL, "model %s is full-reference (two image inputs) and cannot be "
+                         "attached with no_reference", m->path);
+    return 0;
+}
+
+/* Binds the image inputs to [reference, distorted] (or [distorted]): by the
+ * sidecar's "input_names" when given, else in model order. */
+static int bind_images(VdnnTinyModel *m, const size_t *image_slot)
+{
+    const VdnnSidecarStrings *names = &m->sc->input_names;
+    const size_t n_inputs = vmaf_dnn_session_input_count(m->session);
+    if (!names->count) {
+        for (size_t k = 0; k < m->n_image; k++)
+            m->image_name[k] = input_info(m, image_slot[k]).name;
+        return 0;
+    }
+    size_t bound = 0;
+    for (size_t e = 0; e < names->count; e++) {
+        size_t slot = n_inputs;
+        for (size_t i = 0; i < n_inputs; i++)
+            if (strcmp(input_info(m, i).name, names->items[e]) == 0)
+                slot = i;
+        if (slot == n_inputs)
+            return vdnn_fail(-EINVAL, "model %s: sidecar \"input_names\" entry \"%s\" is not an "
+                             "input of the model", m->path, names->items[e]);
+        VmafDnnTensorInfo in = input_info(m, slot);
+        if (in.rank != 4)
+            continue; /* the feature vector is fed by its own rule */
+        for (size_t k = 0; k < bound && k < 2; k++)
+            if (strcmp(m->image_name[k], in.name) == 0)
+                return vdnn_fail(-EINVAL, "model %s: sidecar \"input_names\" lists \"%s\" twice",
+                                 m->path, in.name);
+        if (bound < 2)
+            m->image_name[bound] = in.name;
+        bound++;
+    }
+    if (bound != m->n_image)
+        return vdnn_fail(-EINVAL, "model %s: sidecar \"input_names\" lists %zu of the model's %zu "
+                         "image inputs; it must list %s", m->path, bound, m->n_image,
+                         m->n_image == 2 ? "both, as [reference, distorted]" : "it");
+    return 0;
+}
+
+/* The image inputs' H and W (equal in every image input), -1 when symbolic. */
+static int decide_image_size(VdnnTinyModel *m, const size_t *image_slot)
+{
+    VmafDnnTensorInfo first = input_info(m, image_slot[0]);
+    for (size_t k = 1; k < m->n_image; k++) {
+        VmafDnnTensorInfo other = input_info(m, image_slot[k]);
+        if (other.shape[2] != first.shape[2] || other.shape[3] != first.shape[3]) {
+            char a[64], b[64];
+            return vdnn_fail(-ENOTSUP, "model %s: image inputs \"%s\" %s and \"%s\" %s differ in "
+                             "size; both must take the same H x W", m->path, first.name,
+                             shape_text(&first, a, sizeof(a)), other.name,
+                             shape_text(&other, b, sizeof(b)));
+        }
+    }
+    m->model_h = first.shape[2] < 0 ? -1 : first.shape[2];
+    m->model_w = first.shape[3] < 0 ? -1 : first.shape[3];
+    m->image_shape[0] = 1;
+    m->image_shape[1] = 1;
+    return 0;
+}
+
+static int setup_vector(VdnnTinyModel *m, size_t vector_slot, size_t n_vector)
+{
+    const VdnnSidecarStrings *features = &m->sc->features;
+    if (!n_vector) {
+        if (features->present)
+            return vdnn_fail(-EINVAL, "model %s: the sidecar lists \"features\" but the model has "
+                             "no feature-vector (rank 2) input", m->path);
+        return 0;
+    }
+    VmafDnnTensorInfo in = input_info(m, vector_slot);
+    if (!features->count)
+        return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" is a feature vector, but the sidecar "
+                         "lists no \"features\" to fill it", m->path, in.name);
+    if (in.shape[1] >= 0 && (size_t)in.shape[1] != features->count)
+        return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" takes %lld features; the sidecar lists "
+                         "%zu", m->path, in.name, (long long)in.shape[1], features->count);
+    m->vector_name = in.name;
+    m->vector_shape[0] = 1;
+    m->vector_shape[1] = (int64_t)features->count;
+    if (!(m->vector = calloc(features->count, sizeof(*m->vector))))
+        return vdnn_fail(-ENOMEM, "out of memory");
+    return 0;
+}
+
+/* FLOAT16 slots open fine but every run would fail without fp16_io: say so
+ * now. */
+static int check_fp16(const VdnnTinyModel *m, const VmafDnnTensorInfo *t, const char *what)
+{
+    if (t->type != VMAF_DNN_TYPE_FLOAT16 || vmaf_dnn_session_config(m->session)->fp16_io)
+        return 0;
+    return vdnn_fail(-ENOTSUP, "model %s: %s \"%s\" is FLOAT16; attach the model with fp16_io in "
+                     "its session config", m->path, what, t->name);
+}
+
+static int check_inputs(VdnnTinyModel *m, int no_reference)
+{
+    size_t image_slot[2], n_vector, vector_slot = 0;
+    int rc = classify_inputs(m, image_slot, &m->n_image, &vector_slot, &n_vector);
+    if (rc || (rc = decide_kind(m, m->n_image, no_reference)))
+        return rc;
+    if (m->n_image && ((rc = bind_images(m, image_slot)) || (rc = decide_image_size(m, image_slot))))
+        return rc;
+    if ((rc = setup_vector(m, vector_slot, n_vector)))
+        return rc;
+    for (size_t i = 0; i < vmaf_dnn_session_input_count(m->session); i++) {
+        VmafDnnTensorInfo in = input_info(m, i);
+        if ((rc = check_fp16(m, &in, "input")))
+            return rc;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Outputs                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static int has_symbolic_batch_input(const VdnnTinyModel *m)
+{
+    for (size_t i = 0; i < vmaf_dnn_session_input_count(m->session); i++)
+        if (input_info(m, i).shape[0] < 0)
+            return 1;
+    return 0;
+}
+
+/* An attached output holds one value: fixed dims of 1, except a leading
+ * symbolic dim that is the (symbolic, fed as 1) batch. */
+static int check_scalar_output(const VdnnTinyModel *m, const VmafDnnTensorInfo *out,
+                               int batch_symbolic)
+{
+    char shape[128];
+    int scalar = 1;
+    for (size_t d = 0; d < out->rank; d++) {
+        if (out->shape[d] >= 0)
+            scalar &= out->shape[d] == 1;
+        else if (d != 0 || !batch_symbolic)
+            return vdnn_fail(-ENOTSUP, "model %s: output \"%s\" has shape %s with a symbolic "
+                             "dim; attached tiny models must output one value, with a fixed "
+                             "shape (a symbolic dim may only be the first one, when an input "
+                             "has a symbolic batch)", m->path, out->name,
+                             shape_text(out, shape, sizeof(shape)));
+    }
+    if (!scalar)
+        return vdnn_fail(-ENOTSUP, "model %s: output \"%s\" has shape %s: attached tiny models "
+                         "must output scalars; use the session API for tensors", m->path,
+                         out->name, shape_text(out, shape, sizeof(shape)));
+    return check_fp16(m, out, "output");
+}
+
+/* Chooses the attached outputs (all, or the sidecar's legacy "output_name")
+ * and sets up their one-value requests. */
+static int setup_outputs(VdnnTinyModel *m)
+{
+    const size_t n = vmaf_dnn_session_output_count(m->session);
+    size_t first = 0, count = n;
+    if (n == 0)
+        return vdnn_fail(-ENOTSUP, "model %s has no outputs", m->path);
+    if (m->sc->output_name) {
+        for (first = 0; first < n; first++)
+            if (strcmp(output_info(m, first).name, m->sc->output_name) == 0)
+                break;
+        if (first == n)
+            return vdnn_fail(-EINVAL, "model %s: sidecar \"output_name\" \"%s\" is not an output "
+                             "of the model", m->path, m->sc->output_name);
+        count = 1;
+    }
+    m->outputs = calloc(count, sizeof(*m->outputs));
+    m->value = calloc(count, sizeof(*m->value));
+    m->key = calloc(count, sizeof(*m->key));
+    if (!m->outputs || !m->value || !m->key)
+        return vdnn_fail(-ENOMEM, "out of memory");
+    m->n_out = count;
+    const int batch_symbolic = has_symbolic_batch_input(m);
+    for (size_t s = 0; s < count; s++) {
+        VmafDnnTensorInfo out = output_info(m, first + s);
+        int rc = check_scalar_output(m, &out, batch_symbolic);
+        if (rc)
+            return rc;
+        m->outputs[s] = (VmafDnnOutput){.name = out.name, .data = &m->value[s], .capacity = 1};
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Feature keys                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* mcfg name > sidecar "name" > file name without directory and ".onnx". */
+static char *base_name(const VdnnTinyModel *m, const char *override)
+{
+    if (override)
+        return strdup(override);
+    if (m->sc->name)
+        return strdup(m->sc->name);
+    const char *slash = strrchr(m->path, '/');
+    const char *file = slash ? slash + 1 : m->path;
+    size_t len = strlen(file);
+    if (len > 5 && strcmp(file + len - 5, ".onnx") == 0)
+        len -= 5;
+    char *name = malloc(len + 1);
+    if (name) {
+        memcpy(name, file, len);
+        name[len] = '\0';
+    }
+    return name;
+}
+
+static char *join_key(const char *base, const char *suffix)
+{
+    size_t len = strlen(base) + 1 + strlen(suffix);
+    char *key = malloc(len + 1);
+    if (key)
+        snprintf(key, len + 1, "%s_%s", base, suffix);
+    return key;
+}
+
+static void sanitise(char *s)
+{
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
+            *s = '_';
+}
+
+static int key_free(const VdnnTinyModel *m, size_t slot, const char *key,
+                    const VdnnTinyModelOptions *opt)
+{
+    for (size_t s = 0; s < slot; s++)
+        if (strcmp(m->key[s], key) == 0)
+            return 0;
+    return !(opt->key_taken && opt->key_taken(opt->opaque, key));
+}
+
+/* The key of output `slot` of a multi-output model: "<base>_<suffix>", else
+ * the first free "<base>_output<slot>_<n>". */
+static int multi_key(VdnnTinyModel *m, size_t slot, const char *base,
+                     const VdnnTinyModelOptions *opt)
+{
+    const VdnnSidecarStrings *names = &m->sc->output_names;
+    const char *suffix = names->count == m->n_out ? names->items[slot] : m->outputs[slot].name;
+    char *key = join_key(base, suffix);
+    if (!key)
+        return vdnn_fail(-ENOMEM, "out of memory");
+    sanitise(key + strlen(base) + 1);
+    if (key_free(m, slot, key, opt)) {
+        m->key[slot] = key;
+        return 0;
+    }
+    const size_t len = strlen(base) + 64;
+    char *fallback = malloc(len);
+    if (!fallback) {
+        free(key);
+        return vdnn_fail(-ENOMEM, "out of memory");
+    }
+    for (unsigned n = 1; n <= TINY_KEY_ATTEMPTS; n++) {
+        snprintf(fallback, len, "%s_output%zu_%u", base, slot, n);
+        if (key_free(m, slot, fallback, opt)) {
+            free(key);
+            m->key[slot] = fallback;
+            return 0;
+        }
+    }
+    int rc = vdnn_fail(-EEXIST, "model %s: output \"%s\" has no free feature key: \"%s\" and "
+                       "\"%s_output%zu_1\" .. \"%s_output%zu_%d\" are all taken", m->path,
+                       m->outputs[slot].name, key, base, slot, base, slot, TINY_KEY_ATTEMPTS);
+    free(key);
+    free(fallback);
+    return rc;
+}
+
+static int assign_keys(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
+{
+    char *base = base_name(m, opt->name);
+    if (!base)
+        return vdnn_fail(-ENOMEM, "out of memory");
+    int rc = 0;
+    if (m->n_out == 1) {
+        m->key[0] = base;
+        if (!key_free(m, 0, base, opt))
+            return vdnn_fail(-EEXIST, "model %s: feature key \"%s\" is already taken by another "
+                             "attached model or a stored feature; attach it under another name",
+                             m->path, base);
+    } else {
+        for (size_t s = 0; s < m->n_out && !rc; s++)
+            rc = multi_key(m, s, base, opt);
+        free(base);
+    }
+    for (size_t s = 0; s < m->n_out && !rc; s++) {
+        if ((rc = vdnn_text_check(m->key[s], VDNN_FEATURE_NAME_MAX, "feature key"))) {
+            char why[512];
+            snprintf(why, sizeof(why), "%s", vdnn_last_error());
+            return vdnn_fail(rc, "model %s: %s", m->path, why);
+        }
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Open / close / introspection                                             */
+/* ------------------------------------------------------------------------ */
+
+static VmafDnnResize pick_resize(const VdnnSidecar *sc, VmafDnnResize mine, VmafDnnResize ctx)
+{
+    if (mine != VMAF_DNN_RESIZE_DEFAULT)
+        return mine;
+    switch (sc->resize) {
+    case VDNN_SIDECAR_RESIZE_NONE: return VMAF_DNN_RESIZE_NONE;
+    case VDNN_SIDECAR_RESIZE_BILINEAR: return VMAF_DNN_RESIZE_BILINEAR;
+    case VDNN_SIDECAR_RESIZE_NEAREST: return VMAF_DNN_RESIZE_NEAREST;
+    case VDNN_SIDECAR_RESIZE_BICUBIC: return VMAF_DNN_RESIZE_BICUBIC;
+    case VDNN_SIDECAR_RESIZE_UNSET: break;
+    }
+    return ctx == VMAF_DNN_RESIZE_DEFAULT ? VMAF_DNN_RESIZE_NONE : ctx;
+}
+
+static int check_cap(const VdnnTinyModel *m)
+{
+    if (m->sc->has_cap_db_per_bpc && m->kind == VMAF_DNN_MODEL_FEATURES)
+        return vdnn_fail(-ENOTSUP, "model %s: the sidecar's \"cap_db_per_bpc\" needs the frame's "
+                         "bit depth, and a feature-vector model reads no picture", m->path);
+    return 0;
+}
+
+int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt)
+{
+    if (!out || !opt || !opt->onnx_path)
+        return vdnn_fail(-EINVAL, "tiny model: %s is NULL",
+                         !out ? "out" : !opt ? "opt" : "onnx_path");
+    VdnnTinyModel *m = calloc(1, sizeof(*m));
+    if (!m || !(m->path = strdup(opt->onnx_path))) {
+        free(m);
+        return vdnn_fail(-ENOMEM, "out of memory");
+    }
+    int rc = vdnn_sidecar_load(opt->onnx_path, &m->sc);
+    if (!rc)
+        rc = vmaf_dnn_session_open(&m->session, opt->onnx_path, opt->session);
+    if (!rc)
+        rc = check_inputs(m, opt->no_reference);
+    if (!rc)
+        rc = setup_outputs(m);
+    if (!rc)
+        rc = check_cap(m);
+    if (!rc)
+        rc = assign_keys(m, opt);
+    if (rc) {
+        vdnn_tiny_model_close(m);
+        return rc;
+    }
+    m->resize = pick_resize(m->sc, opt->resize, opt->context_resize);
+    *out = m;
+    return 0;
+}
+
+void vdnn_tiny_model_close(VdnnTinyModel *m)
+{
+    if (!m)
+        return;
+    for (size_t s = 0; m->key && s < m->n_out; s++)
+        free(m->key[s]);
+    free(m->key);
+    free(m->outputs);
+    free(m->value);
+    free(m->vector);
+    free(m->resized[0]);
+    free(m->resized[1]);
+    vdnn_resizer_release(&m->resizer);
+    vmaf_dnn_session_close(m->session);
+    vdnn_sidecar_free(m->sc);
+    free(m->path);
+    free(m);
+}
+
+const char *vdnn_tiny_model_path(const VdnnTinyModel *m)
+{
+    return m->path;
+}
+
+VmafDnnModelKind vdnn_tiny_model_kind(const VdnnTinyModel *m)
+{
+    return m->kind;
+}
+
+const VmafDnnSession *vdnn_tiny_model_session(const VdnnTinyModel *m)
+{
+    return m->session;
+}
+
+size_t vdnn_tiny_model_key_count(const VdnnTinyModel *m)
+{
+    return m->n_out;
+}
+
+const char *vdnn_tiny_model_key(const VdnnTinyModel *m, size_t i)
+{
+    return i < m->n_out ? m->key[i] : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Running                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The size the model takes this frame, locking symbolic dims to the first
+ * frame's size; *resize is set when the frame must be resized to it. */
+static int target_size(VdnnTinyModel *m, const VdnnTinyFrame *f, unsigned *tw, unsigned *th,
+                       int *resize)
+{
+    if (!m->locked_w) {
+        m->locked_w = f->w;
+        m->locked_h = f->h;
+    }
+    if ((m->model_w < 0 && f->w != m->locked_w) || (m->model_h < 0 && f->h != m->locked_h))
+        return vdnn_fail(-ERANGE, "frame %u is %ux%u; model %s runs at native resolution, which "
+                         "its first frame set to %ux%u", f->index, f->w, f->h, m->path,
+                         m->locked_w, m->locked_h);
+    *tw = m->model_w < 0 ? f->w : (unsigned)m->model_w;
+    *th = m->model_h < 0 ? f->h : (unsigned)m->model_h;
+    *resize = *tw != f->w || *th != f->h;
+    if (*resize && m->resize == VMAF_DNN_RESIZE_NONE)
+        return vdnn_fail(-ERANGE, "frame %u is %ux%u, model %s takes %ux%u; choose a resize mode",
+                         f->index, f->w, f->h, m->path, *tw, *th);
+    return 0;
+}
+
+static int grow_resized(VdnnTinyModel *m, size_t n)
+{
+    if (n <= m->resized_cap)
+        return 0;
+    for (size_t k = 0; k < m->n_image; k++) {
+        float *grown = realloc(m->resized[k], n * sizeof(float));
+        if (!grown)
+            return vdnn_fail(-ENOMEM, "out of memory for a %zu-sample plane", n);
+        m->resized[k] = grown;
+    }
+    m->resized_cap = n;
+    return 0;
+}
+
+/* Adds the image inputs of this frame to in[], resized when needed. */
+static int feed_images(VdnnTinyModel *m, const VdnnTinyFrame *f, VmafDnnInput *in, size_t *n)
+{
+    unsigned tw, th;
+    int resize, rc = target_size(m, f, &tw, &th, &resize);
+    if (rc)
+        return rc;
+    if (resize && ((rc = vdnn_resizer_prepare(&m->resizer, m->resize, f->w, f->h, tw, th)) ||
+                   (rc = grow_resized(m, (size_t)tw * th))))
+        return rc;
+    m->image_shape[2] = th;
+    m->image_shape[3] = tw;
+    const float *plane[2] = {m->kind == VMAF_DNN_MODEL_FR ? f->ref : f->dist, f->dist};
+    for (size_t k = 0; k < m->n_image; k++) {
+        const float *data = plane[k];
+        if (resize) {
+            vdnn_resizer_run(&m->resizer, data, m->resized[k]);
+            data = m->resized[k];
+        }
+        in[(*n)++] = (VmafDnnInput){m->image_name[k], data, m->image_shape, 4};
+    }
+    return 0;
+}
+
+/* Reads the sidecar's features for this frame into the vector input. */
+static int feed_vector(VdnnTinyModel *m, const VdnnFeatureCollector *fc, unsigned index,
+                       VmafDnnInput *in, size_t *n)
+{
+    const VdnnSidecar *sc = m->sc;
+    for (size_t i = 0; i < sc->features.count; i++) {
+        const char *name = sc->features.items[i];
+        double v;
+        if (vdnn_feature_collector_get(fc, name, index, &v))
+            return vdnn_fail(-ENOENT, "model %s needs feature \"%s\" at frame %u, which nobody "
+                             "produced", m->path, name, index);
+        if (sc->feature_mean)
+            v -= sc->feature_mean[i];
+        if (sc->feature_std)
+            v /= sc->feature_std[i];
+        m->vector[i] = (float)v;
+    }
+    in[(*n)++] = (VmafDnnInput){m->vector_name, m->vector, m->vector_shape, 2};
+    return 0;
+}
+
+/* Appends the outputs, all or none: every key is checked before the first
+ * append. */
+static int store_scores(const VdnnTinyModel *m, const VdnnTinyFrame *f, VdnnFeatureCollector *fc)
+{
+    for (size_t s = 0; s < m->n_out; s++)
+        if (vdnn_feature_collector_has(fc, m->key[s], f->index))
+            return vdnn_fail(-EEXIST, "model %s: feature \"%s\" already has a value for frame %u",
+                             m->path, m->key[s], f->index);
+    for (size_t s = 0; s < m->n_out; s++) {
+        double v = m->value[s];
+        if (m->sc->has_cap_db_per_bpc) {
+            /* Written so that NaN stays NaN (fmin would replace it). */
+            const double cap = m->sc->cap_db_per_bpc[0] * f->bpc + m->sc->cap_db_per_bpc[1];
+            if (v > cap)
+                v = cap;
+        }
+        int rc = vdnn_feature_collector_append(fc, m->key[s], f->index, v);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int vdnn_tiny_model_run(VdnnTinyModel *m, const VdnnTinyFrame *f, VdnnFeatureCollector *fc)
+{
+    VmafDnnInput in[TINY_MAX_INPUTS];
+    size_t n = 0;
+    int rc = 0;
+    if (m->n_image)
+        rc = feed_images(m, f, in, &n);
+    if (!rc && m->vector_name)
+        rc = feed_vector(m, fc, f->index, in, &n);
+    if (!rc)
+        rc = vmaf_dnn_session_run(m->session, in, n, m->outputs, m->n_out);
+    /* Shapes were checked at attach, but a symbolic batch could still make
+     * a model return other than one value. */
+    if (!rc || rc == -ENOSPC)
+        for (size_t s = 0; s < m->n_out; s++)
+            if (m->outputs[s].count != 1)
+                return vdnn_fail(-ENOTSUP, "model %s: output \"%s\" gave %zu values at frame %u; "
+                                 "attached tiny models must output scalars", m->path,
+                                 m->outputs[s].name, m->outputs[s].count, f->index);
+    return rc ? rc : store_scores(m, f, fc);
+}

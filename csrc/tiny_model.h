@@ -1,0 +1,66 @@
+/* Internal: one attached tiny model: its sidecar, its session, the shape
+ * rules it passed, how its inputs are fed and which feature keys its outputs
+ * are stored under. vmaf_dnn_use_tiny_model() documents the rules; this
+ * module implements them, and runs the model on one frame.
+ *
+ * Ownership: a VdnnTinyModel owns its session, sidecar, keys and buffers;
+ * every pointer it hands out stays valid until vdnn_tiny_model_close().
+ * Thread-safety: none; the context serialises calls.
+ */
+#ifndef VMAFDNN_TINY_MODEL_H
+#define VMAFDNN_TINY_MODEL_H
+
+#include <stddef.h>
+
+#include "vmafdnn/context.h"
+
+#include "feature_collector.h"
+
+typedef struct VdnnTinyModel VdnnTinyModel;
+
+/* How to attach a model. Pointers are the caller's and only read during
+ * vdnn_tiny_model_open(). */
+typedef struct VdnnTinyModelOptions {
+    const char *onnx_path;
+    const VmafDnnConfig *session; /* NULL: defaults */
+    const char *name;             /* key override, or NULL */
+    VmafDnnResize resize;         /* the model config's; DEFAULT defers to the sidecar */
+    VmafDnnResize context_resize; /* the last fallback; DEFAULT means NONE */
+    int no_reference;             /* refuse FR models */
+    /* Non-zero when `key` is used outside this model (other models, stored
+     * features); the model checks its own earlier keys itself. */
+    int (*key_taken)(void *opaque, const char *key);
+    void *opaque;
+} VdnnTinyModelOptions;
+
+/* One frame's luma, normalised (vdnn_plane_normalise), rows contiguous,
+ * owned by the caller. ref is NULL when the caller gave no reference; dist
+ * is NULL when no picture was given (then w, h and bpc are 0). */
+typedef struct VdnnTinyFrame {
+    const float *ref, *dist;
+    unsigned w, h, bpc;
+    unsigned index;
+} VdnnTinyFrame;
+
+/* Opens and checks the model; *out (owned by the caller, released with
+ * vdnn_tiny_model_close) is written only on success. Returns the codes of
+ * vmaf_dnn_use_tiny_model(). */
+int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt);
+
+/* NULL-safe. */
+void vdnn_tiny_model_close(VdnnTinyModel *m);
+
+const char *vdnn_tiny_model_path(const VdnnTinyModel *m);
+VmafDnnModelKind vdnn_tiny_model_kind(const VdnnTinyModel *m);
+const VmafDnnSession *vdnn_tiny_model_session(const VdnnTinyModel *m);
+size_t vdnn_tiny_model_key_count(const VdnnTinyModel *m);
+const char *vdnn_tiny_model_key(const VdnnTinyModel *m, size_t i); /* NULL out of range */
+
+/* Runs the model on one frame: feeds the planes its kind needs (the caller
+ * checked they are there) and its features from fc, and appends every output
+ * to fc under its key, all or none. Returns 0, -ERANGE (a frame that does not
+ * fit), -ENOENT (a missing feature), -ENOTSUP (a non-scalar result), -EEXIST
+ * (a key already has this frame), -ENOMEM, or a session run's code. */
+int vdnn_tiny_model_run(VdnnTinyModel *m, const VdnnTinyFrame *frame, VdnnFeatureCollector *fc);
+
+#endif

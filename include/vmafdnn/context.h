@@ -1,0 +1,363 @@
+/*
+ * libvmafdnn scoring context: attach tiny quality models, feed pictures,
+ * read per-frame scores and write libvmaf-compatible reports.
+ *
+ * The flow follows libvmaf's:
+ *
+ *     VmafDnnContext *ctx;
+ *     vmaf_dnn_context_open(&ctx, NULL);              // init
+ *     vmaf_dnn_use_tiny_model(ctx, "psnr_y.onnx", NULL); // use model(s)
+ *     for (i = 0; i < frames; i++)
+ *         vmaf_dnn_read_pictures(ctx, &ref, &dist, i); // read pictures
+ *     vmaf_dnn_flush(ctx);                             // flush
+ *     vmaf_dnn_feature_pool(ctx, "psnr_y", VMAF_DNN_POOL_MEAN, 0, frames - 1, &score);
+ *     vmaf_dnn_write_output(ctx, "log.json", VMAF_DNN_OUTPUT_JSON);
+ *     vmaf_dnn_context_close(ctx);                     // close
+ *
+ * The conventions of vmafdnn.h hold here too: 0 or a negative errno, a
+ * readable message in vmaf_dnn_last_error() after every failure, `**out`
+ * written only on success, NULL-safe close. Error codes mean what vmafdnn.h
+ * says, plus:
+ *   -ERANGE   a frame does not fit a model (wrong size without a resize mode,
+ *             a size change for a native-resolution model), or a frame index
+ *             is too large (>= 2^24)
+ *   -EEXIST   a feature key is already taken, or a frame already has a value
+ *   -ENOENT   a feature or frame has no value (never read as 0.0)
+ *
+ * Thread-safety: a context is used from one thread at a time (calls on one
+ * context must not overlap); different contexts are independent and may be
+ * used concurrently from different threads.
+ */
+#ifndef VMAFDNN_CONTEXT_H
+#define VMAFDNN_CONTEXT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "vmafdnn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Pictures                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * One frame as planes in the caller's memory; the library only reads them
+ * during vmaf_dnn_read_pictures() and never keeps a pointer.
+ * Models read the luma plane (index 0) only. Rules, checked on every read
+ * (-EINVAL with a message naming the picture and plane):
+ *   - bpc is 8..16. bpc 8: one uint8_t per sample; bpc 9..16: one uint16_t
+ *     per sample (native endianness), so data[] and stride[] must be even.
+ *   - data[0] is not NULL; w[0] and h[0] are 1..32768; stride[0] (bytes
+ *     from one row to the next, > 0) holds at least a row.
+ *   - data[1] and data[2] (U, V) may be NULL, in which case their w, h and
+ *     stride are ignored; when set they follow the rules of data[0].
+ * A model sees luma as float sample / (2^bpc - 1), so bpc must be the real
+ * bit depth (10 for 10-bit video stored in uint16_t).
+ */
+typedef struct VmafDnnPicture {
+    const void *data[3];  /* Y, U, V; caller-owned */
+    ptrdiff_t stride[3];  /* bytes */
+    unsigned w[3], h[3];  /* samples */
+    unsigned bpc;         /* bits per sample, 8..16 */
+} VmafDnnPicture;
+
+/* ------------------------------------------------------------------------ */
+/* Context                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct VmafDnnContext VmafDnnContext;
+
+/*
+ * How luma is brought to a model's fixed input size when the frame has
+ * another size. All filters work on the normalised fp32 plane and write fp32
+ * (no rounding, no clamping: bicubic may overshoot [0, 1] slightly at edges).
+ * Convention: half-pixel centres (output sample x sits at source position
+ * (x + 0.5) * src_w / dst_w - 0.5, as in OpenCV's cv::resize and PyTorch's
+ * align_corners=False), edge samples replicated, and the filter is not
+ * widened when shrinking (no area averaging or antialiasing; for large
+ * downscales export the model at a closer resolution instead).
+ */
+typedef enum VmafDnnResize {
+    VMAF_DNN_RESIZE_DEFAULT = 0,  /* defer: model config -> sidecar "resize" ->
+                                     context config -> NONE */
+    VMAF_DNN_RESIZE_NONE = 1,     /* a size mismatch is an error (-ERANGE) */
+    VMAF_DNN_RESIZE_BILINEAR = 2, /* 2x2 taps, linear weights */
+    VMAF_DNN_RESIZE_NEAREST = 3,  /* source sample floor((x + 0.5) * src_w / dst_w) */
+    VMAF_DNN_RESIZE_BICUBIC = 4,  /* 4x4 taps, Keys' cubic convolution, a = -0.5 */
+} VmafDnnResize;
+
+typedef struct VmafDnnContextConfig {
+    VmafDnnConfig session; /* session config of models attached without one
+                              (checked when a model is attached) */
+    VmafDnnResize resize;  /* resize mode of models that set none themselves
+                              (neither in their VmafDnnModelConfig nor in
+                              their sidecar); DEFAULT means NONE */
+    double fps;            /* frame rate written into reports; 0 = unknown;
+                              finite and >= 0 */
+} VmafDnnContextConfig;
+
+/* Fills `cfg` with the defaults: vmaf_dnn_default_config() sessions, resize
+ * NONE, fps 0. A NULL config given to vmaf_dnn_context_open means these.
+ * NULL cfg: no-op. */
+VMAF_DNN_API void vmaf_dnn_default_context_config(VmafDnnContextConfig *cfg);
+
+/* Opens an empty context (no models, no scores); `cfg` is copied (NULL means
+ * defaults). On success *out is a new context the caller owns; close it with
+ * vmaf_dnn_context_close. Loads no ONNX Runtime yet: that happens on the
+ * first vmaf_dnn_use_tiny_model().
+ * Returns 0, -EINVAL (out NULL, unknown resize value, fps negative or not
+ * finite), -ENOMEM. */
+VMAF_DNN_API int vmaf_dnn_context_open(VmafDnnContext **out, const VmafDnnContextConfig *cfg);
+
+/* Releases the context, its models (and their sessions) and its scores.
+ * Every string and session handed out by the context becomes invalid.
+ * NULL is a no-op. */
+VMAF_DNN_API void vmaf_dnn_context_close(VmafDnnContext *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Attaching tiny models                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Per-model options. All-zero ({0}) means "every default". */
+typedef struct VmafDnnModelConfig {
+    const char *name;              /* feature key (see vmaf_dnn_use_tiny_model);
+                                      NULL: sidecar "name", else the file name
+                                      without ".onnx". Copied. */
+    const VmafDnnConfig *session;  /* NULL: the context's session config.
+                                      Copied. */
+    VmafDnnResize resize;          /* DEFAULT: sidecar "resize", else the
+                                      context's */
+    int no_reference;              /* non-zero: the caller will give this model
+                                      distorted pictures only, so a
+                                      full-reference model is refused at
+                                      attach (-EINVAL) instead of failing on
+                                      the first frame */
+} VmafDnnModelConfig;
+
+/* What a model reads each frame. */
+typedef enum VmafDnnModelKind {
+    VMAF_DNN_MODEL_INVALID = 0,  /* only returned for a bad context or index */
+    VMAF_DNN_MODEL_FR = 1,       /* two luma planes: reference and distorted */
+    VMAF_DNN_MODEL_NR = 2,       /* one luma plane: the distorted one */
+    VMAF_DNN_MODEL_FEATURES = 3, /* no picture: a vector of features that
+                                    other models or the caller produced */
+} VmafDnnModelKind;
+
+/*
+ * Opens the ONNX model at `onnx_path` with its sidecar (`<model>.json`
+ * beside it, optional), checks that it can be attached, and attaches it:
+ * from then on every vmaf_dnn_read_pictures() runs it and stores its
+ * outputs as features. `mcfg` is copied (NULL means all defaults). Several
+ * models may be attached; each frame they run in attach order, so a
+ * FEATURES model may read what an earlier model produced for that frame.
+ *
+ * What a model may look like (each refusal is -ENOTSUP with its own
+ * message, unless noted):
+ *   - Inputs are rank 4 (NCHW images) or rank 2 ([batch, F] feature
+ *     vectors). The batch dim is 1 or symbolic (then fed as 1).
+ *   - FR: two image inputs [reference, distorted], bound by the sidecar's
+ *     "input_names" (its image entries, in that order; a name that is not a
+ *     model input is -EINVAL), else by position. NR: one image input, fed
+ *     the distorted luma. FEATURES: no image input, one rank-2 input.
+ *     The sidecar's "kind", when present, must agree with the image input
+ *     count (it is not checked for FEATURES models).
+ *   - Image inputs have one channel (C = 1 or symbolic) and the same H x W
+ *     in every image input; H and W are 1..32768. A symbolic H or W is
+ *     refused unless the sidecar says "native_resolution": true: then it
+ *     takes the size of the first frame the model sees, and a later frame of
+ *     another size fails with -ERANGE.
+ *   - At most one rank-2 input. Its F values are the sidecar's "features"
+ *     read from this context for the frame, optionally scaled as
+ *     (x - feature_mean[i]) / feature_std[i]; F must equal the number of
+ *     features (a symbolic F takes that number). An image model may have one
+ *     besides its image inputs (a codec one-hot block, say).
+ *   - Inputs and outputs of type FLOAT16 need fp16_io in the session config.
+ *   - Every output holds exactly one value: its shape has fixed dims whose
+ *     product is 1; a symbolic dim is allowed only first, and only when an
+ *     input has a symbolic batch (it is the batch, fed as 1). When the
+ *     sidecar has "output_name", only that output is attached.
+ *   - A sidecar "cap_db_per_bpc": [slope, intercept] caps every output at
+ *     slope * bpc + intercept per frame (libvmaf's PSNR cap is [6, 12]); a
+ *     FEATURES model has no bit depth and may not have one.
+ *   - Luma reaches the model as sample / (2^bpc - 1). When the frame size
+ *     differs from the model's fixed H x W, the resize mode applies (see
+ *     VmafDnnResize and VmafDnnModelConfig.resize); with NONE the frame
+ *     fails with -ERANGE.
+ *
+ * Feature keys. The model's name is mcfg->name, else the sidecar's "name",
+ * else the file name without its directory and a final ".onnx".
+ *   - One output: the key is the name.
+ *   - Several outputs: output slot s gets "<name>_<suffix>", where the
+ *     suffix is entry s of the sidecar's "output_names" when it has one entry
+ *     per output, else the ONNX output name; every byte of the suffix outside
+ *     [A-Za-z0-9_] becomes '_'. When that key is taken (by an earlier slot,
+ *     another attached model, or a feature already in the context), the slot
+ *     gets the first free "<name>_output<s>_<n>" for n = 1..100.
+ * A key must be a valid feature name (at most 255 bytes of printable UTF-8;
+ * else -EINVAL). A single-output key that is taken, or a slot with no free
+ * key, is -EEXIST naming the key.
+ *
+ * Returns 0; -EINVAL (ctx or onnx_path NULL, the context is flushed, a bad
+ * mcfg value or session config, a no_reference FR model, a bad
+ * "input_names" entry, a bad key); -ENOTSUP (the shapes above); -EEXIST;
+ * the codes of vmaf_dnn_session_open (-ENOENT, -ENOSYS, -EBADMSG, ...); the
+ * sidecar's codes (-EINVAL for a bad key or value, -EBADMSG for bad JSON,
+ * -EISDIR, -E2BIG, -EACCES, ...: the message names the file and key);
+ * -ENOMEM. On failure nothing is attached.
+ */
+VMAF_DNN_API int vmaf_dnn_use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
+                                         const VmafDnnModelConfig *mcfg);
+
+/* Attached models, numbered 0.. in attach order. */
+
+/* Number of attached models; 0 for NULL. */
+VMAF_DNN_API size_t vmaf_dnn_tiny_model_count(const VmafDnnContext *ctx);
+
+/* The path the model was attached from, as given. Owned by the context;
+ * NULL for a NULL context or an index out of range. */
+VMAF_DNN_API const char *vmaf_dnn_tiny_model_path(const VmafDnnContext *ctx, size_t model);
+
+/* What the model reads; VMAF_DNN_MODEL_INVALID for a bad context or index. */
+VMAF_DNN_API VmafDnnModelKind vmaf_dnn_tiny_model_kind(const VmafDnnContext *ctx, size_t model);
+
+/* Number of feature keys the model writes (one per attached output); 0 for
+ * a bad context or index. */
+VMAF_DNN_API size_t vmaf_dnn_tiny_model_feature_count(const VmafDnnContext *ctx, size_t model);
+
+/* Key `feature` of the model, in output slot order. Owned by the context;
+ * NULL when out of range. */
+VMAF_DNN_API const char *vmaf_dnn_tiny_model_feature_name(const VmafDnnContext *ctx,
+                                                          size_t model, size_t feature);
+
+/* The execution provider the model's session runs on (see
+ * vmaf_dnn_session_attached_ep). Static storage; NULL for a bad index. */
+VMAF_DNN_API const char *vmaf_dnn_tiny_model_attached_ep(const VmafDnnContext *ctx,
+                                                         size_t model);
+
+/* The model's session, for the read-only functions of vmafdnn.h
+ * (fallback reason, input and output info). Owned by the context: never
+ * close or run it. NULL for a bad index. */
+VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnContext *ctx,
+                                                               size_t model);
+
+/* ------------------------------------------------------------------------ */
+/* Scoring                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Scores frame `index`: runs every attached model, in attach order, and
+ * stores each output under its key for that frame. Frames may come in any
+ * order; each index may be read once.
+ *   - `dist` is the distorted picture; NULL only when no attached model
+ *     reads pictures (every model is FEATURES).
+ *   - `ref` is the reference; NULL only when no attached model is FR.
+ *   - When both are given, their luma sizes and bpc must match.
+ * Stops at the first model that fails: the models before it have stored
+ * their scores for this frame, it and the ones after it have not; whatever
+ * was stored stays valid, and so does a report written afterwards. Reading
+ * the same index again is then -EEXIST (the frame is partly scored).
+ *
+ * Returns 0; -EINVAL (ctx NULL, the context is flushed, no model attached, a
+ * missing or invalid picture); -ERANGE (index >= 2^24, or a frame that does
+ * not fit a model: the message names the sizes and the model); -EEXIST (the
+ * frame already has a value from an attached model); -ENOENT (a FEATURES
+ * input has no value for this frame: the message names the feature, frame
+ * and model); -ENOTSUP (a model returned more than one value);
+ * -ENOMEM; and the codes of vmaf_dnn_session_run (-EIO, ...).
+ */
+VMAF_DNN_API int vmaf_dnn_read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
+                                        const VmafDnnPicture *dist, unsigned index);
+
+/* Marks the end of the pictures: later vmaf_dnn_read_pictures,
+ * vmaf_dnn_feature_append and vmaf_dnn_use_tiny_model calls return -EINVAL.
+ * Scores stay readable and reports writable. Flushing twice is harmless.
+ * Returns 0, -EINVAL (ctx NULL). */
+VMAF_DNN_API int vmaf_dnn_flush(VmafDnnContext *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Features (scores)                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* Stores a feature value the caller computed (imported from a libvmaf log,
+ * say) for frame `index`, so FEATURES models and reports see it. Push a
+ * frame's features before reading its pictures. `name` is copied.
+ * Returns 0, -EINVAL (ctx or name NULL, the context is flushed, a name that
+ * is not printable UTF-8 of 1..255 bytes), -EEXIST (the frame of that
+ * feature already has a value, or `name` is a key written by an attached
+ * model), -ERANGE (index >= 2^24), -ENOMEM. */
+VMAF_DNN_API int vmaf_dnn_feature_append(VmafDnnContext *ctx, const char *name, unsigned index,
+                                         double value);
+
+/* Reads frame `index` of feature `name` into *value (untouched on failure).
+ * Returns 0, -EINVAL (NULL argument), -ENOENT (no such feature, or no value
+ * for that frame). */
+VMAF_DNN_API int vmaf_dnn_feature_get(const VmafDnnContext *ctx, const char *name,
+                                      unsigned index, double *value);
+
+/* Number of features with at least one value (model keys appear once the
+ * model stored a value); 0 for NULL. */
+VMAF_DNN_API size_t vmaf_dnn_feature_count(const VmafDnnContext *ctx);
+
+/* Name of feature `feature` (0-based, in order of first value). Owned by the
+ * context, valid until it is closed; NULL when out of range. */
+VMAF_DNN_API const char *vmaf_dnn_feature_name(const VmafDnnContext *ctx, size_t feature);
+
+/* One more than the largest frame index with a value; 0 for NULL or none. */
+VMAF_DNN_API unsigned vmaf_dnn_frame_count(const VmafDnnContext *ctx);
+
+typedef enum VmafDnnPoolMethod {
+    VMAF_DNN_POOL_MIN = 0,
+    VMAF_DNN_POOL_MAX = 1,
+    VMAF_DNN_POOL_MEAN = 2,
+    VMAF_DNN_POOL_HARMONIC_MEAN = 3, /* libvmaf's: n / sum(1 / (x + 1)) - 1 */
+} VmafDnnPoolMethod;
+
+/* Pools feature `name` over frames first..last (inclusive; last may exceed
+ * the frame count) into *out, over the frames that have a value (missing
+ * frames are skipped, never counted as 0). Any NaN value makes the result
+ * NaN. Returns 0, -EINVAL (NULL argument, unknown method, first > last),
+ * -ENOENT (no such feature, or no value in the range; *out untouched). */
+VMAF_DNN_API int vmaf_dnn_feature_pool(const VmafDnnContext *ctx, const char *name,
+                                       VmafDnnPoolMethod method, unsigned first, unsigned last,
+                                       double *out);
+
+/* ------------------------------------------------------------------------ */
+/* Reports                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef enum VmafDnnOutputFormat {
+    VMAF_DNN_OUTPUT_JSON = 0,
+    VMAF_DNN_OUTPUT_XML = 1,
+    VMAF_DNN_OUTPUT_CSV = 2,
+} VmafDnnOutputFormat;
+
+/*
+ * Writes every feature of every frame as a libvmaf-compatible report (JSON:
+ * version, fps, frames[].metrics, pooled_metrics; XML: the same; CSV: one row
+ * per frame), with the context's fps. Missing values are left out, never
+ * written as 0; NaN and Inf are null in JSON and nan/inf in XML and CSV.
+ * May be called at any time (before flush, after a failed frame) and gives a
+ * complete, valid report of what is stored.
+ *
+ * vmaf_dnn_write_output writes `path` atomically (via "<path>.tmp" and a
+ * rename: the file is either the whole report or left as it was);
+ * vmaf_dnn_write_output_file writes to `f` (caller-owned, left open and
+ * flushed).
+ * Returns 0, -EINVAL (NULL argument, empty path, unknown format, a feature
+ * name XML cannot carry as an attribute: use JSON or CSV), -EIO (writing,
+ * syncing or renaming failed), -ENOMEM.
+ */
+VMAF_DNN_API int vmaf_dnn_write_output(const VmafDnnContext *ctx, const char *path,
+                                       VmafDnnOutputFormat fmt);
+VMAF_DNN_API int vmaf_dnn_write_output_file(const VmafDnnContext *ctx, FILE *f,
+                                            VmafDnnOutputFormat fmt);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VMAFDNN_CONTEXT_H */
