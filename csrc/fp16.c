@@ -4,12 +4,12 @@
  * every platform and under every floating-point environment, and equal to
  * numpy's astype() (checked against numpy for all 2^32 fp32 inputs).
  *
- * Speed comes from the compiler, not from intrinsics: each element is
- * converted by branch-free code whose selects the vectoriser can turn into
- * masks, and whose shifts are all by constants (SSE2 has no per-lane shift).
- * The same loop is compiled twice, for the baseline target and for AVX2, and
- * the AVX2 copy is picked at run time. Both copies come from one source, so
- * they cannot disagree; the tests check it anyway.
+ * Each direction is written twice with the same formulas: in branch-free
+ * portable C, which compilers can vectorise, and with AVX2 intrinsics, chosen
+ * at run time on x86 CPUs that have AVX2 (the library is built for the x86-64
+ * baseline, where the compiler may not use AVX2 by itself). The AVX2 kernels
+ * hand their last few elements to the portable ones. The tests check that
+ * both give the same bits.
  */
 #include <string.h>
 
@@ -25,64 +25,67 @@
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define VDNN_FP16_AVX2 1
+#include <immintrin.h>
 #endif
 
-/* Compares are done on int32_t so they map to SSE2's signed pcmpgtd; every
- * value compared is below 2^31. */
-
-/* Rounds away the low `k` bits of t (k = 8, 4, 2, 1) but keeps whether any
- * of them was set in bit 0 ("shift right and jam"), so a later rounding step
- * still sees an inexact value as inexact. */
-#define SHIFT_JAM(t, k) (((t) >> (k)) | ((((t) & ((1u << (k)) - 1u)) + ((1u << (k)) - 1u)) >> (k)))
-
+/*
+ * fp32 -> fp16, for every finite input, in one formula. With E the fp16
+ * exponent field minus one (fp32 exponent - 113) and M the fp32 significand
+ * with its hidden bit (2^23 <= M < 2^24):
+ *
+ *     h = max(E, 0) * 2^10 + round_even(M / 2^r),   r = 13 + max(-E, 0)
+ *     round_even(M / 2^r) = (M + 2^(r-1) - 1 + odd) >> r
+ *
+ * where odd is the lowest bit kept (bit r of M), which breaks ties to even.
+ * For a normal result the rounded significand lies in [2^10, 2^11]: its hidden
+ * bit adds the missing one to the exponent field, and a carry out of rounding
+ * moves to the next binade, or past 65504 to Inf (0x7c00, the clamp). For a
+ * subnormal result (E < 0) the significand is shifted further right; rounding
+ * the largest subnormal up gives 0x400, the smallest normal, with no special
+ * case.
+ *
+ * NaN follows numpy: sign and the top 10 payload bits are kept as they are
+ * (a signalling NaN stays signalling); bit 0 is set only when those payload
+ * bits are all zero, so that the result is not Inf.
+ *
+ * Compares are on int32_t, which SIMD units compare natively (SSE2 and AVX2
+ * have no unsigned compare); every value compared is below 2^31.
+ */
 static VDNN_ALWAYS_INLINE uint16_t half_from_bits(uint32_t x)
 {
     uint32_t sign = (x >> 16) & 0x8000u;
     uint32_t a = x & 0x7fffffffu;
 
-    /* Normal results: rebias the exponent (127 -> 15) and round to nearest
-     * even at bit 13. A carry out of the mantissa bumps the exponent, which is
-     * what rounding up to the next binade (or to Inf) needs. Results past the
-     * largest finite value, and Inf itself, are clamped to Inf below. */
-    int32_t normal = (int32_t)((a - 0x38000000u + 0x0fffu + ((a >> 13) & 1u)) >> 13);
-    if (normal > 0x7c00)
-        normal = 0x7c00;
+    int32_t e = (int32_t)(a >> 23) - 113;
+    int32_t base = e > 0 ? e << 10 : 0;
+    /* r = 25 already rounds every significand to zero; the clamp keeps the
+     * shifts below 32. */
+    uint32_t r = 13u + (uint32_t)(e < -12 ? 12 : e < 0 ? -e : 0);
+    uint32_t m = (a & 0x7fffffu) | 0x800000u;
+    uint32_t odd = (m >> r) & 1u;
+    int32_t h = base + (int32_t)((m + (1u << (r - 1)) - 1u + odd) >> r);
+    h = h > 0x7c00 ? 0x7c00 : h;
 
-    /* Subnormal results (|x| < 2^-14): the fp16 value is m * 2^-24 where m is
-     * the fp32 significand shifted right by 14 + sh. sh is applied in four
-     * constant-shift steps; 14 + 11 already flushes every input to zero. */
-    int32_t sh = 112 - (int32_t)(a >> 23);
-    if (sh > 11)
-        sh = 11;
-    uint32_t t = (a & 0x7fffffu) | 0x800000u;
-    t = (sh & 8) ? SHIFT_JAM(t, 8) : t;
-    t = (sh & 4) ? SHIFT_JAM(t, 4) : t;
-    t = (sh & 2) ? SHIFT_JAM(t, 2) : t;
-    t = (sh & 1) ? SHIFT_JAM(t, 1) : t;
-    int32_t subnormal = (int32_t)((t + 0x1fffu + ((t >> 14) & 1u)) >> 14);
-
-    /* NaN: numpy keeps the sign and the top 10 payload bits as they are (a
-     * signalling NaN stays signalling) and only sets bit 0 when those bits
-     * are all zero, so the result is not Inf. */
     int32_t payload = (int32_t)((a >> 13) & 0x3ffu);
     int32_t nan = 0x7c00 | payload | (payload == 0);
-
-    int32_t h = (int32_t)a < 0x38800000 ? subnormal : normal;
     h = (int32_t)a > 0x7f800000 ? nan : h;
     return (uint16_t)(sign | (uint32_t)h);
 }
 
+/*
+ * fp16 -> fp32 is exact. Normal values, Inf and NaN only move their fields
+ * into place and rebias the exponent (an all-ones exponent stays all ones,
+ * the payload is kept). A subnormal is normalised: its leading one is shifted
+ * up to bit 10, where a normal's hidden bit sits, and the exponent loses one
+ * per place shifted (found by a binary search of 8, 4, 2, 1 places).
+ */
 static VDNN_ALWAYS_INLINE uint32_t bits_from_half(uint32_t h)
 {
     uint32_t sign = (h & 0x8000u) << 16;
     int32_t a = (int32_t)(h & 0x7fffu);
 
-    /* Normal, Inf and NaN: move the fields into place and rebias the exponent
-     * (15 -> 127); an all-ones exponent must stay all ones, payload kept. */
     uint32_t wide = ((uint32_t)a << 13) + (a >= 0x7c00 ? 0x70000000u : 0x38000000u);
 
-    /* Subnormal: shift the leading one up to bit 10, where a normal's hidden
-     * bit sits, and take one off the exponent per place shifted. */
     int32_t t = a, k = 0;
     k += t < 0x008 ? 8 : 0;
     t = t < 0x008 ? t << 8 : t;
@@ -129,16 +132,88 @@ void vdnn_fp16_to_fp32_portable(const uint16_t *src, float *dst, size_t n)
 }
 
 #ifdef VDNN_FP16_AVX2
-__attribute__((target("avx2"))) static void fp32_to_fp16_avx2(const float *src, uint16_t *dst,
-                                                              size_t n)
+#define VDNN_AVX2 __attribute__((target("avx2")))
+#define I32(v) _mm256_set1_epi32(v)
+
+/* half_from_bits() on 8 lanes; the fp16 bits are returned in 32-bit lanes.
+ * vpsrlvd gives 0 for counts of 32 or more (2^(r-1) - 1 is made by shifting
+ * 2^31 - 1 right by 32 - r), so r needs no clamp here. */
+VDNN_AVX2 static VDNN_ALWAYS_INLINE __m256i avx2_half_from_bits(__m256i x)
 {
-    fp32_to_fp16_loop(src, dst, n);
+    __m256i a = _mm256_and_si256(x, I32(0x7fffffff));
+    __m256i sign = _mm256_srli_epi32(_mm256_xor_si256(x, a), 16);
+
+    __m256i e = _mm256_sub_epi32(_mm256_srli_epi32(a, 23), I32(113));
+    __m256i base = _mm256_slli_epi32(_mm256_max_epi32(e, I32(0)), 10);
+    __m256i r = _mm256_sub_epi32(I32(13), _mm256_min_epi32(e, I32(0)));
+    __m256i m = _mm256_or_si256(_mm256_and_si256(a, I32(0x7fffff)), I32(0x800000));
+    __m256i odd = _mm256_and_si256(_mm256_srlv_epi32(m, r), I32(1));
+    __m256i half_less_one = _mm256_srlv_epi32(I32(0x7fffffff), _mm256_sub_epi32(I32(32), r));
+    __m256i q = _mm256_srlv_epi32(_mm256_add_epi32(m, _mm256_add_epi32(half_less_one, odd)), r);
+    __m256i h = _mm256_min_epi32(_mm256_add_epi32(base, q), I32(0x7c00));
+
+    /* (a >> 13) & 0x7fff is 0x7c00 | payload for a NaN. */
+    __m256i nan = _mm256_max_epi32(_mm256_and_si256(_mm256_srli_epi32(a, 13), I32(0x7fff)),
+                                   I32(0x7c01));
+    h = _mm256_blendv_epi8(h, nan, _mm256_cmpgt_epi32(a, I32(0x7f800000)));
+    return _mm256_or_si256(h, sign);
 }
 
-__attribute__((target("avx2"))) static void fp16_to_fp32_avx2(const uint16_t *src, float *dst,
-                                                              size_t n)
+/* bits_from_half() on 8 lanes holding fp16 bits in 32-bit lanes. */
+VDNN_AVX2 static VDNN_ALWAYS_INLINE __m256i avx2_bits_from_half(__m256i hv)
 {
-    fp16_to_fp32_loop(src, dst, n);
+    __m256i sign = _mm256_slli_epi32(_mm256_and_si256(hv, I32(0x8000)), 16);
+    __m256i a = _mm256_and_si256(hv, I32(0x7fff));
+
+    __m256i special = _mm256_cmpgt_epi32(a, I32(0x7bff));
+    __m256i bias = _mm256_add_epi32(I32(0x38000000), _mm256_and_si256(special, I32(0x38000000)));
+    __m256i wide = _mm256_add_epi32(_mm256_slli_epi32(a, 13), bias);
+
+    __m256i t = a, k = _mm256_setzero_si256(), step;
+    step = _mm256_and_si256(_mm256_cmpgt_epi32(I32(0x008), t), I32(8));
+    t = _mm256_sllv_epi32(t, step);
+    k = _mm256_add_epi32(k, step);
+    step = _mm256_and_si256(_mm256_cmpgt_epi32(I32(0x080), t), I32(4));
+    t = _mm256_sllv_epi32(t, step);
+    k = _mm256_add_epi32(k, step);
+    step = _mm256_and_si256(_mm256_cmpgt_epi32(I32(0x200), t), I32(2));
+    t = _mm256_sllv_epi32(t, step);
+    k = _mm256_add_epi32(k, step);
+    step = _mm256_and_si256(_mm256_cmpgt_epi32(I32(0x400), t), I32(1));
+    t = _mm256_sllv_epi32(t, step);
+    k = _mm256_add_epi32(k, step);
+    __m256i subnormal = _mm256_sub_epi32(_mm256_add_epi32(_mm256_slli_epi32(t, 13), I32(0x38000000)),
+                                         _mm256_slli_epi32(k, 23));
+
+    __m256i f = _mm256_blendv_epi8(wide, subnormal, _mm256_cmpgt_epi32(I32(0x400), a));
+    f = _mm256_andnot_si256(_mm256_cmpeq_epi32(a, _mm256_setzero_si256()), f);
+    return _mm256_or_si256(f, sign);
+}
+
+VDNN_AVX2 static void fp32_to_fp16_avx2(const float *restrict src, uint16_t *restrict dst,
+                                        size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i lo = avx2_half_from_bits(_mm256_castps_si256(_mm256_loadu_ps(src + i)));
+        __m256i hi = avx2_half_from_bits(_mm256_castps_si256(_mm256_loadu_ps(src + i + 8)));
+        /* packus works within 128-bit halves; the permute restores order.
+         * No lane saturates: every value is at most 0xffff. */
+        __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8);
+        _mm256_storeu_si256((__m256i *)(dst + i), packed);
+    }
+    vdnn_fp32_to_fp16_portable(src + i, dst + i, n - i);
+}
+
+VDNN_AVX2 static void fp16_to_fp32_avx2(const uint16_t *restrict src, float *restrict dst,
+                                        size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i hv = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + i)));
+        _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(avx2_bits_from_half(hv)));
+    }
+    vdnn_fp16_to_fp32_portable(src + i, dst + i, n - i);
 }
 
 static int cpu_has_avx2(void)

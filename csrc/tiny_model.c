@@ -212,13 +212,11 @@ static int bind_images(VdnnTinyModel *m, const size_t *image_slot)
         VmafDnnTensorInfo in = input_info(m, slot);
         if (in.rank != 4)
             continue; /* the feature vector is fed by its own rule */
-        for (size_t k = 0; k < bound && k < 2; k++)
+        for (size_t k = 0; k < bound; k++)
             if (strcmp(m->image_name[k], in.name) == 0)
                 return vdnn_fail(-EINVAL, "model %s: sidecar \"input_names\" lists \"%s\" twice",
                                  m->path, in.name);
-        if (bound < 2)
-            m->image_name[bound] = in.name;
-        bound++;
+        m->image_name[bound++] = in.name; /* distinct image inputs: bound <= 2 */
     }
     if (bound != m->n_image)
         return vdnn_fail(-EINVAL, "model %s: sidecar \"input_names\" lists %zu of the model's %zu "
@@ -627,8 +625,8 @@ static int grow_resized(VdnnTinyModel *m, size_t n)
 /* Adds the image inputs of this frame to in[], resized when needed. */
 static int feed_images(VdnnTinyModel *m, const VdnnTinyFrame *f, VmafDnnInput *in, size_t *n)
 {
-    unsigned tw, th;
-    int resize, rc = target_size(m, f, &tw, &th, &resize);
+    unsigned tw = 0, th = 0;
+    int resize = 0, rc = target_size(m, f, &tw, &th, &resize);
     if (rc)
         return rc;
     if (resize && ((rc = vdnn_resizer_prepare(&m->resizer, m->resize, f->w, f->h, tw, th)) ||

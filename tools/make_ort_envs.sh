@@ -38,9 +38,12 @@ python=${PYTHON:-python3}
 cache_root="${VMAFDNN_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/vmafdnn}"
 envs_dir="$cache_root/envs"
 stamp_name=.vmafdnn-ort-requirement
+version_of_python='import sys; print("%d.%d" % sys.version_info[:2])'
 
 say() { echo "make_ort_envs: $*" >&2; }
 die() { say "error: $*"; exit 1; }
+
+python_version=$("$python" -c "$version_of_python") || die "cannot run $python"
 
 # Quiet pip: its output goes to a log that is shown only when it fails.
 pip_in() {
@@ -85,9 +88,10 @@ make_env() {
     local dir="$envs_dir/$name" py="$envs_dir/$name/bin/python"
     local stamp="$dir/$stamp_name" want t0=$SECONDS
 
-    if [ ! -x "$py" ]; then
-        say "$name: creating the virtual environment"
-        "$python" -m venv "$dir" || return 1
+    # A venv is tied to its interpreter's minor version, as is vmafdnn's wheel.
+    if [ "$("$py" -c "$version_of_python" 2>/dev/null)" != "$python_version" ]; then
+        say "$name: creating the virtual environment (Python $python_version)"
+        "$python" -m venv --clear "$dir" || return 1
     fi
     want="$requirement ${BASE_REQUIREMENTS[*]}"
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
@@ -102,14 +106,18 @@ make_env() {
     fi
     pip_in "$py" install --no-compile --no-deps --force-reinstall "$wheel" || return 1
 
-    # The summary doubles as a smoke test: the package finds ORT by itself.
-    "$py" - "$name" <<'EOF'
-import sys
+    # The summary doubles as a smoke test: the installed package finds the
+    # environment's own ORT (nothing inherited may point elsewhere).
+    (cd / && env -u VMAFDNN_ORT_LIBRARY -u PYTHONPATH "$py" - "$name") <<'EOF'
+import os, sys
 import vmafdnn
+name = sys.argv[1]
 if not vmafdnn.available():
-    sys.exit(f"{sys.argv[1]}: vmafdnn cannot load ONNX Runtime: {vmafdnn.unavailable_reason()}")
-print(f"{sys.argv[1]}: vmafdnn {vmafdnn.__version__}, ONNX Runtime {vmafdnn.ort_version()} "
-      f"from {vmafdnn.ort_library_path()}")
+    sys.exit(f"{name}: vmafdnn cannot load ONNX Runtime: {vmafdnn.unavailable_reason()}")
+library = vmafdnn.ort_library_path()
+if not os.path.realpath(library).startswith(os.path.realpath(sys.prefix) + os.sep):
+    sys.exit(f"{name}: vmafdnn loaded ONNX Runtime from {library}, outside {sys.prefix}")
+print(f"{name}: vmafdnn {vmafdnn.__version__}, ONNX Runtime {vmafdnn.ort_version()} from {library}")
 EOF
 }
 

@@ -2,6 +2,7 @@
 import errno
 import os
 import threading
+from collections import abc
 from typing import Dict, List, Mapping, NamedTuple, Sequence, Tuple, Union
 
 import numpy as np
@@ -104,21 +105,27 @@ class Session:
             self._handle, lib.vmaf_dnn_session_output_count(self._handle),
             lib.vmaf_dnn_session_output_info)
         self._input_index = {info.name: i for i, info in enumerate(self.inputs)}
+        self._input_names = tuple(info.name for info in self.inputs)
+        self._output_names = tuple(info.name for info in self.outputs)
         self._lock = threading.Lock()
         # C structures reused by every run (under _lock): building them per
-        # call would cost more than ORT's own run on a tiny model.
+        # call would cost more than ORT's own run on a tiny model. Each input's
+        # shape is written only when it differs from the previous run's.
         n_in, n_out = len(self.inputs), len(self.outputs)
         self._c_inputs = ffi.new("VmafDnnInput[]", max(n_in, 1))
         self._c_shapes = [ffi.new("int64_t[]", max(len(i.shape), 1)) for i in self.inputs]
+        self._fed_shapes = [None] * n_in
         for i in range(n_in):
             self._c_inputs[i].shape = self._c_shapes[i]
             self._c_inputs[i].rank = len(self.inputs[i].shape)
         self._c_outputs = ffi.new("VmafDnnOutput[]", max(n_out, 1))
-        self._static_counts = [
-            int(np.prod(o.shape)) if all(d >= 0 for d in o.shape) else None
-            for o in self.outputs
-        ]
-        self._last_counts = [c or 1 for c in self._static_counts]
+        # Outputs of fixed shape get exact arrays; the others a capacity that
+        # grows to what the model has produced so far.
+        self._static_shapes = [o.shape if all(d >= 0 for d in o.shape) else None
+                               for o in self.outputs]
+        self._capacities = [1] * n_out
+        self._closed = False
+        self._fast_run = self._make_fast_run()
 
     # -- lifetime -----------------------------------------------------------
     def close(self) -> None:
@@ -126,6 +133,8 @@ class Session:
         handle = self.__dict__.pop("_handle", None)
         if handle is not None:
             with self._lock:
+                self._closed = True
+                self._fast_run = None
                 ffi.release(handle)
 
     def __enter__(self) -> "Session":
@@ -148,90 +157,157 @@ class Session:
                 "threads": c.threads, "fp16_io": bool(c.fp16_io)}
 
     # -- running ------------------------------------------------------------
-    def _ordered_feeds(self, feeds) -> List[np.ndarray]:
-        if isinstance(feeds, Mapping):
-            ordered = [None] * len(self.inputs)
-            for name, value in feeds.items():
-                index = self._input_index.get(name)
-                if index is None:
+    def _ordered_feeds(self, feeds) -> List:
+        if type(feeds) is dict or isinstance(feeds, abc.Mapping):
+            if len(feeds) == len(self._input_names):
+                try:
+                    return [feeds[name] for name in self._input_names]
+                except KeyError:
+                    pass
+            for name in feeds:
+                if name not in self._input_index:
                     raise InvalidArgumentError(
-                        22, f"the model has no input named {name!r}; its inputs are "
-                            f"{', '.join(i.name for i in self.inputs)}")
-                ordered[index] = value
-            for index, value in enumerate(ordered):
-                if value is None:
-                    raise InvalidArgumentError(22, f"input {self.inputs[index].name!r} is missing")
-            return ordered
-        if isinstance(feeds, (list, tuple)):
+                        errno.EINVAL, f"the model has no input named {name!r}; its inputs are "
+                                      f"{', '.join(self._input_names)}")
+            missing = next(name for name in self._input_names if name not in feeds)
+            raise InvalidArgumentError(errno.EINVAL, f"input {missing!r} is missing")
+        if type(feeds) in (list, tuple):
             if len(feeds) != len(self.inputs):
                 raise InvalidArgumentError(
-                    22, f"{len(feeds)} inputs given; the model has {len(self.inputs)}")
-            return list(feeds)
+                    errno.EINVAL, f"{len(feeds)} inputs given; the model has {len(self.inputs)}")
+            return feeds
         raise TypeError("feeds must be a dict of name -> array or a list/tuple in input order")
 
-    def _check_array(self, index: int, value) -> np.ndarray:
+    def _checked_array(self, index: int, value) -> np.ndarray:
+        """The float32 C-contiguous array to feed (a copy only when the caller's
+        array is not contiguous)."""
+        if type(value) is not np.ndarray:
+            value = np.asarray(value)
         info = self.inputs[index]
-        arr = value if isinstance(value, np.ndarray) else np.asarray(value)
-        if arr.dtype != _FLOAT32:
+        if value.dtype != _FLOAT32:
             raise InvalidArgumentError(
-                22, f"input {info.name!r} must be float32, got {arr.dtype}")
-        if arr.ndim != len(info.shape):
+                errno.EINVAL, f"input {info.name!r} must be float32, got {value.dtype}")
+        if value.ndim != len(info.shape):
             raise InvalidArgumentError(
-                22, f"input {info.name!r} must have rank {len(info.shape)}, got shape {arr.shape}")
-        if not arr.flags.c_contiguous:
-            arr = np.ascontiguousarray(arr)
-        return arr
+                errno.EINVAL, f"input {info.name!r} must have rank {len(info.shape)}, "
+                              f"got shape {value.shape}")
+        if not value.flags.c_contiguous:
+            value = np.ascontiguousarray(value)
+        return value
+
+    def _make_fast_run(self):
+        """A run specialised for models whose every dim is fixed, fed a dict of
+        C-contiguous float32 arrays of exactly those shapes: the per-call cost
+        that matters for tiny models. It returns None for anything else, which
+        then takes the general path (and its error messages). It has its own C
+        structures, so the general path's shape writes never reach it."""
+        if any(d < 0 for info in self.inputs + self.outputs for d in info.shape):
+            return None
+        names = self._input_names
+        in_shapes = tuple(info.shape for info in self.inputs)
+        out_shapes = tuple(info.shape for info in self.outputs)
+        out_names = self._output_names
+        n_in, n_out = len(names), len(out_shapes)
+        c_inputs = ffi.new("VmafDnnInput[]", max(n_in, 1))
+        c_shapes = [ffi.new("int64_t[]", list(shape) or [1]) for shape in in_shapes]
+        for i, shape in enumerate(in_shapes):
+            c_inputs[i].shape = c_shapes[i]
+            c_inputs[i].rank = len(shape)
+        c_outputs = ffi.new("VmafDnnOutput[]", max(n_out, 1))
+        for k, shape in enumerate(out_shapes):
+            c_outputs[k].capacity = int(np.prod(shape))
+        handle, lock, session = self._handle, self._lock, self
+        from_buffer, empty, ndarray, f32 = ffi.from_buffer, np.empty, np.ndarray, _FLOAT32
+        run_c = lib.vmaf_dnn_session_run
+
+        def fast_run(feeds, _keep_alive=(c_inputs, c_shapes, c_outputs)):
+            if type(feeds) is not dict or len(feeds) != n_in:
+                return None
+            buffers = []
+            for name, shape in zip(names, in_shapes):
+                a = feeds.get(name)
+                if (type(a) is not ndarray or a.dtype != f32 or a.shape != shape
+                        or not a.flags.c_contiguous):
+                    return None
+                buffers.append(from_buffer("float[]", a))
+            outputs = [empty(shape, f32) for shape in out_shapes]
+            buffers += [from_buffer("float[]", o) for o in outputs]
+            with lock:
+                if session._closed:
+                    return None  # the general path raises the "closed" error
+                for i in range(n_in):
+                    c_inputs[i].data = buffers[i]
+                for k in range(n_out):
+                    c_outputs[k].data = buffers[n_in + k]
+                rc = run_c(handle, c_inputs, n_in, c_outputs, n_out)
+            if rc:
+                check(rc)
+            return dict(zip(out_names, outputs))
+
+        return fast_run
 
     def run(self, feeds: Union[Mapping[str, np.ndarray], Sequence[np.ndarray]]
             ) -> Dict[str, np.ndarray]:
         """Runs the model; returns {output name: float32 array of its shape}.
 
         ``feeds``: a dict name -> array, or a list/tuple in input order, of
-        float32 arrays (C-contiguous ones are passed without a copy).
+        float32 arrays (C-contiguous ones are passed without a copy). The GIL
+        is released while the model runs.
         """
+        fast_run = self._fast_run
+        if fast_run is not None:
+            results = fast_run(feeds)
+            if results is not None:
+                return results
         handle = self._live_handle()
-        arrays = [self._check_array(i, v) for i, v in enumerate(self._ordered_feeds(feeds))]
+        arrays = [self._checked_array(i, v) for i, v in enumerate(self._ordered_feeds(feeds))]
         with self._lock:
-            keep = []  # buffers that must outlive the C call
-            c_inputs = self._c_inputs
+            keep = []  # cffi buffers that must outlive the C call
             for i, arr in enumerate(arrays):
-                shape = self._c_shapes[i]
-                for d, n in enumerate(arr.shape):
-                    shape[d] = n
+                if arr.shape != self._fed_shapes[i]:
+                    c_shape = self._c_shapes[i]
+                    for d, n in enumerate(arr.shape):
+                        c_shape[d] = n
+                    self._fed_shapes[i] = arr.shape
                 buf = ffi.from_buffer("float[]", arr)
                 keep.append(buf)
-                c_inputs[i].data = buf
-            largest_input = max((a.size for a in arrays), default=1)
+                self._c_inputs[i].data = buf
             while True:
-                results = self._run_once(handle, len(arrays), largest_input)
+                results = self._run_once(handle, len(arrays), arrays, keep)
                 if results is not None:
                     return results
 
-    def _run_once(self, handle, n_inputs, largest_input):
+    def _run_once(self, handle, n_inputs, inputs, keep):
         """One C run into fresh arrays; None when a buffer was too small (the
-        needed sizes are remembered for the retry)."""
+        sizes needed are remembered for the retry)."""
         c_outputs = self._c_outputs
-        arrays = []
-        for k, static in enumerate(self._static_counts):
-            capacity = static if static is not None else max(self._last_counts[k], largest_input)
-            arr = np.empty(capacity, dtype=np.float32)
-            arrays.append(arr)
-            c_outputs[k].data = ffi.from_buffer("float[]", arr)
-            c_outputs[k].capacity = capacity
-        rc = lib.vmaf_dnn_session_run(handle, self._c_inputs, n_inputs, c_outputs, len(arrays))
+        outputs = []
+        for k, shape in enumerate(self._static_shapes):
+            if shape is None:
+                # First guess for an unknown size: the largest input (right
+                # for image-to-image models), then what the model produced.
+                if self._capacities[k] == 1:
+                    self._capacities[k] = max(a.size for a in inputs) if inputs else 1
+                arr = np.empty(self._capacities[k], dtype=np.float32)
+            else:
+                arr = np.empty(shape, dtype=np.float32)
+            outputs.append(arr)
+            buf = ffi.from_buffer("float[]", arr)
+            keep.append(buf)
+            c_outputs[k].data = buf
+            c_outputs[k].capacity = arr.size
+        rc = lib.vmaf_dnn_session_run(handle, self._c_inputs, n_inputs, c_outputs, len(outputs))
         if rc == -errno.ENOSPC:
-            for k in range(len(arrays)):
-                self._last_counts[k] = max(self._last_counts[k], c_outputs[k].count)
+            for k in range(len(outputs)):
+                self._capacities[k] = max(self._capacities[k], c_outputs[k].count)
             return None
         check(rc)
-        results = {}
-        for k, info in enumerate(self.outputs):
-            out = c_outputs[k]
-            shape = tuple(out.shape[d] for d in range(out.rank))
-            if self._static_counts[k] is None:
-                self._last_counts[k] = out.count
-            results[info.name] = arrays[k][: out.count].reshape(shape)
-        return results
+        for k, shape in enumerate(self._static_shapes):
+            if shape is None:
+                out = c_outputs[k]
+                produced = tuple(out.shape[d] for d in range(out.rank))
+                outputs[k] = outputs[k][: out.count].reshape(produced)
+        return dict(zip(self._output_names, outputs))
 
     def __repr__(self) -> str:
         state = "closed" if "_handle" not in self.__dict__ else self.attached_ep

@@ -121,6 +121,158 @@ def dynamic_output():
                       [tensor("x", F32, ["N"])], [tensor("y", F32, ["N"])])
 
 
+# ---- tiny models for the scoring context (tests/c/test_context.c) ----------
+
+
+def _mean_to(x, out, nodes, inits, tag):
+    """Appends nodes: out[1] = mean of every element of x."""
+    shape = numpy_helper.from_array(np.array([1], np.int64), f"shape1_{tag}")
+    inits.append(shape)
+    nodes += [helper.make_node("ReduceMean", [x], [f"m_{tag}"], keepdims=0),
+              helper.make_node("Reshape", [f"m_{tag}", shape.name], [out])]
+
+
+def _mean_model(input_dims, elem_type=F32):
+    """x[input_dims] -> score[1] = mean(x)."""
+    nodes, inits = [], []
+    src = "x"
+    if elem_type != F32:
+        nodes.append(helper.make_node("Cast", ["x"], ["xf"], to=F32))
+        src = "xf"
+    _mean_to(src, "score", nodes, inits, "x")
+    return make_model(nodes, [tensor("x", elem_type, input_dims)], [tensor("score", F32, [1])],
+                      inits)
+
+
+def nr_mean():
+    """x[1,1,8,8] -> score[1] = mean(x)."""
+    return _mean_model([1, 1, 8, 8])
+
+
+def nr_mean_4x4():
+    """x[1,1,4,4] -> score[1] = mean(x) (for resize tests)."""
+    return _mean_model([1, 1, 4, 4])
+
+
+def fr_diff():
+    """first[1,1,8,8], second[1,1,8,8] -> diff[1] = mean(first) - mean(second):
+    the sign shows which plane was bound to which input."""
+    nodes, inits = [], []
+    _mean_to("first", "mf", nodes, inits, "first")
+    _mean_to("second", "ms", nodes, inits, "second")
+    nodes.append(helper.make_node("Sub", ["mf", "ms"], ["diff"]))
+    return make_model(nodes, [tensor("first", F32, [1, 1, 8, 8]),
+                              tensor("second", F32, [1, 1, 8, 8])],
+                      [tensor("diff", F32, [1])], inits)
+
+
+def pixels():
+    """x[1,1,2,2] -> four outputs, one pixel each, named "p.0", "p-1", "p 2", "p3"."""
+    shape = numpy_helper.from_array(np.array([4], np.int64), "shape4")
+    names = ["p.0", "p-1", "p 2", "p3"]
+    nodes = [helper.make_node("Reshape", ["x", "shape4"], ["flat"]),
+             helper.make_node("Split", ["flat"], names, axis=0)]
+    return make_model(nodes, [tensor("x", F32, [1, 1, 2, 2])],
+                      [tensor(n, F32, [1]) for n in names], [shape])
+
+
+def dup_outputs():
+    """x[1,1,4,4] -> "a.b" = mean, "a_b" = 2 mean, "a-b" = 3 mean: all three
+    sanitise to the same suffix."""
+    nodes, inits = [], []
+    _mean_to("x", "a.b", nodes, inits, "x")
+    inits += [numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+              numpy_helper.from_array(np.array(3.0, np.float32), "three")]
+    nodes += [helper.make_node("Mul", ["a.b", "two"], ["a_b"]),
+              helper.make_node("Mul", ["a.b", "three"], ["a-b"])]
+    return make_model(nodes, [tensor("x", F32, [1, 1, 4, 4])],
+                      [tensor(n, F32, [1]) for n in ("a.b", "a_b", "a-b")], inits)
+
+
+def symbolic_batch_image():
+    """x[N,1,4,4] -> score[N] = per-image mean."""
+    nodes = [helper.make_node("ReduceMean", ["x"], ["score"], axes=[1, 2, 3], keepdims=0)]
+    return make_model(nodes, [tensor("x", F32, ["N", 1, 4, 4])], [tensor("score", F32, ["N"])])
+
+
+def fixed_batch2():
+    return _mean_model([2, 1, 4, 4])
+
+
+def rank3_input():
+    return _mean_model([1, 4, 4])
+
+
+def two_channel():
+    return _mean_model([1, 2, 4, 4])
+
+
+def symbolic_hw_mean():
+    """x[1,1,H,W] -> score[1] = mean(x)."""
+    return _mean_model([1, 1, "H", "W"])
+
+
+def huge_hw():
+    return _mean_model([1, 1, 40000, 4])
+
+
+def fp16_image():
+    """x[1,1,4,4] FLOAT16 -> score[1] = mean(x) (FLOAT)."""
+    return _mean_model([1, 1, 4, 4], F16)
+
+
+def output_1x4():
+    """x[1,1,4,4] -> column means[1,4]: not a scalar."""
+    nodes = [helper.make_node("ReduceMean", ["x"], ["cols"], axes=[1, 2], keepdims=0)]
+    return make_model(nodes, [tensor("x", F32, [1, 1, 4, 4])], [tensor("cols", F32, [1, 4])])
+
+
+def symbolic_output():
+    """x[1,1,4,4] -> cols[1,K]: a symbolic dim that is not a batch."""
+    nodes = [helper.make_node("ReduceMean", ["x"], ["cols"], axes=[1, 2], keepdims=0)]
+    return make_model(nodes, [tensor("x", F32, [1, 1, 4, 4])], [tensor("cols", F32, [1, "K"])])
+
+
+def three_images():
+    nodes, inits = [], []
+    for n in "abc":
+        _mean_to(n, f"m{n}", nodes, inits, n)
+    nodes += [helper.make_node("Add", ["ma", "mb"], ["ab"]),
+              helper.make_node("Add", ["ab", "mc"], ["score"])]
+    return make_model(nodes, [tensor(n, F32, [1, 1, 4, 4]) for n in "abc"],
+                      [tensor("score", F32, [1])], inits)
+
+
+def fr_mismatched():
+    """Two image inputs of different sizes."""
+    nodes, inits = [], []
+    _mean_to("a", "ma", nodes, inits, "a")
+    _mean_to("b", "mb", nodes, inits, "b")
+    nodes.append(helper.make_node("Add", ["ma", "mb"], ["score"]))
+    return make_model(nodes, [tensor("a", F32, [1, 1, 4, 4]), tensor("b", F32, [1, 1, 8, 8])],
+                      [tensor("score", F32, [1])], inits)
+
+
+def fv_weighted():
+    """x[N,2] -> score[N,1] = x0 + 10 x1."""
+    w = numpy_helper.from_array(np.array([[1.0], [10.0]], np.float32), "w")
+    return make_model([helper.make_node("MatMul", ["x", "w"], ["score"])],
+                      [tensor("x", F32, ["N", 2])], [tensor("score", F32, ["N", 1])], [w])
+
+
+def image_codec():
+    """x[1,1,4,4], codec[1,3] -> score[1] = mean(x) + codec . [1, 10, 100]."""
+    nodes, inits = [], []
+    _mean_to("x", "mx", nodes, inits, "x")
+    inits.append(numpy_helper.from_array(np.array([[1.0], [10.0], [100.0]], np.float32), "w"))
+    inits.append(numpy_helper.from_array(np.array([1], np.int64), "shape_c"))
+    nodes += [helper.make_node("MatMul", ["codec", "w"], ["cw"]),
+              helper.make_node("Reshape", ["cw", "shape_c"], ["c1"]),
+              helper.make_node("Add", ["mx", "c1"], ["score"])]
+    return make_model(nodes, [tensor("x", F32, [1, 1, 4, 4]), tensor("codec", F32, [1, 3])],
+                      [tensor("score", F32, [1])], inits)
+
+
 ALL = {
     "identity": identity,
     "identity_fp16": identity_fp16,
@@ -133,6 +285,24 @@ ALL = {
     "typed_outputs": typed_outputs,
     "int64_input": int64_input,
     "dynamic_output": dynamic_output,
+    "nr_mean": nr_mean,
+    "nr_mean_4x4": nr_mean_4x4,
+    "fr_diff": fr_diff,
+    "pixels": pixels,
+    "dup_outputs": dup_outputs,
+    "symbolic_batch_image": symbolic_batch_image,
+    "fixed_batch2": fixed_batch2,
+    "rank3_input": rank3_input,
+    "two_channel": two_channel,
+    "symbolic_hw_mean": symbolic_hw_mean,
+    "huge_hw": huge_hw,
+    "fp16_image": fp16_image,
+    "output_1x4": output_1x4,
+    "symbolic_output": symbolic_output,
+    "three_images": three_images,
+    "fr_mismatched": fr_mismatched,
+    "fv_weighted": fv_weighted,
+    "image_codec": image_codec,
 }
 
 

@@ -1,0 +1,466 @@
+/* The public scoring context (vmafdnn/context.h): argument checks, picture
+ * checks and normalisation, routing frames through the attached models
+ * (tiny_model.h) into the feature collector, and reports (output.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmafdnn/context.h"
+
+#include "error.h"
+#include "feature_collector.h"
+#include "output.h"
+#include "resize.h"
+#include "tiny_model.h"
+
+/* Picture sides, as the session API's planes. */
+#define PICTURE_MAX_DIM 32768u
+
+struct VmafDnnContext {
+    VmafDnnContextConfig cfg;
+    VdnnFeatureCollector *fc;
+    VdnnTinyModel **model;   /* n_models owned models, in attach order */
+    size_t n_models, model_capacity;
+    int flushed;
+    float *ref_luma, *dist_luma; /* this frame's normalised luma, luma_capacity floats each */
+    size_t luma_capacity;
+};
+
+static int check_resize(VmafDnnResize r, const char *what)
+{
+    if ((unsigned)r > VMAF_DNN_RESIZE_BICUBIC)
+        return vdnn_fail(-EINVAL, "%s: unknown resize mode %d", what, (int)r);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Open / close                                                             */
+/* ------------------------------------------------------------------------ */
+
+void vmaf_dnn_default_context_config(VmafDnnContextConfig *cfg)
+{
+    if (!cfg)
+        return;
+    memset(cfg, 0, sizeof(*cfg));
+    vmaf_dnn_default_config(&cfg->session);
+    cfg->resize = VMAF_DNN_RESIZE_NONE;
+}
+
+int vmaf_dnn_context_open(VmafDnnContext **out, const VmafDnnContextConfig *cfg)
+{
+    vdnn_clear_error();
+    if (!out)
+        return vdnn_fail(-EINVAL, "context_open: out is NULL");
+    VmafDnnContextConfig config;
+    vmaf_dnn_default_context_config(&config);
+    if (cfg) {
+        int rc = check_resize(cfg->resize, "context config");
+        if (rc)
+            return rc;
+        if (!isfinite(cfg->fps) || cfg->fps < 0)
+            return vdnn_fail(-EINVAL, "context config: fps must be finite and >= 0 (got %g)",
+                             cfg->fps);
+        config = *cfg;
+    }
+    VmafDnnContext *ctx = calloc(1, sizeof(*ctx));
+    if (!ctx)
+        return vdnn_fail(-ENOMEM, "out of memory");
+    ctx->cfg = config;
+    int rc = vdnn_feature_collector_init(&ctx->fc);
+    if (rc) {
+        free(ctx);
+        return rc;
+    }
+    *out = ctx;
+    return 0;
+}
+
+void vmaf_dnn_context_close(VmafDnnContext *ctx)
+{
+    if (!ctx)
+        return;
+    for (size_t i = 0; i < ctx->n_models; i++)
+        vdnn_tiny_model_close(ctx->model[i]);
+    free(ctx->model);
+    vdnn_feature_collector_free(ctx->fc);
+    free(ctx->ref_luma);
+    free(ctx->dist_luma);
+    free(ctx);
+}
+
+static int check_open(const VmafDnnContext *ctx, const char *what)
+{
+    if (!ctx)
+        return vdnn_fail(-EINVAL, "%s: context is NULL", what);
+    if (ctx->flushed)
+        return vdnn_fail(-EINVAL, "%s: the context is flushed", what);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Attaching                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* The attached model that writes feature `key`, or NULL. */
+static const VdnnTinyModel *key_owner(const VmafDnnContext *ctx, const char *key)
+{
+    for (size_t i = 0; i < ctx->n_models; i++)
+        for (size_t k = 0; k < vdnn_tiny_model_key_count(ctx->model[i]); k++)
+            if (strcmp(vdnn_tiny_model_key(ctx->model[i], k), key) == 0)
+                return ctx->model[i];
+    return NULL;
+}
+
+/* VdnnTinyModelOptions.key_taken: keys of other models and stored features. */
+static int key_taken(void *opaque, const char *key)
+{
+    const VmafDnnContext *ctx = opaque;
+    if (key_owner(ctx, key))
+        return 1;
+    for (size_t i = 0; i < vdnn_feature_collector_feature_count(ctx->fc); i++)
+        if (strcmp(vdnn_feature_collector_feature_name(ctx->fc, i), key) == 0)
+            return 1;
+    return 0;
+}
+
+int vmaf_dnn_use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
+                            const VmafDnnModelConfig *mcfg)
+{
+    vdnn_clear_error();
+    int rc = check_open(ctx, "use_tiny_model");
+    if (rc)
+        return rc;
+    if (!onnx_path)
+        return vdnn_fail(-EINVAL, "use_tiny_model: onnx_path is NULL");
+    const VmafDnnModelConfig none = {0};
+    if (!mcfg)
+        mcfg = &none;
+    if ((rc = check_resize(mcfg->resize, "model config")))
+        return rc;
+    if (ctx->n_models == ctx->model_capacity) {
+        size_t cap = ctx->model_capacity ? 2 * ctx->model_capacity : 4;
+        VdnnTinyModel **grown = realloc(ctx->model, cap * sizeof(*grown));
+        if (!grown)
+            return vdnn_fail(-ENOMEM, "out of memory");
+        ctx->model = grown;
+        ctx->model_capacity = cap;
+    }
+    const VdnnTinyModelOptions opt = {
+        .onnx_path = onnx_path,
+        .session = mcfg->session ? mcfg->session : &ctx->cfg.session,
+        .name = mcfg->name,
+        .resize = mcfg->resize,
+        .context_resize = ctx->cfg.resize,
+        .no_reference = mcfg->no_reference,
+        .key_taken = key_taken,
+        .opaque = ctx,
+    };
+    if ((rc = vdnn_tiny_model_open(&ctx->model[ctx->n_models], &opt)))
+        return rc;
+    ctx->n_models++;
+    return 0;
+}
+
+static const VdnnTinyModel *model_at(const VmafDnnContext *ctx, size_t i)
+{
+    return ctx && i < ctx->n_models ? ctx->model[i] : NULL;
+}
+
+size_t vmaf_dnn_tiny_model_count(const VmafDnnContext *ctx)
+{
+    return ctx ? ctx->n_models : 0;
+}
+
+const char *vmaf_dnn_tiny_model_path(const VmafDnnContext *ctx, size_t model)
+{
+    const VdnnTinyModel *m = model_at(ctx, model);
+    return m ? vdnn_tiny_model_path(m) : NULL;
+}
+
+VmafDnnModelKind vmaf_dnn_tiny_model_kind(const VmafDnnContext *ctx, size_t model)
+{
+    const VdnnTinyModel *m = model_at(ctx, model);
+    return m ? vdnn_tiny_model_kind(m) : VMAF_DNN_MODEL_INVALID;
+}
+
+size_t vmaf_dnn_tiny_model_feature_count(const VmafDnnContext *ctx, size_t model)
+{
+    const VdnnTinyModel *m = model_at(ctx, model);
+    return m ? vdnn_tiny_model_key_count(m) : 0;
+}
+
+const char *vmaf_dnn_tiny_model_feature_name(const VmafDnnContext *ctx, size_t model,
+                                             size_t feature)
+{
+    const VdnnTinyModel *m = model_at(ctx, model);
+    return m ? vdnn_tiny_model_key(m, feature) : NULL;
+}
+
+const char *vmaf_dnn_tiny_model_attached_ep(const VmafDnnContext *ctx, size_t model)
+{
+    const VdnnTinyModel *m = model_at(ctx, model);
+    return m ? vmaf_dnn_session_attached_ep(vdnn_tiny_model_session(m)) : NULL;
+}
+
+const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnContext *ctx, size_t model)
+{
+    const VdnnTinyModel *m = model_at(ctx, model);
+    return m ? vdnn_tiny_model_session(m) : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pictures                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static int check_plane(const VmafDnnPicture *p, int i, const char *which)
+{
+    static const char *const plane[3] = {"Y", "U", "V"};
+    const unsigned bytes = p->bpc > 8 ? 2 : 1;
+    if (!p->data[i])
+        return i ? 0 : vdnn_fail(-EINVAL, "%s picture: plane Y data is NULL", which);
+    if (!p->w[i] || !p->h[i] || p->w[i] > PICTURE_MAX_DIM || p->h[i] > PICTURE_MAX_DIM)
+        return vdnn_fail(-EINVAL, "%s picture: plane %s is %ux%u; each side must be 1..%u", which,
+                         plane[i], p->w[i], p->h[i], PICTURE_MAX_DIM);
+    if (p->stride[i] < (ptrdiff_t)p->w[i] * (ptrdiff_t)bytes)
+        return vdnn_fail(-EINVAL, "%s picture: plane %s stride %td is smaller than a row of %u "
+                         "samples of %u byte%s", which, plane[i], p->stride[i], p->w[i], bytes,
+                         bytes > 1 ? "s" : "");
+    if (bytes == 2 && (((uintptr_t)p->data[i] & 1u) || (p->stride[i] & 1)))
+        return vdnn_fail(-EINVAL, "%s picture: plane %s holds uint16_t samples (bpc %u) but its "
+                         "address or stride is odd", which, plane[i], p->bpc);
+    return 0;
+}
+
+static int check_picture(const VmafDnnPicture *p, const char *which)
+{
+    if (p->bpc < 8 || p->bpc > 16)
+        return vdnn_fail(-EINVAL, "%s picture: bpc is %u; it must be 8..16", which, p->bpc);
+    int rc = 0;
+    for (int i = 0; i < 3 && !rc; i++)
+        rc = check_plane(p, i, which);
+    return rc;
+}
+
+/* Checks the pictures against what the attached models read. */
+static int check_pictures(const VmafDnnContext *ctx, const VmafDnnPicture *ref,
+                          const VmafDnnPicture *dist)
+{
+    for (size_t i = 0; i < ctx->n_models; i++) {
+        VmafDnnModelKind kind = vdnn_tiny_model_kind(ctx->model[i]);
+        if (!dist && kind != VMAF_DNN_MODEL_FEATURES)
+            return vdnn_fail(-EINVAL, "read_pictures: dist is NULL, but model %s reads pictures",
+                             vdnn_tiny_model_path(ctx->model[i]));
+        if (!ref && kind == VMAF_DNN_MODEL_FR)
+            return vdnn_fail(-EINVAL, "read_pictures: ref is NULL, but model %s is "
+                             "full-reference", vdnn_tiny_model_path(ctx->model[i]));
+    }
+    if (ref && !dist)
+        return vdnn_fail(-EINVAL, "read_pictures: a reference picture without a distorted one");
+    int rc;
+    if ((dist && (rc = check_picture(dist, "distorted"))) ||
+        (ref && (rc = check_picture(ref, "reference"))))
+        return rc;
+    if (ref && (ref->w[0] != dist->w[0] || ref->h[0] != dist->h[0] || ref->bpc != dist->bpc))
+        return vdnn_fail(-EINVAL, "read_pictures: the reference is %ux%u at %u bits, the "
+                         "distorted picture %ux%u at %u bits; they must match", ref->w[0],
+                         ref->h[0], ref->bpc, dist->w[0], dist->h[0], dist->bpc);
+    return 0;
+}
+
+/* A frame is read once: refuse it if any model already stored a value. */
+static int check_unscored(const VmafDnnContext *ctx, unsigned index)
+{
+    for (size_t i = 0; i < ctx->n_models; i++)
+        for (size_t k = 0; k < vdnn_tiny_model_key_count(ctx->model[i]); k++) {
+            const char *key = vdnn_tiny_model_key(ctx->model[i], k);
+            if (vdnn_feature_collector_has(ctx->fc, key, index))
+                return vdnn_fail(-EEXIST, "read_pictures: frame %u was already read (feature "
+                                 "\"%s\" has a value)", index, key);
+        }
+    return 0;
+}
+
+static int needs_kind(const VmafDnnContext *ctx, VmafDnnModelKind kind)
+{
+    for (size_t i = 0; i < ctx->n_models; i++)
+        if (vdnn_tiny_model_kind(ctx->model[i]) == kind)
+            return 1;
+    return 0;
+}
+
+static int grow_luma(VmafDnnContext *ctx, size_t n)
+{
+    if (n <= ctx->luma_capacity)
+        return 0;
+    float *ref = realloc(ctx->ref_luma, n * sizeof(float));
+    if (ref)
+        ctx->ref_luma = ref;
+    float *dist = realloc(ctx->dist_luma, n * sizeof(float));
+    if (dist)
+        ctx->dist_luma = dist;
+    if (!ref || !dist)
+        return vdnn_fail(-ENOMEM, "out of memory for a %zu-sample frame", n);
+    ctx->luma_capacity = n;
+    return 0;
+}
+
+/* Normalises the luma planes the models read into the frame. */
+static int prepare_frame(VmafDnnContext *ctx, const VmafDnnPicture *ref,
+                         const VmafDnnPicture *dist, VdnnTinyFrame *f)
+{
+    if (!dist)
+        return 0;
+    f->w = dist->w[0];
+    f->h = dist->h[0];
+    f->bpc = dist->bpc;
+    const int want_dist = needs_kind(ctx, VMAF_DNN_MODEL_FR) || needs_kind(ctx, VMAF_DNN_MODEL_NR);
+    if (!want_dist)
+        return 0;
+    int rc = grow_luma(ctx, (size_t)f->w * f->h);
+    if (rc)
+        return rc;
+    vdnn_plane_normalise(dist->data[0], dist->stride[0], f->w, f->h, f->bpc, ctx->dist_luma);
+    f->dist = ctx->dist_luma;
+    if (needs_kind(ctx, VMAF_DNN_MODEL_FR)) {
+        vdnn_plane_normalise(ref->data[0], ref->stride[0], f->w, f->h, f->bpc, ctx->ref_luma);
+        f->ref = ctx->ref_luma;
+    }
+    return 0;
+}
+
+int vmaf_dnn_read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
+                           const VmafDnnPicture *dist, unsigned index)
+{
+    vdnn_clear_error();
+    int rc = check_open(ctx, "read_pictures");
+    if (rc)
+        return rc;
+    if (!ctx->n_models)
+        return vdnn_fail(-EINVAL, "read_pictures: no model is attached");
+    if (index >= VDNN_FEATURE_MAX_FRAMES)
+        return vdnn_fail(-ERANGE, "read_pictures: frame %u is beyond the last frame a context "
+                         "can hold (%u)", index, VDNN_FEATURE_MAX_FRAMES - 1);
+    VdnnTinyFrame frame = {.index = index};
+    if ((rc = check_pictures(ctx, ref, dist)) || (rc = check_unscored(ctx, index)) ||
+        (rc = prepare_frame(ctx, ref, dist, &frame)))
+        return rc;
+    for (size_t i = 0; i < ctx->n_models; i++)
+        if ((rc = vdnn_tiny_model_run(ctx->model[i], &frame, ctx->fc)))
+            return rc;
+    return 0;
+}
+
+int vmaf_dnn_flush(VmafDnnContext *ctx)
+{
+    vdnn_clear_error();
+    if (!ctx)
+        return vdnn_fail(-EINVAL, "flush: context is NULL");
+    ctx->flushed = 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Features                                                                 */
+/* ------------------------------------------------------------------------ */
+
+int vmaf_dnn_feature_append(VmafDnnContext *ctx, const char *name, unsigned index, double value)
+{
+    vdnn_clear_error();
+    int rc = check_open(ctx, "feature_append");
+    if (rc)
+        return rc;
+    if (!name)
+        return vdnn_fail(-EINVAL, "feature_append: name is NULL");
+    const VdnnTinyModel *owner = key_owner(ctx, name);
+    if (owner)
+        return vdnn_fail(-EEXIST, "feature_append: feature \"%s\" is written by attached model "
+                         "%s", name, vdnn_tiny_model_path(owner));
+    return vdnn_feature_collector_append(ctx->fc, name, index, value);
+}
+
+int vmaf_dnn_feature_get(const VmafDnnContext *ctx, const char *name, unsigned index,
+                         double *value)
+{
+    vdnn_clear_error();
+    if (!ctx || !name || !value)
+        return vdnn_fail(-EINVAL, "feature_get: %s is NULL",
+                         !ctx ? "context" : !name ? "name" : "value");
+    return vdnn_feature_collector_get(ctx->fc, name, index, value);
+}
+
+size_t vmaf_dnn_feature_count(const VmafDnnContext *ctx)
+{
+    return ctx ? vdnn_feature_collector_feature_count(ctx->fc) : 0;
+}
+
+const char *vmaf_dnn_feature_name(const VmafDnnContext *ctx, size_t feature)
+{
+    return ctx ? vdnn_feature_collector_feature_name(ctx->fc, feature) : NULL;
+}
+
+unsigned vmaf_dnn_frame_count(const VmafDnnContext *ctx)
+{
+    return ctx ? vdnn_feature_collector_frame_count(ctx->fc) : 0;
+}
+
+int vmaf_dnn_feature_pool(const VmafDnnContext *ctx, const char *name, VmafDnnPoolMethod method,
+                          unsigned first, unsigned last, double *out)
+{
+    vdnn_clear_error();
+    if (!ctx || !name || !out)
+        return vdnn_fail(-EINVAL, "feature_pool: %s is NULL",
+                         !ctx ? "context" : !name ? "name" : "out");
+    if ((unsigned)method > VMAF_DNN_POOL_HARMONIC_MEAN)
+        return vdnn_fail(-EINVAL, "feature_pool: unknown pool method %d", (int)method);
+    VdnnFeaturePool pool;
+    int rc = vdnn_feature_pool(ctx->fc, name, first, last, &pool);
+    if (rc)
+        return rc;
+    switch (method) {
+    case VMAF_DNN_POOL_MIN: *out = pool.min; break;
+    case VMAF_DNN_POOL_MAX: *out = pool.max; break;
+    case VMAF_DNN_POOL_MEAN: *out = pool.mean; break;
+    case VMAF_DNN_POOL_HARMONIC_MEAN: *out = pool.harmonic_mean; break;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reports                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static int report_args(const VmafDnnContext *ctx, const void *target, VmafDnnOutputFormat fmt,
+                       VdnnReportFormat *format, VdnnReportInfo *info)
+{
+    if (!ctx || !target)
+        return vdnn_fail(-EINVAL, "write_output: %s is NULL", !ctx ? "context" : "destination");
+    switch (fmt) {
+    case VMAF_DNN_OUTPUT_JSON: *format = VDNN_REPORT_JSON; break;
+    case VMAF_DNN_OUTPUT_XML: *format = VDNN_REPORT_XML; break;
+    case VMAF_DNN_OUTPUT_CSV: *format = VDNN_REPORT_CSV; break;
+    default: return vdnn_fail(-EINVAL, "write_output: unknown format %d", (int)fmt);
+    }
+    vdnn_report_info_default(info);
+    info->fps = ctx->cfg.fps;
+    return 0;
+}
+
+int vmaf_dnn_write_output(const VmafDnnContext *ctx, const char *path, VmafDnnOutputFormat fmt)
+{
+    vdnn_clear_error();
+    VdnnReportFormat format = VDNN_REPORT_JSON;
+    VdnnReportInfo info;
+    int rc = report_args(ctx, path, fmt, &format, &info);
+    return rc ? rc : vdnn_write_report_path(ctx->fc, format, path, &info);
+}
+
+int vmaf_dnn_write_output_file(const VmafDnnContext *ctx, FILE *f, VmafDnnOutputFormat fmt)
+{
+    vdnn_clear_error();
+    VdnnReportFormat format = VDNN_REPORT_JSON;
+    VdnnReportInfo info;
+    int rc = report_args(ctx, f, fmt, &format, &info);
+    return rc ? rc : vdnn_write_report(ctx->fc, format, f, &info);
+}

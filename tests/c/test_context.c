@@ -1,0 +1,961 @@
+/* The scoring context (vmafdnn/context.h) end to end: attaching tiny models
+ * and every shape diagnostic, which plane each model kind sees, bit depths,
+ * resizing, feature routing and naming, feature-vector models, reports after
+ * a failed frame, and NULL/error handling of every public function. The
+ * resize module is also checked directly against hand-computed values.
+ *
+ * usage: test_context MODEL_DIR
+ *   MODEL_DIR holds the models of tests/models/factory.py. Sidecars are
+ *   written by this test into a temporary directory beside links to them.
+ * ORT is found the documented way (VMAFDNN_ORT_LIBRARY, then the loader).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <vmafdnn/context.h>
+
+#include "check.h"
+#include "json.h"
+#include "resize.h"
+
+static char model_dir[PATH_MAX];
+static char tmp_dir[] = "/tmp/vmafdnn-context-XXXXXX";
+
+#define CHECK_NEAR(got, want, tol)                                                         \
+    do {                                                                                   \
+        double g_ = (got), w_ = (want);                                                    \
+        if (fabs(g_ - w_) <= (tol)) {                                                      \
+            check_passed++;                                                                \
+        } else {                                                                           \
+            check_failed++;                                                                \
+            fprintf(stderr, "%s:%d: %s == %.9g, expected %.9g\n", __FILE__, __LINE__, #got, \
+                    g_, w_);                                                               \
+        }                                                                                  \
+    } while (0)
+
+/* ------------------------------------------------------------------------ */
+/* Fixtures                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Links model `model` from MODEL_DIR as <tmp>/<as>.onnx and writes `sidecar`
+ * (or removes any) as <tmp>/<as>.json. Returns the .onnx path (one of a few
+ * rotating buffers). */
+static const char *stage(const char *model, const char *as, const char *sidecar)
+{
+    static char ring[8][PATH_MAX + 64];
+    static unsigned next;
+    char *path = ring[next++ % 8], src[PATH_MAX + 64], json[PATH_MAX + 64];
+    snprintf(src, sizeof(src), "%s/%s.onnx", model_dir, model);
+    snprintf(path, sizeof(ring[0]), "%s/%s.onnx", tmp_dir, as);
+    snprintf(json, sizeof(json), "%s/%s.json", tmp_dir, as);
+    unlink(path);
+    unlink(json);
+    if (symlink(src, path))
+        perror(path);
+    if (sidecar) {
+        FILE *f = fopen(json, "w");
+        if (f) {
+            fputs(sidecar, f);
+            fclose(f);
+        }
+    }
+    return path;
+}
+
+static void remove_tmp_dir(void)
+{
+    DIR *d = opendir(tmp_dir);
+    struct dirent *e;
+    char path[PATH_MAX + 300];
+    while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(path, sizeof(path), "%s/%s", tmp_dir, e->d_name);
+            unlink(path);
+        }
+    if (d)
+        closedir(d);
+    rmdir(tmp_dir);
+}
+
+/* A picture with its own storage; stride is padded past the row. */
+typedef struct TestPic {
+    VmafDnnPicture pic;
+    unsigned char *buf;
+} TestPic;
+
+static TestPic pic_new(unsigned w, unsigned h, unsigned bpc)
+{
+    TestPic t;
+    memset(&t, 0, sizeof(t));
+    unsigned bytes = bpc > 8 ? 2 : 1;
+    t.pic.stride[0] = (ptrdiff_t)(w + 3) * bytes;
+    t.buf = calloc((size_t)t.pic.stride[0] * h, 1);
+    t.pic.data[0] = t.buf;
+    t.pic.w[0] = w;
+    t.pic.h[0] = h;
+    t.pic.bpc = bpc;
+    return t;
+}
+
+static void pic_set(TestPic *t, unsigned x, unsigned y, unsigned v)
+{
+    unsigned char *row = t->buf + (size_t)y * (size_t)t->pic.stride[0];
+    if (t->pic.bpc > 8)
+        ((uint16_t *)(void *)row)[x] = (uint16_t)v;
+    else
+        row[x] = (unsigned char)v;
+}
+
+static void pic_fill(TestPic *t, unsigned v)
+{
+    for (unsigned y = 0; y < t->pic.h[0]; y++)
+        for (unsigned x = 0; x < t->pic.w[0]; x++)
+            pic_set(t, x, y, v);
+}
+
+static TestPic pic_const(unsigned w, unsigned h, unsigned bpc, unsigned v)
+{
+    TestPic t = pic_new(w, h, bpc);
+    pic_fill(&t, v);
+    return t;
+}
+
+static void pic_free(TestPic *t)
+{
+    free(t->buf);
+    t->buf = NULL;
+}
+
+static VmafDnnContext *ctx_new(VmafDnnResize resize)
+{
+    VmafDnnContextConfig cfg;
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.session.device = VMAF_DNN_DEVICE_CPU;
+    cfg.session.threads = 1;
+    cfg.resize = resize;
+    cfg.fps = 25.0;
+    VmafDnnContext *ctx = NULL;
+    int rc = vmaf_dnn_context_open(&ctx, &cfg);
+    CHECK_EQ_INT(rc, 0);
+    return ctx;
+}
+
+static int attach(VmafDnnContext *ctx, const char *path, const char *name)
+{
+    VmafDnnModelConfig m = {0};
+    m.name = name;
+    return vmaf_dnn_use_tiny_model(ctx, path, &m);
+}
+
+static int attach_ok(VmafDnnContext *ctx, const char *path, const char *name)
+{
+    int rc = attach(ctx, path, name);
+    if (rc)
+        fprintf(stderr, "attach %s: %d %s\n", path, rc, vmaf_dnn_last_error());
+    CHECK_EQ_INT(rc, 0);
+    return rc;
+}
+
+/* Attaching `model` (with `sidecar`) fails with `code` and a message
+ * containing `fragment`. */
+static void attach_fails(const char *model, const char *sidecar, int code, const char *fragment)
+{
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    const char *path = stage(model, model, sidecar);
+    int rc = attach(ctx, path, NULL);
+    CHECK_EQ_INT(rc, code);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), fragment);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_count(ctx), 0);
+    vmaf_dnn_context_close(ctx);
+}
+
+static double get(const VmafDnnContext *ctx, const char *name, unsigned index)
+{
+    double v = NAN;
+    int rc = vmaf_dnn_feature_get(ctx, name, index, &v);
+    if (rc)
+        fprintf(stderr, "feature_get %s[%u]: %d %s\n", name, index, rc, vmaf_dnn_last_error());
+    return v;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *text = calloc(1, 1 << 16);
+    *len = text ? fread(text, 1, (1 << 16) - 1, f) : 0;
+    fclose(f);
+    return text;
+}
+
+/* ------------------------------------------------------------------------ */
+/* resize.h, directly                                                       */
+/* ------------------------------------------------------------------------ */
+
+static void test_normalise(void)
+{
+    uint8_t p8[2][3] = {{0, 128, 255}, {1, 2, 3}};
+    float out[6];
+    vdnn_plane_normalise(p8, 3, 3, 2, 8, out);
+    CHECK(out[0] == 0.0f && out[2] == 1.0f);
+    CHECK(out[1] == 128.0f / 255.0f && out[5] == 3.0f / 255.0f);
+
+    for (unsigned bpc = 9; bpc <= 16; bpc++) {
+        uint16_t p16[4] = {0, (uint16_t)((1u << bpc) - 1), 77, 0xdead};
+        vdnn_plane_normalise(p16, 2 * sizeof(uint16_t), 1, 2, bpc, out); /* column 0 only */
+        CHECK(out[0] == 0.0f && out[1] == 77.0f / (float)((1u << bpc) - 1));
+        vdnn_plane_normalise(p16, sizeof(p16), 2, 1, bpc, out);
+        CHECK(out[1] == 1.0f);
+    }
+}
+
+static void resize_run(VmafDnnResize mode, const float *src, unsigned sw, unsigned sh,
+                       float *dst, unsigned dw, unsigned dh)
+{
+    VdnnResizer r = {0};
+    CHECK_EQ_INT(vdnn_resizer_prepare(&r, mode, sw, sh, dw, dh), 0);
+    CHECK_EQ_INT(vdnn_resizer_prepare(&r, mode, sw, sh, dw, dh), 0); /* same: kept */
+    vdnn_resizer_run(&r, src, dst);
+    vdnn_resizer_release(&r);
+}
+
+static void test_resize_filters(void)
+{
+    static const VmafDnnResize modes[3] = {VMAF_DNN_RESIZE_NEAREST, VMAF_DNN_RESIZE_BILINEAR,
+                                           VMAF_DNN_RESIZE_BICUBIC};
+    float src[16 * 16], dst[24 * 24];
+
+    /* A constant plane stays constant, shrinking and growing, in every mode. */
+    for (size_t i = 0; i < 16 * 16; i++)
+        src[i] = 0.3f;
+    for (int m = 0; m < 3; m++) {
+        resize_run(modes[m], src, 16, 16, dst, 5, 7);
+        int ok = 1;
+        for (size_t i = 0; i < 5 * 7; i++)
+            ok &= fabsf(dst[i] - 0.3f) < 1e-6f;
+        resize_run(modes[m], src, 16, 16, dst, 24, 23);
+        for (size_t i = 0; i < 24 * 23; i++)
+            ok &= fabsf(dst[i] - 0.3f) < 1e-6f;
+        CHECK(ok);
+    }
+
+    /* A 2x downsample of the ramp v = x + 100 y (16 x 16 -> 8 x 8). */
+    for (unsigned y = 0; y < 16; y++)
+        for (unsigned x = 0; x < 16; x++)
+            src[y * 16 + x] = (float)x + 100.0f * (float)y;
+    resize_run(VMAF_DNN_RESIZE_BILINEAR, src, 16, 16, dst, 8, 8);
+    int ok = 1; /* half-pixel centres: the mean of each 2x2 block */
+    for (unsigned y = 0; y < 8; y++)
+        for (unsigned x = 0; x < 8; x++)
+            ok &= fabsf(dst[y * 8 + x] - ((2.0f * x + 0.5f) + 100.0f * (2.0f * y + 0.5f))) < 1e-3f;
+    CHECK(ok);
+    resize_run(VMAF_DNN_RESIZE_NEAREST, src, 16, 16, dst, 8, 8);
+    ok = 1; /* floor((x + 0.5) * 2) = 2x + 1 */
+    for (unsigned y = 0; y < 8; y++)
+        for (unsigned x = 0; x < 8; x++)
+            ok &= dst[y * 8 + x] == (float)(2 * x + 1) + 100.0f * (float)(2 * y + 1);
+    CHECK(ok);
+    resize_run(VMAF_DNN_RESIZE_BICUBIC, src, 16, 16, dst, 8, 8);
+    ok = 1; /* away from the edges, Keys' kernel reproduces a linear ramp */
+    for (unsigned y = 1; y < 7; y++)
+        for (unsigned x = 1; x < 7; x++)
+            ok &= fabsf(dst[y * 8 + x] - ((2.0f * x + 0.5f) + 100.0f * (2.0f * y + 0.5f))) < 1e-3f;
+    CHECK(ok);
+    /* At the edge the replicated sample pulls it: x = 0 reads taps
+     * {v0, v0, v1, v2} with weights {-1/16, 9/16, 9/16, -1/16}: 0.4375. */
+    CHECK_NEAR(dst[1 * 8 + 0] - 100.0f * 2.5f, 0.4375, 1e-3);
+
+    /* Growing 2 -> 4 with bilinear: positions -0.25, 0.25, 0.75, 1.25. */
+    const float two[2] = {0.0f, 1.0f};
+    float four[4];
+    resize_run(VMAF_DNN_RESIZE_BILINEAR, two, 2, 1, four, 4, 1);
+    CHECK(four[0] == 0.0f && four[1] == 0.25f && four[2] == 0.75f && four[3] == 1.0f);
+    /* Nearest 2 -> 3: floor((x + 0.5) * 2 / 3) = 0, 1, 1. */
+    float three[3];
+    resize_run(VMAF_DNN_RESIZE_NEAREST, two, 2, 1, three, 3, 1);
+    CHECK(three[0] == 0.0f && three[1] == 1.0f && three[2] == 1.0f);
+
+    VdnnResizer r = {0};
+    CHECK_EQ_INT(vdnn_resizer_prepare(&r, VMAF_DNN_RESIZE_NONE, 2, 2, 1, 1), -EINVAL);
+    CHECK_EQ_INT(vdnn_resizer_prepare(&r, VMAF_DNN_RESIZE_NEAREST, 0, 2, 1, 1), -EINVAL);
+    CHECK_EQ_INT(vdnn_resizer_prepare(&r, VMAF_DNN_RESIZE_NEAREST, 2, 2, 40000, 1), -EINVAL);
+    vdnn_resizer_release(&r);
+    vdnn_resizer_release(NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NULL arguments and configs                                               */
+/* ------------------------------------------------------------------------ */
+
+static void test_null_safety(void)
+{
+    VmafDnnContext *ctx = (VmafDnnContext *)&ctx;
+    VmafDnnContext *const sentinel = ctx;
+    VmafDnnContextConfig cfg;
+    double v = 0.0;
+    TestPic p = pic_const(8, 8, 8, 1);
+
+    vmaf_dnn_default_context_config(NULL);
+    vmaf_dnn_context_close(NULL);
+    CHECK_EQ_INT(vmaf_dnn_context_open(NULL, NULL), -EINVAL);
+    vmaf_dnn_default_context_config(&cfg);
+    CHECK_EQ_INT(cfg.resize, VMAF_DNN_RESIZE_NONE);
+    CHECK(cfg.fps == 0.0 && cfg.session.device == VMAF_DNN_DEVICE_AUTO);
+    cfg.resize = (VmafDnnResize)99;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "resize");
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.fps = -1.0;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+    cfg.fps = NAN;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "fps");
+    CHECK(ctx == sentinel);
+
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(NULL, stage("nr_mean", "nr_mean", NULL), NULL), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(NULL, NULL, &p.pic, 0), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_flush(NULL), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(NULL, "x", 0, 1.0), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_feature_get(NULL, "x", 0, &v), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_feature_pool(NULL, "x", VMAF_DNN_POOL_MEAN, 0, 1, &v), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_write_output(NULL, "/tmp/x.json", VMAF_DNN_OUTPUT_JSON), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_write_output_file(NULL, stdout, VMAF_DNN_OUTPUT_JSON), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_count(NULL), 0);
+    CHECK(vmaf_dnn_tiny_model_path(NULL, 0) == NULL);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_kind(NULL, 0), VMAF_DNN_MODEL_INVALID);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_feature_count(NULL, 0), 0);
+    CHECK(vmaf_dnn_tiny_model_feature_name(NULL, 0, 0) == NULL);
+    CHECK(vmaf_dnn_tiny_model_attached_ep(NULL, 0) == NULL);
+    CHECK(vmaf_dnn_tiny_model_session(NULL, 0) == NULL);
+    CHECK_EQ_INT(vmaf_dnn_feature_count(NULL), 0);
+    CHECK(vmaf_dnn_feature_name(NULL, 0) == NULL);
+    CHECK_EQ_INT(vmaf_dnn_frame_count(NULL), 0);
+
+    ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, NULL, NULL), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &p.pic, 0), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "no model");
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, NULL, 0, 1.0), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "", 0, 1.0), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "x", 1u << 24, 1.0), -ERANGE);
+    CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, NULL, 0, &v), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "x", 0, NULL), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "x", 0, &v), -ENOENT);
+    CHECK_EQ_INT(vmaf_dnn_feature_pool(ctx, NULL, VMAF_DNN_POOL_MEAN, 0, 1, &v), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_feature_pool(ctx, "x", VMAF_DNN_POOL_MEAN, 0, 1, NULL), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_write_output(ctx, NULL, VMAF_DNN_OUTPUT_JSON), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_write_output(ctx, "", VMAF_DNN_OUTPUT_JSON), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_write_output_file(ctx, NULL, VMAF_DNN_OUTPUT_JSON), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_write_output_file(ctx, stdout, (VmafDnnOutputFormat)7), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "format");
+    CHECK(vmaf_dnn_tiny_model_path(ctx, 0) == NULL);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_kind(ctx, 0), VMAF_DNN_MODEL_INVALID);
+
+    /* Bad model configs. */
+    VmafDnnModelConfig m = {0};
+    m.resize = (VmafDnnResize)-3;
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("nr_mean", "nr_mean", NULL), &m), -EINVAL);
+    VmafDnnConfig bad;
+    vmaf_dnn_default_config(&bad);
+    bad.threads = -1;
+    m.resize = VMAF_DNN_RESIZE_DEFAULT;
+    m.session = &bad;
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("nr_mean", "nr_mean", NULL), &m), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "threads");
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, "/nonexistent/m.onnx", NULL), -ENOENT);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("nr_mean", "bad_json", "{\"name\": "), NULL),
+                 -EBADMSG);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("nr_mean", "bad_key", "{\"name\": 3}"), NULL),
+                 -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "\"name\"");
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_count(ctx), 0);
+    vmaf_dnn_context_close(ctx);
+    pic_free(&p);
+}
+
+static void test_picture_checks(void)
+{
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("fr_diff", "fr_diff", NULL), NULL);
+    TestPic ref = pic_const(8, 8, 8, 10), dist = pic_const(8, 8, 8, 20);
+    VmafDnnPicture bad;
+
+#define READ_FAILS(r, d, fragment)                                            \
+    do {                                                                      \
+        CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, (r), (d), 0), -EINVAL);      \
+        CHECK_STR_CONTAINS(vmaf_dnn_last_error(), fragment);                  \
+    } while (0)
+
+    READ_FAILS(NULL, &dist.pic, "ref is NULL");
+    READ_FAILS(&ref.pic, NULL, "dist is NULL");
+    bad = dist.pic;
+    bad.bpc = 7;
+    READ_FAILS(&ref.pic, &bad, "bpc is 7");
+    bad.bpc = 17;
+    READ_FAILS(&ref.pic, &bad, "8..16");
+    bad = dist.pic;
+    bad.data[0] = NULL;
+    READ_FAILS(&ref.pic, &bad, "plane Y data is NULL");
+    bad = dist.pic;
+    bad.w[0] = 0;
+    READ_FAILS(&ref.pic, &bad, "is 0x8");
+    bad.w[0] = 40000;
+    READ_FAILS(&ref.pic, &bad, "1..32768");
+    bad = dist.pic;
+    bad.stride[0] = 7;
+    READ_FAILS(&ref.pic, &bad, "stride 7");
+    bad = ref.pic;
+    bad.data[1] = ref.buf; /* U set: checked like Y */
+    bad.w[1] = bad.h[1] = 4;
+    bad.stride[1] = 2;
+    READ_FAILS(&bad, &dist.pic, "reference picture: plane U stride 2");
+    TestPic small = pic_const(4, 8, 8, 0), deep = pic_const(8, 8, 10, 0);
+    READ_FAILS(&small.pic, &dist.pic, "must match");
+    READ_FAILS(&deep.pic, &dist.pic, "must match");
+    bad = deep.pic;
+    bad.data[0] = deep.buf + 1;
+    READ_FAILS(&ref.pic, &bad, "odd");
+    CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 0);
+    /* A valid U/V pair is accepted and ignored. */
+    bad = ref.pic;
+    bad.data[1] = bad.data[2] = ref.buf;
+    bad.w[1] = bad.w[2] = bad.h[1] = bad.h[2] = 4;
+    bad.stride[1] = bad.stride[2] = 4;
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &bad, &dist.pic, 0), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &ref.pic, &dist.pic, 1u << 24), -ERANGE);
+#undef READ_FAILS
+    pic_free(&ref);
+    pic_free(&dist);
+    pic_free(&small);
+    pic_free(&deep);
+    vmaf_dnn_context_close(ctx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Which plane each kind sees; bit depths                                   */
+/* ------------------------------------------------------------------------ */
+
+static void test_planes(void)
+{
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    TestPic ref = pic_const(8, 8, 8, 100), dist = pic_const(8, 8, 8, 50);
+
+    /* Positional FR binding: [0] = reference, [1] = distorted. NR: distorted. */
+    attach_ok(ctx, stage("fr_diff", "fr_pos", NULL), NULL);
+    attach_ok(ctx, stage("nr_mean", "nr", NULL), NULL);
+    /* input_names reversed: the model's second input is the reference. */
+    attach_ok(ctx, stage("fr_diff", "fr_named", "{\"input_names\": [\"second\", \"first\"]}"),
+              NULL);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &ref.pic, &dist.pic, 0), 0);
+    CHECK_NEAR(get(ctx, "fr_pos", 0), 50.0 / 255.0, 1e-6);
+    CHECK_NEAR(get(ctx, "nr", 0), 50.0 / 255.0, 1e-6);
+    CHECK_NEAR(get(ctx, "fr_named", 0), -50.0 / 255.0, 1e-6);
+
+    /* Introspection. */
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_count(ctx), 3);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_kind(ctx, 0), VMAF_DNN_MODEL_FR);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_kind(ctx, 1), VMAF_DNN_MODEL_NR);
+    CHECK_STR_CONTAINS(vmaf_dnn_tiny_model_path(ctx, 1), "/nr.onnx");
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_feature_count(ctx, 1), 1);
+    CHECK(strcmp(vmaf_dnn_tiny_model_feature_name(ctx, 1, 0), "nr") == 0);
+    CHECK(vmaf_dnn_tiny_model_feature_name(ctx, 1, 1) == NULL);
+    CHECK(strcmp(vmaf_dnn_tiny_model_attached_ep(ctx, 0), "CPU") == 0);
+    CHECK_EQ_INT(vmaf_dnn_session_input_count(vmaf_dnn_tiny_model_session(ctx, 0)), 2);
+    CHECK(vmaf_dnn_tiny_model_session(ctx, 3) == NULL);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_feature_count(ctx, 3), 0);
+
+    /* An NR-only context takes distorted pictures alone. */
+    VmafDnnContext *nr = ctx_new(VMAF_DNN_RESIZE_NONE);
+    VmafDnnModelConfig m = {0};
+    m.no_reference = 1;
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(nr, stage("fr_diff", "fr_diff", NULL), &m), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "no_reference");
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(nr, stage("nr_mean", "nr_mean", NULL), &m), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(nr, NULL, &dist.pic, 0), 0);
+    CHECK_NEAR(get(nr, "nr_mean", 0), 50.0 / 255.0, 1e-6);
+    /* A reference given to NR models is checked and not read. */
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(nr, &ref.pic, &dist.pic, 1), 0);
+    CHECK_NEAR(get(nr, "nr_mean", 1), 50.0 / 255.0, 1e-6);
+    vmaf_dnn_context_close(nr);
+
+    pic_free(&ref);
+    pic_free(&dist);
+    vmaf_dnn_context_close(ctx);
+}
+
+static void test_bit_depths(void)
+{
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("nr_mean", "nr_mean", NULL), NULL);
+    static const struct { unsigned bpc, value; } cases[] = {
+        {8, 255}, {8, 17}, {10, 1023}, {10, 512}, {12, 4095}, {16, 65535}, {16, 1000}, {9, 3},
+    };
+    for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TestPic p = pic_const(8, 8, cases[i].bpc, cases[i].value);
+        CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &p.pic, i), 0);
+        CHECK_NEAR(get(ctx, "nr_mean", i), cases[i].value / (double)((1u << cases[i].bpc) - 1),
+                   1e-6);
+        pic_free(&p);
+    }
+    vmaf_dnn_context_close(ctx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output naming and routing                                                */
+/* ------------------------------------------------------------------------ */
+
+static void test_output_keys(void)
+{
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    /* ONNX names "p.0", "p-1", "p 2", "p3", sanitised. */
+    attach_ok(ctx, stage("pixels", "pixels", NULL), "px");
+    static const char *const px[4] = {"px_p_0", "px_p_1", "px_p_2", "px_p3"};
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_feature_count(ctx, 0), 4);
+    for (size_t i = 0; i < 4; i++)
+        CHECK(strcmp(vmaf_dnn_tiny_model_feature_name(ctx, 0, i), px[i]) == 0);
+    /* Sidecar output_names with one entry per output win ... */
+    attach_ok(ctx, stage("pixels", "pixels_named",
+                         "{\"name\": \"q\", \"output_names\": [\"tl\", \"t r\", \"bl\", \"br\"]}"),
+              NULL);
+    CHECK(strcmp(vmaf_dnn_tiny_model_feature_name(ctx, 1, 1), "q_t_r") == 0);
+    /* ... a list of another length is ignored; the override beats "name". */
+    attach_ok(ctx, stage("pixels", "pixels_short",
+                         "{\"name\": \"q\", \"output_names\": [\"a\", \"b\"]}"), "r");
+    CHECK(strcmp(vmaf_dnn_tiny_model_feature_name(ctx, 2, 0), "r_p_0") == 0);
+
+    /* All three outputs sanitise to "d_a_b": fallbacks, in slot order. */
+    attach_ok(ctx, stage("dup_outputs", "dup", NULL), "d");
+    CHECK(strcmp(vmaf_dnn_tiny_model_feature_name(ctx, 3, 0), "d_a_b") == 0);
+    CHECK(strcmp(vmaf_dnn_tiny_model_feature_name(ctx, 3, 1), "d_output1_1") == 0);
+    CHECK(strcmp(vmaf_dnn_tiny_model_feature_name(ctx, 3, 2), "d_output2_1") == 0);
+    /* The same again: every first choice is taken by the model above. */
+    attach_ok(ctx, stage("dup_outputs", "dup2", NULL), "d");
+    CHECK(strcmp(vmaf_dnn_tiny_model_feature_name(ctx, 4, 0), "d_output0_1") == 0);
+    CHECK(strcmp(vmaf_dnn_tiny_model_feature_name(ctx, 4, 1), "d_output1_2") == 0);
+    CHECK(strcmp(vmaf_dnn_tiny_model_feature_name(ctx, 4, 2), "d_output2_2") == 0);
+
+    /* A single-output key that is taken. */
+    attach_ok(ctx, stage("nr_mean_4x4", "mean", NULL), NULL);
+    CHECK_EQ_INT(attach(ctx, stage("nr_mean_4x4", "mean", NULL), NULL), -EEXIST);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "\"mean\" is already taken");
+    CHECK_EQ_INT(attach(ctx, stage("nr_mean_4x4", "other", NULL), "px_p3"), -EEXIST);
+    /* The legacy "output_name" attaches that output only, under the name. */
+    attach_ok(ctx, stage("dup_outputs", "legacy", "{\"output_name\": \"a_b\"}"), NULL);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_feature_count(ctx, 6), 1);
+    CHECK(strcmp(vmaf_dnn_tiny_model_feature_name(ctx, 6, 0), "legacy") == 0);
+    CHECK_EQ_INT(attach(ctx, stage("dup_outputs", "legacy2", "{\"output_name\": \"zz\"}"), NULL),
+                 -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "\"zz\" is not an output");
+    /* Model keys belong to their model. */
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "d_output1_1", 0, 1.0), -EEXIST);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "dup.onnx");
+    /* A key that is no feature name. */
+    char long_name[300];
+    memset(long_name, 'k', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    CHECK_EQ_INT(attach(ctx, stage("nr_mean_4x4", "long", NULL), long_name), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "longer than 255");
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_count(ctx), 7);
+
+    /* Routing: each value lands under its own key. A 2x2 ramp, and 4x4
+     * constants for the others. */
+    TestPic p2 = pic_new(2, 2, 8), p4 = pic_const(4, 4, 8, 51);
+    pic_set(&p2, 0, 0, 10);
+    pic_set(&p2, 1, 0, 20);
+    pic_set(&p2, 0, 1, 30);
+    pic_set(&p2, 1, 1, 40);
+    VmafDnnContext *r = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(r, stage("pixels", "pixels", NULL), "px");
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(r, NULL, &p2.pic, 0), 0);
+    for (unsigned i = 0; i < 4; i++)
+        CHECK_NEAR(get(r, px[i], 0), 10.0 * (i + 1) / 255.0, 1e-6);
+    vmaf_dnn_context_close(r);
+    r = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(r, stage("dup_outputs", "dup", NULL), "d");
+    attach_ok(r, stage("dup_outputs", "legacy", "{\"output_name\": \"a-b\"}"), NULL);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(r, NULL, &p4.pic, 0), 0);
+    CHECK_NEAR(get(r, "d_a_b", 0), 0.2, 1e-6);
+    CHECK_NEAR(get(r, "d_output1_1", 0), 0.4, 1e-6);
+    CHECK_NEAR(get(r, "d_output2_1", 0), 0.6, 1e-6);
+    CHECK_NEAR(get(r, "legacy", 0), 0.6, 1e-6);
+    /* The same frame again. */
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(r, NULL, &p4.pic, 0), -EEXIST);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "frame 0 was already read");
+    vmaf_dnn_context_close(r);
+    pic_free(&p2);
+    pic_free(&p4);
+    vmaf_dnn_context_close(ctx);
+
+    /* Running out of fallbacks is -EEXIST (never -ENOMEM); stored features
+     * count as taken. */
+    ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    char key[64];
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "e_a_b", 0, 0.0), 0);
+    for (unsigned n = 1; n <= 99; n++) {
+        snprintf(key, sizeof(key), "e_output0_%u", n);
+        CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, key, 0, 0.0), 0);
+    }
+    attach_ok(ctx, stage("dup_outputs", "dup", NULL), "e");
+    CHECK(strcmp(vmaf_dnn_tiny_model_feature_name(ctx, 0, 0), "e_output0_100") == 0);
+    CHECK_EQ_INT(attach(ctx, stage("dup_outputs", "dup", NULL), "e"), -EEXIST);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "no free feature key");
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "e_output0_100");
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_count(ctx), 1);
+    vmaf_dnn_context_close(ctx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Shape rules                                                              */
+/* ------------------------------------------------------------------------ */
+
+static void test_shape_rules(void)
+{
+    attach_fails("fixed_batch2", NULL, -ENOTSUP, "fixed batch of 2");
+    attach_fails("rank3_input", NULL, -ENOTSUP,
+                 "input \"x\" has rank 3; tiny models take NCHW images (rank 4) or feature "
+                 "vectors (rank 2)");
+    attach_fails("two_channel", NULL, -ENOTSUP,
+                 "has 2 channels; a single-input image model takes one luma plane (C = 1)");
+    attach_fails("symbolic_hw_mean", NULL, -ENOTSUP, "re-export the model at a fixed resolution");
+    attach_fails("huge_hw", NULL, -ENOTSUP, "height of 40000");
+    attach_fails("output_1x4", NULL, -ENOTSUP,
+                 "output \"cols\" has shape [1,4]: attached tiny models must output scalars; use "
+                 "the session API for tensors");
+    attach_fails("symbolic_output", NULL, -ENOTSUP, "shape [1,?] with a symbolic dim");
+    attach_fails("three_images", NULL, -ENOTSUP, "more than two image");
+    attach_fails("fr_mismatched", NULL, -ENOTSUP, "differ in size");
+    attach_fails("fp16_image", NULL, -ENOTSUP, "FLOAT16");
+    attach_fails("identity", NULL, -ENOTSUP, "has rank 1");
+    attach_fails("nr_mean", "{\"kind\": \"fr\"}", -ENOTSUP, "kind \"fr\"");
+    attach_fails("fr_diff", "{\"kind\": \"nr\"}", -ENOTSUP, "kind \"nr\"");
+    attach_fails("fr_diff", "{\"input_names\": [\"first\", \"bogus\"]}", -EINVAL,
+                 "\"bogus\" is not an input");
+    attach_fails("fr_diff", "{\"input_names\": [\"first\"]}", -EINVAL, "lists 1 of");
+    attach_fails("fr_diff", "{\"input_names\": [\"first\", \"first\"]}", -EINVAL, "twice");
+    attach_fails("fv_weighted", NULL, -ENOTSUP, "lists no \"features\"");
+    attach_fails("fv_weighted", "{\"features\": [\"a\", \"b\", \"c\"]}", -ENOTSUP,
+                 "takes 2 features; the sidecar lists 3");
+    attach_fails("nr_mean", "{\"features\": [\"a\"]}", -EINVAL, "no feature-vector");
+    attach_fails("fv_weighted", "{\"features\": [\"a\", \"b\"], \"cap_db_per_bpc\": [6, 12]}",
+                 -ENOTSUP, "cap_db_per_bpc");
+
+    /* A symbolic batch is fed as 1, and a symbolic first output dim with it. */
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("symbolic_batch_image", "sb", NULL), NULL);
+    TestPic p = pic_const(4, 4, 8, 51);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &p.pic, 0), 0);
+    CHECK_NEAR(get(ctx, "sb", 0), 0.2, 1e-6);
+    /* FLOAT16 slots work with fp16_io. */
+    VmafDnnConfig half;
+    vmaf_dnn_default_config(&half);
+    half.device = VMAF_DNN_DEVICE_CPU;
+    half.fp16_io = 1;
+    VmafDnnModelConfig m = {0};
+    m.session = &half;
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("fp16_image", "half", NULL), &m), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &p.pic, 1), 0);
+    CHECK_NEAR(get(ctx, "half", 1), 0.2, 1e-3);
+    pic_free(&p);
+    vmaf_dnn_context_close(ctx);
+}
+
+static void test_native_resolution(void)
+{
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_BILINEAR);
+    attach_ok(ctx, stage("symbolic_hw_mean", "native", "{\"native_resolution\": true}"), NULL);
+    TestPic a = pic_const(8, 6, 8, 51), b = pic_const(16, 6, 8, 51);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &a.pic, 0), 0);
+    CHECK_NEAR(get(ctx, "native", 0), 0.2, 1e-6);
+    /* Another size later is -ERANGE, resize mode or not. */
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &b.pic, 1), -ERANGE);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "frame 1 is 16x6");
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "native resolution");
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &a.pic, 2), 0);
+    CHECK_NEAR(get(ctx, "native", 2), 0.2, 1e-6);
+    pic_free(&a);
+    pic_free(&b);
+    vmaf_dnn_context_close(ctx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Resize modes through the context                                         */
+/* ------------------------------------------------------------------------ */
+
+static void test_resize_modes(void)
+{
+    TestPic big = pic_const(8, 8, 8, 51);
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("nr_mean_4x4", "m4", NULL), NULL);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &big.pic, 0), -ERANGE);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "frame 0 is 8x8, model ");
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "m4.onnx takes 4x4; choose a resize mode");
+    vmaf_dnn_context_close(ctx);
+
+    /* Precedence: model config > sidecar > context. */
+    ctx = ctx_new(VMAF_DNN_RESIZE_BILINEAR);
+    VmafDnnModelConfig m = {0};
+    attach_ok(ctx, stage("nr_mean_4x4", "ctx_default", NULL), NULL);
+    attach_ok(ctx, stage("nr_mean_4x4", "sidecar", "{\"resize\": \"nearest\"}"), NULL);
+    m.resize = VMAF_DNN_RESIZE_BICUBIC;
+    m.name = "override";
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("nr_mean_4x4", "ov", "{\"resize\": \"none\"}"),
+                                         &m), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &big.pic, 0), 0);
+    CHECK_NEAR(get(ctx, "ctx_default", 0), 0.2, 1e-6); /* constant stays constant */
+    CHECK_NEAR(get(ctx, "sidecar", 0), 0.2, 1e-6);
+    CHECK_NEAR(get(ctx, "override", 0), 0.2, 1e-6);
+    m.resize = VMAF_DNN_RESIZE_NONE;
+    m.name = "strict";
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("nr_mean_4x4", "strict", NULL), &m), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &big.pic, 1), -ERANGE);
+    /* The models before the failing one kept their scores of frame 1. */
+    CHECK_NEAR(get(ctx, "override", 1), 0.2, 1e-6);
+    vmaf_dnn_context_close(ctx);
+
+    /* A 4x4 ramp v = 10x + 40y into the 2x2 pixel model. */
+    TestPic ramp = pic_new(4, 4, 8);
+    for (unsigned y = 0; y < 4; y++)
+        for (unsigned x = 0; x < 4; x++)
+            pic_set(&ramp, x, y, 10 * x + 40 * y);
+    static const char *const px[4] = {"px_p_0", "px_p_1", "px_p_2", "px_p3"};
+    static const double bilinear[4] = {25, 45, 105, 125}; /* the 2x2 block means */
+    static const double nearest[4] = {50, 70, 130, 150};  /* samples (2x+1, 2y+1) */
+    for (int mode = 0; mode < 2; mode++) {
+        ctx = ctx_new(mode ? VMAF_DNN_RESIZE_NEAREST : VMAF_DNN_RESIZE_BILINEAR);
+        attach_ok(ctx, stage("pixels", "pixels", NULL), "px");
+        CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &ramp.pic, 0), 0);
+        for (unsigned i = 0; i < 4; i++)
+            CHECK_NEAR(get(ctx, px[i], 0), (mode ? nearest : bilinear)[i] / 255.0, 1e-6);
+        vmaf_dnn_context_close(ctx);
+    }
+    pic_free(&ramp);
+    pic_free(&big);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Feature-vector models                                                    */
+/* ------------------------------------------------------------------------ */
+
+static void check_reports(VmafDnnContext *ctx)
+{
+    char path[PATH_MAX + 32];
+    size_t len = 0;
+    char *text;
+
+    snprintf(path, sizeof(path), "%s/report.json", tmp_dir);
+    CHECK_EQ_INT(vmaf_dnn_write_output(ctx, path, VMAF_DNN_OUTPUT_JSON), 0);
+    text = slurp(path, &len);
+    VdnnJson *doc = NULL;
+    CHECK_EQ_INT(vdnn_json_parse(text, len, len, "report", &doc), 0);
+    const VdnnJson *frames = vdnn_json_member(doc, "frames");
+    CHECK_EQ_INT(vdnn_json_count(frames), 2);
+    const VdnnJson *m0 = vdnn_json_member(vdnn_json_at(frames, 0), "metrics");
+    const VdnnJson *m1 = vdnn_json_member(vdnn_json_at(frames, 1), "metrics");
+    CHECK_NEAR(vdnn_json_number(vdnn_json_member(m0, "fv")), 21.0, 1e-6);
+    CHECK(vdnn_json_member(m1, "fv") == NULL);   /* failed: absent, not 0 */
+    CHECK(vdnn_json_member(m1, "f0") != NULL);
+    CHECK_NEAR(vdnn_json_number(vdnn_json_member(doc, "fps")), 25.0, 1e-9);
+    CHECK(vdnn_json_member(vdnn_json_member(doc, "pooled_metrics"), "fv") != NULL);
+    vdnn_json_free(doc);
+    free(text);
+
+    snprintf(path, sizeof(path), "%s/report.xml", tmp_dir);
+    CHECK_EQ_INT(vmaf_dnn_write_output(ctx, path, VMAF_DNN_OUTPUT_XML), 0);
+    text = slurp(path, &len);
+    CHECK_STR_CONTAINS(text, "<frame frameNum=\"1\" f0=\"5.000000\" />");
+    CHECK(text && len > 8 && strcmp(text + len - 8, "</VMAF>\n") == 0);
+    free(text);
+
+    snprintf(path, sizeof(path), "%s/report.csv", tmp_dir);
+    CHECK_EQ_INT(vmaf_dnn_write_output(ctx, path, VMAF_DNN_OUTPUT_CSV), 0);
+    text = slurp(path, &len);
+    CHECK(text && strcmp(text, "Frame,f0,f1,fv\n0,1.000000,2.000000,21.000000\n1,5.000000,,\n") == 0);
+    if (text && strcmp(text, "Frame,f0,f1,fv\n0,1.000000,2.000000,21.000000\n1,5.000000,,\n"))
+        fprintf(stderr, "csv: %s", text);
+    free(text);
+
+    FILE *f = tmpfile();
+    CHECK_EQ_INT(vmaf_dnn_write_output_file(ctx, f, VMAF_DNN_OUTPUT_CSV), 0);
+    CHECK(f && ftell(f) > 0);
+    if (f)
+        fclose(f);
+}
+
+static void test_feature_vectors(void)
+{
+    /* Caller-pushed features; a missing one fails the frame. */
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("fv_weighted", "fv", "{\"features\": [\"f0\", \"f1\"]}"), NULL);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_kind(ctx, 0), VMAF_DNN_MODEL_FEATURES);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "f0", 0, 1.0), 0);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "f1", 0, 2.0), 0);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "f1", 0, 2.0), -EEXIST);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, NULL, 0), 0); /* no picture needed */
+    CHECK_NEAR(get(ctx, "fv", 0), 21.0, 1e-5);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "f0", 1, 5.0), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, NULL, 1), -ENOENT);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "needs feature \"f1\" at frame 1, which nobody "
+                                              "produced");
+    double v = 123.0;
+    CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "fv", 1, &v), -ENOENT);
+    CHECK(v == 123.0);
+    /* Feature enumeration, then the reports of what is stored. */
+    CHECK_EQ_INT(vmaf_dnn_feature_count(ctx), 3);
+    CHECK(strcmp(vmaf_dnn_feature_name(ctx, 2), "fv") == 0);
+    CHECK(vmaf_dnn_feature_name(ctx, 3) == NULL);
+    CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 2);
+    check_reports(ctx);
+    vmaf_dnn_context_close(ctx);
+
+    /* (x - mean) / std scaling. */
+    ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("fv_weighted", "fvs",
+                         "{\"features\": [\"f0\", \"f1\"], \"feature_mean\": [1, 2], "
+                         "\"feature_std\": [2, 4]}"), NULL);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "f0", 0, 5.0), 0);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "f1", 0, 10.0), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, NULL, 0), 0);
+    CHECK_NEAR(get(ctx, "fvs", 0), 2.0 + 10.0 * 2.0, 1e-5);
+    vmaf_dnn_context_close(ctx);
+
+    /* A feature produced by an earlier model in the same frame; an image
+     * model with a codec block. */
+    ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    TestPic p = pic_const(8, 8, 8, 255), q = pic_const(4, 4, 8, 0);
+    attach_ok(ctx, stage("nr_mean", "nr_mean", NULL), "f0");
+    attach_ok(ctx, stage("fv_weighted", "fv", "{\"features\": [\"f0\", \"f1\"]}"), NULL);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "f1", 0, 3.0), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, NULL, 0), -EINVAL); /* nr_mean needs one */
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &p.pic, 0), 0);
+    CHECK_NEAR(get(ctx, "fv", 0), 1.0 + 30.0, 1e-5);
+    vmaf_dnn_context_close(ctx);
+
+    ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("image_codec", "codec", "{\"features\": [\"c0\", \"c1\", \"c2\"]}"),
+              NULL);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_kind(ctx, 0), VMAF_DNN_MODEL_NR);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "c0", 0, 1.0), 0);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "c1", 0, 0.0), 0);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "c2", 0, 1.0), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &q.pic, 0), 0);
+    CHECK_NEAR(get(ctx, "codec", 0), 101.0, 1e-5);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &q.pic, 1), -ENOENT);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "\"c0\" at frame 1");
+    pic_free(&p);
+    pic_free(&q);
+    vmaf_dnn_context_close(ctx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Score cap, pooling, flush                                                */
+/* ------------------------------------------------------------------------ */
+
+static void test_cap(void)
+{
+    /* cap = 0.01 * bpc: 0.08 at 8 bits, 0.10 at 10 bits; every output. */
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("fr_diff", "capped", "{\"cap_db_per_bpc\": [0.01, 0]}"), NULL);
+    TestPic white = pic_const(8, 8, 8, 255), black = pic_const(8, 8, 8, 0),
+            grey = pic_const(8, 8, 8, 10);
+    TestPic white10 = pic_const(8, 8, 10, 1023), black10 = pic_const(8, 8, 10, 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &white.pic, &black.pic, 0), 0);
+    CHECK_NEAR(get(ctx, "capped", 0), 0.08, 1e-12);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &white10.pic, &black10.pic, 1), 0);
+    CHECK_NEAR(get(ctx, "capped", 1), 0.10, 1e-12);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &grey.pic, &black.pic, 2), 0);
+    CHECK_NEAR(get(ctx, "capped", 2), 10.0 / 255.0, 1e-6); /* under the cap: unchanged */
+    vmaf_dnn_context_close(ctx);
+
+    ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("dup_outputs", "dup", "{\"cap_db_per_bpc\": [0, 0.5]}"), "d");
+    TestPic p = pic_const(4, 4, 8, 51);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &p.pic, 0), 0);
+    CHECK_NEAR(get(ctx, "d_a_b", 0), 0.2, 1e-6);
+    CHECK_NEAR(get(ctx, "d_output1_1", 0), 0.4, 1e-6);
+    CHECK_NEAR(get(ctx, "d_output2_1", 0), 0.5, 1e-12);
+    vmaf_dnn_context_close(ctx);
+    pic_free(&p);
+    pic_free(&white);
+    pic_free(&black);
+    pic_free(&grey);
+    pic_free(&white10);
+    pic_free(&black10);
+}
+
+static void test_pool_and_flush(void)
+{
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("nr_mean", "nr_mean", NULL), NULL);
+    static const unsigned values[3] = {0, 255, 51};
+    for (unsigned i = 0; i < 3; i++) {
+        TestPic p = pic_const(8, 8, 8, values[i]);
+        CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &p.pic, 2 * i), 0); /* gaps: 1, 3 */
+        pic_free(&p);
+    }
+    double v;
+    CHECK_EQ_INT(vmaf_dnn_feature_pool(ctx, "nr_mean", VMAF_DNN_POOL_MIN, 0, 100, &v), 0);
+    CHECK_NEAR(v, 0.0, 1e-9);
+    CHECK_EQ_INT(vmaf_dnn_feature_pool(ctx, "nr_mean", VMAF_DNN_POOL_MAX, 0, 100, &v), 0);
+    CHECK_NEAR(v, 1.0, 1e-6);
+    CHECK_EQ_INT(vmaf_dnn_feature_pool(ctx, "nr_mean", VMAF_DNN_POOL_MEAN, 0, 100, &v), 0);
+    CHECK_NEAR(v, 1.2 / 3.0, 1e-6);
+    CHECK_EQ_INT(vmaf_dnn_feature_pool(ctx, "nr_mean", VMAF_DNN_POOL_HARMONIC_MEAN, 0, 100, &v),
+                 0);
+    CHECK_NEAR(v, 3.0 / (1.0 + 1.0 / 2.0 + 1.0 / 1.2) - 1.0, 1e-6);
+    CHECK_EQ_INT(vmaf_dnn_feature_pool(ctx, "nr_mean", VMAF_DNN_POOL_MEAN, 2, 2, &v), 0);
+    CHECK_NEAR(v, 1.0, 1e-6);
+    CHECK_EQ_INT(vmaf_dnn_feature_pool(ctx, "nr_mean", (VmafDnnPoolMethod)9, 0, 1, &v), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_feature_pool(ctx, "nr_mean", VMAF_DNN_POOL_MEAN, 3, 1, &v), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_feature_pool(ctx, "nr_mean", VMAF_DNN_POOL_MEAN, 1, 1, &v), -ENOENT);
+    CHECK_EQ_INT(vmaf_dnn_feature_pool(ctx, "nope", VMAF_DNN_POOL_MEAN, 0, 1, &v), -ENOENT);
+    CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 5);
+
+    TestPic p = pic_const(8, 8, 8, 0);
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &p.pic, 9), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "flushed");
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "late", 9, 1.0), -EINVAL);
+    CHECK_EQ_INT(attach(ctx, stage("nr_mean_4x4", "late", NULL), NULL), -EINVAL);
+    CHECK_NEAR(get(ctx, "nr_mean", 2), 1.0, 1e-6);
+    FILE *f = tmpfile();
+    CHECK_EQ_INT(vmaf_dnn_write_output_file(ctx, f, VMAF_DNN_OUTPUT_XML), 0);
+    if (f)
+        fclose(f);
+    pic_free(&p);
+    vmaf_dnn_context_close(ctx);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s MODEL_DIR\n", argv[0]);
+        return 2;
+    }
+    if (!realpath(argv[1], model_dir) || !mkdtemp(tmp_dir)) {
+        perror(argv[1]);
+        return 2;
+    }
+    test_normalise();
+    test_resize_filters();
+    test_null_safety();
+    test_picture_checks();
+    test_planes();
+    test_bit_depths();
+    test_output_keys();
+    test_shape_rules();
+    test_native_resolution();
+    test_resize_modes();
+    test_feature_vectors();
+    test_cap();
+    test_pool_and_flush();
+    remove_tmp_dir();
+    return check_report();
+}

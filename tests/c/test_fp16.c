@@ -1,0 +1,329 @@
+/* Tests of the integer-only fp16 converters (csrc/fp16.c).
+ *
+ * The expected bits of the edge cases were taken from numpy 2.4
+ * (np.float32(x).astype(np.float16) and back); tests/python compares the
+ * library with numpy for all 2^32 inputs. Here the public (dispatched) kernels
+ * are also checked against the portable ones, and the results against a
+ * reference written with double arithmetic.
+ *
+ * Set VMAFDNN_FP16_QUICK=1 to replace the sweep of all 2^32 fp32 patterns by
+ * a strided one.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vmafdnn/vmafdnn.h>
+
+#include "check.h"
+#include "fp16.h"
+
+static float float_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint32_t bits_from_float(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* Both kernels on one value. */
+static uint16_t to_half(uint32_t x, int portable)
+{
+    float f = float_from_bits(x);
+    uint16_t h;
+    if (portable)
+        vdnn_fp32_to_fp16_portable(&f, &h, 1);
+    else
+        vmaf_dnn_fp32_to_fp16(&f, &h, 1);
+    return h;
+}
+
+static uint32_t to_float(uint16_t h, int portable)
+{
+    float f;
+    if (portable)
+        vdnn_fp16_to_fp32_portable(&h, &f, 1);
+    else
+        vmaf_dnn_fp16_to_fp32(&h, &f, 1);
+    return bits_from_float(f);
+}
+
+/* The value of a non-NaN fp16, computed with double arithmetic. */
+static double half_value(uint16_t h)
+{
+    int exp = (h >> 10) & 0x1f;
+    double mag = exp == 0 ? ldexp(h & 0x3ff, -24)
+               : exp == 31 ? INFINITY
+                           : ldexp(0x400 | (h & 0x3ff), exp - 25);
+    return (h & 0x8000) ? -mag : mag;
+}
+
+static void test_fp32_to_fp16_edges(void)
+{
+    static const struct {
+        uint32_t in;
+        uint16_t out;
+    } cases[] = {
+        {0x00000000, 0x0000}, /* +0 */
+        {0x80000000, 0x8000}, /* -0 */
+        {0x00000001, 0x0000}, /* smallest fp32 subnormal */
+        {0x807fffff, 0x8000}, /* largest fp32 subnormal, negative */
+        {0x33000000, 0x0000}, /* 2^-25: tie between 0 and 2^-24, to even */
+        {0x33000001, 0x0001}, /* just above it */
+        {0xb3000000, 0x8000}, /* -2^-25 keeps its sign */
+        {0x33800000, 0x0001}, /* 2^-24, smallest fp16 subnormal */
+        {0x33c00000, 0x0002}, /* 1.5 * 2^-24: tie, up to even */
+        {0x34200000, 0x0002}, /* 2.5 * 2^-24: tie, down to even */
+        {0x387fc000, 0x03ff}, /* largest fp16 subnormal */
+        {0x387fdfff, 0x03ff}, /* just below the subnormal/normal tie */
+        {0x387fe000, 0x0400}, /* tie, rounds up into the normals */
+        {0x38800000, 0x0400}, /* 2^-14, smallest normal */
+        {0x3f800000, 0x3c00}, /* 1 */
+        {0x3f801000, 0x3c00}, /* 1 + 2^-11: tie, down to even */
+        {0x3f801001, 0x3c01}, /* just above it */
+        {0x3f803000, 0x3c02}, /* 1 + 3 * 2^-11: tie, up to even */
+        {0x477fe000, 0x7bff}, /* 65504, largest finite */
+        {0x477fefff, 0x7bff}, /* 65519.996 */
+        {0x477ff000, 0x7c00}, /* 65520: tie between 65504 and 2^16, to Inf */
+        {0xc77ff000, 0xfc00}, /* -65520 */
+        {0x7f7fffff, 0x7c00}, /* FLT_MAX */
+        {0x7f800000, 0x7c00}, /* +Inf */
+        {0xff800000, 0xfc00}, /* -Inf */
+        {0x7fc00000, 0x7e00}, /* the default quiet NaN */
+        {0xffc00000, 0xfe00}, /* negative quiet NaN */
+        {0x7f800001, 0x7c01}, /* payload below the kept bits: bit 0 set */
+        {0x7f801fff, 0x7c01},
+        {0x7f802000, 0x7c01}, /* lowest kept payload bit */
+        {0x7fa00000, 0x7d00}, /* signalling NaN stays signalling */
+        {0x7fbfe000, 0x7dff},
+        {0xffffffff, 0xffff},
+        {0x7fffe000, 0x7fff},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int portable = 0; portable < 2; portable++) {
+            uint16_t got = to_half(cases[i].in, portable);
+            if (got != cases[i].out)
+                fprintf(stderr, "fp32 0x%08" PRIx32 " (%s): got 0x%04x, want 0x%04x\n",
+                        cases[i].in, portable ? "portable" : "dispatched", got, cases[i].out);
+            CHECK_EQ_INT(got, cases[i].out);
+        }
+    }
+}
+
+static void test_fp16_to_fp32_edges(void)
+{
+    static const struct {
+        uint16_t in;
+        uint32_t out;
+    } cases[] = {
+        {0x0000, 0x00000000}, {0x8000, 0x80000000}, {0x0001, 0x33800000},
+        {0x8001, 0xb3800000}, {0x0155, 0x37aa8000}, {0x03ff, 0x387fc000},
+        {0x0400, 0x38800000}, {0x3c00, 0x3f800000}, {0x7bff, 0x477fe000},
+        {0x7c00, 0x7f800000}, {0xfc00, 0xff800000}, {0x7c01, 0x7f802000},
+        {0x7d00, 0x7fa00000}, {0x7e00, 0x7fc00000}, {0xfe01, 0xffc02000},
+        {0x7fff, 0x7fffe000}, {0xffff, 0xffffe000},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK_EQ_INT(to_float(cases[i].in, 0), cases[i].out);
+        CHECK_EQ_INT(to_float(cases[i].in, 1), cases[i].out);
+    }
+}
+
+/* Every fp16 converts to its exact value (NaN: to the payload moved up) and
+ * back to itself, in both kernels, when converted as one array. */
+static void test_all_halves(void)
+{
+    enum { N = 65536 };
+    static uint16_t in[N], back[N];
+    static float wide[N];
+    for (uint32_t i = 0; i < N; i++)
+        in[i] = (uint16_t)i;
+
+    for (int portable = 0; portable < 2; portable++) {
+        if (portable) {
+            vdnn_fp16_to_fp32_portable(in, wide, N);
+            vdnn_fp32_to_fp16_portable(wide, back, N);
+        } else {
+            vmaf_dnn_fp16_to_fp32(in, wide, N);
+            vmaf_dnn_fp32_to_fp16(wide, back, N);
+        }
+        long wrong_value = 0, wrong_trip = 0;
+        for (uint32_t i = 0; i < N; i++) {
+            uint32_t bits = bits_from_float(wide[i]);
+            int is_nan = (i & 0x7c00) == 0x7c00 && (i & 0x3ff);
+            uint32_t want_nan = ((i & 0x8000u) << 16) | 0x7f800000u | ((i & 0x3ffu) << 13);
+            int exact = (double)wide[i] == half_value((uint16_t)i) &&
+                        !!signbit(wide[i]) == !!(i & 0x8000);
+            if (is_nan ? bits != want_nan : !exact)
+                wrong_value++;
+            if (back[i] != in[i])
+                wrong_trip++;
+        }
+        CHECK_EQ_INT(wrong_value, 0);
+        CHECK_EQ_INT(wrong_trip, 0);
+    }
+}
+
+/* h is the correctly rounded fp16 of the non-NaN x: no fp16 is nearer, ties
+ * go to the even one, overflow gives Inf exactly when IEEE says so (x at or
+ * beyond 65520, the midpoint between 65504 and 2^16). */
+static int is_rounded_correctly(uint32_t x, uint16_t h)
+{
+    double v = (double)float_from_bits(x);
+    if ((h & 0x8000) != ((x >> 16) & 0x8000))
+        return 0;
+    if ((h & 0x7fff) == 0x7c00)
+        return fabs(v) >= 65520.0;
+    if ((h & 0x7fff) > 0x7c00)
+        return 0;
+    double err = fabs(v - half_value(h));
+    uint16_t mag = h & 0x7fff;
+    double up = mag == 0x7bff ? 65536.0 : half_value((uint16_t)(mag + 1));
+    double below = mag == 0 ? -half_value(1) : half_value((uint16_t)(mag - 1));
+    double err_up = fabs(fabs(v) - up), err_below = fabs(fabs(v) - below);
+    if (err > err_up || err > err_below)
+        return 0;
+    if (err == err_up || err == err_below)
+        return (mag & 1) == 0;
+    return 1;
+}
+
+/* Converts the 65536 fp32 patterns hi << 16 | lo through both kernels and
+ * counts disagreements and results that are not correctly rounded. */
+static void sweep_block(uint32_t first, uint32_t step, long *disagree, long *misrounded,
+                        long *bad_nan)
+{
+    enum { N = 65536 };
+    static float in[N];
+    static uint16_t fast[N], portable[N];
+    for (uint32_t i = 0; i < N; i++)
+        in[i] = float_from_bits(first + i * step);
+    vmaf_dnn_fp32_to_fp16(in, fast, N);
+    vdnn_fp32_to_fp16_portable(in, portable, N);
+    for (uint32_t i = 0; i < N; i++) {
+        if (fast[i] != portable[i]) {
+            if (!*disagree)
+                fprintf(stderr, "fp32 0x%08" PRIx32 ": dispatched 0x%04x, portable 0x%04x\n",
+                        first + i * step, fast[i], portable[i]);
+            (*disagree)++;
+        }
+    }
+    /* The reference check is slow; sample it. */
+    for (uint32_t i = 0; i < N; i += 61) {
+        uint32_t x = first + i * step;
+        if ((x & 0x7fffffffu) > 0x7f800000u) {
+            uint32_t top = (x >> 13) & 0x3ffu;
+            uint16_t want = (uint16_t)(((x >> 16) & 0x8000u) | 0x7c00u | top | (top == 0));
+            *bad_nan += fast[i] != want;
+        } else if (!is_rounded_correctly(x, fast[i])) {
+            if (!*misrounded)
+                fprintf(stderr, "fp32 0x%08" PRIx32 " -> 0x%04x is not correctly rounded\n", x,
+                        fast[i]);
+            (*misrounded)++;
+        }
+    }
+}
+
+static void test_sweep(void)
+{
+    long disagree = 0, misrounded = 0, bad_nan = 0;
+    const char *quick = getenv("VMAFDNN_FP16_QUICK");
+    if (quick && *quick && strcmp(quick, "0") != 0) {
+        /* 2^24 patterns, stride 257: every exponent, every low-bit mix. */
+        for (uint32_t b = 0; b < 256; b++)
+            sweep_block(b * 65536u * 257u, 257u, &disagree, &misrounded, &bad_nan);
+    } else {
+        for (uint32_t b = 0; b < 65536; b++)
+            sweep_block(b << 16, 1u, &disagree, &misrounded, &bad_nan);
+    }
+    CHECK_EQ_INT(disagree, 0);
+    CHECK_EQ_INT(misrounded, 0);
+    CHECK_EQ_INT(bad_nan, 0);
+}
+
+/* Pseudo-random inputs concentrated where rounding is interesting. */
+static void test_random(void)
+{
+    enum { N = 1 << 20 };
+    float *in = malloc(N * sizeof *in);
+    uint16_t *fast = malloc(N * sizeof *fast), *portable = malloc(N * sizeof *portable);
+    CHECK(in && fast && portable);
+    if (!in || !fast || !portable)
+        goto done;
+    uint64_t s = 0x9e3779b97f4a7c15u;
+    for (size_t i = 0; i < N; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        uint32_t x = (uint32_t)(s >> 32);
+        /* Half the values get an exponent around the fp16 range. */
+        if (s & 1)
+            x = (x & 0x807fffffu) | ((uint32_t)(100 + (s >> 8) % 50) << 23);
+        in[i] = float_from_bits(x);
+    }
+    vmaf_dnn_fp32_to_fp16(in, fast, N);
+    vdnn_fp32_to_fp16_portable(in, portable, N);
+    CHECK(memcmp(fast, portable, N * sizeof *fast) == 0);
+    long misrounded = 0;
+    for (size_t i = 0; i < N; i++) {
+        uint32_t x = bits_from_float(in[i]);
+        if ((x & 0x7fffffffu) <= 0x7f800000u)
+            misrounded += !is_rounded_correctly(x, fast[i]);
+    }
+    CHECK_EQ_INT(misrounded, 0);
+done:
+    free(in);
+    free(fast);
+    free(portable);
+}
+
+/* Lengths around the SIMD widths, from unaligned addresses: each element as
+ * if converted alone, and nothing written past n. */
+static void test_lengths(void)
+{
+    static const size_t lengths[] = {0, 1, 7, 8, 9, 15, 16, 17, 33, 100};
+    enum { MAX = 128, CANARY = 0x5a5a };
+    float in[MAX + 1], wide[MAX + 2];
+    uint16_t halves[MAX + 2], narrow[MAX + 2];
+    for (size_t i = 0; i <= MAX; i++)
+        in[i] = float_from_bits(0x33000000u + (uint32_t)i * 0x0137f00bu);
+    for (size_t i = 0; i <= MAX; i++)
+        halves[i] = (uint16_t)(i * 0x2f3u);
+
+    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+        size_t n = lengths[l];
+        long wrong = 0;
+        for (size_t i = 0; i < MAX + 2; i++)
+            narrow[i] = CANARY;
+        vmaf_dnn_fp32_to_fp16(in + 1, narrow + 1, n);
+        wrong += narrow[0] != CANARY || narrow[n + 1] != CANARY;
+        for (size_t i = 0; i < n; i++)
+            wrong += narrow[i + 1] != to_half(bits_from_float(in[i + 1]), 1);
+
+        memset(wide, 0x5a, sizeof wide);
+        vmaf_dnn_fp16_to_fp32(halves + 1, wide + 1, n);
+        wrong += bits_from_float(wide[0]) != 0x5a5a5a5au || bits_from_float(wide[n + 1]) != 0x5a5a5a5au;
+        for (size_t i = 0; i < n; i++)
+            wrong += bits_from_float(wide[i + 1]) != to_float(halves[i + 1], 1);
+        if (wrong)
+            fprintf(stderr, "n = %zu: %ld wrong\n", n, wrong);
+        CHECK_EQ_INT(wrong, 0);
+    }
+}
+
+int main(void)
+{
+    printf("fp16 kernel: %s\n", vdnn_fp16_kernel());
+    test_fp32_to_fp16_edges();
+    test_fp16_to_fp32_edges();
+    test_all_halves();
+    test_lengths();
+    test_random();
+    test_sweep();
+    return check_report();
+}
