@@ -11,7 +11,7 @@ import numpy as np
 import vmafdnn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import best_time  # noqa: E402
+from common import best_times  # noqa: E402
 
 
 def main():
@@ -27,8 +27,8 @@ def main():
             ("fp16->fp32", lambda: vmafdnn.fp16_to_fp32(f16), lambda: f16.astype(np.float32)),
         )
         for label, ours, numpys in rows:
-            t_ours = best_time(ours, number=number)
-            t_numpy = best_time(numpys, number=number)
+            t = best_times({"ours": ours, "numpy": numpys}, number=number)
+            t_ours, t_numpy = t["ours"], t["numpy"]
             print(f"{label} {n >> 20}M: vmafdnn {t_ours * 1e9 / n:.2f} ns/elem, "
                   f"numpy {t_numpy * 1e9 / n:.2f} ns/elem, ratio {t_numpy / t_ours:.2f}x")
 

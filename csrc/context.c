@@ -269,16 +269,16 @@ static int check_pictures(const VmafDnnContext *ctx, const VmafDnnPicture *ref,
     return 0;
 }
 
-/* A frame is read once: refuse it if any model already stored a value. */
+/* A frame is read once: refuse it before running anything if any model
+ * already stored a value. */
 static int check_unscored(const VmafDnnContext *ctx, unsigned index)
 {
-    for (size_t i = 0; i < ctx->n_models; i++)
-        for (size_t k = 0; k < vdnn_tiny_model_key_count(ctx->model[i]); k++) {
-            const char *key = vdnn_tiny_model_key(ctx->model[i], k);
-            if (vdnn_feature_collector_has(ctx->fc, key, index))
-                return vdnn_fail(-EEXIST, "read_pictures: frame %u was already read (feature "
-                                 "\"%s\" has a value)", index, key);
-        }
+    for (size_t i = 0; i < ctx->n_models; i++) {
+        const char *key = vdnn_tiny_model_scored_key(ctx->model[i], ctx->fc, index);
+        if (key)
+            return vdnn_fail(-EEXIST, "read_pictures: frame %u was already read (feature \"%s\" "
+                             "has a value)", index, key);
+    }
     return 0;
 }
 

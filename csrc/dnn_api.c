@@ -37,6 +37,9 @@ struct VmafDnnSession {
     uint16_t **fp16_inputs;    /* n_inputs, grown on demand */
     size_t *fp16_capacity;     /* n_inputs, elements */
     size_t *requested_slots;   /* n_outputs */
+    void **out_buffers;        /* n_outputs: caller buffers ORT writes into */
+    size_t *fixed_counts;      /* n_outputs: elements of a FLOAT output of fixed
+                                  shape (bindable), else 0 */
     VdnnOrtResult *results;    /* n_outputs */
     float *plane_in, *plane_out; /* plane helpers, grown on demand */
     size_t plane_capacity;       /* elements in each */
@@ -157,9 +160,12 @@ static int init_slots(VmafDnnSession *s)
     s->fp16_inputs = calloc(ni, sizeof(*s->fp16_inputs));
     s->fp16_capacity = calloc(ni, sizeof(*s->fp16_capacity));
     s->requested_slots = calloc(no, sizeof(*s->requested_slots));
+    s->out_buffers = calloc(no, sizeof(*s->out_buffers));
+    s->fixed_counts = calloc(no, sizeof(*s->fixed_counts));
     s->results = calloc(no, sizeof(*s->results));
     if (!s->input_info || !s->output_info || !s->feeds || !s->fp16_inputs ||
-        !s->fp16_capacity || !s->requested_slots || !s->results)
+        !s->fp16_capacity || !s->requested_slots || !s->out_buffers || !s->fixed_counts ||
+        !s->results)
         return vdnn_fail(-ENOMEM, "out of memory");
 
     for (size_t i = 0; i < s->n_inputs; i++) {
@@ -176,6 +182,10 @@ static int init_slots(VmafDnnSession *s)
                              "DOUBLE, INT32 and INT64 outputs are supported", m->name,
                              type_name(m->type));
         s->output_info[i] = (VmafDnnTensorInfo){m->name, m->type, m->rank, m->shape};
+        size_t count = 1;
+        for (size_t d = 0; d < m->rank; d++)
+            count = m->shape[d] < 0 ? 0 : count * (size_t)m->shape[d];
+        s->fixed_counts[i] = m->type == VMAF_DNN_TYPE_FLOAT ? count : 0;
     }
     return 0;
 }
@@ -234,6 +244,8 @@ void vmaf_dnn_session_close(VmafDnnSession *s)
     free(s->fp16_inputs);
     free(s->fp16_capacity);
     free(s->requested_slots);
+    free(s->out_buffers);
+    free(s->fixed_counts);
     free(s->results);
     free(s->plane_in);
     free(s->plane_out);
@@ -414,6 +426,10 @@ static int resolve_outputs(VmafDnnSession *s, const VmafDnnOutput *outputs, size
         if (s->output_info[slot].type == VMAF_DNN_TYPE_FLOAT16 && !s->cfg.fp16_io)
             return fp16_unsupported("output", s->output_info[slot].name);
         s->requested_slots[k] = slot;
+        /* Where the caller's buffer fits, ORT writes into it: no copy. */
+        size_t fixed = s->fixed_counts[slot];
+        s->out_buffers[k] =
+            fixed && outputs[k].data && fixed <= outputs[k].capacity ? outputs[k].data : NULL;
     }
     return 0;
 }
@@ -464,7 +480,8 @@ static int deliver_outputs(VmafDnnSession *s, VmafDnnOutput *outputs, size_t n_o
                            s->output_info[s->requested_slots[k]].name);
     }
     for (size_t k = 0; !rc && k < n_outputs; k++)
-        convert_to_fp32(&s->results[k], outputs[k].data);
+        if (s->results[k].data != outputs[k].data)
+            convert_to_fp32(&s->results[k], outputs[k].data);
     vdnn_ort_release_outputs(s->ort);
     return rc;
 }
@@ -476,7 +493,8 @@ static int run_reserved(VmafDnnSession *s, const VmafDnnInput *inputs, size_t n_
     int rc = bind_inputs(s, inputs, n_inputs);
     if (rc || (rc = resolve_outputs(s, outputs, n_outputs)))
         return rc;
-    rc = vdnn_ort_run(s->ort, s->feeds, s->requested_slots, n_outputs, s->results);
+    rc = vdnn_ort_run(s->ort, s->feeds, s->requested_slots, n_outputs, s->out_buffers,
+                      s->results);
     return rc ? rc : deliver_outputs(s, outputs, n_outputs);
 }
 

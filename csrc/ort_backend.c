@@ -620,8 +620,22 @@ static int describe_result(OrtValue *value, const char *name, VdnnOrtResult *r)
     return 0;
 }
 
+/* The result of an output ORT wrote into a caller's buffer: its shape is
+ * the slot's fixed shape. */
+static void describe_bound(const VdnnTensorMeta *m, void *data, VdnnOrtResult *r)
+{
+    r->data = data;
+    r->type = m->type;
+    r->rank = m->rank;
+    r->count = 1;
+    for (size_t d = 0; d < m->rank; d++) {
+        r->shape[d] = m->shape[d];
+        r->count *= (size_t)m->shape[d];
+    }
+}
+
 int vdnn_ort_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t *output_slots,
-                 size_t n_outputs, VdnnOrtResult *results)
+                 size_t n_outputs, void *const *out_buffers, VdnnOrtResult *results)
 {
     const OrtApi *a = api();
     vdnn_ort_release_outputs(s);
@@ -643,30 +657,39 @@ int vdnn_ort_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t *outp
         }
     }
 
+    for (size_t k = 0; k < n_outputs; k++) {
+        const VdnnTensorMeta *m = &s->outputs[output_slots[k]];
+        s->run_output_names[k] = m->name;
+        s->output_values[k] = NULL;
+        if (rc || !out_buffers || !out_buffers[k])
+            continue;
+        VdnnOrtResult bound;
+        describe_bound(m, out_buffers[k], &bound);
+        OrtStatus *st = a->CreateTensorWithDataAsOrtValue(
+            s->cpu_memory, out_buffers[k], bound.count * sizeof(float), m->shape, m->rank,
+            ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &s->output_values[k]);
+        if (st)
+            rc = status_error(st, -EINVAL, "cannot wrap an output buffer");
+    }
+    s->n_held = n_outputs; /* bound or not, every value is released later */
+
     if (!rc) {
-        for (size_t k = 0; k < n_outputs; k++) {
-            s->run_output_names[k] = s->outputs[output_slots[k]].name;
-            s->output_values[k] = NULL;
-        }
         OrtStatus *st = a->Run(s->session, NULL, s->input_names,
                                (const OrtValue *const *)s->input_values, s->n_inputs,
                                s->run_output_names, n_outputs, s->output_values);
-        if (st) {
+        if (st)
             rc = status_error(st, a->GetErrorCode(st) == ORT_INVALID_ARGUMENT ? -EINVAL : -EIO,
                               "ONNX Runtime failed to run the model");
-            /* ORT may have produced some outputs before failing. */
-            for (size_t k = 0; k < n_outputs; k++)
-                if (s->output_values[k])
-                    s->n_held = k + 1;
-        } else {
-            s->n_held = n_outputs;
-        }
     }
     for (size_t i = 0; i < made; i++)
         a->ReleaseValue(s->input_values[i]);
 
-    for (size_t k = 0; !rc && k < n_outputs; k++)
-        rc = describe_result(s->output_values[k], s->run_output_names[k], &results[k]);
+    for (size_t k = 0; !rc && k < n_outputs; k++) {
+        if (out_buffers && out_buffers[k])
+            describe_bound(&s->outputs[output_slots[k]], out_buffers[k], &results[k]);
+        else
+            rc = describe_result(s->output_values[k], s->run_output_names[k], &results[k]);
+    }
     if (rc)
         vdnn_ort_release_outputs(s);
     return rc;

@@ -84,11 +84,15 @@ typedef struct VdnnOrtResult {
 
 /* Runs the model. feeds[i] feeds input slot i (all inputs, slot order).
  * output_slots lists the n_outputs output slots wanted; results[k] describes
- * the output of output_slots[k]. Returns 0, -ENOMEM, -ENOTSUP (an output of
- * rank above VMAF_DNN_MAX_RANK), -EIO (ORT's message). Not thread-safe on one
- * session (the caller serialises). */
+ * the output of output_slots[k]. out_buffers (NULL, or n_outputs entries)
+ * lets ORT write output k straight into out_buffers[k] when it is not NULL:
+ * only for FLOAT slots of fixed shape, with room for all their elements;
+ * results[k].data then points there. Returns 0, -ENOMEM, -ENOTSUP (an
+ * output of rank above VMAF_DNN_MAX_RANK), -EIO (ORT's message). Not
+ * thread-safe on one session (the caller serialises). */
 int vdnn_ort_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds,
-                 const size_t *output_slots, size_t n_outputs, VdnnOrtResult *results);
+                 const size_t *output_slots, size_t n_outputs, void *const *out_buffers,
+                 VdnnOrtResult *results);
 
 /* Frees the outputs of the last run early (they are freed by the next run
  * and by destroy anyway). */

@@ -190,7 +190,8 @@ static int decide_kind(VdnnTinyModel *m, size_t n_image, int no_reference)
 }
 
 /* Binds the image inputs to [reference, distorted] (or [distorted]): by the
- * sidecar's "input_names" when given, else in model order. */
+ * sidecar's "input_names" when given, else in model order. Every entry must
+ * name an input, whatever the kind. */
 static int bind_images(VdnnTinyModel *m, const size_t *image_slot)
 {
     const VdnnSidecarStrings *names = &m->sc->input_names;
@@ -221,7 +222,9 @@ static int bind_images(VdnnTinyModel *m, const size_t *image_slot)
     if (bound != m->n_image)
         return vdnn_fail(-EINVAL, "model %s: sidecar \"input_names\" lists %zu of the model's %zu "
                          "image inputs; it must list %s", m->path, bound, m->n_image,
-                         m->n_image == 2 ? "both, as [reference, distorted]" : "it");
+                         m->n_image == 2   ? "both, as [reference, distorted]"
+                         : m->n_image == 1 ? "it"
+                                           : "none");
     return 0;
 }
 
@@ -241,8 +244,6 @@ static int decide_image_size(VdnnTinyModel *m, const size_t *image_slot)
     }
     m->model_h = first.shape[2] < 0 ? -1 : first.shape[2];
     m->model_w = first.shape[3] < 0 ? -1 : first.shape[3];
-    m->image_shape[0] = 1;
-    m->image_shape[1] = 1;
     return 0;
 }
 
@@ -286,7 +287,8 @@ static int check_inputs(VdnnTinyModel *m, int no_reference)
     int rc = classify_inputs(m, image_slot, &m->n_image, &vector_slot, &n_vector);
     if (rc || (rc = decide_kind(m, m->n_image, no_reference)))
         return rc;
-    if (m->n_image && ((rc = bind_images(m, image_slot)) || (rc = decide_image_size(m, image_slot))))
+    if ((rc = bind_images(m, image_slot)) ||
+        (m->n_image && (rc = decide_image_size(m, image_slot))))
         return rc;
     if ((rc = setup_vector(m, vector_slot, n_vector)))
         return rc;
@@ -457,6 +459,8 @@ static int multi_key(VdnnTinyModel *m, size_t slot, const char *base,
 
 static int assign_keys(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
 {
+    if (opt->name && !*opt->name)
+        return vdnn_fail(-EINVAL, "model %s: the model name given is empty", m->path);
     char *base = base_name(m, opt->name);
     if (!base)
         return vdnn_fail(-ENOMEM, "out of memory");
@@ -632,6 +636,7 @@ static int feed_images(VdnnTinyModel *m, const VdnnTinyFrame *f, VmafDnnInput *i
     if (resize && ((rc = vdnn_resizer_prepare(&m->resizer, m->resize, f->w, f->h, tw, th)) ||
                    (rc = grow_resized(m, (size_t)tw * th))))
         return rc;
+    m->image_shape[0] = m->image_shape[1] = 1; /* batch folded to 1, one luma plane */
     m->image_shape[2] = th;
     m->image_shape[3] = tw;
     const float *plane[2] = {m->kind == VMAF_DNN_MODEL_FR ? f->ref : f->dist, f->dist};
@@ -667,14 +672,23 @@ static int feed_vector(VdnnTinyModel *m, const VdnnFeatureCollector *fc, unsigne
     return 0;
 }
 
-/* Appends the outputs, all or none: every key is checked before the first
- * append. */
-static int store_scores(const VdnnTinyModel *m, const VdnnTinyFrame *f, VdnnFeatureCollector *fc)
+const char *vdnn_tiny_model_scored_key(const VdnnTinyModel *m, const VdnnFeatureCollector *fc,
+                                       unsigned index)
 {
     for (size_t s = 0; s < m->n_out; s++)
-        if (vdnn_feature_collector_has(fc, m->key[s], f->index))
-            return vdnn_fail(-EEXIST, "model %s: feature \"%s\" already has a value for frame %u",
-                             m->path, m->key[s], f->index);
+        if (vdnn_feature_collector_has(fc, m->key[s], index))
+            return m->key[s];
+    return NULL;
+}
+
+/* Appends the outputs, all or none: the keys are checked before the first
+ * append (which then fails only for lack of memory). */
+static int store_scores(const VdnnTinyModel *m, const VdnnTinyFrame *f, VdnnFeatureCollector *fc)
+{
+    const char *scored = vdnn_tiny_model_scored_key(m, fc, f->index);
+    if (scored)
+        return vdnn_fail(-EEXIST, "model %s: feature \"%s\" already has a value for frame %u",
+                         m->path, scored, f->index);
     for (size_t s = 0; s < m->n_out; s++) {
         double v = m->value[s];
         if (m->sc->has_cap_db_per_bpc) {

@@ -56,9 +56,15 @@ const VmafDnnSession *vdnn_tiny_model_session(const VdnnTinyModel *m);
 size_t vdnn_tiny_model_key_count(const VdnnTinyModel *m);
 const char *vdnn_tiny_model_key(const VdnnTinyModel *m, size_t i); /* NULL out of range */
 
+/* The first of the model's keys that has a value for frame `index`, or
+ * NULL when none has: a frame is scored once. */
+const char *vdnn_tiny_model_scored_key(const VdnnTinyModel *m, const VdnnFeatureCollector *fc,
+                                       unsigned index);
+
 /* Runs the model on one frame: feeds the planes its kind needs (the caller
  * checked they are there) and its features from fc, and appends every output
- * to fc under its key, all or none. Returns 0, -ERANGE (a frame that does not
+ * to fc under its key, all or none: when vdnn_tiny_model_scored_key() finds
+ * a key, nothing is appended. Returns 0, -ERANGE (a frame that does not
  * fit), -ENOENT (a missing feature), -ENOTSUP (a non-scalar result), -EEXIST
  * (a key already has this frame), -ENOMEM, or a session run's code. */
 int vdnn_tiny_model_run(VdnnTinyModel *m, const VdnnTinyFrame *frame, VdnnFeatureCollector *fc);

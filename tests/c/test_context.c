@@ -628,7 +628,7 @@ static void test_shape_rules(void)
     attach_fails("output_1x4", NULL, -ENOTSUP,
                  "output \"cols\" has shape [1,4]: attached tiny models must output scalars; use "
                  "the session API for tensors");
-    attach_fails("symbolic_output", NULL, -ENOTSUP, "shape [1,?] with a symbolic dim");
+    attach_fails("symbolic_output", NULL, -ENOTSUP, "output \"idx\" has shape [?] with a symbolic dim");
     attach_fails("three_images", NULL, -ENOTSUP, "more than two image");
     attach_fails("fr_mismatched", NULL, -ENOTSUP, "differ in size");
     attach_fails("fp16_image", NULL, -ENOTSUP, "FLOAT16");
@@ -640,6 +640,8 @@ static void test_shape_rules(void)
     attach_fails("fr_diff", "{\"input_names\": [\"first\"]}", -EINVAL, "lists 1 of");
     attach_fails("fr_diff", "{\"input_names\": [\"first\", \"first\"]}", -EINVAL, "twice");
     attach_fails("fv_weighted", NULL, -ENOTSUP, "lists no \"features\"");
+    attach_fails("fv_weighted", "{\"features\": [\"a\", \"b\"], \"input_names\": [\"y\"]}",
+                 -EINVAL, "entry \"y\" is not an input");
     attach_fails("fv_weighted", "{\"features\": [\"a\", \"b\", \"c\"]}", -ENOTSUP,
                  "takes 2 features; the sidecar lists 3");
     attach_fails("nr_mean", "{\"features\": [\"a\"]}", -EINVAL, "no feature-vector");
@@ -938,6 +940,10 @@ int main(int argc, char **argv)
     if (argc < 2) {
         fprintf(stderr, "usage: %s MODEL_DIR\n", argv[0]);
         return 2;
+    }
+    if (!vmaf_dnn_available()) { /* every test below needs it: say why once */
+        fprintf(stderr, "%s\n", vmaf_dnn_last_error());
+        return 1;
     }
     if (!realpath(argv[1], model_dir) || !mkdtemp(tmp_dir)) {
         perror(argv[1]);

@@ -228,9 +228,16 @@ def output_1x4():
 
 
 def symbolic_output():
-    """x[1,1,4,4] -> cols[1,K]: a symbolic dim that is not a batch."""
-    nodes = [helper.make_node("ReduceMean", ["x"], ["cols"], axes=[1, 2], keepdims=0)]
-    return make_model(nodes, [tensor("x", F32, [1, 1, 4, 4])], [tensor("cols", F32, [1, "K"])])
+    """x[1,1,4,4] -> idx[K] = Range(0, count(x > 0.5)): a size nobody can know
+    before the run."""
+    inits = [numpy_helper.from_array(np.array(v, np.float32), n)
+             for n, v in (("half", 0.5), ("zero", 0.0), ("one", 1.0))]
+    nodes = [helper.make_node("Greater", ["x", "half"], ["gt"]),
+             helper.make_node("Cast", ["gt"], ["gtf"], to=F32),
+             helper.make_node("ReduceSum", ["gtf"], ["count"], keepdims=0),
+             helper.make_node("Range", ["zero", "count", "one"], ["idx"])]
+    return make_model(nodes, [tensor("x", F32, [1, 1, 4, 4])], [tensor("idx", F32, ["K"])],
+                      inits)
 
 
 def three_images():

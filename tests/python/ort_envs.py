@@ -31,7 +31,6 @@ import sys
 import tempfile
 from typing import Dict, List, Mapping, Optional, Sequence
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAKE_ENVS = "tools/make_ort_envs.sh"
 
 
