@@ -397,7 +397,7 @@ static int bind_inputs(VmafDnnSession *s, const VmafDnnInput *inputs, size_t n_i
             return vdnn_fail(-EINVAL, "the model has no input named \"%s\"", inputs[i].name);
         if (s->feeds[slot].data)
             return vdnn_fail(-EINVAL, "input \"%s\" is given twice", s->input_info[slot].name);
-        size_t count;
+        size_t count = 0;
         int rc = check_input_shape(&s->input_info[slot], &inputs[i], &count);
         if (rc || (rc = bind_input(s, slot, &inputs[i], count)))
             return rc;

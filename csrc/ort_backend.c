@@ -232,12 +232,20 @@ typedef struct Log {
 
 static void log_line(Log *log, const char *ep, const char *what, const char *msg)
 {
-    size_t add = strlen(ep) + strlen(what) + strlen(msg) + 8;
+    /* One line per EP: ORT's messages may end in newlines or spaces. */
+    size_t msg_len = strlen(msg);
+    while (msg_len && (msg[msg_len - 1] == '\n' || msg[msg_len - 1] == ' '))
+        msg_len--;
+    size_t add = strlen(ep) + strlen(what) + msg_len + 8;
     char *grown = realloc(log->text, log->len + add);
     if (!grown)
         return;
     log->text = grown;
-    log->len += (size_t)snprintf(log->text + log->len, add, "%s: %s%s\n", ep, what, msg);
+    int n = snprintf(log->text + log->len, add, "%s: %s%.*s\n", ep, what, (int)msg_len, msg);
+    for (int i = 0; i < n - 1; i++) /* keep inner newlines from splitting the line */
+        if (log->text[log->len + (size_t)i] == '\n')
+            log->text[log->len + (size_t)i] = ' ';
+    log->len += (size_t)n;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -302,9 +310,11 @@ static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnCon
             snprintf(device_type, sizeof(device_type), "GPU.%d", cfg->device_index);
         else
             snprintf(device_type, sizeof(device_type), "GPU");
+        /* OpenVINO's CPU device accepts only FP32/ACCURACY precision and
+         * fails the append on FP16, so the hint goes to the GPU only. */
         const char *keys[] = {"device_type", "precision"};
         const char *values[] = {device_type, "FP16"};
-        size_t n = cfg->fp16_io ? 2 : 1;
+        size_t n = cfg->fp16_io && ep == EP_OPENVINO_GPU ? 2 : 1;
         return a->SessionOptionsAppendExecutionProvider(opts, "OpenVINO", keys, values, n);
     }
     case EP_ROCM: {

@@ -202,8 +202,11 @@ typedef enum VmafDnnModelKind {
  * key, is -EEXIST naming the key.
  *
  * Returns 0; -EINVAL (ctx or onnx_path NULL, the context is flushed, a bad
- * mcfg value or session config, a no_reference FR model, a bad
- * "input_names" entry, a bad key); -ENOTSUP (the shapes above); -EEXIST;
+ * mcfg value (an empty name, an unknown resize) or session config, a
+ * no_reference FR model, an "input_names" entry that is not a model input or
+ * that leaves an image input unbound, an "output_name" that is not a model
+ * output, "features" on a model without a rank-2 input, a key that is not a
+ * valid feature name); -ENOTSUP (the shapes above); -EEXIST;
  * the codes of vmaf_dnn_session_open (-ENOENT, -ENOSYS, -EBADMSG, ...); the
  * sidecar's codes (-EINVAL for a bad key or value, -EBADMSG for bad JSON,
  * -EISDIR, -E2BIG, -EACCES, ...: the message names the file and key);

@@ -138,7 +138,8 @@ typedef struct VmafDnnConfig {
     int device_index;     /* GPU ordinal for CUDA / ROCm / OpenVINO GPU; >= 0 */
     int threads;          /* ORT intra-op threads; 0 = ORT's default; >= 0 */
     int fp16_io;          /* non-zero: fp32 data is cast to/from FLOAT16 model slots,
-                             and OpenVINO is asked for precision=FP16 */
+                             and OpenVINO's GPU device is asked for precision=FP16
+                             (its CPU device refuses FP16 and is left at FP32) */
 } VmafDnnConfig;
 
 /* Fills `cfg` with the defaults: AUTO, device 0, ORT's default threads, no

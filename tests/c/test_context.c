@@ -4,9 +4,11 @@
  * a failed frame, and NULL/error handling of every public function. The
  * resize module is also checked directly against hand-computed values.
  *
- * usage: test_context MODEL_DIR
+ * usage: test_context MODEL_DIR [BUILTIN_DIR]
  *   MODEL_DIR holds the models of tests/models/factory.py. Sidecars are
  *   written by this test into a temporary directory beside links to them.
+ *   BUILTIN_DIR, when given, holds the built-in models of
+ *   tools/gen_builtin_models.py, which are then run with their own sidecars.
  * ORT is found the documented way (VMAFDNN_ORT_LIBRARY, then the loader).
  */
 #include <dirent.h>
@@ -25,6 +27,7 @@
 #include "resize.h"
 
 static char model_dir[PATH_MAX];
+static const char *builtin_dir;
 static char tmp_dir[] = "/tmp/vmafdnn-context-XXXXXX";
 
 #define CHECK_NEAR(got, want, tol)                                                         \
@@ -471,6 +474,10 @@ static void test_planes(void)
     CHECK(vmaf_dnn_tiny_model_session(ctx, 3) == NULL);
     CHECK_EQ_INT(vmaf_dnn_tiny_model_feature_count(ctx, 3), 0);
 
+    /* Sidecar input_names of an NR model name its one image input. */
+    attach_ok(ctx, stage("nr_mean", "nr_named", "{\"kind\": \"nr\", \"input_names\": [\"x\"]}"),
+              NULL);
+
     /* An NR-only context takes distorted pictures alone. */
     VmafDnnContext *nr = ctx_new(VMAF_DNN_RESIZE_NONE);
     VmafDnnModelConfig m = {0};
@@ -628,7 +635,8 @@ static void test_shape_rules(void)
     attach_fails("output_1x4", NULL, -ENOTSUP,
                  "output \"cols\" has shape [1,4]: attached tiny models must output scalars; use "
                  "the session API for tensors");
-    attach_fails("symbolic_output", NULL, -ENOTSUP, "output \"idx\" has shape [?] with a symbolic dim");
+    attach_fails("symbolic_output", NULL, -ENOTSUP,
+                 "output \"idx\" has shape [?] with a symbolic dim");
     attach_fails("three_images", NULL, -ENOTSUP, "more than two image");
     attach_fails("fr_mismatched", NULL, -ENOTSUP, "differ in size");
     attach_fails("fp16_image", NULL, -ENOTSUP, "FLOAT16");
@@ -778,8 +786,9 @@ static void check_reports(VmafDnnContext *ctx)
     snprintf(path, sizeof(path), "%s/report.csv", tmp_dir);
     CHECK_EQ_INT(vmaf_dnn_write_output(ctx, path, VMAF_DNN_OUTPUT_CSV), 0);
     text = slurp(path, &len);
-    CHECK(text && strcmp(text, "Frame,f0,f1,fv\n0,1.000000,2.000000,21.000000\n1,5.000000,,\n") == 0);
-    if (text && strcmp(text, "Frame,f0,f1,fv\n0,1.000000,2.000000,21.000000\n1,5.000000,,\n"))
+    static const char csv[] = "Frame,f0,f1,fv\n0,1.000000,2.000000,21.000000\n1,5.000000,,\n";
+    CHECK(text && strcmp(text, csv) == 0);
+    if (text && strcmp(text, csv))
         fprintf(stderr, "csv: %s", text);
     free(text);
 
@@ -935,10 +944,69 @@ static void test_pool_and_flush(void)
     vmaf_dnn_context_close(ctx);
 }
 
+/* ------------------------------------------------------------------------ */
+/* The built-in models, with their real sidecars                            */
+/* ------------------------------------------------------------------------ */
+
+static const char *builtin(const char *name)
+{
+    static char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/%s.onnx", builtin_dir, name);
+    return path;
+}
+
+static void test_builtin_models(void)
+{
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, builtin("psnr_y"), NULL);
+    attach_ok(ctx, builtin("ssim_y"), NULL);
+    attach_ok(ctx, builtin("sharpness_nr"), NULL);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_kind(ctx, 2), VMAF_DNN_MODEL_NR);
+
+    /* One step of 1 everywhere: MSE = 1 / 255^2, PSNR = 20 log10(255). */
+    TestPic ref = pic_const(64, 48, 8, 100), dist = pic_const(64, 48, 8, 101);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &ref.pic, &dist.pic, 0), 0);
+    CHECK_NEAR(get(ctx, "psnr_y", 0), 20.0 * log10(255.0), 1e-4);
+    CHECK_NEAR(get(ctx, "sharpness_nr", 0), 0.0, 1e-12);
+    /* Identical frames: 200 dB from the model, capped at 6 * bpc + 12. */
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &ref.pic, &ref.pic, 1), 0);
+    CHECK_NEAR(get(ctx, "psnr_y", 1), 60.0, 1e-12);
+    CHECK_NEAR(get(ctx, "ssim_y", 1), 1.0, 1e-6);
+    TestPic ref10 = pic_const(64, 48, 10, 700), ref16 = pic_const(64, 48, 16, 700);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &ref10.pic, &ref10.pic, 2), 0);
+    CHECK_NEAR(get(ctx, "psnr_y", 2), 72.0, 1e-12);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &ref16.pic, &ref16.pic, 3), 0);
+    CHECK_NEAR(get(ctx, "psnr_y", 3), 108.0, 1e-12);
+    /* A pseudo-random frame against a reference computed here. */
+    uint32_t seed = 12345;
+    double sse = 0.0;
+    for (unsigned y = 0; y < 48; y++)
+        for (unsigned x = 0; x < 64; x++) {
+            seed = seed * 1664525u + 1013904223u;
+            unsigned v = seed >> 24, d = v ^ ((seed >> 8) & 7u);
+            pic_set(&ref, x, y, v);
+            pic_set(&dist, x, y, d);
+            sse += ((double)v - d) * ((double)v - d);
+        }
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &ref.pic, &dist.pic, 4), 0);
+    CHECK_NEAR(get(ctx, "psnr_y", 4), 10.0 * log10(255.0 * 255.0 / (sse / (64.0 * 48.0))), 1e-4);
+    CHECK(get(ctx, "sharpness_nr", 4) > 0.0);
+    /* Native resolution: the first frame set 64x48. */
+    TestPic other = pic_const(32, 48, 8, 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &other.pic, &other.pic, 5), -ERANGE);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "native resolution");
+    pic_free(&ref);
+    pic_free(&dist);
+    pic_free(&ref10);
+    pic_free(&ref16);
+    pic_free(&other);
+    vmaf_dnn_context_close(ctx);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s MODEL_DIR\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL_DIR [BUILTIN_DIR]\n", argv[0]);
         return 2;
     }
     if (!vmaf_dnn_available()) { /* every test below needs it: say why once */
@@ -962,6 +1030,10 @@ int main(int argc, char **argv)
     test_feature_vectors();
     test_cap();
     test_pool_and_flush();
+    if (argc > 2) {
+        builtin_dir = argv[2];
+        test_builtin_models();
+    }
     remove_tmp_dir();
     return check_report();
 }

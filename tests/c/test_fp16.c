@@ -33,26 +33,45 @@ static uint32_t bits_from_float(float f)
     return u;
 }
 
-/* Both kernels on one value. */
+/* One value through one kernel. The value is converted as 17 copies, so
+ * that the dispatched kernel runs both its SIMD body and its scalar tail;
+ * copies that disagree count as a failure. */
 static uint16_t to_half(uint32_t x, int portable)
 {
-    float f = float_from_bits(x);
-    uint16_t h;
+    enum { COPIES = 17 };
+    float in[COPIES];
+    uint16_t out[COPIES];
+    for (int i = 0; i < COPIES; i++)
+        in[i] = float_from_bits(x);
     if (portable)
-        vdnn_fp32_to_fp16_portable(&f, &h, 1);
+        vdnn_fp32_to_fp16_portable(in, out, COPIES);
     else
-        vmaf_dnn_fp32_to_fp16(&f, &h, 1);
-    return h;
+        vmaf_dnn_fp32_to_fp16(in, out, COPIES);
+    int same = 1;
+    for (int i = 1; i < COPIES; i++)
+        same &= out[i] == out[0];
+    if (!same)
+        CHECK(same);
+    return out[0];
 }
 
 static uint32_t to_float(uint16_t h, int portable)
 {
-    float f;
+    enum { COPIES = 9 };
+    uint16_t in[COPIES];
+    float out[COPIES];
+    for (int i = 0; i < COPIES; i++)
+        in[i] = h;
     if (portable)
-        vdnn_fp16_to_fp32_portable(&h, &f, 1);
+        vdnn_fp16_to_fp32_portable(in, out, COPIES);
     else
-        vmaf_dnn_fp16_to_fp32(&h, &f, 1);
-    return bits_from_float(f);
+        vmaf_dnn_fp16_to_fp32(in, out, COPIES);
+    int same = 1;
+    for (int i = 1; i < COPIES; i++)
+        same &= bits_from_float(out[i]) == bits_from_float(out[0]);
+    if (!same)
+        CHECK(same);
+    return bits_from_float(out[0]);
 }
 
 /* The value of a non-NaN fp16, computed with double arithmetic. */
@@ -195,11 +214,15 @@ static int is_rounded_correctly(uint32_t x, uint16_t h)
     return 1;
 }
 
+struct sweep_counts {
+    long disagree;   /* dispatched and portable kernels differ */
+    long misrounded; /* not the correctly rounded fp16 */
+    long bad_nan;    /* a NaN not converted by numpy's rule */
+};
+
 /* Converts the 65536 fp32 patterns first, first + step, ... through both
- * kernels and counts disagreements, results that are not correctly rounded
- * (sampled) and NaNs that do not follow numpy's rule. */
-static void sweep_block(uint32_t first, uint32_t step, long *disagree, long *misrounded,
-                        long *bad_nan)
+ * kernels. The (slow) rounding reference looks at every `sample`-th one. */
+static void sweep_block(uint32_t first, uint32_t step, uint32_t sample, struct sweep_counts *c)
 {
     enum { N = 65536 };
     static float in[N];
@@ -209,39 +232,45 @@ static void sweep_block(uint32_t first, uint32_t step, long *disagree, long *mis
     vmaf_dnn_fp32_to_fp16(in, fast, N);
     vdnn_fp32_to_fp16_portable(in, portable, N);
     for (uint32_t i = 0; i < N; i++) {
-        if (fast[i] != portable[i]) {
-            if (!*disagree)
-                fprintf(stderr, "fp32 0x%08" PRIx32 ": dispatched 0x%04x, portable 0x%04x\n",
-                        first + i * step, fast[i], portable[i]);
-            (*disagree)++;
-        }
-    }
-    /* The reference check is slow; sample it. */
-    for (uint32_t i = 0; i < N; i += 61) {
         uint32_t x = first + i * step;
+        if (fast[i] != portable[i]) {
+            if (!c->disagree)
+                fprintf(stderr, "fp32 0x%08" PRIx32 ": dispatched 0x%04x, portable 0x%04x\n", x,
+                        fast[i], portable[i]);
+            c->disagree++;
+        }
         if ((x & 0x7fffffffu) > 0x7f800000u) {
             uint32_t top = (x >> 13) & 0x3ffu;
             uint16_t want = (uint16_t)(((x >> 16) & 0x8000u) | 0x7c00u | top | (top == 0));
-            *bad_nan += fast[i] != want;
-        } else if (!is_rounded_correctly(x, fast[i])) {
-            if (!*misrounded)
+            c->bad_nan += fast[i] != want;
+        } else if (i % sample == 0 && !is_rounded_correctly(x, fast[i])) {
+            if (!c->misrounded)
                 fprintf(stderr, "fp32 0x%08" PRIx32 " -> 0x%04x is not correctly rounded\n", x,
                         fast[i]);
-            (*misrounded)++;
+            c->misrounded++;
         }
     }
 }
 
 static void test_sweep(void)
 {
-    long disagree = 0, misrounded = 0, bad_nan = 0;
+    /* Blocks where the result changes kind, swept and checked densely: zero
+     * and the fp32 subnormals, the fp16 subnormal range and its boundary, the
+     * overflow threshold, Inf and NaNs with small payloads, both signs. */
+    static const uint32_t dense[] = {0x00000000, 0x33000000, 0x33800000, 0x387f0000,
+                                     0x38800000, 0x477f0000, 0x7f800000, 0x7fbf0000};
+    struct sweep_counts c = {0, 0, 0};
+    for (size_t i = 0; i < sizeof dense / sizeof dense[0]; i++) {
+        sweep_block(dense[i], 1u, 1u, &c);
+        sweep_block(dense[i] | 0x80000000u, 1u, 1u, &c);
+    }
     const char *all = getenv("VMAFDNN_FP16_EXHAUSTIVE");
     uint32_t step = all && *all && strcmp(all, "0") != 0 ? 1 : 29;
     for (uint64_t first = 0; first < (UINT64_C(1) << 32); first += UINT64_C(65536) * step)
-        sweep_block((uint32_t)first, step, &disagree, &misrounded, &bad_nan);
-    CHECK_EQ_INT(disagree, 0);
-    CHECK_EQ_INT(misrounded, 0);
-    CHECK_EQ_INT(bad_nan, 0);
+        sweep_block((uint32_t)first, step, 61u, &c);
+    CHECK_EQ_INT(c.disagree, 0);
+    CHECK_EQ_INT(c.misrounded, 0);
+    CHECK_EQ_INT(c.bad_nan, 0);
 }
 
 /* Pseudo-random inputs concentrated where rounding is interesting. */
