@@ -1,10 +1,11 @@
 """Build-time only: writes the C source of the cffi extension (API mode).
 
-Called by meson as ``python _ffi_build.py HEADER OUTPUT.c``. The cdef is made
+Called by meson as ``python _ffi_build.py HEADER... OUTPUT.c``. The cdef is made
 from the public header itself, so the binding can never drift from the C API:
 preprocessor lines are dropped (except integer #defines, which cffi
 understands), as are the C++ guards and the export macro.
 """
+import os
 import re
 import sys
 
@@ -33,14 +34,16 @@ def cdef_from_header(text: str) -> str:
     return "\n".join(lines)
 
 
-def main(header_path: str, output_path: str) -> None:
-    with open(header_path, encoding="utf-8") as f:
-        header = f.read()
+def main(header_paths, output_path: str) -> None:
     ffibuilder = cffi.FFI()
-    ffibuilder.cdef(cdef_from_header(header))
-    ffibuilder.set_source("vmafdnn._vmafdnn_cffi", "#include <vmafdnn/vmafdnn.h>")
+    includes = []
+    for path in header_paths:
+        with open(path, encoding="utf-8") as f:
+            ffibuilder.cdef(cdef_from_header(f.read()))
+        includes.append(f"#include <vmafdnn/{os.path.basename(path)}>")
+    ffibuilder.set_source("vmafdnn._vmafdnn_cffi", "\n".join(includes))
     ffibuilder.emit_c_code(output_path)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1:-1], sys.argv[-1])
