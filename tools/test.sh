@@ -24,8 +24,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 step "Python build and test dependencies"
-"$PY" -m pip install -q --disable-pip-version-check meson-python meson ninja cffi numpy onnx
-"$PY" -m pip install -q --disable-pip-version-check --no-build-isolation -e '.[test,cpu]'
+"$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore meson-python meson ninja cffi numpy onnx
+"$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-build-isolation -e '.[test,cpu]'
 VMAFDNN_ORT_LIBRARY=$(cd /tmp && "$PY" -c 'import vmafdnn; print(vmafdnn.ort_library_path())')
 export VMAFDNN_ORT_LIBRARY
 
