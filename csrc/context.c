@@ -150,6 +150,7 @@ int vmaf_dnn_use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
     const VdnnTinyModelOptions opt = {
         .onnx_path = onnx_path,
         .session = mcfg->session ? mcfg->session : &ctx->cfg.session,
+        .policy = ctx->cfg.policy,
         .name = mcfg->name,
         .resize = mcfg->resize,
         .context_resize = ctx->cfg.resize,

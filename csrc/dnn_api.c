@@ -190,7 +190,55 @@ static int init_slots(VmafDnnSession *s)
     return 0;
 }
 
+void vmaf_dnn_default_model_policy(VmafDnnModelPolicy *p)
+{
+    if (!p)
+        return;
+    memset(p, 0, sizeof(*p));
+    const char *dir = getenv("VMAFDNN_MODEL_DIR");
+    p->model_dir = dir && *dir ? dir : NULL;
+    p->max_model_bytes = VDNN_MODEL_MAX_BYTES_DEFAULT;
+    p->max_loop_nodes = VDNN_SCAN_MAX_LOOP_NODES;
+}
+
+/* The scan policy of a model policy (which vdnn_scan_policy_check keeps from
+ * loosening any built-in limit). */
+static int scan_policy(const VmafDnnModelPolicy *p, VdnnScanPolicy *scan)
+{
+    vdnn_scan_policy_default(scan);
+    scan->allowed_ops = p->allowed_ops;
+    scan->n_allowed_ops = p->n_allowed_ops;
+    scan->max_loop_nodes = p->max_loop_nodes;
+    if (p->max_model_bytes == 0)
+        return vdnn_fail(-EINVAL, "model policy: max_model_bytes must be > 0");
+    return vdnn_scan_policy_check(scan);
+}
+
+/* Reads the model once, scans those bytes; the caller hands them to ORT. */
+static int read_and_scan(const char *onnx_path, const VmafDnnModelPolicy *policy,
+                         VdnnModelFile *model)
+{
+    VdnnScanPolicy scan;
+    int rc = scan_policy(policy, &scan);
+    if (rc || (rc = vdnn_model_file_read(onnx_path, policy->max_model_bytes, policy->model_dir,
+                                         model)))
+        return rc;
+    if ((rc = vdnn_onnx_scan(model->bytes, model->size, model->dir, &scan, NULL))) {
+        char reason[768];
+        snprintf(reason, sizeof(reason), "%s", vdnn_last_error());
+        vdnn_model_file_free(model);
+        return vdnn_fail(rc, "model %s refused: %s", onnx_path, reason);
+    }
+    return 0;
+}
+
 int vmaf_dnn_session_open(VmafDnnSession **out, const char *onnx_path, const VmafDnnConfig *cfg)
+{
+    return vmaf_dnn_session_open_with_policy(out, onnx_path, cfg, NULL);
+}
+
+int vmaf_dnn_session_open_with_policy(VmafDnnSession **out, const char *onnx_path,
+                                      const VmafDnnConfig *cfg, const VmafDnnModelPolicy *policy)
 {
     vdnn_clear_error();
     if (!out || !onnx_path)
@@ -199,17 +247,14 @@ int vmaf_dnn_session_open(VmafDnnSession **out, const char *onnx_path, const Vma
     int rc = check_config(cfg, &config);
     if (rc || (rc = vdnn_ort_ensure_loaded()))
         return rc;
-
-    /* The bytes that pass the scan are the bytes ORT loads. */
-    VdnnModelFile model;
-    if ((rc = vdnn_model_file_read(onnx_path, VDNN_MODEL_MAX_BYTES_DEFAULT, &model)))
-        return rc;
-    if ((rc = vdnn_onnx_scan(model.bytes, model.size, model.dir, NULL, NULL))) {
-        char reason[768];
-        snprintf(reason, sizeof(reason), "%s", vdnn_last_error());
-        vdnn_model_file_free(&model);
-        return vdnn_fail(rc, "model %s refused: %s", onnx_path, reason);
+    VmafDnnModelPolicy default_policy;
+    if (!policy) {
+        vmaf_dnn_default_model_policy(&default_policy);
+        policy = &default_policy;
     }
+    VdnnModelFile model;
+    if ((rc = read_and_scan(onnx_path, policy, &model)))
+        return rc;
     VmafDnnSession *s = calloc(1, sizeof(*s));
     if (!s) {
         vdnn_model_file_free(&model);

@@ -55,7 +55,24 @@ static int read_fd(int fd, const char *path, size_t max_bytes, VdnnModelFile *ou
     return 0;
 }
 
-int vdnn_model_file_read(const char *path, size_t max_bytes, VdnnModelFile *out)
+/* Whether the resolved `file` lies inside the directory `jail`. The prefix
+ * comparison includes the trailing '/', so /models2/x is not inside
+ * /models; both sides are realpath()s, so symlinks cannot escape. */
+static int check_jail(const char *file, const char *path, const char *jail)
+{
+    char dir[PATH_MAX];
+    if (!realpath(jail, dir))
+        return vdnn_fail(-EACCES, "model directory %s is not usable: %s", jail, strerror(errno));
+    size_t n = strlen(dir);
+    int inside = strncmp(file, dir, n) == 0 && (file[n] == '/' || (n == 1 && dir[0] == '/'));
+    if (!inside)
+        return vdnn_fail(-EACCES, "model %s resolves to %s, outside the model directory %s",
+                         path, file, dir);
+    return 0;
+}
+
+int vdnn_model_file_read(const char *path, size_t max_bytes, const char *jail,
+                         VdnnModelFile *out)
 {
     memset(out, 0, sizeof(*out));
     if (!path || !*path)
@@ -64,12 +81,15 @@ int vdnn_model_file_read(const char *path, size_t max_bytes, VdnnModelFile *out)
     char resolved[PATH_MAX];
     if (!realpath(path, resolved))
         return vdnn_fail(open_errno(errno), "cannot open model %s: %s", path, strerror(errno));
+    int rc = jail ? check_jail(resolved, path, jail) : 0;
+    if (rc)
+        return rc;
 
     /* O_NONBLOCK: opening a FIFO must not hang; it is refused by fstat. */
     int fd = open(resolved, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return vdnn_fail(open_errno(errno), "cannot open model %s: %s", path, strerror(errno));
-    int rc = read_fd(fd, path, max_bytes, out);
+    rc = read_fd(fd, path, max_bytes, out);
     close(fd);
     if (rc)
         return rc;

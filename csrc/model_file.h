@@ -16,12 +16,16 @@ typedef struct VdnnModelFile {
     char *dir;       /* its directory (for external data), owned */
 } VdnnModelFile;
 
-/* Reads the regular file at `path` (at most max_bytes) into `out`.
- * Returns 0, -EINVAL (path NULL or empty), -ENOENT, -EACCES, -EISDIR (a
+/* Reads the regular file at `path` (at most max_bytes) into `out`. With a
+ * `jail` directory (NULL: none) the file, after resolving every symlink, must
+ * lie inside it.
+ * Returns 0, -EINVAL (path NULL or empty), -ENOENT, -EACCES (unreadable, or
+ * outside the jail), -EISDIR (a
  * directory or any other non-regular file), -E2BIG (larger than max_bytes),
  * -EBADMSG (empty file), -ENOMEM, -EIO (a read error). On failure `out` is
  * left zeroed. */
-int vdnn_model_file_read(const char *path, size_t max_bytes, VdnnModelFile *out);
+int vdnn_model_file_read(const char *path, size_t max_bytes, const char *jail,
+                         VdnnModelFile *out);
 
 /* Frees what vdnn_model_file_read() allocated; safe on a zeroed struct. */
 void vdnn_model_file_free(VdnnModelFile *mf);

@@ -522,9 +522,12 @@ int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt)
         free(m);
         return vdnn_fail(-ENOMEM, "out of memory");
     }
-    int rc = vdnn_sidecar_load(opt->onnx_path, &m->sc);
+    /* The model first: its policy (jail directory) is checked before the
+     * sidecar beside it is read. */
+    int rc = vmaf_dnn_session_open_with_policy(&m->session, opt->onnx_path, opt->session,
+                                               opt->policy);
     if (!rc)
-        rc = vmaf_dnn_session_open(&m->session, opt->onnx_path, opt->session);
+        rc = vdnn_sidecar_load(opt->onnx_path, &m->sc);
     if (!rc)
         rc = check_inputs(m, opt->no_reference);
     if (!rc)

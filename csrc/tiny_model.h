@@ -23,6 +23,7 @@ typedef struct VdnnTinyModel VdnnTinyModel;
 typedef struct VdnnTinyModelOptions {
     const char *onnx_path;
     const VmafDnnConfig *session; /* NULL: defaults */
+    const VmafDnnModelPolicy *policy; /* NULL: the default policy */
     const char *name;             /* key override, or NULL */
     VmafDnnResize resize;         /* the model config's; DEFAULT defers to the sidecar */
     VmafDnnResize context_resize; /* the last fallback; DEFAULT means NONE */

@@ -98,6 +98,9 @@ typedef struct VmafDnnContextConfig {
                               their sidecar); DEFAULT means NONE */
     double fps;            /* frame rate written into reports; 0 = unknown;
                               finite and >= 0 */
+    const VmafDnnModelPolicy *policy; /* what attached model files may be and
+                              contain; NULL: vmaf_dnn_default_model_policy().
+                              Borrowed: must outlive the context */
 } VmafDnnContextConfig;
 
 /* Fills `cfg` with the defaults: vmaf_dnn_default_config() sessions, resize

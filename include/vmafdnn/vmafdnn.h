@@ -172,8 +172,32 @@ typedef enum VmafDnnElementType {
 } VmafDnnElementType;
 
 /*
+ * What a model file may be and contain (docs/security.md). The defaults are
+ * the safe limits; a caller may tighten them (and raise the size cap).
+ * Pointers are borrowed: they must stay valid while a call (or a context
+ * holding the policy) uses them.
+ */
+typedef struct VmafDnnModelPolicy {
+    const char *model_dir;        /* non-NULL: a model (after resolving
+                                     symlinks) must lie inside this directory,
+                                     else -EACCES. Default: the environment
+                                     variable VMAFDNN_MODEL_DIR, or NULL */
+    size_t max_model_bytes;       /* size cap of the model file (-E2BIG above
+                                     it); default 50 MiB */
+    const char *const *allowed_ops; /* NULL: the built-in operator allow-list;
+                                     else n_allowed_ops names, each on the
+                                     built-in list (-EINVAL otherwise) */
+    size_t n_allowed_ops;
+    unsigned max_loop_nodes;      /* Loop nodes allowed; default and most 4 */
+} VmafDnnModelPolicy;
+
+/* Fills `p` with the defaults above (reading VMAFDNN_MODEL_DIR). */
+VMAF_DNN_API void vmaf_dnn_default_model_policy(VmafDnnModelPolicy *p);
+
+/*
  * Opens a session on the ONNX model at `onnx_path` with `cfg` (NULL means
- * defaults). The file is read once into memory (at most 50 MiB), scanned
+ * defaults) under the default model policy (vmaf_dnn_default_model_policy:
+ * mind VMAFDNN_MODEL_DIR). The file is read once into memory (at most 50 MiB), scanned
  * (operator allow-list, see -EPERM) and ORT is given those same bytes.
  * Execution providers are tried in the order documented on VmafDnnDevice;
  * the first whose append succeeds is used. If ORT then fails to create the
@@ -183,13 +207,20 @@ typedef enum VmafDnnElementType {
  * On success *out is a new session the caller owns (close it with
  * vmaf_dnn_session_close); on failure *out is left untouched.
  * Returns 0, -EINVAL (out/onnx_path NULL, or cfg has an unknown device,
- * negative device_index or threads), -ENOSYS, -ENOENT, -EACCES, -EPERM,
+ * negative device_index or threads), -ENOSYS, -ENOENT, -EACCES (unreadable,
+ * or outside the policy's model_dir), -EPERM,
  * -EISDIR, -E2BIG, -EBADMSG (malformed or truncated ONNX), -ENOTSUP (an input or output of a type this library
  * cannot feed: STRING, BFLOAT16, ...), -ENOMEM, -EIO.
  * Thread-safe: any number of sessions may be opened concurrently.
  */
 VMAF_DNN_API int vmaf_dnn_session_open(VmafDnnSession **out, const char *onnx_path,
                                        const VmafDnnConfig *cfg);
+
+/* vmaf_dnn_session_open with an explicit policy (NULL: the default policy).
+ * Also returns -EINVAL for a policy that loosens a built-in limit. */
+VMAF_DNN_API int vmaf_dnn_session_open_with_policy(VmafDnnSession **out, const char *onnx_path,
+                                                   const VmafDnnConfig *cfg,
+                                                   const VmafDnnModelPolicy *policy);
 
 /* Releases the session and everything it owns. NULL is a no-op. Must not be
  * called while another thread runs the session. */

@@ -3,7 +3,7 @@ import errno
 import os
 import threading
 from collections import abc
-from typing import Dict, List, Mapping, NamedTuple, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -66,13 +66,38 @@ def _slot_infos(handle, count, info_fn) -> List[TensorInfo]:
     return infos
 
 
+def model_policy(model_dir=None, max_model_bytes=None, allowed_ops=None, max_loop_nodes=None):
+    """A VmafDnnModelPolicy (defaults from the C library, VMAFDNN_MODEL_DIR
+    included) with the given overrides, and the buffers it borrows."""
+    policy = ffi.new("VmafDnnModelPolicy *")
+    lib.vmaf_dnn_default_model_policy(policy)
+    keep_alive = [policy]
+    if model_dir is not None:
+        keep_alive.append(ffi.new("char[]", os.fsencode(model_dir)))
+        policy.model_dir = keep_alive[-1]
+    if max_model_bytes is not None:
+        policy.max_model_bytes = int(max_model_bytes)
+    if allowed_ops is not None:
+        names = [ffi.new("char[]", op.encode()) for op in allowed_ops]
+        array = ffi.new("const char *[]", names or [ffi.NULL])
+        keep_alive += [names, array]
+        policy.allowed_ops = array
+        policy.n_allowed_ops = len(names)
+    if max_loop_nodes is not None:
+        policy.max_loop_nodes = int(max_loop_nodes)
+    return policy, keep_alive
+
+
 class Session:
     """An ONNX model opened through libvmafdnn.
 
     ``device`` is a hint (auto, cpu, cuda, openvino, rocm, openvino-cpu,
     openvino-gpu): when its execution provider is missing the session runs on
     the CPU; :attr:`attached_ep` says where it really runs and
-    :attr:`fallback_reason` why. A session may be shared between threads:
+    :attr:`fallback_reason` why. ``model_dir`` (default: the environment
+    variable VMAFDNN_MODEL_DIR) confines models to a directory;
+    ``max_model_bytes``, ``allowed_ops`` and ``max_loop_nodes`` adjust the
+    model policy (see docs/security.md). A session may be shared between threads:
     runs are serialised, and the GIL is released while the model runs.
     """
 
@@ -83,6 +108,11 @@ class Session:
         device_index: int = 0,
         threads: int = 0,
         fp16_io: bool = False,
+        *,
+        model_dir: Optional[Union[str, os.PathLike]] = None,
+        max_model_bytes: Optional[int] = None,
+        allowed_ops: Optional[Sequence[str]] = None,
+        max_loop_nodes: Optional[int] = None,
     ):
         ensure_ort()
         cfg = ffi.new("VmafDnnConfig *")
@@ -90,8 +120,10 @@ class Session:
         cfg.device_index = int(device_index)
         cfg.threads = int(threads)
         cfg.fp16_io = bool(fp16_io)
+        policy, keep_alive = model_policy(model_dir, max_model_bytes, allowed_ops, max_loop_nodes)
         out = ffi.new("VmafDnnSession **")
-        check(lib.vmaf_dnn_session_open(out, os.fsencode(path), cfg))
+        check(lib.vmaf_dnn_session_open_with_policy(out, os.fsencode(path), cfg, policy))
+        del keep_alive
         self._handle = ffi.gc(out[0], lib.vmaf_dnn_session_close)
         self.path = os.fspath(path)
         self.attached_ep = ffi.string(lib.vmaf_dnn_session_attached_ep(self._handle)).decode()
