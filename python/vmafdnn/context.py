@@ -1,0 +1,440 @@
+"""The scoring context: attach tiny quality models, feed frames, read scores.
+
+A thin mirror of the C flow in ``vmafdnn/context.h`` (which documents every
+rule and error code)::
+
+    with vmafdnn.Context(threads=1) as ctx:
+        ctx.use_model("psnr_y")                 # a built-in name or a .onnx path
+        for i, (ref, dist) in enumerate(zip(refs, dists)):
+            ctx.read_pictures(ref, dist, i)     # Frames or 2-D numpy arrays
+        ctx.flush()
+        print(ctx.pool("psnr_y", "mean"))
+        ctx.write("report.json")
+
+Pictures are handed to C without copies: a C-contiguous plane (what the video
+readers produce) goes through ``ffi.from_buffer``, a plane whose rows are
+contiguous but spaced (a crop) by its address and row stride; only other
+layouts are copied. Failures raise the DnnError subclass of the C code, with
+the C message.
+"""
+import errno
+import os
+import tempfile
+import threading
+from typing import Dict, List, NamedTuple, Optional, Tuple, Union
+
+import numpy as np
+
+from . import models as _builtin
+from ._native import check, ensure_ort, ffi, lib
+from .errors import InvalidArgumentError
+from .session import device_value
+from .video import Frame
+
+__all__ = ["Context", "ModelInfo", "RESIZE_MODES", "POOL_METHODS", "OUTPUT_FORMATS",
+           "REPORT_VERSION", "format_for_path"]
+
+#: Accepted ``resize`` names and their VmafDnnResize values.
+RESIZE_MODES = {
+    "none": lib.VMAF_DNN_RESIZE_NONE,
+    "bilinear": lib.VMAF_DNN_RESIZE_BILINEAR,
+    "nearest": lib.VMAF_DNN_RESIZE_NEAREST,
+    "bicubic": lib.VMAF_DNN_RESIZE_BICUBIC,
+}
+
+#: Accepted ``method`` names of :meth:`Context.pool`.
+POOL_METHODS = {
+    "min": lib.VMAF_DNN_POOL_MIN,
+    "max": lib.VMAF_DNN_POOL_MAX,
+    "mean": lib.VMAF_DNN_POOL_MEAN,
+    "harmonic_mean": lib.VMAF_DNN_POOL_HARMONIC_MEAN,
+}
+
+#: Report formats of :meth:`Context.write`.
+OUTPUT_FORMATS = {
+    "json": lib.VMAF_DNN_OUTPUT_JSON,
+    "xml": lib.VMAF_DNN_OUTPUT_XML,
+    "csv": lib.VMAF_DNN_OUTPUT_CSV,
+}
+
+_KINDS = {
+    lib.VMAF_DNN_MODEL_FR: "fr",
+    lib.VMAF_DNN_MODEL_NR: "nr",
+    lib.VMAF_DNN_MODEL_FEATURES: "features",
+}
+
+#: The "version" the C report writer puts in every report.
+REPORT_VERSION = "libvmafdnn " + ffi.string(lib.vmaf_dnn_version()).decode()
+
+_LAST_FRAME = 0xFFFFFFFF  # "to the end" for the C pool's unsigned `last`
+
+
+class ModelInfo(NamedTuple):
+    """An attached model, as the context reports it."""
+
+    path: str                 # as given to use_model (a built-in name resolved)
+    kind: str                 # "fr", "nr" or "features"
+    features: Tuple[str, ...]  # the feature keys it writes, in output order
+    attached_ep: str          # "CPU", "CUDA", "OpenVINO:GPU", ...
+    fallback_reason: str      # why it does not run on the device asked for ("" if it does)
+
+
+def _choice(table: dict, value, what: str) -> int:
+    try:
+        return table[value.lower()]
+    except (KeyError, AttributeError):
+        raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(table)}") from None
+
+
+def format_for_path(path, fmt: Optional[str] = None) -> str:
+    """The report format: ``fmt`` when given, else from the file extension
+    (.json, .xml, .csv), else "json"."""
+    if fmt is not None:
+        _choice(OUTPUT_FORMATS, fmt, "report format")
+        return fmt.lower()
+    ext = os.path.splitext(os.fspath(path))[1].lower().lstrip(".") if path is not None else ""
+    return ext if ext in OUTPUT_FORMATS else "json"
+
+
+def _model_path(model) -> str:
+    """A built-in model name ("psnr_y") resolved to its file; paths unchanged."""
+    if isinstance(model, str) and model in _builtin.MODEL_NAMES:
+        return str(_builtin.path(model))
+    if not isinstance(model, (str, os.PathLike)):
+        raise TypeError(f"a model is a path or a built-in name "
+                        f"({', '.join(_builtin.MODEL_NAMES)}), got {type(model).__name__}")
+    return os.fspath(model)
+
+
+def _session_config(cfg, device, device_index, threads, fp16_io) -> None:
+    """Fills a VmafDnnConfig; None leaves a field as it is."""
+    if device is not None:
+        cfg.device = device_value(device)
+    if device_index is not None:
+        cfg.device_index = int(device_index)
+    if threads is not None:
+        cfg.threads = int(threads)
+    if fp16_io is not None:
+        cfg.fp16_io = bool(fp16_io)
+
+
+class _Picture:
+    """A reusable VmafDnnPicture filled from a Frame or a 2-D luma array.
+
+    Only the luma plane is passed (models read nothing else, so U and V are
+    left NULL rather than checked for nothing)."""
+
+    def __init__(self):
+        self.c = ffi.new("VmafDnnPicture *")
+        self._keep = None  # the buffer (or array) whose memory c.data[0] points at
+
+    def fill(self, picture, bitdepth: Optional[int], what: str):
+        if isinstance(picture, Frame):
+            plane, bpc = picture.y, picture.bitdepth
+        else:
+            plane = picture if type(picture) is np.ndarray else np.asarray(picture)
+            bpc = _array_bitdepth(plane, bitdepth, what)
+        if plane.ndim != 2:
+            raise InvalidArgumentError(
+                errno.EINVAL, f"{what}: expected a 2-D luma plane, got shape {plane.shape}")
+        itemsize = 1 if bpc == 8 else 2
+        if plane.dtype.itemsize != itemsize or plane.dtype.kind != "u":
+            raise InvalidArgumentError(
+                errno.EINVAL, f"{what}: {bpc}-bit samples must be "
+                              f"{'uint8' if bpc == 8 else 'uint16'}, got {plane.dtype}")
+        if not plane.dtype.isnative:
+            plane = plane.astype(plane.dtype.newbyteorder("="))
+        if plane.flags.c_contiguous:
+            buf, stride = ffi.from_buffer(plane), plane.shape[1] * itemsize
+        elif plane.strides[1] == itemsize and plane.strides[0] >= plane.shape[1] * itemsize:
+            # Rows contiguous but spaced (a crop): the address and row stride
+            # are enough; the array is kept alive below for the call.
+            buf = ffi.cast("const void *", plane.__array_interface__["data"][0])
+            stride = plane.strides[0]
+        else:
+            plane = np.ascontiguousarray(plane)
+            buf, stride = ffi.from_buffer(plane), plane.shape[1] * itemsize
+        self._keep = (plane, buf)
+        c = self.c
+        c.data[0] = buf
+        c.stride[0] = stride
+        c.w[0] = plane.shape[1]
+        c.h[0] = plane.shape[0]
+        c.bpc = bpc
+        return c
+
+    def release(self) -> None:
+        self._keep = None
+        self.c.data[0] = ffi.NULL
+
+
+def _array_bitdepth(plane: np.ndarray, bitdepth: Optional[int], what: str) -> int:
+    if plane.dtype == np.uint8:
+        if bitdepth not in (None, 8):
+            raise InvalidArgumentError(
+                errno.EINVAL, f"{what}: uint8 samples are 8-bit, not {bitdepth}-bit")
+        return 8
+    if plane.dtype.kind == "u" and plane.dtype.itemsize == 2:
+        if bitdepth is None:
+            raise InvalidArgumentError(
+                errno.EINVAL, f"{what}: uint16 samples need bitdepth= (9..16)")
+        if not 9 <= int(bitdepth) <= 16:
+            raise InvalidArgumentError(
+                errno.EINVAL, f"{what}: bit depth {bitdepth} is out of range for uint16 "
+                              "samples: must be 9..16")
+        bitdepth = int(bitdepth)
+        # A sample above the bit depth would reach the model above 1.0.
+        if bitdepth < 16 and plane.size and int(plane.max()) >= (1 << bitdepth):
+            raise InvalidArgumentError(
+                errno.EINVAL, f"{what}: sample value {int(plane.max())} is above the "
+                              f"{bitdepth}-bit maximum {(1 << bitdepth) - 1}")
+        return bitdepth
+    raise InvalidArgumentError(
+        errno.EINVAL, f"{what}: dtype {plane.dtype} is not supported; use uint8, or uint16 "
+                      "with bitdepth=")
+
+
+class Context:
+    """A libvmafdnn scoring context (VmafDnnContext).
+
+    ``device``, ``device_index``, ``threads`` and ``fp16_io`` are the session
+    settings of every model attached without its own; ``resize`` (none,
+    bilinear, nearest, bicubic) applies to models whose sidecar names none;
+    ``fps`` is the frame rate written into reports (None: unknown, 0).
+    Calls on one context are serialised; the GIL is released while C runs.
+    """
+
+    def __init__(self, device: str = "auto", device_index: int = 0, threads: int = 0,
+                 fp16_io: bool = False, resize: str = "none", fps: Optional[float] = None):
+        ensure_ort()
+        cfg = ffi.new("VmafDnnContextConfig *")
+        lib.vmaf_dnn_default_context_config(cfg)
+        _session_config(cfg.session, device, device_index, threads, fp16_io)
+        cfg.resize = _choice(RESIZE_MODES, resize, "resize mode")
+        cfg.fps = 0.0 if fps is None else float(fps)
+        out = ffi.new("VmafDnnContext **")
+        check(lib.vmaf_dnn_context_open(out, cfg))
+        self._handle = ffi.gc(out[0], lib.vmaf_dnn_context_close)
+        self._cfg = cfg  # C copied it; kept to derive per-model session configs
+        self.fps = cfg.fps
+        self._lock = threading.Lock()
+        self._ref = _Picture()
+        self._dist = _Picture()
+        self._models: List[ModelInfo] = []
+        self._flushed = False
+
+    # -- lifetime -----------------------------------------------------------
+    def close(self) -> None:
+        """Releases the context, its models and scores (also done by the GC)."""
+        handle = self.__dict__.pop("_handle", None)
+        if handle is not None:
+            with self._lock:
+                ffi.release(handle)
+
+    def __enter__(self) -> "Context":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _live(self):
+        try:
+            return self._handle
+        except AttributeError:
+            raise ValueError("the scoring context is closed") from None
+
+    # -- models -------------------------------------------------------------
+    def use_model(self, model: Union[str, "os.PathLike[str]"], name: Optional[str] = None,
+                  resize: Optional[str] = None, no_reference: bool = False,
+                  device: Optional[str] = None, device_index: Optional[int] = None,
+                  threads: Optional[int] = None, fp16_io: Optional[bool] = None) -> ModelInfo:
+        """Attaches a model (a .onnx path, its sidecar beside it, or a built-in
+        name such as "psnr_y"); returns its :class:`ModelInfo`.
+
+        ``name`` overrides the feature key (else the sidecar's "name", else the
+        file name); ``resize`` the resize mode (else the sidecar's, else the
+        context's); ``no_reference=True`` refuses a full-reference model now
+        instead of on the first frame. Session settings left None are the
+        context's.
+        """
+        handle = self._live()
+        path = _model_path(model)
+        mcfg = ffi.new("VmafDnnModelConfig *")
+        keep = []
+        if name is not None:
+            keep.append(ffi.new("char[]", str(name).encode("utf-8")))
+            mcfg.name = keep[-1]
+        if any(v is not None for v in (device, device_index, threads, fp16_io)):
+            session = ffi.new("VmafDnnConfig *")
+            ffi.memmove(session, ffi.addressof(self._cfg, "session"), ffi.sizeof(session[0]))
+            _session_config(session, device, device_index, threads, fp16_io)
+            keep.append(session)
+            mcfg.session = session
+        if resize is not None:
+            mcfg.resize = _choice(RESIZE_MODES, resize, "resize mode")
+        mcfg.no_reference = bool(no_reference)
+        with self._lock:
+            check(lib.vmaf_dnn_use_tiny_model(handle, os.fsencode(path), mcfg))
+            info = self._model_info(handle, lib.vmaf_dnn_tiny_model_count(handle) - 1)
+        self._models.append(info)
+        return info
+
+    @staticmethod
+    def _model_info(handle, i: int) -> ModelInfo:
+        session = lib.vmaf_dnn_tiny_model_session(handle, i)
+        return ModelInfo(
+            path=os.fsdecode(ffi.string(lib.vmaf_dnn_tiny_model_path(handle, i))),
+            kind=_KINDS[lib.vmaf_dnn_tiny_model_kind(handle, i)],
+            features=tuple(
+                ffi.string(lib.vmaf_dnn_tiny_model_feature_name(handle, i, k)).decode()
+                for k in range(lib.vmaf_dnn_tiny_model_feature_count(handle, i))),
+            attached_ep=ffi.string(lib.vmaf_dnn_tiny_model_attached_ep(handle, i)).decode(),
+            fallback_reason=ffi.string(
+                lib.vmaf_dnn_session_fallback_reason(session)).decode("utf-8", "replace"),
+        )
+
+    @property
+    def models(self) -> List[ModelInfo]:
+        """The attached models, in attach (and run) order."""
+        return list(self._models)
+
+    # -- scoring ------------------------------------------------------------
+    def read_pictures(self, reference, distorted, index: int,
+                      bitdepth: Optional[int] = None) -> None:
+        """Scores frame ``index`` with every attached model.
+
+        ``reference`` and ``distorted`` are :class:`vmafdnn.video.Frame`
+        objects or 2-D luma arrays (uint8; uint16 with ``bitdepth``), or None
+        where no model needs them (no reference for NR models, no picture at
+        all for feature-vector models).
+        """
+        handle = self._live()
+        index = int(index)
+        if index < 0:
+            raise InvalidArgumentError(errno.EINVAL, f"frame index {index} is negative")
+        with self._lock:
+            try:
+                ref = ffi.NULL if reference is None else \
+                    self._ref.fill(reference, bitdepth, "reference")
+                dist = ffi.NULL if distorted is None else \
+                    self._dist.fill(distorted, bitdepth, "distorted")
+                rc = lib.vmaf_dnn_read_pictures(handle, ref, dist, index)
+            finally:
+                self._ref.release()
+                self._dist.release()
+        if rc:
+            check(rc)
+
+    def flush(self) -> None:
+        """Ends the pictures: scores stay readable, nothing more can be fed."""
+        with self._lock:
+            check(lib.vmaf_dnn_flush(self._live()))
+        self._flushed = True
+
+    # -- features -----------------------------------------------------------
+    def feature_append(self, name: str, index: int, value: float) -> None:
+        """Stores a caller-computed feature value for frame ``index`` (push a
+        frame's features before reading its pictures)."""
+        handle = self._live()
+        if int(index) < 0:
+            raise InvalidArgumentError(errno.EINVAL, f"frame index {index} is negative")
+        with self._lock:
+            check(lib.vmaf_dnn_feature_append(handle, name.encode("utf-8"), int(index),
+                                              float(value)))
+
+    def feature(self, name: str, index: int) -> float:
+        """The value of feature ``name`` at frame ``index``; raises
+        ModelNotFoundError (ENOENT) when there is none."""
+        handle = self._live()
+        if int(index) < 0:
+            raise InvalidArgumentError(errno.EINVAL, f"frame index {index} is negative")
+        value = ffi.new("double *")
+        with self._lock:
+            check(lib.vmaf_dnn_feature_get(handle, name.encode("utf-8"), int(index), value))
+        return value[0]
+
+    @property
+    def features(self) -> List[str]:
+        """Names of the features with at least one value, in order of first value."""
+        handle = self._live()
+        with self._lock:
+            return [ffi.string(lib.vmaf_dnn_feature_name(handle, k)).decode("utf-8")
+                    for k in range(lib.vmaf_dnn_feature_count(handle))]
+
+    @property
+    def frame_count(self) -> int:
+        """One more than the largest frame index with a value (0 when none)."""
+        handle = self._live()
+        with self._lock:
+            return lib.vmaf_dnn_frame_count(handle)
+
+    def pool(self, name: str, method: str = "mean", first: int = 0,
+             last: Optional[int] = None) -> float:
+        """Feature ``name`` pooled over frames first..last (inclusive; None: to
+        the end) by min, max, mean or harmonic_mean, over the frames that have
+        a value."""
+        handle = self._live()
+        c_method = _choice(POOL_METHODS, method, "pool method")
+        last = _LAST_FRAME if last is None else int(last)
+        if int(first) < 0 or last < 0:
+            raise InvalidArgumentError(errno.EINVAL, f"frame range {first}..{last} is negative")
+        out = ffi.new("double *")
+        with self._lock:
+            check(lib.vmaf_dnn_feature_pool(handle, name.encode("utf-8"), c_method,
+                                            int(first), min(last, _LAST_FRAME), out))
+        return out[0]
+
+    # -- reports ------------------------------------------------------------
+    def write(self, path: Union[str, "os.PathLike[str]"], fmt: Optional[str] = None) -> None:
+        """Writes a libvmaf-compatible report of every stored score to
+        ``path`` (atomically); ``fmt`` json, xml or csv (default: from the
+        extension, else json)."""
+        handle = self._live()
+        c_fmt = OUTPUT_FORMATS[format_for_path(path, fmt)]
+        with self._lock:
+            check(lib.vmaf_dnn_write_output(handle, os.fsencode(path), c_fmt))
+
+    def write_file(self, fileobj, fmt: str = "json") -> None:
+        """Writes the report to an open file object (text or binary)."""
+        with tempfile.TemporaryDirectory(prefix="vmafdnn-report-") as tmp:
+            path = os.path.join(tmp, "report")
+            self.write(path, format_for_path(None, fmt))
+            with open(path, "rb") as f:
+                data = f.read()
+        try:
+            fileobj.write(data)
+        except TypeError:  # a text stream
+            fileobj.write(data.decode("utf-8"))
+
+    def report(self) -> Dict[str, object]:
+        """The report as plain Python data, in the JSON report's layout
+        (full precision, NaN as float nan) plus the attached models."""
+        names = self.features
+        frames = []
+        value = ffi.new("double *")
+        handle = self._live()
+        with self._lock:
+            encoded = [n.encode("utf-8") for n in names]
+            for i in range(lib.vmaf_dnn_frame_count(handle)):
+                metrics = {}
+                for name, c_name in zip(names, encoded):
+                    if lib.vmaf_dnn_feature_get(handle, c_name, i, value) == 0:
+                        metrics[name] = value[0]
+                if metrics:
+                    frames.append({"frameNum": i, "metrics": metrics})
+        pooled = {name: {m: self.pool(name, m) for m in ("min", "max", "mean", "harmonic_mean")}
+                  for name in names}
+        return {
+            "version": REPORT_VERSION,
+            "fps": self.fps,
+            "frames": frames,
+            "pooled_metrics": pooled,
+            "aggregate_metrics": {},
+            "models": [dict(m._asdict(), features=list(m.features)) for m in self._models],
+        }
+
+    def __repr__(self) -> str:
+        if "_handle" not in self.__dict__:
+            return "<vmafdnn.Context closed>"
+        return f"<vmafdnn.Context {len(self._models)} model(s), {self.frame_count} frame(s)>"
+
