@@ -13,6 +13,7 @@
 #include "feature_collector.h"
 #include "output.h"
 #include "resize.h"
+#include "scratch.h"
 #include "tiny_model.h"
 
 /* Picture sides, as the session API's planes. */
@@ -291,22 +292,6 @@ static int needs_kind(const VmafDnnContext *ctx, VmafDnnModelKind kind)
     return 0;
 }
 
-static int grow_luma(VmafDnnContext *ctx, size_t n)
-{
-    if (n <= ctx->luma_capacity)
-        return 0;
-    float *ref = realloc(ctx->ref_luma, n * sizeof(float));
-    if (ref)
-        ctx->ref_luma = ref;
-    float *dist = realloc(ctx->dist_luma, n * sizeof(float));
-    if (dist)
-        ctx->dist_luma = dist;
-    if (!ref || !dist)
-        return vdnn_fail(-ENOMEM, "out of memory for a %zu-sample frame", n);
-    ctx->luma_capacity = n;
-    return 0;
-}
-
 /* Normalises the luma planes the models read into the frame. */
 static int prepare_frame(VmafDnnContext *ctx, const VmafDnnPicture *ref,
                          const VmafDnnPicture *dist, VdnnTinyFrame *f)
@@ -319,7 +304,8 @@ static int prepare_frame(VmafDnnContext *ctx, const VmafDnnPicture *ref,
     const int want_dist = needs_kind(ctx, VMAF_DNN_MODEL_FR) || needs_kind(ctx, VMAF_DNN_MODEL_NR);
     if (!want_dist)
         return 0;
-    int rc = grow_luma(ctx, (size_t)f->w * f->h);
+    int rc = vdnn_grow_float_pair(&ctx->ref_luma, &ctx->dist_luma, &ctx->luma_capacity,
+                                  (size_t)f->w * f->h, "frame");
     if (rc)
         return rc;
     vdnn_plane_normalise(dist->data[0], dist->stride[0], f->w, f->h, f->bpc, ctx->dist_luma);

@@ -15,6 +15,8 @@
 #include "model_file.h"
 #include "onnx_scan.h"
 #include "ort_backend.h"
+#include "resize.h"
+#include "scratch.h"
 
 /* Larger planes than any video format has; keeps w * h * sizeof(float) far
  * from overflow. */
@@ -600,22 +602,6 @@ static int check_image_model(const VmafDnnSession *s, unsigned w, unsigned h)
     return 0;
 }
 
-static int grow_plane_scratch(VmafDnnSession *s, size_t n)
-{
-    if (n <= s->plane_capacity)
-        return 0;
-    float *in = realloc(s->plane_in, n * sizeof(float));
-    if (in)
-        s->plane_in = in;
-    float *out = realloc(s->plane_out, n * sizeof(float));
-    if (out)
-        s->plane_out = out;
-    if (!in || !out)
-        return vdnn_fail(-ENOMEM, "out of memory for a %zu-sample plane", n);
-    s->plane_capacity = n;
-    return 0;
-}
-
 /* Runs the image model on s->plane_in (w*h normalised samples) into
  * s->plane_out, checking that the output is the same size. */
 static int run_plane_reserved(VmafDnnSession *s, unsigned w, unsigned h)
@@ -665,21 +651,12 @@ static int run_plane(VmafDnnSession *s, const PlaneArgs *p)
     int rc = check_image_model(s, p->w, p->h);
     if (rc || (rc = reserve(s)))
         return rc;
-    if ((rc = grow_plane_scratch(s, (size_t)p->w * p->h)))
+    if ((rc = vdnn_grow_float_pair(&s->plane_in, &s->plane_out, &s->plane_capacity,
+                                   (size_t)p->w * p->h, "plane")))
         goto done;
 
+    vdnn_plane_normalise(p->src, p->src_stride, p->w, p->h, p->bpc, s->plane_in);
     const float max = (float)((1u << p->bpc) - 1);
-    const float scale = 1.0f / max;
-    for (unsigned y = 0; y < p->h; y++) {
-        const uint8_t *row = (const uint8_t *)p->src + (ptrdiff_t)y * p->src_stride;
-        float *f = s->plane_in + (size_t)y * p->w;
-        if (p->sample_bytes == 1)
-            for (unsigned x = 0; x < p->w; x++)
-                f[x] = row[x] * scale;
-        else
-            for (unsigned x = 0; x < p->w; x++)
-                f[x] = ((const uint16_t *)(const void *)row)[x] * scale;
-    }
     if ((rc = run_plane_reserved(s, p->w, p->h)))
         goto done;
     for (unsigned y = 0; y < p->h; y++) {

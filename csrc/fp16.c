@@ -4,12 +4,21 @@
  * every platform and under every floating-point environment, and equal to
  * numpy's astype() (checked against numpy for all 2^32 fp32 inputs).
  *
- * Each direction is written twice with the same formulas: in branch-free
- * portable C, which compilers can vectorise, and with AVX2 intrinsics, chosen
- * at run time on x86 CPUs that have AVX2 (the library is built for the x86-64
- * baseline, where the compiler may not use AVX2 by itself). The AVX2 kernels
- * hand their last few elements to the portable ones. The tests check that
- * both give the same bits.
+ * Each direction is written twice with the same formulas:
+ *   - portable C. Nearly all values convert with constant shifts and
+ *     branch-free selects, which compilers vectorise even for the SSE2
+ *     baseline; only values that are (or become) fp16 subnormals need a shift
+ *     that differs per element, so a block of input is converted with the
+ *     common formula and the rare subnormals in it are then redone one by one.
+ *   - AVX2 intrinsics, chosen at run time on x86 CPUs that have AVX2 (the
+ *     library is built for the x86-64 baseline, so the compiler cannot use
+ *     AVX2 by itself). AVX2 has per-lane shifts, so every lane takes both
+ *     formulas and a blend keeps the right one. The portable code converts
+ *     the last few elements.
+ * The tests check that both give the same bits.
+ *
+ * Compares are on int32_t, which SIMD units compare natively (SSE2 and AVX2
+ * have no unsigned compare); every value compared is below 2^31.
  */
 #include <string.h>
 
@@ -17,59 +26,67 @@
 
 #include "fp16.h"
 
-#if defined(__GNUC__)
-#define VDNN_ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define VDNN_ALWAYS_INLINE inline
-#endif
-
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define VDNN_FP16_AVX2 1
 #include <immintrin.h>
 #endif
 
 /*
- * fp32 -> fp16, for every finite input, in one formula. With E the fp16
- * exponent field minus one (fp32 exponent - 113) and M the fp32 significand
- * with its hidden bit (2^23 <= M < 2^24):
+ * fp32 -> fp16. Let a be |x|'s bits, E its exponent field and M its
+ * significand with the hidden bit (2^23 <= M < 2^24).
  *
- *     h = max(E, 0) * 2^10 + round_even(M / 2^r),   r = 13 + max(-E, 0)
- *     round_even(M / 2^r) = (M + 2^(r-1) - 1 + odd) >> r
+ * Normal results (|x| >= 2^-14): rebias the exponent (127 -> 15) and round
+ * to nearest even at bit 13:
+ *     h = (a - (112 << 23) + 2^12 - 1 + odd) >> 13,   odd = bit 13 of a
+ * A carry out of the mantissa moves to the next binade, and from 65520 on
+ * (the midpoint between 65504 and 2^16) to 0x7c00 and beyond, clamped to
+ * 0x7c00 = Inf; Inf itself lands there too.
  *
- * where odd is the lowest bit kept (bit r of M), which breaks ties to even.
- * For a normal result the rounded significand lies in [2^10, 2^11]: its hidden
- * bit adds the missing one to the exponent field, and a carry out of rounding
- * moves to the next binade, or past 65504 to Inf (0x7c00, the clamp). For a
- * subnormal result (E < 0) the significand is shifted further right; rounding
- * the largest subnormal up gives 0x400, the smallest normal, with no special
- * case.
+ * Subnormal results (|x| < 2^-14): h = round_even(M / 2^r), r = 126 - E, with
+ * round_even(v / 2^r) = (v + 2^(r-1) - 1 + odd) >> r, odd = bit r of v.
+ * Rounding the largest subnormal up gives 0x400, the smallest normal, with no
+ * special case. |x| <= 2^-25 gives 0 (r >= 25), so only 2^-25 < |x| < 2^-14
+ * needs the per-element shift.
  *
  * NaN follows numpy: sign and the top 10 payload bits are kept as they are
  * (a signalling NaN stays signalling); bit 0 is set only when those payload
  * bits are all zero, so that the result is not Inf.
- *
- * Compares are on int32_t, which SIMD units compare natively (SSE2 and AVX2
- * have no unsigned compare); every value compared is below 2^31.
  */
-static VDNN_ALWAYS_INLINE uint16_t half_from_bits(uint32_t x)
+enum {
+    F32_TINY = 0x33000000,      /* 2^-25: at or below, the result is +-0 */
+    F32_MIN_NORMAL = 0x38800000, /* 2^-14: from here on, normal results */
+    F32_INF = 0x7f800000,
+    F16_INF = 0x7c00,
+};
+
+/* Exact for every input except 2^-25 < |x| < 2^-14, which it gives as +-0. */
+static inline uint16_t half_from_bits_common(uint32_t x)
 {
     uint32_t sign = (x >> 16) & 0x8000u;
     uint32_t a = x & 0x7fffffffu;
 
-    int32_t e = (int32_t)(a >> 23) - 113;
-    int32_t base = e > 0 ? e << 10 : 0;
-    /* r = 25 already rounds every significand to zero; the clamp keeps the
-     * shifts below 32. */
-    uint32_t r = 13u + (uint32_t)(e < -12 ? 12 : e < 0 ? -e : 0);
-    uint32_t m = (a & 0x7fffffu) | 0x800000u;
-    uint32_t odd = (m >> r) & 1u;
-    int32_t h = base + (int32_t)((m + (1u << (r - 1)) - 1u + odd) >> r);
-    h = h > 0x7c00 ? 0x7c00 : h;
+    int32_t h = (int32_t)((a - 0x38000000u + 0x0fffu + ((a >> 13) & 1u)) >> 13);
+    h = h > F16_INF ? F16_INF : h;
+    h = (int32_t)a < F32_MIN_NORMAL ? 0 : h;
 
     int32_t payload = (int32_t)((a >> 13) & 0x3ffu);
-    int32_t nan = 0x7c00 | payload | (payload == 0);
-    h = (int32_t)a > 0x7f800000 ? nan : h;
+    int32_t nan = F16_INF | payload | (payload == 0);
+    h = (int32_t)a > F32_INF ? nan : h;
     return (uint16_t)(sign | (uint32_t)h);
+}
+
+static inline int gives_subnormal(uint32_t x)
+{
+    return (x & 0x7fffffffu) - (F32_TINY + 1u) < (uint32_t)(F32_MIN_NORMAL - (F32_TINY + 1));
+}
+
+/* For inputs where gives_subnormal(); then 14 <= r <= 24. */
+static inline uint16_t half_from_bits_subnormal(uint32_t x)
+{
+    uint32_t r = 126u - ((x >> 23) & 0xffu);
+    uint32_t m = (x & 0x7fffffu) | 0x800000u;
+    uint32_t h = (m + (1u << (r - 1)) - 1u + ((m >> r) & 1u)) >> r;
+    return (uint16_t)(((x >> 16) & 0x8000u) | h);
 }
 
 /*
@@ -77,95 +94,122 @@ static VDNN_ALWAYS_INLINE uint16_t half_from_bits(uint32_t x)
  * into place and rebias the exponent (an all-ones exponent stays all ones,
  * the payload is kept). A subnormal is normalised: its leading one is shifted
  * up to bit 10, where a normal's hidden bit sits, and the exponent loses one
- * per place shifted (found by a binary search of 8, 4, 2, 1 places).
+ * per place shifted.
  */
-static VDNN_ALWAYS_INLINE uint32_t bits_from_half(uint32_t h)
+
+/* Exact for every input except the subnormals, which it gives as +-0. */
+static inline uint32_t bits_from_half_common(uint32_t h)
 {
     uint32_t sign = (h & 0x8000u) << 16;
     int32_t a = (int32_t)(h & 0x7fffu);
-
-    uint32_t wide = ((uint32_t)a << 13) + (a >= 0x7c00 ? 0x70000000u : 0x38000000u);
-
-    int32_t t = a, k = 0;
-    k += t < 0x008 ? 8 : 0;
-    t = t < 0x008 ? t << 8 : t;
-    k += t < 0x080 ? 4 : 0;
-    t = t < 0x080 ? t << 4 : t;
-    k += t < 0x200 ? 2 : 0;
-    t = t < 0x200 ? t << 2 : t;
-    k += t < 0x400 ? 1 : 0;
-    t = t < 0x400 ? t << 1 : t;
-    uint32_t subnormal = ((uint32_t)t << 13) + 0x38000000u - ((uint32_t)k << 23);
-
-    uint32_t f = a < 0x400 ? subnormal : wide;
-    f = a == 0 ? 0u : f;
-    return sign | f;
+    uint32_t f = ((uint32_t)a << 13) + (a >= F16_INF ? 0x70000000u : 0x38000000u);
+    return sign | (a < 0x400 ? 0u : f);
 }
 
-static VDNN_ALWAYS_INLINE void fp32_to_fp16_loop(const float *restrict src,
-                                                 uint16_t *restrict dst, size_t n)
+static inline int is_subnormal_half(uint32_t h)
 {
-    for (size_t i = 0; i < n; i++) {
-        uint32_t x;
-        memcpy(&x, &src[i], sizeof x);
-        dst[i] = half_from_bits(x);
-    }
+    return (h & 0x7fffu) - 1u < 0x3ffu;
 }
 
-static VDNN_ALWAYS_INLINE void fp16_to_fp32_loop(const uint16_t *restrict src,
-                                                 float *restrict dst, size_t n)
+/* For inputs where is_subnormal_half(). */
+static inline uint32_t bits_from_half_subnormal(uint32_t h)
 {
-    for (size_t i = 0; i < n; i++) {
-        uint32_t x = bits_from_half(src[i]);
-        memcpy(&dst[i], &x, sizeof x);
+    uint32_t t = h & 0x3ffu, k = 0;
+    while (t < 0x400u) {
+        t <<= 1;
+        k++;
     }
+    return ((h & 0x8000u) << 16) | ((t << 13) + 0x38000000u - (k << 23));
 }
+
+/* The portable loops work in blocks this long: small enough that a block
+ * with a subnormal is cheap to go over again, long enough to vectorise. */
+enum { BLOCK = 64 };
 
 void vdnn_fp32_to_fp16_portable(const float *src, uint16_t *dst, size_t n)
 {
-    fp32_to_fp16_loop(src, dst, n);
+    for (size_t i = 0; i < n; i += BLOCK) {
+        size_t len = n - i < BLOCK ? n - i : BLOCK;
+        const float *restrict in = src + i;
+        uint16_t *restrict out = dst + i;
+        int any_subnormal = 0;
+        for (size_t j = 0; j < len; j++) {
+            uint32_t x;
+            memcpy(&x, &in[j], sizeof x);
+            out[j] = half_from_bits_common(x);
+            any_subnormal |= gives_subnormal(x);
+        }
+        for (size_t j = 0; any_subnormal && j < len; j++) {
+            uint32_t x;
+            memcpy(&x, &in[j], sizeof x);
+            if (gives_subnormal(x))
+                out[j] = half_from_bits_subnormal(x);
+        }
+    }
 }
 
 void vdnn_fp16_to_fp32_portable(const uint16_t *src, float *dst, size_t n)
 {
-    fp16_to_fp32_loop(src, dst, n);
+    for (size_t i = 0; i < n; i += BLOCK) {
+        size_t len = n - i < BLOCK ? n - i : BLOCK;
+        const uint16_t *restrict in = src + i;
+        float *restrict out = dst + i;
+        int any_subnormal = 0;
+        for (size_t j = 0; j < len; j++) {
+            uint32_t f = bits_from_half_common(in[j]);
+            memcpy(&out[j], &f, sizeof f);
+            any_subnormal |= is_subnormal_half(in[j]);
+        }
+        for (size_t j = 0; any_subnormal && j < len; j++) {
+            if (is_subnormal_half(in[j])) {
+                uint32_t f = bits_from_half_subnormal(in[j]);
+                memcpy(&out[j], &f, sizeof f);
+            }
+        }
+    }
 }
 
 #ifdef VDNN_FP16_AVX2
 #define VDNN_AVX2 __attribute__((target("avx2")))
 #define I32(v) _mm256_set1_epi32(v)
 
-/* half_from_bits() on 8 lanes; the fp16 bits are returned in 32-bit lanes.
- * vpsrlvd gives 0 for counts of 32 or more (2^(r-1) - 1 is made by shifting
- * 2^31 - 1 right by 32 - r), so r needs no clamp here. */
-VDNN_AVX2 static VDNN_ALWAYS_INLINE __m256i avx2_half_from_bits(__m256i x)
+/* The fp32 -> fp16 formulas on 8 lanes; the fp16 bits are returned in 32-bit
+ * lanes. vpsrlvd gives 0 for counts of 32 or more (2^(r-1) - 1 is made by
+ * shifting 2^31 - 1 right by 32 - r), so r needs no clamp: tiny inputs come
+ * out as 0 from the subnormal formula. */
+VDNN_AVX2 static inline __m256i avx2_half_from_bits(__m256i x)
 {
     __m256i a = _mm256_and_si256(x, I32(0x7fffffff));
     __m256i sign = _mm256_srli_epi32(_mm256_xor_si256(x, a), 16);
+    __m256i a13 = _mm256_srli_epi32(a, 13);
 
-    __m256i e = _mm256_sub_epi32(_mm256_srli_epi32(a, 23), I32(113));
-    __m256i base = _mm256_slli_epi32(_mm256_max_epi32(e, I32(0)), 10);
-    __m256i r = _mm256_sub_epi32(I32(13), _mm256_min_epi32(e, I32(0)));
+    __m256i normal = _mm256_add_epi32(_mm256_sub_epi32(a, I32(0x38000000 - 0x0fff)),
+                                      _mm256_and_si256(a13, I32(1)));
+    normal = _mm256_min_epi32(_mm256_srli_epi32(normal, 13), I32(F16_INF));
+
+    __m256i r = _mm256_sub_epi32(I32(126), _mm256_srli_epi32(a, 23));
     __m256i m = _mm256_or_si256(_mm256_and_si256(a, I32(0x7fffff)), I32(0x800000));
     __m256i odd = _mm256_and_si256(_mm256_srlv_epi32(m, r), I32(1));
     __m256i half_less_one = _mm256_srlv_epi32(I32(0x7fffffff), _mm256_sub_epi32(I32(32), r));
-    __m256i q = _mm256_srlv_epi32(_mm256_add_epi32(m, _mm256_add_epi32(half_less_one, odd)), r);
-    __m256i h = _mm256_min_epi32(_mm256_add_epi32(base, q), I32(0x7c00));
+    __m256i subnormal =
+        _mm256_srlv_epi32(_mm256_add_epi32(m, _mm256_add_epi32(half_less_one, odd)), r);
 
-    /* (a >> 13) & 0x7fff is 0x7c00 | payload for a NaN. */
-    __m256i nan = _mm256_max_epi32(_mm256_and_si256(_mm256_srli_epi32(a, 13), I32(0x7fff)),
-                                   I32(0x7c01));
-    h = _mm256_blendv_epi8(h, nan, _mm256_cmpgt_epi32(a, I32(0x7f800000)));
+    __m256i h = _mm256_blendv_epi8(normal, subnormal, _mm256_cmpgt_epi32(I32(F32_MIN_NORMAL), a));
+    /* a13 & 0x7fff is 0x7c00 | payload for a NaN. */
+    __m256i nan = _mm256_max_epi32(_mm256_and_si256(a13, I32(0x7fff)), I32(F16_INF | 1));
+    h = _mm256_blendv_epi8(h, nan, _mm256_cmpgt_epi32(a, I32(F32_INF)));
     return _mm256_or_si256(h, sign);
 }
 
-/* bits_from_half() on 8 lanes holding fp16 bits in 32-bit lanes. */
-VDNN_AVX2 static VDNN_ALWAYS_INLINE __m256i avx2_bits_from_half(__m256i hv)
+/* The fp16 -> fp32 formulas on 8 lanes holding fp16 bits in 32-bit lanes.
+ * The subnormal's leading one is found by a binary search of 8, 4, 2 and 1
+ * places. */
+VDNN_AVX2 static inline __m256i avx2_bits_from_half(__m256i hv)
 {
     __m256i sign = _mm256_slli_epi32(_mm256_and_si256(hv, I32(0x8000)), 16);
     __m256i a = _mm256_and_si256(hv, I32(0x7fff));
 
-    __m256i special = _mm256_cmpgt_epi32(a, I32(0x7bff));
+    __m256i special = _mm256_cmpgt_epi32(a, I32(F16_INF - 1));
     __m256i bias = _mm256_add_epi32(I32(0x38000000), _mm256_and_si256(special, I32(0x38000000)));
     __m256i wide = _mm256_add_epi32(_mm256_slli_epi32(a, 13), bias);
 
@@ -190,8 +234,7 @@ VDNN_AVX2 static VDNN_ALWAYS_INLINE __m256i avx2_bits_from_half(__m256i hv)
     return _mm256_or_si256(f, sign);
 }
 
-VDNN_AVX2 static void fp32_to_fp16_avx2(const float *restrict src, uint16_t *restrict dst,
-                                        size_t n)
+VDNN_AVX2 static void fp32_to_fp16_avx2(const float *src, uint16_t *dst, size_t n)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -205,8 +248,7 @@ VDNN_AVX2 static void fp32_to_fp16_avx2(const float *restrict src, uint16_t *res
     vdnn_fp32_to_fp16_portable(src + i, dst + i, n - i);
 }
 
-VDNN_AVX2 static void fp16_to_fp32_avx2(const uint16_t *restrict src, float *restrict dst,
-                                        size_t n)
+VDNN_AVX2 static void fp16_to_fp32_avx2(const uint16_t *src, float *dst, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {

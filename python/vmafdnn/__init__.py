@@ -1,7 +1,9 @@
 """vmafdnn: run tiny ONNX video-quality models through libvmafdnn.
 
 The C library does the work; this package translates numpy arrays, Python
-exceptions and names. See ``vmafdnn.Session`` to run a model.
+exceptions and names. See ``vmafdnn.Session`` to run a model,
+``vmafdnn.score`` to score a clip and ``vmafdnn.Context`` for frame-by-frame
+scoring.
 """
 import errno as _errno
 
@@ -9,11 +11,13 @@ from ._native import ensure_ort as _ensure_ort
 from ._native import ffi as _ffi
 from ._native import last_error as _last_error
 from ._native import lib as _lib
+from .context import Context, ModelInfo
 from .convert import fp16_to_fp32, fp32_to_fp16
 from .errors import (BusyError, DnnError, InvalidArgumentError, InvalidModelError,
                      ModelNotFoundError, ModelTooLargeError, NotARegularFileError,
                      OutOfMemoryError, OutputTooSmallError, PermissionDeniedError,
                      RangeError, RuntimeFailureError, RuntimeNotFoundError, UnsupportedError)
+from .scoring import InputMismatchError, UsageError, score
 from .session import DEVICES, Session, TensorInfo
 
 __version__ = _ffi.string(_lib.vmaf_dnn_version()).decode()
@@ -24,7 +28,8 @@ __all__ = [
     "InvalidArgumentError", "ModelNotFoundError", "PermissionDeniedError",
     "NotARegularFileError", "ModelTooLargeError", "InvalidModelError", "UnsupportedError",
     "RuntimeNotFoundError", "OutputTooSmallError", "BusyError", "OutOfMemoryError",
-    "RangeError", "RuntimeFailureError", "__version__",
+    "RangeError", "RuntimeFailureError", "__version__", "Context", "ModelInfo", "score",
+    "InputMismatchError", "UsageError",
 ]
 
 

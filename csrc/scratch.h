@@ -1,0 +1,14 @@
+/* Internal: growing pairs of fp32 scratch planes (input and output of a
+ * model, or reference and distorted luma), reused from frame to frame. */
+#ifndef VMAFDNN_SCRATCH_H
+#define VMAFDNN_SCRATCH_H
+
+#include <stddef.h>
+
+/* Makes *a and *b hold at least n floats each (*capacity is their common
+ * size, updated). Contents are not kept. On failure the buffers stay valid
+ * (possibly one of them grown) and *capacity unchanged.
+ * Returns 0 or -ENOMEM (message names `what`). */
+int vdnn_grow_float_pair(float **a, float **b, size_t *capacity, size_t n, const char *what);
+
+#endif

@@ -1,0 +1,314 @@
+"""vmafdnn.score(): score a distorted clip (against a reference) in one call.
+
+Sources are Y4M or raw YUV files, "-" (Y4M on stdin), binary file objects,
+or iterables of :class:`vmafdnn.video.Frame` objects or 2-D numpy luma
+planes. Frames stream through a :class:`vmafdnn.Context` one pair at a time,
+so memory does not grow with the clip's length.
+"""
+import io
+import json
+import math
+import os
+from fractions import Fraction
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import models as _builtin
+from .context import Context, format_for_path
+from .video import Frame, VideoFormatError, open_video
+
+__all__ = ["score", "InputMismatchError", "UsageError", "load_features", "DEFAULT_FR_MODELS",
+           "DEFAULT_NR_MODELS"]
+
+#: Built-in models used when ``models`` is None.
+DEFAULT_FR_MODELS = ("psnr_y", "ssim_y")
+DEFAULT_NR_MODELS = ("sharpness_nr",)
+
+
+class InputMismatchError(ValueError):
+    """Reference and distorted disagree in frame size, bit depth or frame count."""
+
+
+class UsageError(ValueError):
+    """The arguments cannot work together (both inputs on stdin, raw YUV without
+    its geometry, a reference given with no_reference=True, ...)."""
+
+
+Source = Union[str, "os.PathLike[str]", io.BufferedIOBase, Iterable]
+
+
+class _Input:
+    """One side (reference or distorted): a frame iterator plus what is known
+    of it up front (geometry and frame rate from a Y4M header, a frame count
+    from a raw file's size)."""
+
+    def __init__(self, role: str, source: Source, bitdepth: Optional[int], raw: dict):
+        self.role = role
+        self.reader = None
+        self.width = self.height = self.depth = self.fps = self.total = None
+        self._bitdepth = bitdepth
+        if isinstance(source, (str, os.PathLike, io.IOBase)) or hasattr(source, "read"):
+            try:
+                self.reader = open_video(source, bitdepth=bitdepth, **raw)
+            except VideoFormatError:
+                raise
+            except ValueError as e:  # arguments, not data: see video.VideoFormatError
+                raise UsageError(f"{role}: {e}") from None
+            self.name = self.reader.name
+            self.width, self.height = self.reader.width, self.reader.height
+            self.depth = self.reader.bitdepth
+            self.fps = getattr(self.reader, "fps", None)
+            self.total = getattr(self.reader, "frame_count", None) or _y4m_frame_estimate(
+                source, self.reader)
+            self._frames = iter(self.reader)
+        elif isinstance(source, (np.ndarray, Iterable)) and not isinstance(source, (str, bytes)):
+            self.name = f"{role} frames"
+            if isinstance(source, np.ndarray) and source.ndim == 3:
+                self.total = source.shape[0]
+            elif isinstance(source, Sequence):
+                self.total = len(source)
+            self._frames = iter(source)
+        else:
+            raise TypeError(f"{role}: expected a path, '-', a binary file or an iterable of "
+                            f"frames, got {type(source).__name__}")
+        self.count = 0
+
+    def next(self):
+        """The next picture (a Frame or a 2-D array), or None at the end."""
+        picture = next(self._frames, None)
+        if picture is not None:
+            self.count += 1
+        return picture
+
+    def describe(self, picture) -> Tuple[int, int, int]:
+        """(width, height, bit depth) of a picture from this input."""
+        if isinstance(picture, Frame):
+            return picture.width, picture.height, picture.bitdepth
+        plane = np.asarray(picture)
+        if plane.ndim != 2:
+            raise ValueError(f"{self.name}: frame {self.count - 1}: expected a 2-D luma "
+                             f"array, got shape {plane.shape}")
+        if plane.dtype == np.uint8:
+            depth = 8
+        elif self._bitdepth is None:
+            raise UsageError(f"{self.name}: {plane.dtype} arrays need bitdepth=")
+        else:
+            depth = self._bitdepth
+        return plane.shape[1], plane.shape[0], depth
+
+    def drain(self) -> Tuple[int, bool]:
+        """Counts the frames left; (total count, whether the count is exact)."""
+        try:
+            while self.next() is not None:
+                pass
+            return self.count, True
+        except (ValueError, OSError):
+            return self.count, False
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+
+
+def _y4m_frame_estimate(source, reader) -> Optional[int]:
+    """Frames in a regular Y4M file, assuming bare "FRAME" headers (for progress only)."""
+    if not isinstance(source, (str, os.PathLike)) or os.fspath(source) == "-":
+        return None
+    try:
+        size = os.path.getsize(source)
+    except OSError:
+        return None
+    per_frame = reader.frame_bytes + len(b"FRAME\n")
+    return max(0, size // per_frame) if per_frame else None
+
+
+def _format(depth: int) -> str:
+    return f"{depth}-bit"
+
+
+def _check_match(ref: Tuple[int, int, int], dist: Tuple[int, int, int], where: str) -> None:
+    if ref[:2] != dist[:2]:
+        raise InputMismatchError(
+            f"size mismatch{where}: reference is {ref[0]}x{ref[1]} but distorted is "
+            f"{dist[0]}x{dist[1]}")
+    if ref[2] != dist[2]:
+        raise InputMismatchError(
+            f"bit depth mismatch{where}: reference is {_format(ref[2])} but distorted is "
+            f"{_format(dist[2])}")
+
+
+def load_features(path) -> Dict[int, Dict[str, float]]:
+    """Per-frame metrics of a libvmaf JSON report: {frameNum: {name: value}}
+    (null values become NaN)."""
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as f:
+            data = json.loads(f.read().decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"features file {name}: not UTF-8 text ({e.reason})") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"features file {name}: invalid JSON: {e}") from None
+    frames = data.get("frames") if isinstance(data, dict) else None
+    if not isinstance(frames, list):
+        raise ValueError(f"features file {name}: expected a libvmaf JSON report with a "
+                         "\"frames\" array")
+    out: Dict[int, Dict[str, float]] = {}
+    for k, frame in enumerate(frames):
+        where = f"features file {name}: frames[{k}]"
+        if not isinstance(frame, dict):
+            raise ValueError(f"{where} is not an object")
+        num, metrics = frame.get("frameNum"), frame.get("metrics")
+        if not isinstance(num, int) or isinstance(num, bool) or num < 0:
+            raise ValueError(f"{where}: \"frameNum\" must be a non-negative integer, got {num!r}")
+        if not isinstance(metrics, dict):
+            raise ValueError(f"{where}: \"metrics\" must be an object")
+        if num in out:
+            raise ValueError(f"{where}: frame {num} appears twice")
+        values = {}
+        for key, value in metrics.items():
+            if value is None:
+                value = math.nan
+            elif isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{where}: metric {key!r} is not a number: {value!r}")
+            values[key] = float(value)
+        out[num] = values
+    return out
+
+
+def _model_list(models, no_reference: bool) -> List:
+    if models is None:
+        return list(DEFAULT_NR_MODELS if no_reference else DEFAULT_FR_MODELS)
+    if isinstance(models, (str, os.PathLike)):
+        return [models]
+    models = list(models)
+    if not models:
+        raise UsageError("models is empty: give at least one model (or None for the built-in "
+                         f"ones: {', '.join(_builtin.MODEL_NAMES)})")
+    return models
+
+
+def score(reference: Optional[Source], distorted: Source, models=None, *,
+          device: str = "auto", device_index: int = 0, threads: int = 0,
+          fp16_io: bool = False, resize: str = "none", no_reference: bool = False,
+          output: Union[str, "os.PathLike[str]", None] = None, fmt: Optional[str] = None,
+          features: Union[str, "os.PathLike[str]", None] = None,
+          progress: Optional[Callable[[int, Optional[int]], None]] = None,
+          width: Optional[int] = None, height: Optional[int] = None,
+          pix_fmt: Optional[str] = None, bitdepth: Optional[int] = None,
+          fps: Optional[float] = None) -> Dict[str, object]:
+    """Scores ``distorted`` (against ``reference``) with tiny models.
+
+    ``reference`` / ``distorted``: a Y4M or raw YUV path, "-" (Y4M on stdin,
+    one side only), a binary file object, or an iterable of Frames or 2-D
+    numpy luma planes (uint8; uint16 with ``bitdepth``). ``reference`` None
+    (or ``no_reference=True``) scores no-reference models only. Raw YUV needs
+    ``width``, ``height``, ``pix_fmt`` (420, 422, 444, 400) and ``bitdepth``.
+
+    ``models``: .onnx paths or built-in names; None means psnr_y and ssim_y
+    (sharpness_nr without a reference). ``device``, ``device_index``,
+    ``threads``, ``fp16_io`` and ``resize`` configure every model.
+    ``features``: a libvmaf JSON report whose per-frame metrics are fed to
+    feature-vector models (metrics named like a model's output are skipped).
+    ``progress(frames_done, total_or_None)`` is called after every frame.
+    ``fps``: the frame rate put in the report (default: the distorted Y4M's).
+
+    Returns the report as plain data: version, fps, frames[{frameNum,
+    metrics}], pooled_metrics{name: {min, max, mean, harmonic_mean}},
+    aggregate_metrics, models[{path, kind, features, attached_ep,
+    fallback_reason}]. With ``output`` the report is also written there
+    (``fmt`` json, xml or csv; default from the extension, else json) -- also
+    when scoring fails part-way, with the frames scored so far, before the
+    error is raised.
+
+    Raises InputMismatchError (a ValueError) when reference and distorted
+    differ in size, bit depth or frame count, UsageError (a ValueError) for
+    arguments that cannot work together, VideoFormatError for malformed
+    video, and the DnnError subclasses of the C library (bad model, missing
+    feature, ...).
+    """
+    if reference is not None and no_reference:
+        raise UsageError("no_reference=True scores the distorted input alone: give no "
+                         "reference")
+    no_reference = reference is None
+    if _is_stdin(reference) and _is_stdin(distorted):
+        raise UsageError("reference and distorted cannot both be read from stdin ('-')")
+    out_fmt = format_for_path(output, fmt) if output is not None or fmt is not None else None
+    pushed = load_features(features) if features is not None else {}
+    model_list = _model_list(models, no_reference)
+
+    raw = {"width": width, "height": height, "pix_fmt": pix_fmt}
+    inputs: List[_Input] = []
+    try:
+        dist = _Input("distorted", distorted, bitdepth, raw)
+        inputs.append(dist)
+        ref = None
+        if not no_reference:
+            ref = _Input("reference", reference, bitdepth, raw)
+            inputs.append(ref)
+            if ref.width is not None and dist.width is not None:
+                _check_match((ref.width, ref.height, ref.depth),
+                             (dist.width, dist.height, dist.depth), "")
+        if fps is None and dist.fps is not None:
+            fps = float(Fraction(dist.fps))
+        with Context(device=device, device_index=device_index, threads=threads,
+                     fp16_io=fp16_io, resize=resize, fps=fps) as ctx:
+            for model in model_list:
+                ctx.use_model(model, no_reference=no_reference)
+            try:
+                _run(ctx, ref, dist, pushed, progress)
+                ctx.flush()
+            except BaseException:
+                if output is not None and ctx.frame_count > 0:
+                    try:
+                        ctx.write(output, out_fmt)
+                    except Exception:
+                        pass  # the scoring error is the one to report
+                raise
+            result = ctx.report()
+            if output is not None:
+                ctx.write(output, out_fmt)
+        return result
+    finally:
+        for side in inputs:
+            side.close()
+
+
+def _is_stdin(source) -> bool:
+    return isinstance(source, (str, os.PathLike)) and os.fspath(source) == "-"
+
+
+def _run(ctx: Context, ref: Optional[_Input], dist: _Input,
+         pushed: Dict[int, Dict[str, float]], progress) -> None:
+    model_keys = {key for m in ctx.models for key in m.features}
+    total = dist.total if ref is None else (dist.total or ref.total)
+    index = 0
+    while True:
+        d = dist.next()
+        r = ref.next() if ref is not None else None
+        if d is None or (ref is not None and r is None):
+            if ref is not None and (d is None) != (r is None):
+                _raise_count_mismatch(ref, dist)
+            break
+        shape = dist.describe(d)
+        if ref is not None:
+            _check_match(ref.describe(r), shape, f" at frame {index}")
+        for name, value in pushed.get(index, {}).items():
+            if name not in model_keys:
+                ctx.feature_append(name, index, value)
+        ctx.read_pictures(r, d, index, bitdepth=shape[2])
+        index += 1
+        if progress is not None:
+            progress(index, total)
+    if index == 0:
+        raise ValueError(f"{dist.name}: no frames to score")
+
+
+def _raise_count_mismatch(ref: _Input, dist: _Input) -> None:
+    counts = {}
+    for side in (ref, dist):
+        n, exact = side.drain()
+        counts[side.role] = f"{n} frames" if exact else f"at least {n} frames"
+    raise InputMismatchError(f"frame count mismatch: reference has {counts['reference']} but "
+                             f"distorted has {counts['distorted']}")
+
