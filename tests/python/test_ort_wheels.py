@@ -304,11 +304,9 @@ def test_openvino_fp16_io_still_opens_and_runs(openvino_fp16_io):
                                rtol=OPENVINO_RTOL)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "onnxruntime-openvino 1.24.1 rejects precision=FP16 on its CPU device at append "
-    "('CPU only supports FP32, ACCURACY'), so fp16_io costs OpenVINO:CPU its binding; "
-    "libvmafdnn should ask for FP16 on OpenVINO GPU only"))
 def test_openvino_cpu_keeps_binding_with_fp16_io(openvino_fp16_io):
+    # OpenVINO's CPU device refuses precision=FP16 ("CPU only supports FP32,
+    # ACCURACY"), so the library asks for it on the GPU device only.
     result = assert_opened(openvino_fp16_io[0])
     assert result["attached_ep"] == "OpenVINO:CPU", result["fallback_reason"]
 
