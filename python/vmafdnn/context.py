@@ -18,6 +18,7 @@ layouts are copied. Failures raise the DnnError subclass of the C code, with
 the C message.
 """
 import errno
+import operator
 import os
 import tempfile
 import threading
@@ -27,7 +28,7 @@ import numpy as np
 
 from . import models as _builtin
 from ._native import check, ensure_ort, ffi, lib
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, RangeError
 from .session import device_value
 from .video import Frame
 
@@ -168,6 +169,20 @@ class _Picture:
         self.c.data[0] = ffi.NULL
 
 
+def _frame_index(index, clamp: bool = False) -> int:
+    """A frame index for C's unsigned: negative is EINVAL; one past 32 bits is
+    ERANGE (C limits indices to 2^24 anyway), or the largest value with clamp."""
+    index = operator.index(index)
+    if index < 0:
+        raise InvalidArgumentError(errno.EINVAL, f"frame index {index} is negative")
+    if index > _LAST_FRAME:
+        if clamp:
+            return _LAST_FRAME
+        raise RangeError(errno.ERANGE, f"frame index {index} is out of range (at most "
+                                       f"{(1 << 24) - 1})")
+    return index
+
+
 def _array_bitdepth(plane: np.ndarray, bitdepth: Optional[int], what: str) -> int:
     if plane.dtype == np.uint8:
         if bitdepth not in (None, 8):
@@ -221,7 +236,6 @@ class Context:
         self._ref = _Picture()
         self._dist = _Picture()
         self._models: List[ModelInfo] = []
-        self._flushed = False
 
     # -- lifetime -----------------------------------------------------------
     def close(self) -> None:
@@ -265,8 +279,7 @@ class Context:
             keep.append(ffi.new("char[]", str(name).encode("utf-8")))
             mcfg.name = keep[-1]
         if any(v is not None for v in (device, device_index, threads, fp16_io)):
-            session = ffi.new("VmafDnnConfig *")
-            ffi.memmove(session, ffi.addressof(self._cfg, "session"), ffi.sizeof(session[0]))
+            session = ffi.new("VmafDnnConfig *", self._cfg.session)
             _session_config(session, device, device_index, threads, fp16_io)
             keep.append(session)
             mcfg.session = session
@@ -309,9 +322,7 @@ class Context:
         all for feature-vector models).
         """
         handle = self._live()
-        index = int(index)
-        if index < 0:
-            raise InvalidArgumentError(errno.EINVAL, f"frame index {index} is negative")
+        index = _frame_index(index)
         with self._lock:
             try:
                 ref = ffi.NULL if reference is None else \
@@ -329,28 +340,24 @@ class Context:
         """Ends the pictures: scores stay readable, nothing more can be fed."""
         with self._lock:
             check(lib.vmaf_dnn_flush(self._live()))
-        self._flushed = True
 
     # -- features -----------------------------------------------------------
     def feature_append(self, name: str, index: int, value: float) -> None:
         """Stores a caller-computed feature value for frame ``index`` (push a
         frame's features before reading its pictures)."""
         handle = self._live()
-        if int(index) < 0:
-            raise InvalidArgumentError(errno.EINVAL, f"frame index {index} is negative")
+        index = _frame_index(index)
         with self._lock:
-            check(lib.vmaf_dnn_feature_append(handle, name.encode("utf-8"), int(index),
-                                              float(value)))
+            check(lib.vmaf_dnn_feature_append(handle, name.encode("utf-8"), index, float(value)))
 
     def feature(self, name: str, index: int) -> float:
         """The value of feature ``name`` at frame ``index``; raises
         ModelNotFoundError (ENOENT) when there is none."""
         handle = self._live()
-        if int(index) < 0:
-            raise InvalidArgumentError(errno.EINVAL, f"frame index {index} is negative")
+        index = _frame_index(index)
         value = ffi.new("double *")
         with self._lock:
-            check(lib.vmaf_dnn_feature_get(handle, name.encode("utf-8"), int(index), value))
+            check(lib.vmaf_dnn_feature_get(handle, name.encode("utf-8"), index, value))
         return value[0]
 
     @property
@@ -375,13 +382,12 @@ class Context:
         a value."""
         handle = self._live()
         c_method = _choice(POOL_METHODS, method, "pool method")
-        last = _LAST_FRAME if last is None else int(last)
-        if int(first) < 0 or last < 0:
-            raise InvalidArgumentError(errno.EINVAL, f"frame range {first}..{last} is negative")
+        first = _frame_index(first)
+        last = _LAST_FRAME if last is None else min(_frame_index(last, clamp=True), _LAST_FRAME)
         out = ffi.new("double *")
         with self._lock:
-            check(lib.vmaf_dnn_feature_pool(handle, name.encode("utf-8"), c_method,
-                                            int(first), min(last, _LAST_FRAME), out))
+            check(lib.vmaf_dnn_feature_pool(handle, name.encode("utf-8"), c_method, first, last,
+                                            out))
         return out[0]
 
     # -- reports ------------------------------------------------------------

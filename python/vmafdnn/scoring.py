@@ -16,7 +16,7 @@ import numpy as np
 
 from . import models as _builtin
 from .context import Context, format_for_path
-from .video import Frame, VideoFormatError, open_video
+from .video import Frame, RawYUVReader, VideoFormatError, open_video
 
 __all__ = ["score", "InputMismatchError", "UsageError", "load_features", "DEFAULT_FR_MODELS",
            "DEFAULT_NR_MODELS"]
@@ -59,8 +59,8 @@ class _Input:
             self.width, self.height = self.reader.width, self.reader.height
             self.depth = self.reader.bitdepth
             self.fps = getattr(self.reader, "fps", None)
-            self.total = getattr(self.reader, "frame_count", None) or _y4m_frame_estimate(
-                source, self.reader)
+            self.total = (self.reader.frame_count if isinstance(self.reader, RawYUVReader)
+                          else _y4m_frame_estimate(source, self.reader))
             self._frames = iter(self.reader)
         elif isinstance(source, (np.ndarray, Iterable)) and not isinstance(source, (str, bytes)):
             self.name = f"{role} frames"
@@ -209,7 +209,8 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     (sharpness_nr without a reference). ``device``, ``device_index``,
     ``threads``, ``fp16_io`` and ``resize`` configure every model.
     ``features``: a libvmaf JSON report whose per-frame metrics are fed to
-    feature-vector models (metrics named like a model's output are skipped).
+    feature-vector models and appear in the report (metrics named like a
+    model's output are skipped: the model computes them).
     ``progress(frames_done, total_or_None)`` is called after every frame.
     ``fps``: the frame rate put in the report (default: the distorted Y4M's).
 

@@ -1,0 +1,430 @@
+"""vmafdnn.Context: the scoring flow of vmafdnn/context.h from Python.
+
+Uses the tiny models of tests/models/factory.py (staged under a chosen name,
+with a sidecar when the test needs one) and the built-in models.
+"""
+import errno
+import io
+import json
+import shutil
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+import vmafdnn
+from vmafdnn.video import Frame
+
+EPS = 1e-6
+
+
+@pytest.fixture
+def stage(models, tmp_path):
+    """stage(model, as_name, sidecar=None) -> path of a copy of a factory
+    model named as_name.onnx, with as_name.json holding `sidecar` (a dict, or
+    text written as it is)."""
+
+    def stage_model(model: str, as_name: str, sidecar=None) -> str:
+        path = tmp_path / f"{as_name}.onnx"
+        shutil.copyfile(getattr(models, model), path)
+        if sidecar is not None:
+            text = sidecar if isinstance(sidecar, str) else json.dumps(sidecar)
+            (tmp_path / f"{as_name}.json").write_text(text)
+        return str(path)
+
+    return stage_model
+
+
+def const(h, w, value, dtype=np.uint8):
+    return np.full((h, w), value, dtype=dtype)
+
+
+def noisy_pair(h=48, w=64, seed=0):
+    rng = np.random.default_rng(seed)
+    ref = rng.integers(0, 256, (h, w), dtype=np.uint8)
+    dist = np.clip(ref.astype(np.int16) + rng.integers(-9, 10, (h, w)), 0, 255).astype(np.uint8)
+    return ref, dist
+
+
+# -- the flow -------------------------------------------------------------------
+
+def test_builtin_models_flow(tmp_path):
+    ref, dist = noisy_pair()
+    with vmafdnn.Context(threads=1) as ctx:
+        psnr = ctx.use_model("psnr_y")
+        ssim = ctx.use_model("ssim_y")
+        assert psnr.kind == "fr" and psnr.features == ("psnr_y",)
+        assert ssim.kind == "fr" and ssim.features == ("ssim_y",)
+        assert psnr.path == str(vmafdnn.models.path("psnr_y"))
+        assert psnr.attached_ep in ("CPU", "CUDA", "OpenVINO:GPU", "OpenVINO:CPU", "ROCm")
+        assert [m.path for m in ctx.models] == [psnr.path, ssim.path]
+
+        ctx.read_pictures(ref, dist, 0)
+        ctx.read_pictures(ref, ref, 1)  # identical: the PSNR cap, SSIM 1
+        ctx.flush()
+
+        assert ctx.features == ["psnr_y", "ssim_y"]
+        assert ctx.frame_count == 2
+        mse = np.mean((ref.astype(np.float64) - dist) ** 2)
+        assert ctx.feature("psnr_y", 0) == pytest.approx(10 * np.log10(255 ** 2 / mse), abs=1e-4)
+        assert ctx.feature("psnr_y", 1) == 60.0  # 6 * bpc + 12
+        assert ctx.feature("ssim_y", 1) == pytest.approx(1.0, abs=EPS)
+        values = [ctx.feature("psnr_y", i) for i in range(2)]
+        assert ctx.pool("psnr_y") == pytest.approx(np.mean(values))
+        assert ctx.pool("psnr_y", "min") == pytest.approx(min(values))
+        assert ctx.pool("psnr_y", "max") == 60.0
+        harmonic = 2 / sum(1 / (v + 1) for v in values) - 1
+        assert ctx.pool("psnr_y", "harmonic_mean") == pytest.approx(harmonic)
+        assert ctx.pool("psnr_y", first=1, last=1) == 60.0
+        assert ctx.pool("psnr_y", first=0, last=0) == pytest.approx(values[0])
+
+        report = ctx.report()
+        assert report["version"] == vmafdnn.context.REPORT_VERSION
+        assert [f["frameNum"] for f in report["frames"]] == [0, 1]
+        assert report["frames"][1]["metrics"] == {"psnr_y": 60.0,
+                                                  "ssim_y": ctx.feature("ssim_y", 1)}
+        assert report["pooled_metrics"]["psnr_y"]["max"] == 60.0
+        assert report["models"][0]["features"] == ["psnr_y"]
+        assert report["models"][0]["kind"] == "fr"
+
+
+def test_nr_builtin_without_reference():
+    ref, dist = noisy_pair()
+    with vmafdnn.Context(threads=1) as ctx:
+        info = ctx.use_model("sharpness_nr", no_reference=True)
+        assert info.kind == "nr"
+        ctx.read_pictures(None, dist, 0)
+        x = dist.astype(np.float64) / 255
+        lap = x[:-2, 1:-1] + x[2:, 1:-1] + x[1:-1, :-2] + x[1:-1, 2:] - 4 * x[1:-1, 1:-1]
+        assert ctx.feature("sharpness_nr", 0) == pytest.approx(lap.var(), rel=1e-5)
+
+
+def test_fr_model_refused_without_reference(stage):
+    with vmafdnn.Context() as ctx:
+        with pytest.raises(vmafdnn.InvalidArgumentError, match="no_reference") as e:
+            ctx.use_model(stage("fr_diff", "fr_diff"), no_reference=True)
+        assert e.value.errno == errno.EINVAL
+        with pytest.raises(vmafdnn.InvalidArgumentError, match="no_reference"):
+            ctx.use_model("psnr_y", no_reference=True)
+        assert ctx.models == []
+
+
+def test_planes_fr_and_nr(stage):
+    """FR models get [reference, distorted] (by position or by the sidecar's
+    input_names); NR models get the distorted plane, also in FR runs."""
+    with vmafdnn.Context() as ctx:
+        ctx.use_model(stage("fr_diff", "fr_pos"))
+        ctx.use_model(stage("nr_mean", "nr"))
+        ctx.use_model(stage("fr_diff", "fr_named", {"input_names": ["second", "first"]}))
+        assert [m.kind for m in ctx.models] == ["fr", "nr", "fr"]
+        ctx.read_pictures(const(8, 8, 100), const(8, 8, 50), 0)
+        assert ctx.feature("fr_pos", 0) == pytest.approx(50 / 255, abs=EPS)
+        assert ctx.feature("nr", 0) == pytest.approx(50 / 255, abs=EPS)
+        assert ctx.feature("fr_named", 0) == pytest.approx(-50 / 255, abs=EPS)
+
+
+def test_frames_from_readers_and_arrays_agree(stage):
+    """A Frame's luma plane is what the models see (chroma is never read)."""
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 256, (8, 8), dtype=np.uint8)
+    u = np.full((4, 4), 255, np.uint8)
+    frame = Frame(y, u, u.copy(), 8, 0, "420")
+    with vmafdnn.Context() as ctx:
+        ctx.use_model(stage("nr_mean", "nr"))
+        ctx.read_pictures(None, frame, 0)
+        ctx.read_pictures(None, y, 1)
+        assert ctx.feature("nr", 0) == pytest.approx(y.mean() / 255, abs=EPS)
+        assert ctx.feature("nr", 1) == ctx.feature("nr", 0)
+
+
+def test_strided_and_non_contiguous_planes(stage):
+    rng = np.random.default_rng(4)
+    big = rng.integers(0, 256, (20, 30), dtype=np.uint8)
+    crop = big[3:11, 5:13]           # rows contiguous, row stride 30
+    transposed = big[:8, :8].T        # not row-contiguous: copied
+    with vmafdnn.Context() as ctx:
+        ctx.use_model(stage("nr_mean", "nr"))
+        ctx.read_pictures(None, crop, 0)
+        ctx.read_pictures(None, transposed, 1)
+        assert ctx.feature("nr", 0) == pytest.approx(crop.mean() / 255, abs=EPS)
+        assert ctx.feature("nr", 1) == pytest.approx(transposed.mean() / 255, abs=EPS)
+
+
+@pytest.mark.parametrize("bpc,value", [(10, 512), (10, 1023), (12, 100), (16, 65535), (9, 3)])
+def test_deep_samples_are_normalised_by_their_bit_depth(stage, bpc, value):
+    plane = const(8, 8, value, np.uint16)
+    with vmafdnn.Context() as ctx:
+        ctx.use_model(stage("nr_mean", "nr"))
+        ctx.read_pictures(None, plane, 0, bitdepth=bpc)
+        ctx.read_pictures(None, Frame(plane, None, None, bpc, 1, "400"), 1)
+        for i in (0, 1):
+            assert ctx.feature("nr", i) == pytest.approx(value / (2 ** bpc - 1), abs=EPS)
+
+
+def test_ten_bit_psnr_cap():
+    plane = const(16, 16, 700, np.uint16)
+    with vmafdnn.Context() as ctx:
+        ctx.use_model("psnr_y")
+        ctx.read_pictures(plane, plane, 0, bitdepth=10)
+        assert ctx.feature("psnr_y", 0) == 72.0  # 6 * 10 + 12
+
+
+def test_picture_argument_errors(stage):
+    with vmafdnn.Context() as ctx:
+        ctx.use_model(stage("nr_mean", "nr"))
+        deep = const(8, 8, 5, np.uint16)
+        with pytest.raises(vmafdnn.InvalidArgumentError, match="bitdepth"):
+            ctx.read_pictures(None, deep, 0)
+        with pytest.raises(vmafdnn.InvalidArgumentError, match="above the 10-bit maximum 1023"):
+            ctx.read_pictures(None, const(8, 8, 1024, np.uint16), 0, bitdepth=10)
+        with pytest.raises(vmafdnn.InvalidArgumentError, match="uint8 samples are 8-bit"):
+            ctx.read_pictures(None, const(8, 8, 5), 0, bitdepth=10)
+        with pytest.raises(vmafdnn.InvalidArgumentError, match="2-D"):
+            ctx.read_pictures(None, np.zeros((1, 8, 8), np.uint8), 0)
+        with pytest.raises(vmafdnn.InvalidArgumentError, match="float32 is not supported"):
+            ctx.read_pictures(None, np.zeros((8, 8), np.float32), 0)
+        with pytest.raises(vmafdnn.InvalidArgumentError, match="negative"):
+            ctx.read_pictures(None, const(8, 8, 5), -1)
+        for index in (1 << 24, 1 << 40):  # C's limit, and past C's unsigned
+            with pytest.raises(vmafdnn.RangeError) as e:
+                ctx.read_pictures(None, const(8, 8, 5), index)
+            assert e.value.errno == errno.ERANGE
+        # The C checks: a missing picture, a reference of another size.
+        with pytest.raises(vmafdnn.InvalidArgumentError) as e:
+            ctx.read_pictures(None, None, 0)
+        assert e.value.errno == errno.EINVAL
+        ctx.read_pictures(const(8, 8, 1), const(8, 8, 2), 0)  # NR: reference checked, not read
+        with pytest.raises(vmafdnn.InvalidArgumentError) as e:
+            ctx.read_pictures(const(4, 4, 1), const(8, 8, 2), 1)
+        assert e.value.errno == errno.EINVAL
+        # Nothing was stored for the failed frames.
+        assert ctx.frame_count == 1
+
+
+def test_errors_carry_errno(stage, models, tmp_path):
+    ctx = vmafdnn.Context()
+    with pytest.raises(vmafdnn.ModelNotFoundError) as e:
+        ctx.use_model(str(tmp_path / "missing.onnx"))
+    assert e.value.errno == errno.ENOENT and "missing.onnx" in str(e.value)
+    with pytest.raises(vmafdnn.UnsupportedError) as e:  # symbolic H, W without native_resolution
+        ctx.use_model(stage("symbolic_hw_mean", "sym"))
+    assert e.value.errno == errno.ENOTSUP
+    with pytest.raises(vmafdnn.UnsupportedError) as e:  # an output of four values
+        ctx.use_model(stage("output_1x4", "cols"))
+    assert e.value.errno == errno.ENOTSUP
+    with pytest.raises(vmafdnn.InvalidModelError) as e:
+        ctx.use_model(stage("nr_mean", "badjson", "{not json"))
+    assert e.value.errno == errno.EBADMSG and "badjson.json" in str(e.value)
+    with pytest.raises(vmafdnn.InvalidArgumentError) as e:
+        ctx.use_model(stage("nr_mean", "badkey", {"kind": 3}))
+    assert e.value.errno == errno.EINVAL and "kind" in str(e.value)
+    sidecar_dir = stage("nr_mean", "dirsidecar")[:-len(".onnx")] + ".json"
+    (tmp_path / "dirsidecar.json").mkdir()
+    with pytest.raises(vmafdnn.NotARegularFileError) as e:
+        ctx.use_model(stage("nr_mean", "dirsidecar"))
+    assert e.value.errno == errno.EISDIR and sidecar_dir in str(e.value)
+    with pytest.raises(ValueError, match="unknown resize mode"):
+        ctx.use_model(stage("nr_mean", "nr"), resize="lanczos")
+    with pytest.raises(vmafdnn.InvalidArgumentError) as e:
+        ctx.use_model(stage("nr_mean", "nr"), threads=-1)
+    assert e.value.errno == errno.EINVAL
+    assert ctx.models == []
+
+    nr = ctx.use_model(stage("nr_mean", "nr"))
+    assert nr.features == ("nr",)
+    with pytest.raises(vmafdnn.RangeError) as e:  # an 8x8 model, a 16x16 frame, no resize
+        ctx.read_pictures(None, const(16, 16, 0), 0)
+    assert e.value.errno == errno.ERANGE
+    ctx.read_pictures(None, const(8, 8, 0), 0)
+    with pytest.raises(vmafdnn.DnnError) as e:
+        ctx.read_pictures(None, const(8, 8, 0), 0)
+    assert e.value.errno == errno.EEXIST
+    with pytest.raises(vmafdnn.ModelNotFoundError) as e:
+        ctx.feature("nr", 5)
+    assert e.value.errno == errno.ENOENT
+    with pytest.raises(vmafdnn.ModelNotFoundError) as e:
+        ctx.pool("nope")
+    assert e.value.errno == errno.ENOENT
+    with pytest.raises(ValueError, match="unknown pool method"):
+        ctx.pool("nr", "median")
+    with pytest.raises(vmafdnn.InvalidArgumentError):
+        ctx.pool("nr", first=3, last=2)
+    with pytest.raises(vmafdnn.DnnError) as e:  # a key an attached model writes
+        ctx.feature_append("nr", 7, 1.0)
+    assert e.value.errno == errno.EEXIST
+
+    ctx.flush()
+    ctx.flush()  # harmless
+    with pytest.raises(vmafdnn.InvalidArgumentError, match="flushed"):
+        ctx.read_pictures(None, const(8, 8, 0), 1)
+    with pytest.raises(vmafdnn.InvalidArgumentError, match="flushed"):
+        ctx.feature_append("x", 1, 1.0)
+    with pytest.raises(vmafdnn.InvalidArgumentError, match="flushed"):
+        ctx.use_model("psnr_y")
+    assert ctx.feature("nr", 0) == 0.0  # scores stay readable
+    ctx.close()
+    ctx.close()
+    with pytest.raises(ValueError, match="closed"):
+        ctx.feature("nr", 0)
+    assert "closed" in repr(ctx)
+
+
+def test_bad_context_arguments():
+    with pytest.raises(ValueError, match="unknown device"):
+        vmafdnn.Context(device="tpu")
+    with pytest.raises(ValueError, match="unknown resize mode"):
+        vmafdnn.Context(resize="area")
+    with pytest.raises(vmafdnn.InvalidArgumentError, match="fps") as e:
+        vmafdnn.Context(fps=-1)
+    assert e.value.errno == errno.EINVAL
+    with pytest.raises(TypeError, match="built-in name"):
+        vmafdnn.Context().use_model(42)
+
+
+def test_resize_modes(stage):
+    """A 4x4 model on an 8x8 constant frame: refused without a resize mode,
+    the same constant with one (context-wide or per model)."""
+    frame = const(8, 8, 51)
+    with vmafdnn.Context() as ctx:
+        ctx.use_model(stage("nr_mean_4x4", "small"))
+        with pytest.raises(vmafdnn.RangeError, match="8x8|4x4"):
+            ctx.read_pictures(None, frame, 0)
+    with vmafdnn.Context(resize="bilinear") as ctx:
+        ctx.use_model(stage("nr_mean_4x4", "small"))
+        ctx.use_model(stage("nr_mean_4x4", "small_nearest"), resize="nearest")
+        ctx.read_pictures(None, frame, 0)
+        assert ctx.feature("small", 0) == pytest.approx(0.2, abs=EPS)
+        assert ctx.feature("small_nearest", 0) == pytest.approx(0.2, abs=EPS)
+
+
+def test_model_names_and_output_keys(stage):
+    with vmafdnn.Context() as ctx:
+        px = ctx.use_model(stage("pixels", "pixels"), name="px")
+        assert px.features == ("px_p_0", "px_p_1", "px_p_2", "px_p3")
+        named = ctx.use_model(stage("nr_mean", "file_name", {"name": "from_sidecar"}))
+        assert named.features == ("from_sidecar",)
+        with pytest.raises(vmafdnn.DnnError, match="from_sidecar") as e:
+            ctx.use_model(stage("nr_mean", "other"), name="from_sidecar")
+        assert e.value.errno == errno.EEXIST
+        ctx.use_model(stage("nr_mean", "cpu_model"), device="cpu", threads=1)
+        assert ctx.models[-1].attached_ep == "CPU"
+        assert ctx.models[-1].fallback_reason == ""
+
+
+def test_feature_vector_model(stage):
+    """Caller-pushed features feed a FEATURES model; a missing one fails the
+    frame with a message naming it (and the frame)."""
+    with vmafdnn.Context() as ctx:
+        fv = ctx.use_model(stage("fv_weighted", "fv", {"features": ["f0", "f1"]}))
+        assert fv.kind == "features" and fv.features == ("fv",)
+        ctx.feature_append("f0", 0, 1.0)
+        ctx.feature_append("f1", 0, 2.0)
+        with pytest.raises(vmafdnn.DnnError) as e:
+            ctx.feature_append("f1", 0, 2.0)
+        assert e.value.errno == errno.EEXIST
+        ctx.read_pictures(None, None, 0)
+        assert ctx.feature("fv", 0) == pytest.approx(21.0, abs=1e-5)
+
+        ctx.feature_append("f0", 1, 5.0)
+        with pytest.raises(vmafdnn.ModelNotFoundError, match='"f1" at frame 1') as e:
+            ctx.read_pictures(None, None, 1)
+        assert e.value.errno == errno.ENOENT
+        with pytest.raises(vmafdnn.ModelNotFoundError):
+            ctx.feature("fv", 1)
+        assert ctx.features == ["f0", "f1", "fv"]
+        assert ctx.frame_count == 2
+
+    # A feature another model produces in the same frame, and scaling.
+    with vmafdnn.Context() as ctx:
+        ctx.use_model(stage("nr_mean", "nr_mean"), name="f0")
+        ctx.use_model(stage("fv_weighted", "fvs", {"features": ["f0", "f1"],
+                                                   "feature_mean": [0, 1], "feature_std": [1, 2]}))
+        ctx.feature_append("f1", 0, 3.0)
+        ctx.read_pictures(None, const(8, 8, 255), 0)
+        assert ctx.feature("fvs", 0) == pytest.approx(1.0 + 10 * (3.0 - 1) / 2, abs=1e-5)
+
+
+def test_feature_vector_model_refused_without_features(stage):
+    with vmafdnn.Context() as ctx:
+        with pytest.raises(vmafdnn.UnsupportedError, match="features") as e:
+            ctx.use_model(stage("fv_weighted", "fv_nolist"))
+        assert e.value.errno == errno.ENOTSUP
+
+
+# -- reports ----------------------------------------------------------------------
+
+def _scored_context(stage) -> vmafdnn.Context:
+    ctx = vmafdnn.Context(fps=24)
+    ctx.use_model(stage("nr_mean", "nr"))
+    ctx.use_model(stage("fr_diff", "diff"))
+    for i, (r, d) in enumerate([(100, 50), (30, 60), (255, 0)]):
+        ctx.read_pictures(const(8, 8, r), const(8, 8, d), i)
+    return ctx
+
+
+def test_reports_agree_with_each_other_and_report(stage, tmp_path):
+    with _scored_context(stage) as ctx:
+        data = ctx.report()
+        assert data["fps"] == 24
+        for fmt in ("json", "xml", "csv"):
+            ctx.write(tmp_path / f"r.{fmt}")   # format from the extension
+        ctx.write(tmp_path / "r.txt", "csv")
+        ctx.write(tmp_path / "r.unknown")      # no known extension: JSON
+        json_report = json.loads((tmp_path / "r.json").read_text())
+        assert json.loads((tmp_path / "r.unknown").read_text()) == json_report
+        assert (tmp_path / "r.txt").read_text() == (tmp_path / "r.csv").read_text()
+
+        # JSON vs the returned data (6 decimals in files).
+        assert json_report["version"] == data["version"]
+        assert json_report["fps"] == 24
+        assert [f["frameNum"] for f in json_report["frames"]] == [0, 1, 2]
+        for got, want in zip(json_report["frames"], data["frames"]):
+            assert got["metrics"].keys() == want["metrics"].keys()
+            for k, v in want["metrics"].items():
+                assert got["metrics"][k] == pytest.approx(v, abs=1e-6)
+        for name, pooled in data["pooled_metrics"].items():
+            for stat, v in pooled.items():
+                assert json_report["pooled_metrics"][name][stat] == pytest.approx(v, abs=1e-6)
+
+        # XML vs JSON.
+        root = ET.parse(tmp_path / "r.xml").getroot()
+        assert root.tag == "VMAF" and root.get("version") == data["version"]
+        xml_frames = root.find("frames").findall("frame")
+        assert len(xml_frames) == 3
+        for el, frame in zip(xml_frames, json_report["frames"]):
+            assert int(el.get("frameNum")) == frame["frameNum"]
+            for k, v in frame["metrics"].items():
+                assert float(el.get(k)) == pytest.approx(v, abs=1e-6)
+        for metric in root.find("pooled_metrics").findall("metric"):
+            pooled = json_report["pooled_metrics"][metric.get("name")]
+            for stat, v in pooled.items():
+                assert float(metric.get(stat)) == pytest.approx(v, abs=1e-6)
+
+        # CSV vs JSON.
+        import csv
+        rows = list(csv.DictReader(io.StringIO((tmp_path / "r.csv").read_text())))
+        assert [int(r["Frame"]) for r in rows] == [0, 1, 2]
+        for row, frame in zip(rows, json_report["frames"]):
+            for k, v in frame["metrics"].items():
+                assert float(row[k]) == pytest.approx(v, abs=1e-6)
+
+        # write_file: binary and text streams get the same bytes.
+        binary, text = io.BytesIO(), io.StringIO()
+        ctx.write_file(binary, "xml")
+        ctx.write_file(text, "xml")
+        assert binary.getvalue() == (tmp_path / "r.xml").read_bytes()
+        assert text.getvalue() == (tmp_path / "r.xml").read_text()
+        with pytest.raises(ValueError, match="unknown report format"):
+            ctx.write(tmp_path / "r.json", "yaml")
+
+
+def test_report_after_a_failed_frame_is_valid(stage, tmp_path):
+    """Frames before a failure stay, and a report can still be written."""
+    with vmafdnn.Context() as ctx:
+        ctx.use_model(stage("nr_mean", "nr"))
+        ctx.read_pictures(None, const(8, 8, 10), 0)
+        with pytest.raises(vmafdnn.RangeError):
+            ctx.read_pictures(None, const(9, 9, 10), 1)
+        ctx.write(tmp_path / "partial.json")
+        report = json.loads((tmp_path / "partial.json").read_text())
+        assert [f["frameNum"] for f in report["frames"]] == [0]
