@@ -12,9 +12,11 @@
  *     common formula and the rare subnormals in it are then redone one by one.
  *   - AVX2 intrinsics, chosen at run time on x86 CPUs that have AVX2 (the
  *     library is built for the x86-64 baseline, so the compiler cannot use
- *     AVX2 by itself). AVX2 has per-lane shifts, so every lane takes both
- *     formulas and a blend keeps the right one. The portable code converts
- *     the last few elements.
+ *     AVX2 by itself). AVX2 has per-lane shifts, so the work is split per
+ *     vector of 8 instead: the common formula always runs, the subnormal and
+ *     NaN ones only when the vector holds such a lane, and a blend keeps the
+ *     right result per lane. The portable code converts the last few
+ *     elements.
  * The tests check that both give the same bits.
  *
  * Compares are on int32_t, which SIMD units compare natively (SSE2 and AVX2
@@ -45,8 +47,8 @@
  * Subnormal results (|x| < 2^-14): h = round_even(M / 2^r), r = 126 - E, with
  * round_even(v / 2^r) = (v + 2^(r-1) - 1 + odd) >> r, odd = bit r of v.
  * Rounding the largest subnormal up gives 0x400, the smallest normal, with no
- * special case. |x| <= 2^-25 gives 0 (r >= 25), so only 2^-25 < |x| < 2^-14
- * needs the per-element shift.
+ * special case. |x| <= 2^-25 gives 0 (below it r >= 25, at it a tie goes to
+ * the even 0), so only 2^-25 < |x| < 2^-14 needs the per-element shift.
  *
  * NaN follows numpy: sign and the top 10 payload bits are kept as they are
  * (a signalling NaN stays signalling); bit 0 is set only when those payload
@@ -111,62 +113,75 @@ static inline int is_subnormal_half(uint32_t h)
     return (h & 0x7fffu) - 1u < 0x3ffu;
 }
 
-/* For inputs where is_subnormal_half(). */
+/* For inputs where is_subnormal_half(). The leading one is found by a binary
+ * search of 8, 4, 2 and 1 places. */
 static inline uint32_t bits_from_half_subnormal(uint32_t h)
 {
-    uint32_t t = h & 0x3ffu, k = 0;
-    while (t < 0x400u) {
-        t <<= 1;
-        k++;
-    }
-    return ((h & 0x8000u) << 16) | ((t << 13) + 0x38000000u - (k << 23));
+    int32_t t = (int32_t)(h & 0x3ffu), k = 0;
+    k += t < 0x008 ? 8 : 0;
+    t = t < 0x008 ? t << 8 : t;
+    k += t < 0x080 ? 4 : 0;
+    t = t < 0x080 ? t << 4 : t;
+    k += t < 0x200 ? 2 : 0;
+    t = t < 0x200 ? t << 2 : t;
+    k += t < 0x400 ? 1 : 0;
+    t = t < 0x400 ? t << 1 : t;
+    return ((h & 0x8000u) << 16) | (((uint32_t)t << 13) + 0x38000000u - ((uint32_t)k << 23));
 }
 
-/* The portable loops work in blocks this long: small enough that a block
+/* The portable code works in blocks this long: small enough that a block
  * with a subnormal is cheap to go over again, long enough to vectorise. */
 enum { BLOCK = 64 };
 
+static inline void fp32_to_fp16_block(const float *restrict in, uint16_t *restrict out,
+                                      size_t len)
+{
+    int any_subnormal = 0;
+    for (size_t i = 0; i < len; i++) {
+        uint32_t x;
+        memcpy(&x, &in[i], sizeof x);
+        out[i] = half_from_bits_common(x);
+        any_subnormal |= gives_subnormal(x);
+    }
+    if (!any_subnormal)
+        return;
+    for (size_t i = 0; i < len; i++) {
+        uint32_t x;
+        memcpy(&x, &in[i], sizeof x);
+        if (gives_subnormal(x))
+            out[i] = half_from_bits_subnormal(x);
+    }
+}
+
+static inline void fp16_to_fp32_block(const uint16_t *restrict in, float *restrict out,
+                                      size_t len)
+{
+    int any_subnormal = 0;
+    for (size_t i = 0; i < len; i++) {
+        uint32_t f = bits_from_half_common(in[i]);
+        memcpy(&out[i], &f, sizeof f);
+        any_subnormal |= is_subnormal_half(in[i]);
+    }
+    if (!any_subnormal)
+        return;
+    for (size_t i = 0; i < len; i++) {
+        uint32_t f;
+        memcpy(&f, &out[i], sizeof f);
+        f = is_subnormal_half(in[i]) ? bits_from_half_subnormal(in[i]) : f;
+        memcpy(&out[i], &f, sizeof f);
+    }
+}
+
 void vdnn_fp32_to_fp16_portable(const float *src, uint16_t *dst, size_t n)
 {
-    for (size_t i = 0; i < n; i += BLOCK) {
-        size_t len = n - i < BLOCK ? n - i : BLOCK;
-        const float *restrict in = src + i;
-        uint16_t *restrict out = dst + i;
-        int any_subnormal = 0;
-        for (size_t j = 0; j < len; j++) {
-            uint32_t x;
-            memcpy(&x, &in[j], sizeof x);
-            out[j] = half_from_bits_common(x);
-            any_subnormal |= gives_subnormal(x);
-        }
-        for (size_t j = 0; any_subnormal && j < len; j++) {
-            uint32_t x;
-            memcpy(&x, &in[j], sizeof x);
-            if (gives_subnormal(x))
-                out[j] = half_from_bits_subnormal(x);
-        }
-    }
+    for (size_t i = 0; i < n; i += BLOCK)
+        fp32_to_fp16_block(src + i, dst + i, n - i < BLOCK ? n - i : BLOCK);
 }
 
 void vdnn_fp16_to_fp32_portable(const uint16_t *src, float *dst, size_t n)
 {
-    for (size_t i = 0; i < n; i += BLOCK) {
-        size_t len = n - i < BLOCK ? n - i : BLOCK;
-        const uint16_t *restrict in = src + i;
-        float *restrict out = dst + i;
-        int any_subnormal = 0;
-        for (size_t j = 0; j < len; j++) {
-            uint32_t f = bits_from_half_common(in[j]);
-            memcpy(&out[j], &f, sizeof f);
-            any_subnormal |= is_subnormal_half(in[j]);
-        }
-        for (size_t j = 0; any_subnormal && j < len; j++) {
-            if (is_subnormal_half(in[j])) {
-                uint32_t f = bits_from_half_subnormal(in[j]);
-                memcpy(&out[j], &f, sizeof f);
-            }
-        }
-    }
+    for (size_t i = 0; i < n; i += BLOCK)
+        fp16_to_fp32_block(src + i, dst + i, n - i < BLOCK ? n - i : BLOCK);
 }
 
 #ifdef VDNN_FP16_AVX2
@@ -174,63 +189,77 @@ void vdnn_fp16_to_fp32_portable(const uint16_t *src, float *dst, size_t n)
 #define I32(v) _mm256_set1_epi32(v)
 
 /* The fp32 -> fp16 formulas on 8 lanes; the fp16 bits are returned in 32-bit
- * lanes. vpsrlvd gives 0 for counts of 32 or more (2^(r-1) - 1 is made by
- * shifting 2^31 - 1 right by 32 - r), so r needs no clamp: tiny inputs come
- * out as 0 from the subnormal formula. */
+ * lanes. Like the portable code, the common formula runs on every vector and
+ * the subnormal and NaN formulas only on vectors that hold such a lane.
+ * vpsrlvd gives 0 for counts of 32 or more (2^(r-1) - 1 is made by shifting
+ * 2^31 - 1 right by 32 - r), so r needs no clamp: tiny inputs come out as 0
+ * from the subnormal formula. */
 VDNN_AVX2 static inline __m256i avx2_half_from_bits(__m256i x)
 {
     __m256i a = _mm256_and_si256(x, I32(0x7fffffff));
     __m256i sign = _mm256_srli_epi32(_mm256_xor_si256(x, a), 16);
     __m256i a13 = _mm256_srli_epi32(a, 13);
+    __m256i below_normal = _mm256_cmpgt_epi32(I32(F32_MIN_NORMAL), a);
+    __m256i above_tiny = _mm256_cmpgt_epi32(a, I32(F32_TINY));
+    __m256i is_nan = _mm256_cmpgt_epi32(a, I32(F32_INF));
 
-    __m256i normal = _mm256_add_epi32(_mm256_sub_epi32(a, I32(0x38000000 - 0x0fff)),
-                                      _mm256_and_si256(a13, I32(1)));
-    normal = _mm256_min_epi32(_mm256_srli_epi32(normal, 13), I32(F16_INF));
+    __m256i h = _mm256_add_epi32(_mm256_sub_epi32(a, I32(0x38000000 - 0x0fff)),
+                                 _mm256_and_si256(a13, I32(1)));
+    h = _mm256_min_epi32(_mm256_srli_epi32(h, 13), I32(F16_INF));
+    h = _mm256_andnot_si256(below_normal, h);
 
-    __m256i r = _mm256_sub_epi32(I32(126), _mm256_srli_epi32(a, 23));
-    __m256i m = _mm256_or_si256(_mm256_and_si256(a, I32(0x7fffff)), I32(0x800000));
-    __m256i odd = _mm256_and_si256(_mm256_srlv_epi32(m, r), I32(1));
-    __m256i half_less_one = _mm256_srlv_epi32(I32(0x7fffffff), _mm256_sub_epi32(I32(32), r));
-    __m256i subnormal =
-        _mm256_srlv_epi32(_mm256_add_epi32(m, _mm256_add_epi32(half_less_one, odd)), r);
-
-    __m256i h = _mm256_blendv_epi8(normal, subnormal, _mm256_cmpgt_epi32(I32(F32_MIN_NORMAL), a));
-    /* a13 & 0x7fff is 0x7c00 | payload for a NaN. */
-    __m256i nan = _mm256_max_epi32(_mm256_and_si256(a13, I32(0x7fff)), I32(F16_INF | 1));
-    h = _mm256_blendv_epi8(h, nan, _mm256_cmpgt_epi32(a, I32(F32_INF)));
+    if (!_mm256_testz_si256(below_normal, above_tiny)) {
+        __m256i r = _mm256_sub_epi32(I32(126), _mm256_srli_epi32(a, 23));
+        __m256i m = _mm256_or_si256(_mm256_and_si256(a, I32(0x7fffff)), I32(0x800000));
+        __m256i odd = _mm256_and_si256(_mm256_srlv_epi32(m, r), I32(1));
+        __m256i half_less_one = _mm256_srlv_epi32(I32(0x7fffffff), _mm256_sub_epi32(I32(32), r));
+        __m256i subnormal =
+            _mm256_srlv_epi32(_mm256_add_epi32(m, _mm256_add_epi32(half_less_one, odd)), r);
+        h = _mm256_blendv_epi8(h, subnormal, below_normal);
+    }
+    if (!_mm256_testz_si256(is_nan, is_nan)) {
+        /* a13 & 0x7fff is 0x7c00 | payload for a NaN. */
+        __m256i nan = _mm256_max_epi32(_mm256_and_si256(a13, I32(0x7fff)), I32(F16_INF | 1));
+        h = _mm256_blendv_epi8(h, nan, is_nan);
+    }
     return _mm256_or_si256(h, sign);
 }
 
-/* The fp16 -> fp32 formulas on 8 lanes holding fp16 bits in 32-bit lanes.
- * The subnormal's leading one is found by a binary search of 8, 4, 2 and 1
- * places. */
+/* The fp16 -> fp32 formulas on 8 lanes holding fp16 bits in 32-bit lanes;
+ * the subnormal one only on vectors that hold a subnormal. Its leading one is
+ * found by a binary search of 8, 4, 2 and 1 places. */
 VDNN_AVX2 static inline __m256i avx2_bits_from_half(__m256i hv)
 {
     __m256i sign = _mm256_slli_epi32(_mm256_and_si256(hv, I32(0x8000)), 16);
     __m256i a = _mm256_and_si256(hv, I32(0x7fff));
+    __m256i below_normal = _mm256_cmpgt_epi32(I32(0x400), a);
 
     __m256i special = _mm256_cmpgt_epi32(a, I32(F16_INF - 1));
     __m256i bias = _mm256_add_epi32(I32(0x38000000), _mm256_and_si256(special, I32(0x38000000)));
-    __m256i wide = _mm256_add_epi32(_mm256_slli_epi32(a, 13), bias);
+    __m256i f = _mm256_add_epi32(_mm256_slli_epi32(a, 13), bias);
+    f = _mm256_andnot_si256(below_normal, f);
 
-    __m256i t = a, k = _mm256_setzero_si256(), step;
-    step = _mm256_and_si256(_mm256_cmpgt_epi32(I32(0x008), t), I32(8));
-    t = _mm256_sllv_epi32(t, step);
-    k = _mm256_add_epi32(k, step);
-    step = _mm256_and_si256(_mm256_cmpgt_epi32(I32(0x080), t), I32(4));
-    t = _mm256_sllv_epi32(t, step);
-    k = _mm256_add_epi32(k, step);
-    step = _mm256_and_si256(_mm256_cmpgt_epi32(I32(0x200), t), I32(2));
-    t = _mm256_sllv_epi32(t, step);
-    k = _mm256_add_epi32(k, step);
-    step = _mm256_and_si256(_mm256_cmpgt_epi32(I32(0x400), t), I32(1));
-    t = _mm256_sllv_epi32(t, step);
-    k = _mm256_add_epi32(k, step);
-    __m256i subnormal = _mm256_sub_epi32(_mm256_add_epi32(_mm256_slli_epi32(t, 13), I32(0x38000000)),
-                                         _mm256_slli_epi32(k, 23));
-
-    __m256i f = _mm256_blendv_epi8(wide, subnormal, _mm256_cmpgt_epi32(I32(0x400), a));
-    f = _mm256_andnot_si256(_mm256_cmpeq_epi32(a, _mm256_setzero_si256()), f);
+    /* Any lane below the normals that is not zero? */
+    if (!_mm256_testz_si256(below_normal, a)) {
+        __m256i t = a, k = _mm256_setzero_si256(), step;
+        step = _mm256_and_si256(_mm256_cmpgt_epi32(I32(0x008), t), I32(8));
+        t = _mm256_sllv_epi32(t, step);
+        k = _mm256_add_epi32(k, step);
+        step = _mm256_and_si256(_mm256_cmpgt_epi32(I32(0x080), t), I32(4));
+        t = _mm256_sllv_epi32(t, step);
+        k = _mm256_add_epi32(k, step);
+        step = _mm256_and_si256(_mm256_cmpgt_epi32(I32(0x200), t), I32(2));
+        t = _mm256_sllv_epi32(t, step);
+        k = _mm256_add_epi32(k, step);
+        step = _mm256_and_si256(_mm256_cmpgt_epi32(I32(0x400), t), I32(1));
+        t = _mm256_sllv_epi32(t, step);
+        k = _mm256_add_epi32(k, step);
+        __m256i subnormal = _mm256_sub_epi32(
+            _mm256_add_epi32(_mm256_slli_epi32(t, 13), I32(0x38000000)), _mm256_slli_epi32(k, 23));
+        __m256i is_subnormal = _mm256_andnot_si256(_mm256_cmpeq_epi32(a, _mm256_setzero_si256()),
+                                                   below_normal);
+        f = _mm256_blendv_epi8(f, subnormal, is_subnormal);
+    }
     return _mm256_or_si256(f, sign);
 }
 

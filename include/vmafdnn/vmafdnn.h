@@ -331,13 +331,16 @@ VMAF_DNN_API int vmaf_dnn_session_run_plane16(VmafDnnSession *session,
 /* ------------------------------------------------------------------------ */
 
 /* IEEE binary32 -> binary16, round to nearest, ties to even; overflow gives
- * +-Inf, NaN stays NaN (quiet, sign and top payload bits kept: the result is
- * bit-identical to numpy's astype(np.float16) for every input, NaNs included).
+ * +-Inf; NaN stays NaN with its sign and the top 10 payload bits (a payload
+ * that would become 0 becomes 1, and a signalling NaN stays signalling). The
+ * result is bit-identical to numpy's astype(np.float16) for every input, NaNs
+ * included.
  * Integer arithmetic only, so results are identical on every platform.
  * `src` and `dst` must not overlap. Never fails. Thread-safe. */
 VMAF_DNN_API void vmaf_dnn_fp32_to_fp16(const float *src, uint16_t *dst, size_t n);
 
-/* IEEE binary16 -> binary32, exact for all 65536 inputs (NaN payloads kept).
+/* IEEE binary16 -> binary32, exact for all 65536 inputs (NaN payloads kept,
+ * as numpy's astype(np.float32) does).
  * `src` and `dst` must not overlap. Never fails. Thread-safe. */
 VMAF_DNN_API void vmaf_dnn_fp16_to_fp32(const uint16_t *src, float *dst, size_t n);
 

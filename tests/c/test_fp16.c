@@ -1,9 +1,9 @@
 /* Tests of the integer-only fp16 converters (csrc/fp16.c).
  *
  * The expected bits of the edge cases were taken from numpy 2.4
- * (np.float32(x).astype(np.float16) and back); tests/python compares the
- * library with numpy for all 2^32 inputs. Here the public (dispatched) kernels
- * are also checked against the portable ones, and the results against a
+ * (np.float32(x).astype(np.float16) and back); comparing with numpy for all
+ * 2^32 inputs is left to the Python tests. Here the public (dispatched)
+ * kernels are checked against the portable ones, and both against a
  * reference written with double arithmetic.
  *
  * The kernels are compared on every 29th fp32 pattern (about 1 s); set
