@@ -1,0 +1,93 @@
+"""Frames per second of FFmpeg's vmafdnn filter against piping FFmpeg into the CLI.
+
+    python bench/bench_ffmpeg.py [--frames 60] [--size 1920x1080] [--threads 0]
+                                 [--model psnr_y --model ssim_y] [--repeat 3]
+
+Both sides score the same clip pair (testsrc2 and its libx264 crf 40 round
+trip, made with the system ffmpeg) with the same models and thread count:
+
+    filter: ffmpeg -i dist.y4m -i ref.y4m -lavfi vmafdnn=... -f null -
+    pipe:   ffmpeg -i dist.y4m -f yuv4mpegpipe - | vmafdnn -r ref.y4m -d - ...
+
+(the patched ffmpeg of tools/build_ffmpeg.sh on both sides, so only the
+scoring path differs). Each side runs --repeat times in one process; the best
+wall time counts, and the ratio of the two is printed.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CACHE = Path(os.environ.get("VMAFDNN_CACHE_DIR", Path.home() / ".cache" / "vmafdnn")) / "ffmpeg"
+
+
+def make_clips(directory: Path, size: str, frames: int):
+    system = shutil.which("ffmpeg")
+    if not system:
+        sys.exit("bench_ffmpeg: the system ffmpeg makes the clips: apt-get install ffmpeg")
+    ref, enc, dist = directory / "ref.y4m", directory / "dist.mp4", directory / "dist.y4m"
+    quiet = [system, "-nostdin", "-v", "error", "-y"]
+    subprocess.run(quiet + ["-f", "lavfi", "-i", f"testsrc2=size={size}:rate=25",
+                            "-frames:v", str(frames), "-pix_fmt", "yuv420p", str(ref)], check=True)
+    subprocess.run(quiet + ["-i", str(ref), "-c:v", "libx264", "-preset", "veryfast",
+                            "-crf", "40", str(enc)], check=True)
+    subprocess.run(quiet + ["-i", str(enc), "-pix_fmt", "yuv420p", str(dist)], check=True)
+    return ref, dist
+
+
+def best_wall(cmd, repeat: int, env) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(cmd, shell=True, check=True, env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--frames", type=int, default=60)
+    ap.add_argument("--size", default="1920x1080")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="ORT threads per model (0: ORT's default)")
+    ap.add_argument("--model", action="append", help="built-in name or .onnx path; repeatable "
+                    "(default: psnr_y and ssim_y)")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+
+    ffmpeg = os.environ.get("VMAFDNN_FFMPEG", str(CACHE / "bin" / "ffmpeg"))
+    if not os.access(ffmpeg, os.X_OK):
+        sys.exit(f"bench_ffmpeg: no patched ffmpeg at {ffmpeg}: run tools/build_ffmpeg.sh")
+    import vmafdnn  # after the checks: only its ORT path and built-in models are needed
+    env = dict(os.environ)
+    env.setdefault("VMAFDNN_BUILTIN_MODELS", str(CACHE / "prefix" / "share" / "vmafdnn" / "models"))
+    env.setdefault("VMAFDNN_ORT_LIBRARY", vmafdnn.ort_library_path())
+    models = args.model or ["psnr_y", "ssim_y"]
+
+    with tempfile.TemporaryDirectory(prefix="vmafdnn-bench-ffmpeg-") as tmp:
+        ref, dist = make_clips(Path(tmp), args.size, args.frames)
+        opts = f"model={'|'.join(models)}:threads={args.threads}"
+        filt = (f"{ffmpeg} -nostdin -v error -i {dist} -i {ref} "
+                f"-lavfi '[0:v][1:v]vmafdnn={opts}' -f null -")
+        cli_models = " ".join(f"--tiny-model {m}" for m in models)
+        pipe = (f"{ffmpeg} -nostdin -v error -i {dist} -f yuv4mpegpipe - | "
+                f"{sys.executable} -m vmafdnn -q -r {ref} -d - {cli_models} "
+                f"--tiny-threads {args.threads}")
+        t_filter = best_wall(filt, args.repeat, env)
+        t_pipe = best_wall(pipe, args.repeat, env)
+
+    fps_filter, fps_pipe = args.frames / t_filter, args.frames / t_pipe
+    print(f"{args.size}, {args.frames} frames, models {', '.join(models)}, threads {args.threads}, "
+          f"best of {args.repeat}")
+    print(f"  ffmpeg -lavfi vmafdnn        : {fps_filter:8.2f} fps ({t_filter:.2f} s)")
+    print(f"  ffmpeg | vmafdnn CLI (pipe)  : {fps_pipe:8.2f} fps ({t_pipe:.2f} s)")
+    print(f"  filter / pipe                : {fps_filter / fps_pipe:8.2f}x")
+
+
+if __name__ == "__main__":
+    main()

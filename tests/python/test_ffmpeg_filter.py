@@ -1,0 +1,207 @@
+"""The FFmpeg filters of the patch series in ffmpeg/, run in a real ffmpeg.
+
+The patched ffmpeg is the one tools/build_ffmpeg.sh builds: $VMAFDNN_FFMPEG,
+else ${VMAFDNN_CACHE_DIR:-~/.cache/vmafdnn}/ffmpeg/bin/ffmpeg. Without it
+these tests skip with a hint, except in CI (CI set), where they fail. Clips
+come from Debian's own ffmpeg (clips.py), which is not the patched build.
+"""
+import csv
+import json
+import os
+import re
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+import vmafdnn
+
+from clips import clips8_fixture, clips10_fixture  # noqa: F401  (fixtures)
+
+CACHE = Path(os.environ.get("VMAFDNN_CACHE_DIR", Path.home() / ".cache" / "vmafdnn")) / "ffmpeg"
+TOL = 1e-6
+
+
+def _need(what: str, hint: str):
+    if os.environ.get("CI"):
+        pytest.fail(f"{what}; CI must run the FFmpeg filter tests ({hint})")
+    pytest.skip(f"{what}: {hint}")
+
+
+@pytest.fixture(scope="module")
+def patched():
+    """(ffmpeg path, environment) for the patched build."""
+    exe = Path(os.environ.get("VMAFDNN_FFMPEG", CACHE / "bin" / "ffmpeg"))
+    if not os.access(exe, os.X_OK):
+        _need(f"no patched ffmpeg at {exe}",
+              "run tools/build_ffmpeg.sh, or set VMAFDNN_FFMPEG")
+    env = dict(os.environ)
+    env.setdefault("VMAFDNN_BUILTIN_MODELS", str(CACHE / "prefix" / "share" / "vmafdnn" / "models"))
+    if not Path(env["VMAFDNN_BUILTIN_MODELS"], "psnr_y.onnx").is_file():
+        _need(f"no built-in models in {env['VMAFDNN_BUILTIN_MODELS']}",
+              "run tools/build_ffmpeg.sh, or set VMAFDNN_BUILTIN_MODELS")
+    env.setdefault("VMAFDNN_ORT_LIBRARY", vmafdnn.ort_library_path())
+    return str(exe), env
+
+
+def run(patched, *args, check=True):
+    exe, env = patched
+    proc = subprocess.run([exe, "-nostdin", "-hide_banner", "-y", *map(str, args)],
+                          env=env, capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        pytest.fail(f"ffmpeg {' '.join(map(str, args))} exited {proc.returncode}:\n{proc.stderr}")
+    return proc
+
+
+def frame_metadata(path: Path):
+    """Per-frame {key: value} of the lavfi.vmafdnn.* keys printed by the
+    metadata filter (mode=print:file=...)."""
+    frames = []
+    for line in path.read_text().splitlines():
+        if line.startswith("frame:"):
+            frames.append({})
+        elif line.startswith("lavfi.vmafdnn."):
+            key, value = line[len("lavfi.vmafdnn."):].split("=", 1)
+            frames[-1][key] = float(value)
+    return frames
+
+
+def score_with_filter(patched, tmp_path, inputs, options, frames=None):
+    meta = tmp_path / "meta.txt"
+    pads = "[0:v][1:v]" if len(inputs) == 2 else "[0:v]"
+    args = [a for clip in inputs for a in ("-i", clip)]
+    proc = run(patched, *args, "-lavfi",
+               f"{pads}vmafdnn={options},metadata=mode=print:file={meta}", "-f", "null", "-")
+    return frame_metadata(meta), proc.stderr
+
+
+def assert_frames_match(got, expected):
+    assert len(got) == len(expected["frames"])
+    for frame, want in zip(got, expected["frames"]):
+        assert set(frame) == set(want["metrics"])
+        for key, value in want["metrics"].items():
+            assert frame[key] == pytest.approx(value, abs=TOL), (want["frameNum"], key)
+
+
+@pytest.mark.parametrize("clip_name", ["clips8", "clips10"])
+def test_scores_match_python(patched, tmp_path, request, clip_name):
+    clips = request.getfixturevalue(clip_name)
+    got, log = score_with_filter(patched, tmp_path, [clips.dist, clips.ref], "threads=1")
+    expected = vmafdnn.score(clips.ref, clips.dist, threads=1)
+    assert len(got) == clips.frames
+    assert_frames_match(got, expected)
+    # The uninit summary: pooled means and the EP of every model.
+    for name, pooled in expected["pooled_metrics"].items():
+        mean = re.search(rf"{name} mean: ([0-9.]+)", log)
+        assert mean and float(mean.group(1)) == pytest.approx(pooled["mean"], abs=1e-6)
+    assert len(re.findall(r"model \S+\.onnx ran on \S+", log)) == 2
+
+
+def _report_rows(path: Path, fmt: str):
+    """[{metric: value}] per frame from a report in `fmt`."""
+    if fmt == "json":
+        return [f["metrics"] for f in json.loads(path.read_text())["frames"]]
+    if fmt == "xml":
+        frames = ET.parse(path).getroot().find("frames")
+        return [{k: float(v) for k, v in f.attrib.items() if k != "frameNum"} for f in frames]
+    with open(path, newline="") as f:
+        return [{k: float(v) for k, v in row.items() if k != "Frame" and v != ""}
+                for row in csv.DictReader(f)]
+
+
+@pytest.mark.parametrize("fmt", ["json", "xml", "csv"])
+def test_report_formats(patched, tmp_path, clips8, fmt):
+    log = tmp_path / f"log.{fmt}"
+    got, _ = score_with_filter(patched, tmp_path, [clips8.dist, clips8.ref],
+                               f"threads=1:log_path={log}:log_fmt={fmt}")
+    rows = _report_rows(log, fmt)
+    assert len(rows) == clips8.frames
+    for row, frame in zip(rows, got):
+        assert set(frame) <= set(row)
+        for key, value in frame.items():
+            assert row[key] == pytest.approx(value, abs=1e-6)  # reports print 6 decimals
+
+
+def test_no_reference(patched, tmp_path, clips8):
+    got, _ = score_with_filter(patched, tmp_path, [clips8.dist], "no_reference=1:threads=1")
+    expected = vmafdnn.score(None, clips8.dist, no_reference=True, threads=1)
+    assert list(got[0]) == ["sharpness_nr"]
+    assert_frames_match(got, expected)
+
+
+def test_explicit_models_and_paths(patched, tmp_path, clips8):
+    """Built-in names and .onnx paths mix in one '|'-separated list."""
+    builtin = Path(patched[1]["VMAFDNN_BUILTIN_MODELS"])
+    got, _ = score_with_filter(patched, tmp_path, [clips8.dist, clips8.ref],
+                               f"model=ssim_y|{builtin / 'psnr_y.onnx'}:threads=1")
+    expected = vmafdnn.score(clips8.ref, clips8.dist, ["ssim_y", "psnr_y"], threads=1)
+    assert list(got[0]) == ["ssim_y", "psnr_y"]
+    assert_frames_match(got, expected)
+
+
+@pytest.mark.parametrize("pix_fmt", ["yuv420p", "yuv420p10le", "gray12le"])
+def test_pre_identity_is_bit_exact(patched, tmp_path, models, clips8, pix_fmt):
+    def md5s(chain):
+        out = tmp_path / "frames.md5"
+        run(patched, "-i", clips8.ref, "-vf", chain, "-f", "framemd5", out)
+        return [line.split(",")[-1] for line in out.read_text().splitlines()
+                if not line.startswith("#")]
+
+    plain = md5s(f"format={pix_fmt}")
+    assert len(plain) == clips8.frames
+    assert md5s(f"format={pix_fmt},vmafdnn_pre=model={models.image_identity}:chroma=1") == plain
+    assert md5s(f"format={pix_fmt},vmafdnn_pre=model={models.image_identity}") == plain
+    assert md5s(f"format={pix_fmt},vmafdnn_pre=model={models.image_invert}") != plain
+
+
+def test_pre_inverts_luma_only(patched, tmp_path, models, clips8):
+    """image_invert on luma: Y becomes 255 - Y, chroma is copied."""
+    raw_in, raw_out = tmp_path / "in.yuv", tmp_path / "out.yuv"
+    run(patched, "-i", clips8.ref, "-frames:v", 1, "-f", "rawvideo", raw_in)
+    run(patched, "-i", clips8.ref, "-frames:v", 1, "-vf",
+        f"vmafdnn_pre=model={models.image_invert}", "-f", "rawvideo", raw_out)
+    a, b = raw_in.read_bytes(), raw_out.read_bytes()
+    luma = clips8.width * clips8.height
+    assert len(a) == len(b) == luma * 3 // 2
+    assert all(x + y == 255 for x, y in zip(a[:luma], b[:luma]))
+    assert a[luma:] == b[luma:]
+
+
+def test_bad_model_path(patched, tmp_path, clips8):
+    missing = tmp_path / "missing.onnx"
+    proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+               f"vmafdnn=model={missing}", "-f", "null", "-", check=False)
+    assert proc.returncode != 0
+    assert f"Cannot use model '{missing}'" in proc.stderr
+    assert "No such file or directory" in proc.stderr
+
+    proc = run(patched, "-i", clips8.ref, "-vf", f"vmafdnn_pre=model={missing}",
+               "-f", "null", "-", check=False)
+    assert proc.returncode != 0
+    assert f"Cannot use model '{missing}'" in proc.stderr
+
+
+def test_refused_model(patched, tmp_path, models, clips8):
+    """A full-reference model under no_reference is refused at init."""
+    proc = run(patched, "-i", clips8.dist, "-lavfi", "vmafdnn=no_reference=1:model=psnr_y",
+               "-f", "null", "-", check=False)
+    assert proc.returncode != 0
+    assert "full-reference" in proc.stderr
+
+
+def test_mismatched_sizes(patched, tmp_path, clips8):
+    proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+               "[1:v]scale=176:144[r];[0:v][r]vmafdnn", "-f", "null", "-", check=False)
+    assert proc.returncode != 0
+    assert (f"The main input is {clips8.width}x{clips8.height} but the reference input "
+            "is 176x144") in proc.stderr
+
+
+def test_no_model_directory(patched, tmp_path, clips8):
+    exe, env = patched
+    env = {k: v for k, v in env.items() if k != "VMAFDNN_BUILTIN_MODELS"}
+    proc = run((exe, env), "-i", clips8.dist, "-i", clips8.ref, "-lavfi", "vmafdnn",
+               "-f", "null", "-", check=False)
+    assert proc.returncode != 0
+    assert "VMAFDNN_BUILTIN_MODELS" in proc.stderr
