@@ -2,8 +2,8 @@
 # The test command (README: "Run the tests"). On a fresh machine it installs
 # what the tests need, builds libvmafdnn and the Python package from this
 # checkout, runs the C tests (plus a leak check under valgrind), prepares the
-# separate ONNX Runtime environments and ends with pytest, whose summary line
-# is the last thing printed.
+# separate ONNX Runtime environments, builds FFmpeg with the vmafdnn filters
+# and ends with pytest, whose summary line is the last thing printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -40,6 +40,11 @@ bash tools/leak_check.sh build-c 1000
 
 step "ONNX Runtime wheel environments"
 bash tools/make_ort_envs.sh
+
+step "FFmpeg with the vmafdnn filters (Debian's source + ffmpeg/*.patch)"
+ffmpeg_env=$(bash tools/build_ffmpeg.sh --print-env)
+eval "$ffmpeg_env"
+echo "$VMAFDNN_FFMPEG"
 
 step "pytest"
 rc=0
