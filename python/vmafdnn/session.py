@@ -248,6 +248,12 @@ class Session:
         c_outputs = ffi.new("VmafDnnOutput[]", max(n_out, 1))
         for k, shape in enumerate(out_shapes):
             c_outputs[k].capacity = int(np.prod(shape))
+        # C-order strides of each fixed input shape: equal strides and shape
+        # mean "contiguous", a cheaper test than building a flags object.
+        in_strides = tuple(tuple(int(np.prod(shape[d + 1:])) * 4 for d in range(len(shape)))
+                           for shape in in_shapes)
+        in_slots = [c_inputs[i] for i in range(n_in)]
+        out_slots = [c_outputs[k] for k in range(n_out)]
         handle, lock, session = self._handle, self._lock, self
         from_buffer, empty, ndarray, f32 = ffi.from_buffer, np.empty, np.ndarray, _FLOAT32
         run_c = lib.vmaf_dnn_session_run
@@ -256,21 +262,21 @@ class Session:
             if type(feeds) is not dict or len(feeds) != n_in:
                 return None
             buffers = []
-            for name, shape in zip(names, in_shapes):
+            for name, shape, strides in zip(names, in_shapes, in_strides):
                 a = feeds.get(name)
-                if (type(a) is not ndarray or a.dtype != f32 or a.shape != shape
-                        or not a.flags.c_contiguous):
+                if (type(a) is not ndarray or (a.dtype is not f32 and a.dtype != f32)
+                        or a.shape != shape or a.strides != strides):
                     return None
                 buffers.append(from_buffer("float[]", a))
             outputs = [empty(shape, f32) for shape in out_shapes]
-            buffers += [from_buffer("float[]", o) for o in outputs]
             with lock:
                 if session._closed:
                     return None  # the general path raises the "closed" error
-                for i in range(n_in):
-                    c_inputs[i].data = buffers[i]
-                for k in range(n_out):
-                    c_outputs[k].data = buffers[n_in + k]
+                for slot, buf in zip(in_slots, buffers):
+                    slot.data = buf
+                for slot, out in zip(out_slots, outputs):
+                    buffers.append(from_buffer("float[]", out))
+                    slot.data = buffers[-1]
                 rc = run_c(handle, c_inputs, n_in, c_outputs, n_out)
             if rc:
                 check(rc)
