@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README: "Run the tests"). On a fresh machine it installs
 # what the tests need, builds libvmafdnn and the Python package from this
-# checkout, runs the C tests (plus a leak check under valgrind), prepares the
+# checkout, runs the C tests (plus a leak check under valgrind), the C and
+# Python tests under ASan + UBSan, a bounded fuzzing run, prepares the
 # separate ONNX Runtime environments, builds FFmpeg with the vmafdnn filters
 # and ends with pytest, whose summary line is the last thing printed.
 set -euo pipefail
@@ -37,6 +38,12 @@ meson test -C build-c --print-errorlogs
 
 step "leak check: 1000 x open -> run -> close under valgrind"
 bash tools/leak_check.sh build-c 1000
+
+step "sanitizers: C core with ASan + UBSan, C and Python tests"
+bash tools/sanitize.sh
+
+step "fuzzing: ONNX scanner, sidecar parser, Y4M reader (60 s each)"
+bash tools/fuzz.sh 60
 
 step "ONNX Runtime wheel environments"
 bash tools/make_ort_envs.sh

