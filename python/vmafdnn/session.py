@@ -258,6 +258,34 @@ class Session:
         from_buffer, empty, ndarray, f32 = ffi.from_buffer, np.empty, np.ndarray, _FLOAT32
         run_c = lib.vmaf_dnn_session_run
 
+        if n_in == 1 and n_out == 1:
+            # The common tiny-model case, without the loops: about a third of
+            # the Python cost of a run on an 8-element model.
+            name0, shape0, strides0 = names[0], in_shapes[0], in_strides[0]
+            out_shape0, out_name0 = out_shapes[0], out_names[0]
+            in0, out0 = in_slots[0], out_slots[0]
+
+            def fast_run_single(feeds, _keep_alive=(c_inputs, c_shapes, c_outputs)):
+                if type(feeds) is not dict or len(feeds) != 1:
+                    return None
+                a = feeds.get(name0)
+                if (type(a) is not ndarray or (a.dtype is not f32 and a.dtype != f32)
+                        or a.shape != shape0 or a.strides != strides0):
+                    return None
+                out = empty(out_shape0, f32)
+                in_buf, out_buf = from_buffer("float[]", a), from_buffer("float[]", out)
+                with lock:
+                    if session._closed:
+                        return None  # the general path raises the "closed" error
+                    in0.data = in_buf
+                    out0.data = out_buf
+                    rc = run_c(handle, c_inputs, 1, c_outputs, 1)
+                if rc:
+                    check(rc)
+                return {out_name0: out}
+
+            return fast_run_single
+
         def fast_run(feeds, _keep_alive=(c_inputs, c_shapes, c_outputs)):
             if type(feeds) is not dict or len(feeds) != n_in:
                 return None
