@@ -91,6 +91,12 @@ void vmaf_dnn_context_close(VmafDnnContext *ctx)
     free(ctx);
 }
 
+/* PLACEHOLDER until cancellation is implemented (session 2 work in progress). */
+void vmaf_dnn_context_cancel(VmafDnnContext *ctx)
+{
+    (void)ctx;
+}
+
 static int check_open(const VmafDnnContext *ctx, const char *what)
 {
     if (!ctx)

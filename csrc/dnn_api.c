@@ -58,6 +58,13 @@ const char *vmaf_dnn_last_error(void)
     return vdnn_last_error();
 }
 
+/* PLACEHOLDER until the ORT backend implements cancellation (session 2 work
+ * in progress): */
+void vmaf_dnn_session_cancel(VmafDnnSession *session)
+{
+    (void)session;
+}
+
 /* ------------------------------------------------------------------------ */
 /* ORT loading                                                              */
 /* ------------------------------------------------------------------------ */
@@ -192,6 +199,21 @@ static int init_slots(VmafDnnSession *s)
     return 0;
 }
 
+/* A plain decimal environment value (at most `max`), else `fallback`. */
+static uint64_t env_u64(const char *name, uint64_t fallback)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return fallback;
+    uint64_t x = 0;
+    for (; *v; v++) {
+        if (*v < '0' || *v > '9' || x > (UINT64_MAX - 9) / 10)
+            return fallback;
+        x = x * 10 + (uint64_t)(*v - '0');
+    }
+    return x;
+}
+
 void vmaf_dnn_default_model_policy(VmafDnnModelPolicy *p)
 {
     if (!p)
@@ -199,8 +221,12 @@ void vmaf_dnn_default_model_policy(VmafDnnModelPolicy *p)
     memset(p, 0, sizeof(*p));
     const char *dir = getenv("VMAFDNN_MODEL_DIR");
     p->model_dir = dir && *dir ? dir : NULL;
-    p->max_model_bytes = VDNN_MODEL_MAX_BYTES_DEFAULT;
-    p->max_loop_nodes = VDNN_SCAN_MAX_LOOP_NODES;
+    p->max_model_bytes = VMAF_DNN_DEFAULT_MAX_MODEL_BYTES;
+    p->max_loop_nodes = VMAF_DNN_MAX_LOOP_NODES;
+    p->max_nodes = VMAF_DNN_DEFAULT_MAX_NODES;
+    p->max_subgraph_depth = VMAF_DNN_MAX_SUBGRAPH_DEPTH;
+    p->max_memory_bytes = env_u64("VMAFDNN_MAX_MEMORY_BYTES", VMAF_DNN_DEFAULT_MAX_MEMORY_BYTES);
+    p->max_run_ms = (unsigned)env_u64("VMAFDNN_MAX_RUN_MS", VMAF_DNN_DEFAULT_MAX_RUN_MS);
 }
 
 /* The scan policy of a model policy (which vdnn_scan_policy_check keeps from

@@ -24,9 +24,12 @@
  *   -EEXIST   a feature key is already taken, or a frame already has a value
  *   -ENOENT   a feature or frame has no value (never read as 0.0)
  *
- * Thread-safety: a context is used from one thread at a time (calls on one
- * context must not overlap); different contexts are independent and may be
- * used concurrently from different threads.
+ * Thread-safety: every call on one context takes the context's lock, so
+ * calls from several threads are serialised (never interleaved); different
+ * contexts are independent and run concurrently. vmaf_dnn_context_cancel may
+ * be called from any thread at any time; vmaf_dnn_context_close waits for
+ * the call in flight on another thread to return, and no call may start
+ * after close has begun (as with fclose).
  */
 #ifndef VMAFDNN_CONTEXT_H
 #define VMAFDNN_CONTEXT_H
@@ -118,8 +121,16 @@ VMAF_DNN_API int vmaf_dnn_context_open(VmafDnnContext **out, const VmafDnnContex
 
 /* Releases the context, its models (and their sessions) and its scores.
  * Every string and session handed out by the context becomes invalid.
+ * Waits for a call in flight on another thread (see Thread-safety above).
  * NULL is a no-op. */
 VMAF_DNN_API void vmaf_dnn_context_close(VmafDnnContext *ctx);
+
+/* Stops the model run in flight in vmaf_dnn_read_pictures() (if any) on
+ * another thread: that call returns -ECANCELED and the frame is left partly
+ * scored, as after any failed frame. Later calls are not affected. Callable
+ * from any thread without taking the context's lock; not async-signal-safe.
+ * NULL is a no-op. */
+VMAF_DNN_API void vmaf_dnn_context_cancel(VmafDnnContext *ctx);
 
 /* ------------------------------------------------------------------------ */
 /* Attaching tiny models                                                    */
@@ -169,7 +180,10 @@ typedef enum VmafDnnModelKind {
  *     The sidecar's "kind", when present, must agree with the image input
  *     count (it is not checked for FEATURES models).
  *   - Image inputs have one channel (C = 1 or symbolic) and the same H x W
- *     in every image input; H and W are 1..32768. A symbolic H or W is
+ *     in every image input; H and W are 1..VMAF_DNN_MAX_DIMENSION. The
+ *     per-frame buffers the model needs (its inputs as fp32, resize scratch)
+ *     must fit the policy's max_memory_bytes: else -EDQUOT at attach, naming
+ *     the input and the bytes it would need. A symbolic H or W is
  *     refused unless the sidecar says "native_resolution": true: then it
  *     takes the size of the first frame the model sees, and a later frame of
  *     another size fails with -ERANGE.
@@ -179,8 +193,9 @@ typedef enum VmafDnnModelKind {
  *     features (a symbolic F takes that number). An image model may have one
  *     besides its image inputs (a codec one-hot block, say).
  *   - Inputs and outputs of type FLOAT16 need fp16_io in the session config.
- *   - Every output holds exactly one value: its shape has fixed dims whose
- *     product is 1; a symbolic dim is allowed only first, and only when an
+ *   - Every output holds exactly one value: it has a known rank and fixed
+ *     dims whose product is 1 (an output of unknown rank is -ENOTSUP naming
+ *     it); a symbolic dim is allowed only first, and only when an
  *     input has a symbolic batch (it is the batch, fed as 1). When the
  *     sidecar has "output_name", only that output is attached.
  *   - A sidecar "cap_db_per_bpc": [slope, intercept] caps every output at

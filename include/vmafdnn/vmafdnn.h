@@ -37,7 +37,22 @@
  *   -ENOSPC   an output buffer is too small; the needed element count is
  *             reported through VmafDnnOutput.count
  *   -EBUSY    the session is already running on another thread
- *   -EIO      ORT failed to create or run the session for any other reason
+ *   -ENOEXEC  the model failed while running: ORT refused an operation of
+ *             the graph on the data it was given (a Gather index out of
+ *             range, an Expand or Reshape to an impossible shape, ...). The
+ *             caller's arguments were valid; the model is at fault
+ *   -ETIMEDOUT a run took longer than the policy's max_run_ms and was stopped
+ *   -ECANCELED a run was stopped by vmaf_dnn_session_cancel() (or
+ *             vmaf_dnn_context_cancel()) from another thread
+ *   -EDQUOT   the model needs more memory than the policy's
+ *             max_memory_bytes (at open, at attach or while running)
+ *   -ELOOP    the model path (or its sidecar or external data) crosses a
+ *             symbolic link that the jail does not allow, or has too many
+ *   -ENOTDIR  a component of a path is not a directory
+ *   -ENAMETOOLONG a path or name is too long
+ *   -EEXIST   a name is already taken (feature keys, see context.h)
+ *   -EIO      ORT failed to create the session for any other reason, or an
+ *             I/O error (reading a model, writing a report)
  */
 #ifndef VMAFDNN_VMAFDNN_H
 #define VMAFDNN_VMAFDNN_H
@@ -66,6 +81,26 @@ extern "C" {
 
 /* The most dimensions a tensor may have in this API. */
 #define VMAF_DNN_MAX_RANK 8
+
+/* ------------------------------------------------------------------------ */
+/* Limits (the one place each is defined; docs/security.md explains them)   */
+/* ------------------------------------------------------------------------ */
+
+/* Largest width or height of a picture, a plane or a model's image input. */
+#define VMAF_DNN_MAX_DIMENSION 32768
+/* Most ORT intra-op threads a session (or context) may ask for; more is
+ * -EINVAL. Far above what tiny models profit from, far below what would
+ * exhaust a host's memory with thread stacks. */
+#define VMAF_DNN_MAX_THREADS 256
+/* Defaults of VmafDnnModelPolicy (see there). */
+#define VMAF_DNN_DEFAULT_MAX_MODEL_BYTES ((size_t)50 << 20)      /* 50 MiB */
+#define VMAF_DNN_DEFAULT_MAX_MEMORY_BYTES ((uint64_t)2 << 30)    /* 2 GiB */
+#define VMAF_DNN_DEFAULT_MAX_RUN_MS 60000u                       /* 60 s */
+#define VMAF_DNN_DEFAULT_MAX_NODES 10000u
+/* Hard caps of the pre-load scan: a policy may lower them, never raise them. */
+#define VMAF_DNN_MAX_LOOP_NODES 4u
+#define VMAF_DNN_MAX_SUBGRAPH_DEPTH 8u
+#define VMAF_DNN_MAX_NODES 100000u
 
 /* "MAJOR.MINOR.PATCH" of this library. Static storage. */
 VMAF_DNN_API const char *vmaf_dnn_version(void);
@@ -136,7 +171,8 @@ typedef enum VmafDnnDevice {
 typedef struct VmafDnnConfig {
     VmafDnnDevice device; /* see VmafDnnDevice */
     int device_index;     /* GPU ordinal for CUDA / ROCm / OpenVINO GPU; >= 0 */
-    int threads;          /* ORT intra-op threads; 0 = ORT's default; >= 0 */
+    int threads;          /* ORT intra-op threads; 0 = ORT's default;
+                             0..VMAF_DNN_MAX_THREADS */
     int fp16_io;          /* non-zero: fp32 data is cast to/from FLOAT16 model slots,
                              and OpenVINO's GPU device is asked for precision=FP16
                              (its CPU device refuses FP16 and is left at FP32) */
@@ -178,26 +214,55 @@ typedef enum VmafDnnElementType {
  * holding the policy) uses them.
  */
 typedef struct VmafDnnModelPolicy {
-    const char *model_dir;        /* non-NULL: a model (after resolving
-                                     symlinks) must lie inside this directory,
-                                     else -EACCES. Default: the environment
+    const char *model_dir;        /* non-NULL: the model, its sidecar and its
+                                     external data are opened beneath this
+                                     directory, walking from a descriptor of
+                                     it, so no symlink or ".." (and no swap
+                                     during the open) leads out: -EACCES
+                                     otherwise. Default: the environment
                                      variable VMAFDNN_MODEL_DIR, or NULL */
     size_t max_model_bytes;       /* size cap of the model file (-E2BIG above
-                                     it); default 50 MiB */
+                                     it); default VMAF_DNN_DEFAULT_MAX_MODEL_BYTES */
     const char *const *allowed_ops; /* NULL: the built-in operator allow-list;
                                      else n_allowed_ops names, each on the
                                      built-in list (-EINVAL otherwise) */
     size_t n_allowed_ops;
-    unsigned max_loop_nodes;      /* Loop nodes allowed; default and most 4 */
+    unsigned max_loop_nodes;      /* Loop nodes allowed; default and most
+                                     VMAF_DNN_MAX_LOOP_NODES */
+    /* --- budgets: what one model may cost the host ---------------------- */
+    unsigned max_nodes;           /* nodes in the graph and all its subgraphs
+                                     (ORT's session creation time grows
+                                     faster than linearly with them); 1..
+                                     VMAF_DNN_MAX_NODES, default
+                                     VMAF_DNN_DEFAULT_MAX_NODES; more: -EPERM */
+    unsigned max_subgraph_depth;  /* nesting of subgraphs (If/Loop bodies);
+                                     0..VMAF_DNN_MAX_SUBGRAPH_DEPTH, default
+                                     VMAF_DNN_MAX_SUBGRAPH_DEPTH; deeper: -EPERM */
+    uint64_t max_memory_bytes;    /* memory ORT may hold for one session
+                                     (its tensors, arena included) plus the
+                                     per-frame buffers of a context model; an
+                                     allocation past it fails the open or run
+                                     with -EDQUOT. 0: no limit. Default
+                                     VMAF_DNN_DEFAULT_MAX_MEMORY_BYTES, or the
+                                     environment variable
+                                     VMAFDNN_MAX_MEMORY_BYTES */
+    unsigned max_run_ms;          /* wall-clock time one run may take; a run
+                                     past it is stopped and returns
+                                     -ETIMEDOUT. 0: no limit. Default
+                                     VMAF_DNN_DEFAULT_MAX_RUN_MS, or the
+                                     environment variable VMAFDNN_MAX_RUN_MS */
 } VmafDnnModelPolicy;
 
-/* Fills `p` with the defaults above (reading VMAFDNN_MODEL_DIR). */
+/* Fills `p` with the defaults above (reading VMAFDNN_MODEL_DIR,
+ * VMAFDNN_MAX_MEMORY_BYTES and VMAFDNN_MAX_RUN_MS; a value that is not a
+ * plain decimal number is ignored). */
 VMAF_DNN_API void vmaf_dnn_default_model_policy(VmafDnnModelPolicy *p);
 
 /*
  * Opens a session on the ONNX model at `onnx_path` with `cfg` (NULL means
  * defaults) under the default model policy (vmaf_dnn_default_model_policy:
- * mind VMAFDNN_MODEL_DIR). The file is read once into memory (at most 50 MiB), scanned
+ * mind VMAFDNN_MODEL_DIR). The file is opened once (beneath the policy's
+ * model_dir when it has one), read into memory (at most max_model_bytes), scanned
  * (operator allow-list, see -EPERM) and ORT is given those same bytes.
  * Execution providers are tried in the order documented on VmafDnnDevice;
  * the first whose append succeeds is used. If ORT then fails to create the
@@ -209,8 +274,11 @@ VMAF_DNN_API void vmaf_dnn_default_model_policy(VmafDnnModelPolicy *p);
  * Returns 0, -EINVAL (out/onnx_path NULL, or cfg has an unknown device,
  * negative device_index or threads), -ENOSYS, -ENOENT, -EACCES (unreadable,
  * or outside the policy's model_dir), -EPERM,
- * -EISDIR, -E2BIG, -EBADMSG (malformed or truncated ONNX), -ENOTSUP (an input or output of a type this library
- * cannot feed: STRING, BFLOAT16, ...), -ENOMEM, -EIO.
+ * -EISDIR, -ELOOP, -ENOTDIR, -ENAMETOOLONG, -E2BIG, -EBADMSG (malformed or
+ * truncated ONNX), -ENOTSUP (an input or output of a type this library
+ * cannot feed: STRING, BFLOAT16, ...; an output of unknown rank),
+ * -EDQUOT (creating the session needs more than max_memory_bytes), -ENOMEM,
+ * -EIO.
  * Thread-safe: any number of sessions may be opened concurrently.
  */
 VMAF_DNN_API int vmaf_dnn_session_open(VmafDnnSession **out, const char *onnx_path,
@@ -222,9 +290,21 @@ VMAF_DNN_API int vmaf_dnn_session_open_with_policy(VmafDnnSession **out, const c
                                                    const VmafDnnConfig *cfg,
                                                    const VmafDnnModelPolicy *policy);
 
-/* Releases the session and everything it owns. NULL is a no-op. Must not be
- * called while another thread runs the session. */
+/* Releases the session and everything it owns. NULL is a no-op.
+ * When another thread is inside a call on this session (a run), close waits
+ * for that call to return before it frees anything (to make the wait short,
+ * call vmaf_dnn_session_cancel() first). A call that starts after close has
+ * begun is a use after free, as with fclose(): the caller must make sure no
+ * thread starts one (the Python binding turns it into a closed-handle
+ * error). */
 VMAF_DNN_API void vmaf_dnn_session_close(VmafDnnSession *session);
+
+/* Asks the run in flight on `session` (if any) to stop as soon as ORT
+ * reaches a point where it checks: that run returns -ECANCELED. Runs that
+ * start later are not affected. Callable from any thread, including while a
+ * run is in progress; not async-signal-safe (call it from a thread that
+ * watches for the signal). NULL is a no-op. */
+VMAF_DNN_API void vmaf_dnn_session_cancel(VmafDnnSession *session);
 
 /* The execution provider the session really runs on: "CPU", "CUDA",
  * "OpenVINO:GPU", "OpenVINO:CPU" or "ROCm". Static storage; never NULL for a
@@ -293,10 +373,16 @@ typedef struct VmafDnnOutput {
  * wrong rank or dim; the message names the tensor), -ENOTSUP (a FLOAT16 slot
  * without fp16_io, or a slot of a type that cannot be fed from fp32), -ENOSPC
  * (an output's capacity is too small: its count holds the elements needed and
- * no output data is valid), -EBUSY, -ENOMEM, -EIO (ORT failed, e.g. NaN
- * handling inside an operator or a shape the graph rejects).
+ * no output data is valid), -EBUSY, -ENOMEM, -ENOEXEC (the model failed
+ * while running: ORT's message says which node), -ETIMEDOUT (the run took
+ * longer than the policy's max_run_ms), -ECANCELED (vmaf_dnn_session_cancel),
+ * -EDQUOT (the run needed more memory than max_memory_bytes), -EIO.
+ * Every requested output carries the values the model computed, whichever
+ * buffer ORT produced them in (an output that is also an input included).
  * Thread-safety: a session runs one call at a time; a second thread calling
  * while a run is in progress gets -EBUSY. Different sessions run in parallel.
+ * vmaf_dnn_session_cancel and vmaf_dnn_session_close may be called from
+ * another thread during a run (see there).
  */
 VMAF_DNN_API int vmaf_dnn_session_run(VmafDnnSession *session,
                                       const VmafDnnInput *inputs, size_t n_inputs,
