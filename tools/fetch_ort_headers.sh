@@ -27,15 +27,21 @@ from_debian() {
     echo "fetch_ort_headers: downloading Debian's libonnxruntime-dev" >&2
     (cd "$work" && apt-get download -q libonnxruntime-dev >&2) || return 1
     dpkg-deb -x "$work"/libonnxruntime-dev_*.deb "$work/deb" || return 1
-    local dir
-    dir=$(dirname "$(find "$work/deb" -name onnxruntime_c_api.h | head -n 1)")
+    local found dir
+    # -print -quit instead of `| head -n 1`: under pipefail, find could die of
+    # SIGPIPE once head has exited.
+    found=$(find "$work/deb" -name onnxruntime_c_api.h -print -quit)
+    [ -n "$found" ] || return 1
+    dir=$(dirname "$found")
     have_headers "$dir" && echo "$dir"
 }
 
 from_npm() {
     command -v npm >/dev/null || { echo "fetch_ort_headers: npm not found" >&2; return 1; }
     echo "fetch_ort_headers: downloading com.github.asus4.onnxruntime@0.4.9 (150 MB, once per machine)" >&2
-    (cd "$work" && npm pack --silent com.github.asus4.onnxruntime@0.4.9 >/dev/null) || return 1
+    # npm's own cache goes inside ours, not to ~/.npm.
+    (cd "$work" && npm_config_cache="$cache_root/npm" \
+        npm pack --silent com.github.asus4.onnxruntime@0.4.9 >/dev/null) || return 1
     local framework='package/Plugins/iOS~/onnxruntime.xcframework/ios-arm64_x86_64-simulator/onnxruntime.framework/Headers'
     mkdir -p "$work/npm"
     tar xzf "$work"/com.github.asus4.onnxruntime-0.4.9.tgz -C "$work/npm" \

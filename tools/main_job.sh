@@ -27,9 +27,10 @@ if ! command -v ffmpeg >/dev/null; then
     DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq --no-install-recommends \
         ffmpeg >/dev/null
 fi
-# (grep reads everything: with -q it could close the pipe early, and pipefail
-# would count ffmpeg's SIGPIPE as a failure.)
-if ! ffmpeg -hide_banner -encoders 2>/dev/null | grep ' libx264 ' >/dev/null; then
+# The list is captured before it is matched: a pipe into `grep -q` could
+# close early, and pipefail would count ffmpeg's SIGPIPE as a failure.
+encoders=$(ffmpeg -hide_banner -encoders 2>/dev/null)
+if [[ $encoders != *" libx264 "* ]]; then
     echo "main_job.sh: this ffmpeg has no libx264 encoder (Debian's and Ubuntu's ffmpeg do)" >&2
     exit 1
 fi

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs the tests against libvmafdnn built with AddressSanitizer +
-# UndefinedBehaviorSanitizer (gcc):
+# Runs the tests against libvmafdnn built with sanitizers (gcc):
 #
+#   tools/sanitize.sh [asan|tsan|all]          (default: all)
+#
+# asan: AddressSanitizer + UndefinedBehaviorSanitizer
 #   1. a virtual environment for the sanitized Python package, kept between
 #      runs in ${VMAFDNN_CACHE_DIR:-~/.cache/vmafdnn}/envs/asan (its
 #      requirements are installed once; a stamp records them);
@@ -11,13 +13,17 @@
 #   3. the Python package built with the same sanitizers (build dir
 #      build-asan-py/) and installed into that environment;
 #   4. pytest tests/python in that environment with libasan preloaded.
-#
-#   tools/sanitize.sh
+# tsan: ThreadSanitizer
+#   5. the C core and C tests in build-tsan/ (meson -Db_sanitize=thread, no
+#      Python extension), run by `meson test`; a data race or lock-order
+#      inversion fails the test (TSan exits 66). tests/c/tsan.supp, when it
+#      exists, holds the suppressions (ORT's own threads only).
 #
 # ONNX Runtime is not instrumented. The C tests load the library named by
-# VMAFDNN_ORT_LIBRARY (tools/test.sh exports it; when unset, the environment's
-# own onnxruntime wheel is used). LeakSanitizer ignores leaks whose allocation
-# stack passes through libonnxruntime.so only (tests/fuzz/lsan.supp).
+# VMAFDNN_ORT_LIBRARY (tools/test.sh exports it; when unset, the asan
+# environment's own onnxruntime wheel is used). LeakSanitizer ignores leaks
+# whose allocation stack passes through libonnxruntime.so only
+# (tests/fuzz/lsan.supp).
 #
 # The Python run differs from the plain one in three ways, each for a reason:
 #   - it runs in its own environment because the developer's Python holds the
@@ -32,9 +38,17 @@
 #     uninstrumented wheels of tools/make_ort_envs.sh), and leaves
 #     VMAFDNN_ORT_LIBRARY unset so vmafdnn and the tests' `import
 #     onnxruntime` share the environment's one ORT.
+# The FFmpeg filter tests run here too: they need the patched ffmpeg of
+# tools/build_ffmpeg.sh, so tools/test.sh builds it before this script runs
+# (under CI they fail rather than skip when it is missing).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
+mode=${1:-all}
+case $mode in
+asan | tsan | all) ;;
+*) echo "usage: tools/sanitize.sh [asan|tsan|all]" >&2; exit 2 ;;
+esac
 python=${PYTHON:-python3}
 cache_root="${VMAFDNN_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/vmafdnn}"
 venv="$cache_root/envs/asan"
@@ -55,62 +69,101 @@ step() {
 }
 took() { echo "sanitize: $1 took $((SECONDS - step_start)) s"; }
 
-step "environment $venv"
-if [ "$("$venv/bin/python" -c 'import sys; print(sys.version)' 2>/dev/null)" != \
-     "$("$python" -c 'import sys; print(sys.version)')" ]; then
-    "$python" -m venv --clear "$venv"
-fi
-stamp="$venv/.vmafdnn-asan-requirements"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$requirements" ]; then
-    # shellcheck disable=SC2086 # the requirement list is meant to split
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check $requirements
-    echo "$requirements" >"$stamp"
-fi
-if [ -z "${VMAFDNN_ORT_LIBRARY:-}" ]; then
-    VMAFDNN_ORT_LIBRARY=$("$venv/bin/python" -c '
+# The asan environment: the sanitized Python package's, and the source of an
+# ORT library when VMAFDNN_ORT_LIBRARY is not set.
+prepare_env() {
+    step "environment $venv"
+    if [ "$("$venv/bin/python" -c 'import sys; print(sys.version)' 2>/dev/null)" != \
+         "$("$python" -c 'import sys; print(sys.version)')" ]; then
+        "$python" -m venv --clear "$venv"
+    fi
+    stamp="$venv/.vmafdnn-asan-requirements"
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$requirements" ]; then
+        # shellcheck disable=SC2086 # the requirement list is meant to split
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check $requirements
+        echo "$requirements" >"$stamp"
+    fi
+    if [ -z "${VMAFDNN_ORT_LIBRARY:-}" ]; then
+        VMAFDNN_ORT_LIBRARY=$("$venv/bin/python" -c '
 import glob, importlib.util, os
 location = importlib.util.find_spec("onnxruntime").submodule_search_locations[0]
 print(sorted(glob.glob(os.path.join(location, "capi", "libonnxruntime.so*")))[0])')
-    export VMAFDNN_ORT_LIBRARY
-fi
-took "environment"
+        export VMAFDNN_ORT_LIBRARY
+    fi
+    took "environment"
+}
 
-step "C build with ASan + UBSan (build-asan)"
-if [ -f build-asan/build.ninja ]; then
-    meson setup --reconfigure build-asan "${sanitize_args[@]}" >/dev/null
-else
-    meson setup build-asan "${sanitize_args[@]}" >/dev/null
-fi
-meson compile -C build-asan >/dev/null
-took "C build"
+run_asan() {
+    step "C build with ASan + UBSan (build-asan)"
+    if [ -f build-asan/build.ninja ]; then
+        meson setup --reconfigure build-asan "${sanitize_args[@]}" >/dev/null
+    else
+        meson setup build-asan "${sanitize_args[@]}" >/dev/null
+    fi
+    meson compile -C build-asan >/dev/null
+    took "C build"
 
-step "C tests under ASan + UBSan + LSan (ORT: $VMAFDNN_ORT_LIBRARY)"
-ASAN_OPTIONS=$asan_options meson test -C build-asan --print-errorlogs
-ASAN_OPTIONS=$asan_options LD_LIBRARY_PATH="$repo/build-asan/csrc" \
-    build-asan/tests/c/test_public_api build-asan/tests/c/models 200 cycles
-took "C tests"
+    step "C tests under ASan + UBSan + LSan (ORT: $VMAFDNN_ORT_LIBRARY)"
+    ASAN_OPTIONS=$asan_options meson test -C build-asan --print-errorlogs
+    ASAN_OPTIONS=$asan_options LD_LIBRARY_PATH="$repo/build-asan/csrc" \
+        build-asan/tests/c/test_public_api build-asan/tests/c/models 200 cycles
+    took "C tests"
 
-step "Python package with ASan + UBSan (build-asan-py)"
-PATH="$venv/bin:$PATH" "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-    --no-build-isolation --no-deps --force-reinstall -Cbuild-dir="$repo/build-asan-py" \
-    "${sanitize_args[@]/#/-Csetup-args=}" .
-ext=$(cd / && "$venv/bin/python" -c '
+    step "Python package with ASan + UBSan (build-asan-py)"
+    PATH="$venv/bin:$PATH" "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+        --no-build-isolation --no-deps --force-reinstall -Cbuild-dir="$repo/build-asan-py" \
+        "${sanitize_args[@]/#/-Csetup-args=}" .
+    ext=$(cd / && "$venv/bin/python" -c '
 import glob, importlib.util, os
 location = importlib.util.find_spec("vmafdnn").submodule_search_locations[0]
 print(glob.glob(os.path.join(location, "_vmafdnn_cffi*.so"))[0])')
-ldd "$ext" | grep -q libasan || { echo "sanitize: $ext is not built with ASan" >&2; exit 1; }
-took "Python build"
+    # The output is captured before it is matched: `ldd | grep -q` under pipefail
+    # fails at random when grep exits first and ldd dies of SIGPIPE.
+    libs=$(ldd "$ext")
+    [[ $libs == *libasan* ]] || { echo "sanitize: $ext is not built with ASan" >&2; exit 1; }
+    took "Python build"
 
-step "pytest under ASan + UBSan"
-# libstdc++ is preloaded too: ASan binds its __cxa_throw interceptor at
-# start-up, and Python itself does not load libstdc++, so ORT's first C++
-# exception would otherwise abort with "CHECK failed: real___cxa_throw".
-preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so.6)"
+    step "pytest under ASan + UBSan"
+    # libstdc++ is preloaded too: ASan binds its __cxa_throw interceptor at
+    # start-up, and Python itself does not load libstdc++, so ORT's first C++
+    # exception would otherwise abort with "CHECK failed: real___cxa_throw".
+    preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so.6)"
+    env -u VMAFDNN_ORT_LIBRARY LD_PRELOAD="$preload" ASAN_OPTIONS="detect_leaks=0:print_summary=1" \
+        "$venv/bin/python" -m pytest tests/python -p no:cacheprovider -q -m "not slow" \
+        --ignore=tests/python/test_ort_wheels.py || rc=$?
+    took "pytest"
+}
+
+run_tsan() {
+    step "C build with ThreadSanitizer (build-tsan)"
+    local args=(-Db_sanitize=thread -Db_lundef=false -Dbuildtype=debugoptimized -Dpython=disabled)
+    if [ -f build-tsan/build.ninja ]; then
+        meson setup --reconfigure build-tsan "${args[@]}" >/dev/null
+    else
+        meson setup build-tsan "${args[@]}" >/dev/null
+    fi
+    meson compile -C build-tsan >/dev/null
+    took "TSan build"
+
+    step "C tests under ThreadSanitizer (ORT: $VMAFDNN_ORT_LIBRARY)"
+    local options="halt_on_error=1:second_deadlock_stack=1"
+    [ -f tests/c/tsan.supp ] && options="$options:suppressions=$repo/tests/c/tsan.supp"
+    # TSan needs the address-space layout it was built for: with the high mmap
+    # randomisation of recent kernels, gcc 12's runtime may fail at start-up
+    # ("unexpected memory mapping"), so the tests run with ASLR off where
+    # setarch can do that.
+    local wrapper=()
+    if setarch "$(uname -m)" -R true 2>/dev/null; then wrapper=(--wrapper "setarch $(uname -m) -R"); fi
+    TSAN_OPTIONS=$options meson test -C build-tsan --print-errorlogs "${wrapper[@]}"
+    took "TSan tests"
+}
+
+# Called plainly, never as `f || ...`: that would switch errexit off inside
+# them. pytest's status is kept in rc so that the TSan step still runs.
 rc=0
-env -u VMAFDNN_ORT_LIBRARY LD_PRELOAD="$preload" ASAN_OPTIONS="detect_leaks=0:print_summary=1" \
-    "$venv/bin/python" -m pytest tests/python -p no:cacheprovider -q -m "not slow" \
-    --ignore=tests/python/test_ort_wheels.py || rc=$?
-took "pytest"
+if [ "$mode" != tsan ] || [ -z "${VMAFDNN_ORT_LIBRARY:-}" ]; then prepare_env; fi
+if [ "$mode" != tsan ]; then run_asan; fi
+if [ "$mode" != asan ]; then run_tsan; fi
 echo "sanitize: total $((SECONDS - total_start)) s"
 # pytest exits 5 when it collected no test: that is a failure here.
 if [ "$rc" -eq 5 ]; then exit 1; fi

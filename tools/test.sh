@@ -1,36 +1,125 @@
 #!/usr/bin/env bash
-# The test command (README: "Run the tests"). On a fresh machine it installs
-# what the tests need, builds libvmafdnn and the Python package from this
-# checkout, runs the C tests (plus a leak check under valgrind), the C and
-# Python tests under ASan + UBSan, a bounded fuzzing run, prepares the
-# separate ONNX Runtime environments, builds FFmpeg with the vmafdnn filters
-# and ends with pytest, whose summary line is the last thing printed.
+# The test command (README: "The two commands"); CI runs it through .ci/run.
+# It builds libvmafdnn and the Python package from this checkout and runs, in
+# an order where every step's prerequisites exist before it starts:
+#
+#   system tools       valgrind, pkg-config, npm: apt-get, only when missing
+#   test environment   a virtual environment in the cache (never the system
+#                      Python) with the build and test requirements, the
+#                      package installed editable, and imageio-ffmpeg's static
+#                      ffmpeg for the real-video tests (VMAFDNN_TEST_FFMPEG)
+#   C tests            build-c/, meson test
+#   leak check         1000 x open -> run -> close under valgrind
+#   FFmpeg             tools/build_ffmpeg.sh: the patched ffmpeg the filter
+#                      tests need, built before any pytest run uses it
+#   ASan + UBSan       tools/sanitize.sh asan: C and Python tests
+#   ThreadSanitizer    tools/sanitize.sh tsan: C tests
+#   fuzzing            tools/fuzz.sh 60
+#   ORT wheels         tools/make_ort_envs.sh
+#   pytest             tests/python, slow tests included
+#
+# Everything it downloads or builds outside the checkout lives under
+# ${VMAFDNN_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/vmafdnn} (pip's cache
+# included); README "What the test command installs" lists it. Each step
+# prints its duration when it ends, and a table of them all comes at the end,
+# followed by pytest's summary line again so that it stays the last line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo=$PWD
 PY=${PYTHON:-python3}
 
-step() { printf '\n== %s\n' "$*"; }
+cache_root="${VMAFDNN_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/vmafdnn}"
+mkdir -p "$cache_root"
+cache_root=$(cd "$cache_root" && pwd)
+# Exported so that every script and test agrees on one cache, whatever the
+# defaults each of them would pick on its own.
+export VMAFDNN_CACHE_DIR="$cache_root"
+export PIP_CACHE_DIR="${PIP_CACHE_DIR:-$cache_root/pip}"
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+venv="$cache_root/envs/test"
 
-step "system packages"
+# --- step timing ----------------------------------------------------------
+total_start=$SECONDS
+step_name=""
+step_start=$SECONDS
+durations=()
+end_step() {
+    if [ -n "$step_name" ]; then
+        local took=$((SECONDS - step_start))
+        durations+=("$(printf '%6d s  %s' "$took" "$step_name")")
+        printf '== %s: %d s\n' "$step_name" "$took"
+    fi
+    step_name=""
+}
+step() {
+    end_step
+    step_name=$1
+    step_start=$SECONDS
+    printf '\n== %s\n' "$*"
+}
+print_durations() {
+    echo
+    echo "== step durations"
+    printf '%s\n' "${durations[@]}"
+    printf '%6d s  total\n' "$((SECONDS - total_start))"
+}
+on_exit() {
+    local rc=$?
+    if [ "$rc" -ne 0 ] && [ -n "$step_name" ]; then
+        end_step
+        print_durations
+        echo "test.sh: FAILED in step \"${durations[-1]#*s  }\" (exit $rc)" >&2
+    fi
+}
+trap on_exit EXIT
+
+# --- system tools ---------------------------------------------------------
+step "system tools"
+# Only what no Python package provides, and only when it is missing: valgrind
+# (leak check), pkg-config (FFmpeg's configure finds libvmafdnn with it), npm
+# (ONNX Runtime's C headers, when no cached copy exists). FFmpeg itself comes
+# from PyPI below; clang for the fuzzers is tools/fuzz.sh's business, the
+# FFmpeg build's own apt use tools/build_ffmpeg.sh's.
 missing=()
-for tool in valgrind ffmpeg pkg-config npm; do
-    command -v "$tool" >/dev/null || missing+=("$tool")
-done
+command -v valgrind >/dev/null || missing+=(valgrind)
+command -v pkg-config >/dev/null || missing+=(pkgconf)
+if ! [ -f "$cache_root/ort-headers/onnxruntime_c_api.h" ]; then
+    command -v npm >/dev/null || missing+=(npm)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
-    pkgs=("${missing[@]/pkg-config/pkgconf}")
+    echo "installing with apt-get: ${missing[*]}"
     if [ "$(id -u)" = 0 ]; then SUDO=(); else SUDO=(sudo); fi
     "${SUDO[@]}" apt-get update -qq
     DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq --no-install-recommends \
-        "${pkgs[@]}" >/dev/null
+        "${missing[@]}" >/dev/null
+else
+    echo "all present"
 fi
 
-step "Python build and test dependencies"
-"$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore meson-python meson ninja cffi numpy onnx
-"$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-build-isolation -e '.[test,cpu]'
+# --- test environment -----------------------------------------------------
+step "test environment $venv"
+if [ "$("$venv/bin/python" -c 'import sys; print(sys.version)' 2>/dev/null)" != \
+     "$("$PY" -c 'import sys; print(sys.version)')" ]; then
+    "$PY" -m venv --clear "$venv"
+fi
+# From here on python3, pip, meson and ninja are the environment's, for this
+# script and every script it runs (tools/build_ffmpeg.sh calls python3).
+export PATH="$venv/bin:$PATH"
+PY="$venv/bin/python"
+export PYTHON="$PY"
+"$PY" -m pip install -q meson-python meson ninja cffi numpy onnx 'imageio-ffmpeg==0.8.1'
+# Its own build directory, so that a developer's editable install of this
+# checkout (build/cp3XX) is not reconfigured for another interpreter.
+"$PY" -m pip install -q --no-build-isolation -Cbuild-dir=build/test-env -e '.[test,cpu]'
 VMAFDNN_ORT_LIBRARY=$(cd /tmp && "$PY" -c 'import vmafdnn; print(vmafdnn.ort_library_path())')
 export VMAFDNN_ORT_LIBRARY
+VMAFDNN_TEST_FFMPEG=$("$PY" -c 'import imageio_ffmpeg; print(imageio_ffmpeg.get_ffmpeg_exe())')
+export VMAFDNN_TEST_FFMPEG
+echo "ORT: $VMAFDNN_ORT_LIBRARY"
+echo "ffmpeg for the tests: $VMAFDNN_TEST_FFMPEG"
 
-step "C build and tests (ORT: $VMAFDNN_ORT_LIBRARY)"
+# --- C --------------------------------------------------------------------
+step "C build and tests (build-c)"
 rm -rf build-c
 meson setup build-c --buildtype=debugoptimized >/dev/null
 meson compile -C build-c >/dev/null
@@ -39,8 +128,21 @@ meson test -C build-c --print-errorlogs
 step "leak check: 1000 x open -> run -> close under valgrind"
 bash tools/leak_check.sh build-c 1000
 
-step "sanitizers: C core with ASan + UBSan, C and Python tests"
-bash tools/sanitize.sh
+# --- FFmpeg before anything that runs its tests ---------------------------
+step "FFmpeg with the vmafdnn filters (Debian's source + ffmpeg/*.patch)"
+ffmpeg_env=$(bash tools/build_ffmpeg.sh --print-env)
+eval "$ffmpeg_env"
+echo "$VMAFDNN_FFMPEG"
+# build_ffmpeg.sh may name another ORT; the tests keep the environment's.
+VMAFDNN_ORT_LIBRARY=$(cd /tmp && "$PY" -c 'import vmafdnn; print(vmafdnn.ort_library_path())')
+export VMAFDNN_ORT_LIBRARY
+
+# --- sanitizers, fuzzing, wheels -------------------------------------------
+step "sanitizers: ASan + UBSan, C and Python tests"
+bash tools/sanitize.sh asan
+
+step "sanitizers: ThreadSanitizer, C tests"
+bash tools/sanitize.sh tsan
 
 step "fuzzing: ONNX scanner, sidecar parser, Y4M reader (60 s each)"
 bash tools/fuzz.sh 60
@@ -48,14 +150,17 @@ bash tools/fuzz.sh 60
 step "ONNX Runtime wheel environments"
 bash tools/make_ort_envs.sh
 
-step "FFmpeg with the vmafdnn filters (Debian's source + ffmpeg/*.patch)"
-ffmpeg_env=$(bash tools/build_ffmpeg.sh --print-env)
-eval "$ffmpeg_env"
-echo "$VMAFDNN_FFMPEG"
-
+# --- pytest: its summary line is the last line printed --------------------
 step "pytest"
-rc=0
-"$PY" -m pytest tests/python -p no:cacheprovider -q -m "slow or not slow" || rc=$?
+log="$cache_root/pytest-last.log"
+set +e
+"$PY" -m pytest tests/python -p no:cacheprovider -q -m "slow or not slow" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+end_step
+print_durations
+summary=$(tail -n 1 "$log")
+echo "$summary"
 # pytest exits 5 when it collected no test: that is a failure here.
 if [ "$rc" -eq 5 ]; then exit 1; fi
 exit "$rc"

@@ -31,15 +31,30 @@ class ClipPair(NamedTuple):
 
 
 def ffmpeg() -> str:
-    """The ffmpeg executable; skips (fails under CI) when there is none."""
-    exe = shutil.which("ffmpeg")
+    """The ffmpeg executable; skips (fails under CI) when there is none.
+
+    In order: $VMAFDNN_TEST_FFMPEG (tools/test.sh sets it), the static build
+    in the imageio-ffmpeg wheel (FFmpeg 9 with libx264 and libvmaf), then
+    ffmpeg on PATH.
+    """
+    exe = os.environ.get("VMAFDNN_TEST_FFMPEG")
+    if exe:
+        if not os.access(exe, os.X_OK):
+            pytest.fail(f"VMAFDNN_TEST_FFMPEG={exe!r} is not an executable")
+        return exe
+    try:
+        import imageio_ffmpeg
+        exe = imageio_ffmpeg.get_ffmpeg_exe()
+    except (ImportError, RuntimeError):
+        exe = None
+    exe = exe or shutil.which("ffmpeg")
     if exe:
         return exe
+    hint = ("pip install imageio-ffmpeg==0.8.1, set VMAFDNN_TEST_FFMPEG, or run "
+            "tools/test.sh")
     if os.environ.get("CI"):
-        pytest.fail("ffmpeg is not installed, and CI must run the real-video tests "
-                    "(tools/test.sh installs it: apt-get install ffmpeg)")
-    pytest.skip("ffmpeg is not installed: apt-get install ffmpeg (or run tools/test.sh) "
-                "to run the real-video tests")
+        pytest.fail(f"no ffmpeg found, and CI must run the real-video tests ({hint})")
+    pytest.skip(f"no ffmpeg found: {hint} to run the real-video tests")
 
 
 def run_ffmpeg(*args) -> None:
