@@ -4,6 +4,8 @@ Sources: YUV4MPEG2 (Y4M) files or streams (``-`` is stdin, so
 ``ffmpeg -i x.mp4 -f yuv4mpegpipe - | vmafdnn -d - ...`` works) and raw planar
 YUV files whose geometry comes from the command line, as with libvmaf's
 ``vmaf`` tool. Samples above 8 bits are little-endian 16-bit words in both.
+:func:`open_video` sends everything else (mp4, mkv, webm ...) to
+:mod:`vmafdnn.media`, which decodes it through PyAV.
 
 Every frame is read with one ``readinto`` into a single buffer; the planes of
 a :class:`Frame` are numpy views into that buffer, never copies. Input is
@@ -11,8 +13,8 @@ treated as hostile: each malformed header, truncated frame or out-of-range
 sample raises :class:`VideoFormatError` naming the source and what is wrong,
 and a header cannot make the reader allocate more than one bounded frame.
 
-Only numpy and the standard library are imported, so this module also works
-before the rest of the package is built.
+Only numpy and the standard library are imported (PyAV only when a container
+is opened), so this module also works before the rest of the package is built.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = [
     "RawYUVReader",
     "open_video",
     "frames_from_arrays",
+    "describe_reader",
     "write_y4m",
     "MAX_DIMENSION",
     "MAX_AREA",
@@ -375,6 +378,7 @@ class Y4MReader(_Reader):
     """
 
     _eof_before_samples_is_clean = False
+    kind = "Y4M"
 
     def __init__(self, source: PathOrFile, *, reuse_buffer: bool = False):
         super().__init__(source, reuse_buffer)
@@ -526,6 +530,8 @@ class RawYUVReader(_Reader):
     any frame is scored; ``frame_count`` is then known (None for pipes).
     """
 
+    kind = "raw YUV"
+
     def __init__(self, source: PathOrFile, width: int, height: int, pix_fmt: str = "420",
                  bitdepth: Optional[int] = None, *, reuse_buffer: bool = False):
         chroma, implied = _parse_raw_pix_fmt(pix_fmt)
@@ -562,18 +568,18 @@ class RawYUVReader(_Reader):
         return count
 
 
-def _peek_magic(f) -> Optional[bytes]:
-    """The first bytes of ``f`` without consuming them, or None if that is impossible."""
+def _peek_magic(f, size: int = len(Y4M_MAGIC)) -> Optional[bytes]:
+    """Up to ``size`` first bytes of ``f`` without consuming them, or None if that is impossible."""
     peek = getattr(f, "peek", None)
     if peek is not None:
         try:
-            return peek(len(Y4M_MAGIC))[:len(Y4M_MAGIC)]
+            return peek(size)[:size]
         except (OSError, ValueError):
             pass
     try:
         if f.seekable():
             pos = f.tell()
-            head = f.read(len(Y4M_MAGIC))
+            head = f.read(size)
             f.seek(pos)
             return head
     except (AttributeError, OSError):
@@ -581,30 +587,66 @@ def _peek_magic(f) -> Optional[bytes]:
     return None
 
 
+# Signatures of containers that raw YUV geometry must not override (a mixed
+# pair: -w/-h/-p given for a raw reference, the distorted an mp4). Raw
+# samples could match a short signature by chance, so only long ones are here.
+_CONTAINER_SIGNATURES = (
+    (4, b"ftyp"),               # mp4, mov, 3gp, heif
+    (0, b"\x1a\x45\xdf\xa3"),   # Matroska, WebM
+    (0, b"DKIF"),               # IVF (VP8, VP9, AV1)
+    (0, b"OggS"),
+    (0, b"\x00\x00\x01\xba"),   # MPEG program stream
+)
+
+
+def _is_container(head: bytes) -> bool:
+    if head[:4] == b"RIFF" and head[8:12] == b"AVI ":
+        return True
+    return any(head[at:at + len(sig)] == sig for at, sig in _CONTAINER_SIGNATURES)
+
+
 def open_video(source: PathOrFile, width: Optional[int] = None, height: Optional[int] = None,
                pix_fmt: Optional[str] = None, bitdepth: Optional[int] = None, *,
-               reuse_buffer: bool = False) -> _Reader:
-    """A Y4M or raw YUV reader for ``source`` (a path, "-" for stdin, or a binary file).
+               reuse_buffer: bool = False, prefetch: Optional[int] = None):
+    """A reader for ``source`` (a path, "-" for stdin, or a binary file), chosen by content.
 
-    Input that starts with the YUV4MPEG2 magic is Y4M; so is anything named
-    *.y4m, and a stream that cannot be peeked (or is empty) when no raw
-    geometry is given. Everything else is raw YUV, which needs width, height,
-    pix_fmt and bitdepth (bitdepth may be implied by pix_fmt). Geometry
-    given for a Y4M input must agree with its header.
+    Input that starts with the YUV4MPEG2 magic is Y4M. Without raw geometry
+    (``width``, ``height``, ``pix_fmt``), anything else is decoded by FFmpeg's
+    libraries through PyAV (:class:`vmafdnn.media.MediaReader`: mp4, mkv,
+    webm, mov ... in any codec they decode; ``prefetch`` frames are decoded
+    ahead in a thread). With raw geometry it is raw YUV, which needs width,
+    height, pix_fmt and bitdepth (bitdepth may be implied by pix_fmt). A
+    stream that cannot be peeked (or is empty) is Y4M unless raw geometry
+    is given. Geometry given for a Y4M or decoded input must agree with it.
     """
+    raw_given = any(value is not None for value in (width, height, pix_fmt))
     f, name, owned = _open_input(source)
     try:
-        head = _peek_magic(f)
+        head = _peek_magic(f, 16)
         if head:
             # A pipe may peek fewer bytes than the magic; a matching prefix is Y4M.
-            is_y4m = Y4M_MAGIC.startswith(head) or name.lower().endswith(".y4m")
+            # A *.y4m name given raw geometry is meant as Y4M: its error says so.
+            head, container = head[:len(Y4M_MAGIC)], _is_container(head)
+            is_y4m = Y4M_MAGIC.startswith(head) or (
+                raw_given and not container and name.lower().endswith(".y4m"))
+            raw_given = raw_given and not container
         else:
             # Unpeekable, or empty: Y4M unless raw geometry was given.
             is_y4m = name.lower().endswith(".y4m") or width is None
         if is_y4m:
             reader = Y4MReader(f, reuse_buffer=reuse_buffer)
             reader.name = name
-            _check_y4m_matches(reader, width, height, pix_fmt, bitdepth)
+            _check_header_matches(reader, width, height, pix_fmt, bitdepth)
+        elif not raw_given:
+            reader = _open_media(f, name, owned, prefetch)
+            if owned:
+                f.close()
+            try:
+                _check_header_matches(reader, width, height, pix_fmt, bitdepth)
+            except BaseException:
+                reader.close()
+                raise
+            return reader
         else:
             missing = [opt for opt, value in (("--width (-w)", width), ("--height (-h)", height),
                                               ("--pixel_format (-p)", pix_fmt)) if value is None]
@@ -620,7 +662,48 @@ def open_video(source: PathOrFile, width: Optional[int] = None, height: Optional
     return reader
 
 
-def _check_y4m_matches(reader: Y4MReader, width, height, pix_fmt, bitdepth) -> None:
+def _open_media(f, name: str, owned: bool, prefetch: Optional[int]):
+    """A MediaReader for what open_video could not read as Y4M (imported late:
+    this module works without PyAV and the rest of the package)."""
+    try:
+        from . import media
+    except ImportError:  # this file loaded on its own (the fuzz harness): no decoder
+        raise VideoFormatError(f"{name}: not a Y4M stream (no 'YUV4MPEG2' magic), and "
+                               "vmafdnn.media, which decodes other containers, is not "
+                               "loaded") from None
+    kwargs = {} if prefetch is None else {"prefetch": prefetch}
+    try:
+        # A path goes to FFmpeg's own file I/O, a stream object through Python.
+        reader = media.MediaReader(name if owned else f, name=name, **kwargs)
+    except VideoFormatError as e:
+        if name.lower().endswith((".yuv", ".raw")):
+            raise VideoFormatError(f"{e}; headerless raw YUV needs --width (-w), --height (-h), "
+                                   "--pixel_format (-p) and --bitdepth (-b)") from None
+        raise
+    return reader
+
+
+def describe_reader(reader, frames: Optional[str] = None) -> str:
+    """One line on what a reader holds, for errors that compare two inputs:
+    "1920x1080 yuv420p10le, 25 fps, 250 frames, h264 in mp4". ``frames``
+    replaces the count the reader knows at open (None: unknown)."""
+    fmt = getattr(reader, "pix_fmt", None) or _format_label(reader.chroma, reader.bitdepth)
+    fps = getattr(reader, "fps", None)
+    rate = "unknown fps" if fps is None else f"{float(fps):.6g} fps"
+    if frames is None:
+        count = getattr(reader, "frame_count", None)
+        frames = "unknown frame count" if count is None else f"{count} frames"
+    return f"{reader.width}x{reader.height} {fmt}, {rate}, {frames}, {reader.kind}"
+
+
+def _format_label(chroma: str, bitdepth: int) -> str:
+    """FFmpeg's name for a planar layout: yuv420p, yuv422p10le, gray, gray12le."""
+    if chroma == "400":
+        return "gray" if bitdepth == 8 else f"gray{bitdepth}le"
+    return f"yuv{chroma}p" if bitdepth == 8 else f"yuv{chroma}p{bitdepth}le"
+
+
+def _check_header_matches(reader, width, height, pix_fmt, bitdepth) -> None:
     wanted = {"width": width, "height": height, "bitdepth": bitdepth}
     if pix_fmt is not None:
         wanted["chroma"], implied = _parse_raw_pix_fmt(pix_fmt)
@@ -628,8 +711,8 @@ def _check_y4m_matches(reader: Y4MReader, width, height, pix_fmt, bitdepth) -> N
             wanted["bitdepth"] = implied
     for attr, value in wanted.items():
         if value is not None and value != getattr(reader, attr):
-            raise ValueError(f"{reader.name}: Y4M header says {attr} {getattr(reader, attr)} "
-                             f"but {value} was given")
+            raise ValueError(f"{reader.name}: {reader.kind} header says {attr} "
+                             f"{getattr(reader, attr)} but {value} was given")
 
 
 def frames_from_arrays(planes: Iterable[np.ndarray],
