@@ -3,6 +3,7 @@
  * (tiny_model.h) into the feature collector, and reports (output.h). */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,13 +12,11 @@
 
 #include "error.h"
 #include "feature_collector.h"
+#include "context_internal.h"
 #include "output.h"
 #include "resize.h"
 #include "scratch.h"
 #include "tiny_model.h"
-
-/* Picture sides, as the session API's planes. */
-#define PICTURE_MAX_DIM 32768u
 
 struct VmafDnnContext {
     VmafDnnContextConfig cfg;
@@ -25,8 +24,22 @@ struct VmafDnnContext {
     VdnnTinyModel **model;   /* n_models owned models, in attach order */
     size_t n_models, model_capacity;
     int flushed;
-    float *ref_luma, *dist_luma; /* this frame's normalised luma, luma_capacity floats each */
-    size_t luma_capacity;
+    float *ref_luma, *dist_luma; /* this frame's normalised luma */
+    size_t ref_capacity, dist_capacity; /* floats in each */
+
+    /* Serialisation. A public call owns the context from enter() to leave()
+     * (`busy`); `gate` is held only briefly, to update the fields below, so
+     * vmaf_dnn_context_cancel can take it while a call runs a model. The
+     * read functions take a const context and still lock: the lock is the
+     * one mutable part of a const context (the object itself is never
+     * const: it comes from calloc), hence the cast in enter(). */
+    pthread_mutex_t gate;
+    pthread_cond_t turn;     /* signalled when busy drops */
+    int busy;
+    unsigned waiting;        /* calls blocked in enter(): close waits for them too */
+    int frame_in_flight;     /* inside vmaf_dnn_read_pictures */
+    int cancelled;           /* this frame was cancelled */
+    VdnnTinyModel *running;  /* the model whose run is in flight, or NULL */
 };
 
 static int check_resize(VmafDnnResize r, const char *what)
@@ -34,6 +47,43 @@ static int check_resize(VmafDnnResize r, const char *what)
     if ((unsigned)r > VMAF_DNN_RESIZE_BICUBIC)
         return vdnn_fail(-EINVAL, "%s: unknown resize mode %d", what, (int)r);
     return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Serialisation                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Waits until no other call owns the context, then owns it. */
+static VmafDnnContext *enter(const VmafDnnContext *locked_ctx)
+{
+    VmafDnnContext *ctx = (VmafDnnContext *)locked_ctx; /* see `gate` */
+    pthread_mutex_lock(&ctx->gate);
+    ctx->waiting++;
+    while (ctx->busy)
+        pthread_cond_wait(&ctx->turn, &ctx->gate);
+    ctx->waiting--;
+    ctx->busy = 1;
+    pthread_mutex_unlock(&ctx->gate);
+    return ctx;
+}
+
+static void leave(VmafDnnContext *ctx)
+{
+    pthread_mutex_lock(&ctx->gate);
+    ctx->busy = 0;
+    /* Broadcast, not signal: close waits on the same condition for a
+     * different predicate and must not swallow a caller's wake-up. */
+    pthread_cond_broadcast(&ctx->turn);
+    pthread_mutex_unlock(&ctx->gate);
+}
+
+size_t vdnn_context_calls_in_flight(const VmafDnnContext *locked_ctx)
+{
+    VmafDnnContext *ctx = (VmafDnnContext *)locked_ctx; /* see `gate` */
+    pthread_mutex_lock(&ctx->gate);
+    size_t n = (size_t)ctx->busy + ctx->waiting;
+    pthread_mutex_unlock(&ctx->gate);
+    return n;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -69,8 +119,19 @@ int vmaf_dnn_context_open(VmafDnnContext **out, const VmafDnnContextConfig *cfg)
     if (!ctx)
         return vdnn_fail(-ENOMEM, "out of memory");
     ctx->cfg = config;
+    if (pthread_mutex_init(&ctx->gate, NULL)) {
+        free(ctx);
+        return vdnn_fail(-ENOMEM, "context_open: cannot create the context's lock");
+    }
+    if (pthread_cond_init(&ctx->turn, NULL)) {
+        pthread_mutex_destroy(&ctx->gate);
+        free(ctx);
+        return vdnn_fail(-ENOMEM, "context_open: cannot create the context's lock");
+    }
     int rc = vdnn_feature_collector_init(&ctx->fc);
     if (rc) {
+        pthread_cond_destroy(&ctx->turn);
+        pthread_mutex_destroy(&ctx->gate);
         free(ctx);
         return rc;
     }
@@ -82,19 +143,39 @@ void vmaf_dnn_context_close(VmafDnnContext *ctx)
 {
     if (!ctx)
         return;
+    /* Every call that got as far as enter() finishes first, including those
+     * queued behind the one in flight; freeing under their feet is what this
+     * lock exists to prevent. A cancel in progress holds the gate, so it
+     * too is over once close has it. */
+    pthread_mutex_lock(&ctx->gate);
+    while (ctx->busy || ctx->waiting)
+        pthread_cond_wait(&ctx->turn, &ctx->gate);
+    pthread_mutex_unlock(&ctx->gate);
     for (size_t i = 0; i < ctx->n_models; i++)
         vdnn_tiny_model_close(ctx->model[i]);
     free(ctx->model);
     vdnn_feature_collector_free(ctx->fc);
     free(ctx->ref_luma);
     free(ctx->dist_luma);
+    pthread_cond_destroy(&ctx->turn);
+    pthread_mutex_destroy(&ctx->gate);
     free(ctx);
 }
 
-/* PLACEHOLDER until cancellation is implemented (session 2 work in progress). */
 void vmaf_dnn_context_cancel(VmafDnnContext *ctx)
 {
-    (void)ctx;
+    if (!ctx)
+        return;
+    /* The gate, not the call lock: the call in flight holds that one for the
+     * whole frame. Under the gate `running` cannot end and be freed while
+     * its session is told to stop. */
+    pthread_mutex_lock(&ctx->gate);
+    if (ctx->frame_in_flight) {
+        ctx->cancelled = 1;
+        if (ctx->running)
+            vdnn_tiny_model_cancel(ctx->running);
+    }
+    pthread_mutex_unlock(&ctx->gate);
 }
 
 static int check_open(const VmafDnnContext *ctx, const char *what)
@@ -132,10 +213,9 @@ static int key_taken(void *opaque, const char *key)
     return 0;
 }
 
-int vmaf_dnn_use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
-                            const VmafDnnModelConfig *mcfg)
+static int use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
+                          const VmafDnnModelConfig *mcfg)
 {
-    vdnn_clear_error();
     int rc = check_open(ctx, "use_tiny_model");
     if (rc)
         return rc;
@@ -171,14 +251,39 @@ int vmaf_dnn_use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
     return 0;
 }
 
-static const VdnnTinyModel *model_at(const VmafDnnContext *ctx, size_t i)
+int vmaf_dnn_use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
+                            const VmafDnnModelConfig *mcfg)
 {
-    return ctx && i < ctx->n_models ? ctx->model[i] : NULL;
+    vdnn_clear_error();
+    if (!ctx)
+        return vdnn_fail(-EINVAL, "use_tiny_model: context is NULL");
+    enter(ctx);
+    int rc = use_tiny_model(ctx, onnx_path, mcfg);
+    leave(ctx);
+    return rc;
 }
 
-size_t vmaf_dnn_tiny_model_count(const VmafDnnContext *ctx)
+/* Model `i`, or NULL, looked up under the lock; the model itself lives until
+ * close, and what the accessors below read of it never changes after attach
+ * (a model is attached whole, under the lock, or not at all). */
+static const VdnnTinyModel *model_at(const VmafDnnContext *locked_ctx, size_t i)
 {
-    return ctx ? ctx->n_models : 0;
+    if (!locked_ctx)
+        return NULL;
+    VmafDnnContext *ctx = enter(locked_ctx);
+    const VdnnTinyModel *m = i < ctx->n_models ? ctx->model[i] : NULL;
+    leave(ctx);
+    return m;
+}
+
+size_t vmaf_dnn_tiny_model_count(const VmafDnnContext *locked_ctx)
+{
+    if (!locked_ctx)
+        return 0;
+    VmafDnnContext *ctx = enter(locked_ctx);
+    size_t n = ctx->n_models;
+    leave(ctx);
+    return n;
 }
 
 const char *vmaf_dnn_tiny_model_path(const VmafDnnContext *ctx, size_t model)
@@ -228,9 +333,10 @@ static int check_plane(const VmafDnnPicture *p, int i, const char *which)
     const unsigned bytes = p->bpc > 8 ? 2 : 1;
     if (!p->data[i])
         return i ? 0 : vdnn_fail(-EINVAL, "%s picture: plane Y data is NULL", which);
-    if (!p->w[i] || !p->h[i] || p->w[i] > PICTURE_MAX_DIM || p->h[i] > PICTURE_MAX_DIM)
-        return vdnn_fail(-EINVAL, "%s picture: plane %s is %ux%u; each side must be 1..%u", which,
-                         plane[i], p->w[i], p->h[i], PICTURE_MAX_DIM);
+    if (!p->w[i] || !p->h[i] || p->w[i] > VMAF_DNN_MAX_DIMENSION ||
+        p->h[i] > VMAF_DNN_MAX_DIMENSION)
+        return vdnn_fail(-EINVAL, "%s picture: plane %s is %ux%u; each side must be 1..%d", which,
+                         plane[i], p->w[i], p->h[i], VMAF_DNN_MAX_DIMENSION);
     if (p->stride[i] < (ptrdiff_t)p->w[i] * (ptrdiff_t)bytes)
         return vdnn_fail(-EINVAL, "%s picture: plane %s stride %td is smaller than a row of %u "
                          "samples of %u byte%s", which, plane[i], p->stride[i], p->w[i], bytes,
@@ -310,23 +416,63 @@ static int prepare_frame(VmafDnnContext *ctx, const VmafDnnPicture *ref,
     const int want_dist = needs_kind(ctx, VMAF_DNN_MODEL_FR) || needs_kind(ctx, VMAF_DNN_MODEL_NR);
     if (!want_dist)
         return 0;
-    int rc = vdnn_grow_float_pair(&ctx->ref_luma, &ctx->dist_luma, &ctx->luma_capacity,
-                                  (size_t)f->w * f->h, "frame");
+    /* Only the planes some model reads: the memory budget counts these. */
+    const size_t n = (size_t)f->w * f->h;
+    int rc = vdnn_grow_floats(&ctx->dist_luma, &ctx->dist_capacity, n, "distorted luma plane");
     if (rc)
         return rc;
     vdnn_plane_normalise(dist->data[0], dist->stride[0], f->w, f->h, f->bpc, ctx->dist_luma);
     f->dist = ctx->dist_luma;
     if (needs_kind(ctx, VMAF_DNN_MODEL_FR)) {
+        rc = vdnn_grow_floats(&ctx->ref_luma, &ctx->ref_capacity, n, "reference luma plane");
+        if (rc)
+            return rc;
         vdnn_plane_normalise(ref->data[0], ref->stride[0], f->w, f->h, f->bpc, ctx->ref_luma);
         f->ref = ctx->ref_luma;
     }
     return 0;
 }
 
-int vmaf_dnn_read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
-                           const VmafDnnPicture *dist, unsigned index)
+/* Checks, before anything is allocated for the frame, that every model's
+ * per-frame buffers at this frame's size fit its memory budget. */
+static int check_frame_budgets(const VmafDnnContext *ctx, const VmafDnnPicture *dist)
 {
-    vdnn_clear_error();
+    if (!dist)
+        return 0;
+    for (size_t i = 0; i < ctx->n_models; i++) {
+        int rc = vdnn_tiny_model_check_frame(ctx->model[i], dist->w[0], dist->h[0]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Publishes the model about to run so that vmaf_dnn_context_cancel can stop
+ * it, unless the frame was cancelled already (between two models, say). */
+static int start_run(VmafDnnContext *ctx, VdnnTinyModel *m, unsigned index)
+{
+    pthread_mutex_lock(&ctx->gate);
+    const int cancelled = ctx->cancelled;
+    ctx->running = cancelled ? NULL : m;
+    pthread_mutex_unlock(&ctx->gate);
+    if (cancelled)
+        return vdnn_fail(-ECANCELED, "read_pictures: frame %u was cancelled before model %s "
+                         "ran", index, vdnn_tiny_model_path(m));
+    return 0;
+}
+
+static void set_frame_in_flight(VmafDnnContext *ctx, int in_flight)
+{
+    pthread_mutex_lock(&ctx->gate);
+    ctx->frame_in_flight = in_flight;
+    ctx->cancelled = 0;
+    ctx->running = NULL;
+    pthread_mutex_unlock(&ctx->gate);
+}
+
+static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
+                         const VmafDnnPicture *dist, unsigned index)
+{
     int rc = check_open(ctx, "read_pictures");
     if (rc)
         return rc;
@@ -337,12 +483,26 @@ int vmaf_dnn_read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
                          "can hold (%u)", index, VDNN_FEATURE_MAX_FRAMES - 1);
     VdnnTinyFrame frame = {.index = index};
     if ((rc = check_pictures(ctx, ref, dist)) || (rc = check_unscored(ctx, index)) ||
-        (rc = prepare_frame(ctx, ref, dist, &frame)))
+        (rc = check_frame_budgets(ctx, dist)) || (rc = prepare_frame(ctx, ref, dist, &frame)))
         return rc;
-    for (size_t i = 0; i < ctx->n_models; i++)
-        if ((rc = vdnn_tiny_model_run(ctx->model[i], &frame, ctx->fc)))
-            return rc;
-    return 0;
+    for (size_t i = 0; i < ctx->n_models && !rc; i++)
+        if (!(rc = start_run(ctx, ctx->model[i], index)))
+            rc = vdnn_tiny_model_run(ctx->model[i], &frame, ctx->fc);
+    return rc;
+}
+
+int vmaf_dnn_read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
+                           const VmafDnnPicture *dist, unsigned index)
+{
+    vdnn_clear_error();
+    if (!ctx)
+        return vdnn_fail(-EINVAL, "read_pictures: context is NULL");
+    enter(ctx);
+    set_frame_in_flight(ctx, 1);
+    int rc = read_pictures(ctx, ref, dist, index);
+    set_frame_in_flight(ctx, 0);
+    leave(ctx);
+    return rc;
 }
 
 int vmaf_dnn_flush(VmafDnnContext *ctx)
@@ -350,7 +510,9 @@ int vmaf_dnn_flush(VmafDnnContext *ctx)
     vdnn_clear_error();
     if (!ctx)
         return vdnn_fail(-EINVAL, "flush: context is NULL");
+    enter(ctx);
     ctx->flushed = 1;
+    leave(ctx);
     return 0;
 }
 
@@ -358,9 +520,8 @@ int vmaf_dnn_flush(VmafDnnContext *ctx)
 /* Features                                                                 */
 /* ------------------------------------------------------------------------ */
 
-int vmaf_dnn_feature_append(VmafDnnContext *ctx, const char *name, unsigned index, double value)
+static int feature_append(VmafDnnContext *ctx, const char *name, unsigned index, double value)
 {
-    vdnn_clear_error();
     int rc = check_open(ctx, "feature_append");
     if (rc)
         return rc;
@@ -373,42 +534,73 @@ int vmaf_dnn_feature_append(VmafDnnContext *ctx, const char *name, unsigned inde
     return vdnn_feature_collector_append(ctx->fc, name, index, value);
 }
 
-int vmaf_dnn_feature_get(const VmafDnnContext *ctx, const char *name, unsigned index,
+int vmaf_dnn_feature_append(VmafDnnContext *ctx, const char *name, unsigned index, double value)
+{
+    vdnn_clear_error();
+    if (!ctx)
+        return vdnn_fail(-EINVAL, "feature_append: context is NULL");
+    enter(ctx);
+    int rc = feature_append(ctx, name, index, value);
+    leave(ctx);
+    return rc;
+}
+
+int vmaf_dnn_feature_get(const VmafDnnContext *locked_ctx, const char *name, unsigned index,
                          double *value)
 {
     vdnn_clear_error();
-    if (!ctx || !name || !value)
+    if (!locked_ctx || !name || !value)
         return vdnn_fail(-EINVAL, "feature_get: %s is NULL",
-                         !ctx ? "context" : !name ? "name" : "value");
-    return vdnn_feature_collector_get(ctx->fc, name, index, value);
+                         !locked_ctx ? "context" : !name ? "name" : "value");
+    VmafDnnContext *ctx = enter(locked_ctx);
+    int rc = vdnn_feature_collector_get(ctx->fc, name, index, value);
+    leave(ctx);
+    return rc;
 }
 
-size_t vmaf_dnn_feature_count(const VmafDnnContext *ctx)
+size_t vmaf_dnn_feature_count(const VmafDnnContext *locked_ctx)
 {
-    return ctx ? vdnn_feature_collector_feature_count(ctx->fc) : 0;
+    if (!locked_ctx)
+        return 0;
+    VmafDnnContext *ctx = enter(locked_ctx);
+    size_t n = vdnn_feature_collector_feature_count(ctx->fc);
+    leave(ctx);
+    return n;
 }
 
-const char *vmaf_dnn_feature_name(const VmafDnnContext *ctx, size_t feature)
+const char *vmaf_dnn_feature_name(const VmafDnnContext *locked_ctx, size_t feature)
 {
-    return ctx ? vdnn_feature_collector_feature_name(ctx->fc, feature) : NULL;
+    if (!locked_ctx)
+        return NULL;
+    VmafDnnContext *ctx = enter(locked_ctx);
+    const char *name = vdnn_feature_collector_feature_name(ctx->fc, feature);
+    leave(ctx);
+    return name;
 }
 
-unsigned vmaf_dnn_frame_count(const VmafDnnContext *ctx)
+unsigned vmaf_dnn_frame_count(const VmafDnnContext *locked_ctx)
 {
-    return ctx ? vdnn_feature_collector_frame_count(ctx->fc) : 0;
+    if (!locked_ctx)
+        return 0;
+    VmafDnnContext *ctx = enter(locked_ctx);
+    unsigned n = vdnn_feature_collector_frame_count(ctx->fc);
+    leave(ctx);
+    return n;
 }
 
-int vmaf_dnn_feature_pool(const VmafDnnContext *ctx, const char *name, VmafDnnPoolMethod method,
-                          unsigned first, unsigned last, double *out)
+int vmaf_dnn_feature_pool(const VmafDnnContext *locked_ctx, const char *name,
+                          VmafDnnPoolMethod method, unsigned first, unsigned last, double *out)
 {
     vdnn_clear_error();
-    if (!ctx || !name || !out)
+    if (!locked_ctx || !name || !out)
         return vdnn_fail(-EINVAL, "feature_pool: %s is NULL",
-                         !ctx ? "context" : !name ? "name" : "out");
+                         !locked_ctx ? "context" : !name ? "name" : "out");
     if ((unsigned)method > VMAF_DNN_POOL_HARMONIC_MEAN)
         return vdnn_fail(-EINVAL, "feature_pool: unknown pool method %d", (int)method);
     VdnnFeaturePool pool;
+    VmafDnnContext *ctx = enter(locked_ctx);
     int rc = vdnn_feature_pool(ctx->fc, name, first, last, &pool);
+    leave(ctx);
     if (rc)
         return rc;
     switch (method) {
@@ -440,20 +632,32 @@ static int report_args(const VmafDnnContext *ctx, const void *target, VmafDnnOut
     return 0;
 }
 
-int vmaf_dnn_write_output(const VmafDnnContext *ctx, const char *path, VmafDnnOutputFormat fmt)
+int vmaf_dnn_write_output(const VmafDnnContext *locked_ctx, const char *path,
+                          VmafDnnOutputFormat fmt)
 {
     vdnn_clear_error();
     VdnnReportFormat format = VDNN_REPORT_JSON;
     VdnnReportInfo info;
-    int rc = report_args(ctx, path, fmt, &format, &info);
-    return rc ? rc : vdnn_write_report_path(ctx->fc, format, path, &info);
+    int rc = report_args(locked_ctx, path, fmt, &format, &info);
+    if (rc)
+        return rc;
+    VmafDnnContext *ctx = enter(locked_ctx);
+    rc = vdnn_write_report_path(ctx->fc, format, path, &info);
+    leave(ctx);
+    return rc;
 }
 
-int vmaf_dnn_write_output_file(const VmafDnnContext *ctx, FILE *f, VmafDnnOutputFormat fmt)
+int vmaf_dnn_write_output_file(const VmafDnnContext *locked_ctx, FILE *f,
+                               VmafDnnOutputFormat fmt)
 {
     vdnn_clear_error();
     VdnnReportFormat format = VDNN_REPORT_JSON;
     VdnnReportInfo info;
-    int rc = report_args(ctx, f, fmt, &format, &info);
-    return rc ? rc : vdnn_write_report(ctx->fc, format, f, &info);
+    int rc = report_args(locked_ctx, f, fmt, &format, &info);
+    if (rc)
+        return rc;
+    VmafDnnContext *ctx = enter(locked_ctx);
+    rc = vdnn_write_report(ctx->fc, format, f, &info);
+    leave(ctx);
+    return rc;
 }

@@ -9,8 +9,6 @@
 #include "error.h"
 #include "resize.h"
 
-#define RESIZE_MAX_DIM 32768u
-
 void vdnn_plane_normalise(const void *data, ptrdiff_t stride, unsigned w, unsigned h,
                           unsigned bpc, float *dst)
 {
@@ -88,10 +86,10 @@ int vdnn_resizer_prepare(VdnnResizer *r, VmafDnnResize mode, unsigned sw, unsign
                                                        : 0;
     if (!taps)
         return vdnn_fail(-EINVAL, "resize: mode %d is not a filter", (int)mode);
-    if (!sw || !sh || !dw || !dh || sw > RESIZE_MAX_DIM || sh > RESIZE_MAX_DIM ||
-        dw > RESIZE_MAX_DIM || dh > RESIZE_MAX_DIM)
-        return vdnn_fail(-EINVAL, "resize: %ux%u -> %ux%u is outside 1..%u", sw, sh, dw, dh,
-                         RESIZE_MAX_DIM);
+    if (!sw || !sh || !dw || !dh || sw > VMAF_DNN_MAX_DIMENSION || sh > VMAF_DNN_MAX_DIMENSION ||
+        dw > VMAF_DNN_MAX_DIMENSION || dh > VMAF_DNN_MAX_DIMENSION)
+        return vdnn_fail(-EINVAL, "resize: %ux%u -> %ux%u is outside 1..%d", sw, sh, dw, dh,
+                         VMAF_DNN_MAX_DIMENSION);
     if (r->rows && r->mode == mode && r->sw == sw && r->sh == sh && r->dw == dw && r->dh == dh)
         return 0;
 

@@ -45,7 +45,7 @@ typedef struct VdnnResizer {
 } VdnnResizer;
 
 /* Sets the resizer up for sw x sh -> dw x dh with `mode` (NEAREST, BILINEAR
- * or BICUBIC); a no-op when it already is. Sizes are 1..32768.
+ * or BICUBIC); a no-op when it already is. Sizes are 1..VMAF_DNN_MAX_DIMENSION.
  * Returns 0, -EINVAL (another mode or a size out of range: a programming
  * error), -ENOMEM (the resizer is then released). */
 int vdnn_resizer_prepare(VdnnResizer *r, VmafDnnResize mode, unsigned sw, unsigned sh,

@@ -2,6 +2,7 @@
  * tiny-model rules (documented on vmaf_dnn_use_tiny_model), decides how its
  * inputs are fed and what its outputs are called, and runs it per frame. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +11,6 @@
 #include "resize.h"
 #include "sidecar.h"
 #include "tiny_model.h"
-
-/* The largest H or W a model may take; keeps H * W * 4 bytes far from
- * overflow, like the session API's plane limit. */
-#define TINY_MAX_DIM 32768
 
 /* Fallback keys tried per output slot before giving up with -EEXIST. */
 #define TINY_KEY_ATTEMPTS 100
@@ -27,10 +24,12 @@ struct VdnnTinyModel {
     VmafDnnSession *session;
     VmafDnnModelKind kind;
     VmafDnnResize resize;    /* resolved: NONE or a filter */
+    uint64_t max_memory_bytes; /* the policy's budget for per-frame buffers; 0: none */
 
     /* Image inputs: [reference, distorted] (FR) or [distorted] (NR). */
     size_t n_image;
     const char *image_name[2];     /* owned by the session */
+    size_t n_image_fp16;           /* FLOAT16 ones: the session keeps a half copy */
     int64_t model_h, model_w;      /* -1: symbolic, the first frame's size */
     unsigned locked_h, locked_w;   /* that size; 0 before the first frame */
     int64_t image_shape[4];        /* {1, 1, H, W} of the current frame */
@@ -111,9 +110,9 @@ static int check_image_dim(const VdnnTinyModel *m, const VmafDnnTensorInfo *in, 
         return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" has a symbolic %s; re-export the "
                          "model at a fixed resolution, or set \"native_resolution\": true in "
                          "its sidecar to run it at the frame's size", m->path, in->name, what);
-    if (v == 0 || v > TINY_MAX_DIM)
+    if (v == 0 || v > VMAF_DNN_MAX_DIMENSION)
         return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" has a %s of %lld; tiny models take "
-                         "1..%d", m->path, in->name, what, v, TINY_MAX_DIM);
+                         "1..%d", m->path, in->name, what, v, VMAF_DNN_MAX_DIMENSION);
     return 0;
 }
 
@@ -232,8 +231,10 @@ static int bind_images(VdnnTinyModel *m, const size_t *image_slot)
 static int decide_image_size(VdnnTinyModel *m, const size_t *image_slot)
 {
     VmafDnnTensorInfo first = input_info(m, image_slot[0]);
+    m->n_image_fp16 = first.type == VMAF_DNN_TYPE_FLOAT16;
     for (size_t k = 1; k < m->n_image; k++) {
         VmafDnnTensorInfo other = input_info(m, image_slot[k]);
+        m->n_image_fp16 += other.type == VMAF_DNN_TYPE_FLOAT16;
         if (other.shape[2] != first.shape[2] || other.shape[3] != first.shape[3]) {
             char a[64], b[64];
             return vdnn_fail(-ENOTSUP, "model %s: image inputs \"%s\" %s and \"%s\" %s differ in "
@@ -368,6 +369,71 @@ static int setup_outputs(VdnnTinyModel *m)
         m->outputs[s] = (VmafDnnOutput){.name = out.name, .data = &m->value[s], .capacity = 1};
     }
     return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Memory budget of the per-frame buffers                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Bytes the model's per-frame buffers take for a frame of fw x fh fed at
+ * tw x th: the context's fp32 luma planes it reads (one per image input);
+ * when `resized`, the resized planes and the resizer's row pass; and the
+ * session's FLOAT16 copies of FLOAT16 image inputs. The resizer's tap
+ * tables (O(W + H)) are left out. 64-bit: 2 x 3 x 32768^2 x 4 fits. */
+static uint64_t frame_bytes(const VdnnTinyModel *m, uint64_t fw, uint64_t fh, uint64_t tw,
+                            uint64_t th, int resized)
+{
+    uint64_t bytes = m->n_image * fw * fh * sizeof(float);
+    if (resized)
+        bytes += m->n_image * tw * th * sizeof(float) + fh * tw * sizeof(float);
+    return bytes + m->n_image_fp16 * tw * th * sizeof(uint16_t);
+}
+
+static int check_budget(const VdnnTinyModel *m, uint64_t bytes, const char *when, int resized)
+{
+    if (!m->max_memory_bytes || bytes <= m->max_memory_bytes)
+        return 0;
+    return vdnn_fail(-EDQUOT, "model %s: input \"%s\" %s needs %llu bytes of per-frame buffers "
+                     "(fp32 planes%s), above the policy's max_memory_bytes of %llu", m->path,
+                     m->image_name[0], when, (unsigned long long)bytes,
+                     resized ? " and resize scratch" : "",
+                     (unsigned long long)m->max_memory_bytes);
+}
+
+/* At attach, the least any frame needs: a frame at the model's own size
+ * (no resize). A model that fails this can never score a frame. Symbolic
+ * sizes are known only at the first frame (vdnn_tiny_model_check_frame). */
+static int check_attach_budget(const VdnnTinyModel *m)
+{
+    if (!m->n_image || m->model_w < 0 || m->model_h < 0)
+        return 0;
+    char when[96];
+    snprintf(when, sizeof(when), "of %lldx%lld", (long long)m->model_w, (long long)m->model_h);
+    return check_budget(m, frame_bytes(m, (uint64_t)m->model_w, (uint64_t)m->model_h,
+                                       (uint64_t)m->model_w, (uint64_t)m->model_h, 0),
+                        when, 0);
+}
+
+int vdnn_tiny_model_check_frame(const VdnnTinyModel *m, unsigned w, unsigned h)
+{
+    if (!m->n_image)
+        return 0;
+    const unsigned tw = m->model_w < 0 ? w : (unsigned)m->model_w;
+    const unsigned th = m->model_h < 0 ? h : (unsigned)m->model_h;
+    const int resized = (tw != w || th != h) && m->resize != VMAF_DNN_RESIZE_NONE;
+    char when[96];
+    snprintf(when, sizeof(when), "at %ux%u for a %ux%u frame", tw, th, w, h);
+    return check_budget(m, frame_bytes(m, w, h, tw, th, resized), when, resized);
+}
+
+static uint64_t policy_memory(const VmafDnnModelPolicy *policy)
+{
+    VmafDnnModelPolicy defaults;
+    if (!policy) {
+        vmaf_dnn_default_model_policy(&defaults);
+        policy = &defaults;
+    }
+    return policy->max_memory_bytes;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -534,13 +600,17 @@ int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt)
         rc = setup_outputs(m);
     if (!rc)
         rc = check_cap(m);
+    if (!rc) {
+        m->resize = pick_resize(m->sc, opt->resize, opt->context_resize);
+        m->max_memory_bytes = policy_memory(opt->policy);
+        rc = check_attach_budget(m);
+    }
     if (!rc)
         rc = assign_keys(m, opt);
     if (rc) {
         vdnn_tiny_model_close(m);
         return rc;
     }
-    m->resize = pick_resize(m->sc, opt->resize, opt->context_resize);
     *out = m;
     return 0;
 }
@@ -562,6 +632,11 @@ void vdnn_tiny_model_close(VdnnTinyModel *m)
     vdnn_sidecar_free(m->sc);
     free(m->path);
     free(m);
+}
+
+void vdnn_tiny_model_cancel(VdnnTinyModel *m)
+{
+    vmaf_dnn_session_cancel(m->session);
 }
 
 const char *vdnn_tiny_model_path(const VdnnTinyModel *m)

@@ -5,7 +5,8 @@
  *
  * Ownership: a VdnnTinyModel owns its session, sidecar, keys and buffers;
  * every pointer it hands out stays valid until vdnn_tiny_model_close().
- * Thread-safety: none; the context serialises calls.
+ * Thread-safety: none; the context serialises calls. Only
+ * vdnn_tiny_model_cancel may be called while another thread runs the model.
  */
 #ifndef VMAFDNN_TINY_MODEL_H
 #define VMAFDNN_TINY_MODEL_H
@@ -50,6 +51,17 @@ int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt);
 
 /* NULL-safe. */
 void vdnn_tiny_model_close(VdnnTinyModel *m);
+
+/* Makes the model's run in flight (on another thread) return -ECANCELED
+ * (vmaf_dnn_session_cancel). Thread-safe; the caller keeps m alive. */
+void vdnn_tiny_model_cancel(VdnnTinyModel *m);
+
+/* Checks that the model's per-frame buffers for a w x h frame (the fp32
+ * luma planes it reads, resize scratch when the frame will be resized,
+ * FLOAT16 copies) fit the policy's max_memory_bytes, before any of them is
+ * allocated. Native-resolution models meet their real size here first.
+ * Returns 0 or -EDQUOT naming the input, the sizes and the bytes. */
+int vdnn_tiny_model_check_frame(const VdnnTinyModel *m, unsigned w, unsigned h);
 
 const char *vdnn_tiny_model_path(const VdnnTinyModel *m);
 VmafDnnModelKind vdnn_tiny_model_kind(const VdnnTinyModel *m);
