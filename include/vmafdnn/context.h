@@ -54,8 +54,8 @@ extern "C" {
  * (-EINVAL with a message naming the picture and plane):
  *   - bpc is 8..16. bpc 8: one uint8_t per sample; bpc 9..16: one uint16_t
  *     per sample (native endianness), so data[] and stride[] must be even.
- *   - data[0] is not NULL; w[0] and h[0] are 1..32768; stride[0] (bytes
- *     from one row to the next, > 0) holds at least a row.
+ *   - data[0] is not NULL; w[0] and h[0] are 1..VMAF_DNN_MAX_DIMENSION;
+ *     stride[0] (bytes from one row to the next, > 0) holds at least a row.
  *   - data[1] and data[2] (U, V) may be NULL, in which case their w, h and
  *     stride are ignored; when set they follow the rules of data[0].
  * A model sees luma as float sample / (2^bpc - 1), so bpc must be the real
@@ -183,7 +183,9 @@ typedef enum VmafDnnModelKind {
  *     in every image input; H and W are 1..VMAF_DNN_MAX_DIMENSION. The
  *     per-frame buffers the model needs (its inputs as fp32, resize scratch)
  *     must fit the policy's max_memory_bytes: else -EDQUOT at attach, naming
- *     the input and the bytes it would need. A symbolic H or W is
+ *     the input and the bytes it would need, when even a frame of the
+ *     model's own size cannot fit (every frame is checked again, see
+ *     vmaf_dnn_read_pictures). A symbolic H or W is
  *     refused unless the sidecar says "native_resolution": true: then it
  *     takes the size of the first frame the model sees, and a later frame of
  *     another size fails with -ERANGE.
@@ -287,8 +289,14 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
  * not fit a model: the message names the sizes and the model); -EEXIST (the
  * frame already has a value from an attached model); -ENOENT (a FEATURES
  * input has no value for this frame: the message names the feature, frame
- * and model); -ENOTSUP (a model returned more than one value);
- * -ENOMEM; and the codes of vmaf_dnn_session_run (-EIO, ...).
+ * and model); -ENOTSUP (a model returned more than one value); -EDQUOT
+ * (a model's per-frame buffers for this frame: the fp32 luma planes it
+ * reads, resize scratch, FLOAT16 copies, exceed its policy's
+ * max_memory_bytes; checked before anything is allocated or run, so the
+ * frame stays unscored; a native-resolution model meets its real size
+ * here); -ECANCELED (vmaf_dnn_context_cancel: the models before the
+ * cancelled one keep their scores); -ENOMEM; and the codes of
+ * vmaf_dnn_session_run (-EIO, -ENOEXEC, -ETIMEDOUT, ...).
  */
 VMAF_DNN_API int vmaf_dnn_read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
                                         const VmafDnnPicture *dist, unsigned index);
