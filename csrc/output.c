@@ -1,12 +1,20 @@
+#define _GNU_SOURCE /* O_TMPFILE, linkat of /proc/self/fd, getrandom */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <locale.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -414,11 +422,14 @@ static void write_csv(Report *r, FILE *f)
 
 /* --------------------------------------------------------------- output -- */
 
+/* _GNU_SOURCE (above) selects GNU strerror_r, which returns the text. */
 static const char *errno_text(int e, char *buf, size_t size)
 {
-    if (e == 0 || strerror_r(e, buf, size) != 0)
+    if (e == 0) {
         snprintf(buf, size, "unknown error %d", e);
-    return buf;
+        return buf;
+    }
+    return strerror_r(e, buf, size);
 }
 
 /* Writes the whole report and flushes it. `target` names the file for the
@@ -470,8 +481,8 @@ int vdnn_write_report(const VdnnFeatureCollector *fc, VdnnReportFormat fmt, FILE
 static int io_fail(const char *what, const char *file)
 {
     char buf[128];
-    return vdnn_fail(-EIO, "cannot %s \"%s\": %s", what, file,
-                     errno_text(errno, buf, sizeof(buf)));
+    int e = errno;
+    return vdnn_fail(-EIO, "cannot %s \"%s\": %s", what, file, errno_text(e, buf, sizeof(buf)));
 }
 
 /* A device, FIFO or socket (/dev/stdout, a pipe) has no contents to keep
@@ -488,41 +499,313 @@ static int write_in_place(Report *r, VdnnReportFormat fmt, const char *path)
     return err;
 }
 
-/* The atomic path: write "<path>.tmp", sync it, rename it over path. */
-static int write_replacing(Report *r, VdnnReportFormat fmt, const char *path)
-{
-    size_t len = strlen(path);
-    char *tmp = malloc(len + sizeof(".tmp"));
-    if (!tmp)
-        return vdnn_fail(-ENOMEM, "out of memory writing report \"%s\"", path);
-    memcpy(tmp, path, len);
-    memcpy(tmp + len, ".tmp", sizeof(".tmp"));
+/* Off only in tests, to run the named-temporary fallback on a file system
+ * that has O_TMPFILE. */
+static _Atomic bool use_tmpfile = true;
 
-    int err = 0;
-    /* O_NOFOLLOW: a link planted at the temporary name must not redirect
-     * the write elsewhere. */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        err = io_fail("create", tmp);
-        goto done;
+void vdnn_output_use_tmpfile(bool enabled)
+{
+    use_tmpfile = enabled;
+}
+
+/* Where a report at a given path really goes: the directory that will hold
+ * it (opened, so that every later step is relative to this one directory
+ * even if its path is renamed meanwhile) and the name in it. */
+typedef struct Target {
+    char *path; /* the path with every symbolic link in its last component
+                   followed: what messages name */
+    int dir;    /* descriptor of its directory */
+    const char *name; /* points into path */
+} Target;
+
+static void target_close(Target *t)
+{
+    if (t->dir >= 0)
+        close(t->dir);
+    free(t->path);
+    *t = (Target){.dir = -1};
+}
+
+/* Follows a chain of symbolic links at the last component, as open() would,
+ * so that the report replaces the link's target and the link stays. A
+ * dangling link resolves to the path it names (created like `echo > link`
+ * would). Directory components are left to the kernel. */
+static int resolve_target(const char *path, Target *t)
+{
+    *t = (Target){.dir = -1};
+    char *cur = strdup(path);
+    if (!cur)
+        return vdnn_fail(-ENOMEM, "out of memory writing report \"%s\"", path);
+    for (int hops = 0;; hops++) {
+        struct stat st;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+            break;
+        if (hops == 40) {
+            free(cur);
+            return vdnn_fail(-ELOOP, "cannot write report \"%s\": more than 40 symbolic links "
+                             "to follow (a loop?)", path);
+        }
+        char link[PATH_MAX];
+        ssize_t n = readlink(cur, link, sizeof(link) - 1);
+        if (n < 0 || (size_t)n >= sizeof(link) - 1) {
+            int err = n < 0 ? io_fail("read the symbolic link", cur)
+                            : vdnn_fail(-ENAMETOOLONG, "symbolic link \"%s\" is too long", cur);
+            free(cur);
+            return err;
+        }
+        link[n] = '\0';
+        /* A relative link is relative to the link's own directory. */
+        const char *slash = strrchr(cur, '/');
+        size_t keep = link[0] == '/' || !slash ? 0 : (size_t)(slash - cur) + 1;
+        char *next = malloc(keep + (size_t)n + 1);
+        if (!next) {
+            free(cur);
+            return vdnn_fail(-ENOMEM, "out of memory writing report \"%s\"", path);
+        }
+        memcpy(next, cur, keep);
+        memcpy(next + keep, link, (size_t)n + 1);
+        free(cur);
+        cur = next;
     }
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        err = io_fail("open", tmp);
-        close(fd);
-        unlink(tmp);
-        goto done;
+
+    size_t len = strlen(cur);
+    while (len > 1 && cur[len - 1] == '/') /* "dir/report.json/" */
+        cur[--len] = '\0';
+    char *slash = strrchr(cur, '/');
+    t->path = cur;
+    t->name = slash ? slash + 1 : cur;
+    if (!*t->name || strcmp(t->name, ".") == 0 || strcmp(t->name, "..") == 0) {
+        target_close(t);
+        return vdnn_fail(-EINVAL, "report path \"%s\" does not name a file", path);
     }
-    err = emit(r, fmt, f, tmp);
-    if (!err && fsync(fd) != 0)
-        err = io_fail("sync", tmp);
-    if (fclose(f) != 0 && !err)
-        err = io_fail("close", tmp);
-    if (!err && rename(tmp, path) != 0)
-        err = io_fail("rename over", path);
+    const char *dir = ".";
+    if (slash == cur) {
+        dir = "/";
+    } else if (slash) {
+        *slash = '\0';
+        dir = cur;
+    }
+    t->dir = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int err = t->dir < 0 ? io_fail("open the directory", dir) : 0;
+    if (slash && slash != cur)
+        *slash = '/';
     if (err)
-        unlink(tmp);
-done:
+        target_close(t);
+    return err;
+}
+
+/* Bytes of the random part of a temporary name, and its alphabet. */
+#define TMP_RANDOM 6
+static const char tmp_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/* "<name>.XXXXXX", with the name cut so that the whole fits NAME_MAX; the
+ * caller fills the X's. */
+static char *tmp_name_for(const char *name)
+{
+    size_t len = strlen(name);
+    if (len > NAME_MAX - 1 - TMP_RANDOM)
+        len = NAME_MAX - 1 - TMP_RANDOM;
+    char *tmp = malloc(len + 1 + TMP_RANDOM + 1);
+    if (tmp) {
+        memcpy(tmp, name, len);
+        tmp[len] = '.';
+        memset(tmp + len + 1, 'X', TMP_RANDOM);
+        tmp[len + 1 + TMP_RANDOM] = '\0';
+    }
+    return tmp;
+}
+
+static void randomise_tmp_name(char *tmp)
+{
+    static _Atomic unsigned long counter;
+    unsigned char bytes[TMP_RANDOM];
+    if (getrandom(bytes, sizeof(bytes), GRND_NONBLOCK) != (ssize_t)sizeof(bytes)) {
+        /* No entropy yet: unique per process and call is all O_EXCL needs. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned long x = (unsigned long)ts.tv_nsec ^ ((unsigned long)getpid() << 16) ^
+                          (counter++ * 2654435761UL);
+        for (size_t i = 0; i < sizeof(bytes); i++, x >>= 5)
+            bytes[i] = (unsigned char)x;
+    }
+    char *x = tmp + strlen(tmp) - TMP_RANDOM;
+    for (size_t i = 0; i < TMP_RANDOM; i++)
+        x[i] = tmp_alphabet[bytes[i] % (sizeof(tmp_alphabet) - 1)];
+}
+
+/* Does `entry` look like a temporary name made by tmp_name_for(prefix)? */
+static bool is_tmp_name(const char *entry, const char *tmp_template)
+{
+    size_t stem = strlen(tmp_template) - TMP_RANDOM;
+    if (strlen(entry) != stem + TMP_RANDOM || strncmp(entry, tmp_template, stem) != 0)
+        return false;
+    return strspn(entry + stem, tmp_alphabet) == TMP_RANDOM;
+}
+
+/* A temporary file last modified longer ago than this whose lock is free was
+ * left by a writer that died (SIGKILL, power loss) in the fallback path:
+ * removed. The age spares a file that another writer has just created and
+ * not yet locked. */
+#define STALE_TMP_SECONDS 60
+
+/* Removes the stale temporaries of earlier fallback writes of this report.
+ * A live writer holds flock() on its temporary until it is renamed, and the
+ * kernel drops the lock when that writer dies, so a free lock on an old file
+ * means its writer is gone. Best effort: failures are ignored. */
+static void remove_stale_tmps(const Target *t, const char *tmp_template)
+{
+    int fd = openat(t->dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        struct stat st;
+        if (!is_tmp_name(e->d_name, tmp_template) ||
+            fstatat(t->dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            now.tv_sec - st.st_mtim.tv_sec < STALE_TMP_SECONDS)
+            continue;
+        int f = openat(t->dir, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (f < 0)
+            continue;
+        if (flock(f, LOCK_EX | LOCK_NB) == 0)
+            unlinkat(t->dir, e->d_name, 0);
+        close(f);
+    }
+    closedir(d);
+}
+
+/* Creates the file the report is written into, in the target's directory:
+ * unnamed (O_TMPFILE) where the file system allows it, so that no name is
+ * visible while it is written; else under a fresh "<name>.XXXXXX"
+ * (O_EXCL, never a name another writer holds), locked for
+ * remove_stale_tmps(). Mode 0666 & ~umask, as open(2) gives a new file. */
+static int create_tmp(const Target *t, char *tmp, bool *named)
+{
+    int fd = -1;
+    *named = false;
+    if (use_tmpfile) {
+        fd = openat(t->dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+        if (fd >= 0)
+            return fd;
+        /* Anything but "not supported here" is a real failure (EACCES,
+         * ENOSPC, EROFS...) the fallback would only meet again. */
+        if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL && errno != ENOENT)
+            return io_fail("create a file in the directory of", t->path);
+    }
+    remove_stale_tmps(t, tmp);
+    for (int attempt = 0; attempt < 100; attempt++) {
+        randomise_tmp_name(tmp);
+        fd = openat(t->dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            *named = true;
+            flock(fd, LOCK_EX);
+            return fd;
+        }
+        if (errno != EEXIST)
+            break;
+    }
+    return io_fail("create a temporary file beside", t->path);
+}
+
+/* Gives the new file what the report it replaces had: permission bits (so a
+ * private 0600 report stays private) and, where permitted (root, or a group
+ * the caller belongs to), owner and group. Done before a single byte is
+ * written, so the contents are never readable under looser bits. */
+static int keep_attributes(const Target *t, int fd)
+{
+    struct stat st;
+    if (fstatat(t->dir, t->name, &st, 0) != 0 || !S_ISREG(st.st_mode))
+        return 0; /* a new report: 0666 & ~umask from create_tmp() */
+    struct stat mine;
+    if (fstat(fd, &mine) == 0 && (mine.st_uid != st.st_uid || mine.st_gid != st.st_gid)) {
+        /* chown first: it may clear set-id bits that fchmod then restores. */
+        if (fchown(fd, st.st_uid, st.st_gid) != 0 && fchown(fd, (uid_t)-1, st.st_gid) != 0) {
+            /* Not permitted: the report becomes the caller's. */
+        }
+    }
+    if (fchmod(fd, st.st_mode & 07777) != 0)
+        return io_fail("set the permissions of the new", t->path);
+    return 0;
+}
+
+/* Gives the finished file its name. The catchable termination signals are
+ * blocked for the few system calls in between, so that SIGINT or SIGTERM
+ * cannot kill the process half-way and leave a temporary name behind (the
+ * signal is delivered right after). */
+static int put_in_place(const Target *t, int fd, char *tmp, bool named)
+{
+    sigset_t block, saved;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGQUIT);
+    pthread_sigmask(SIG_BLOCK, &block, &saved);
+    int err = 0;
+    if (!named) {
+        /* linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the /proc link
+         * of the descriptor needs nothing. */
+        char proc[64];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        for (int attempt = 0; attempt < 100; attempt++) {
+            randomise_tmp_name(tmp);
+            if (linkat(AT_FDCWD, proc, t->dir, tmp, AT_SYMLINK_FOLLOW) == 0) {
+                named = true;
+                break;
+            }
+            if (errno != EEXIST)
+                break;
+        }
+        if (!named)
+            err = io_fail("give a name to the new", t->path);
+    }
+    if (!err && renameat(t->dir, tmp, t->dir, t->name) != 0)
+        err = io_fail("rename over", t->path);
+    if (err && named)
+        unlinkat(t->dir, tmp, 0);
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    return err;
+}
+
+/* The atomic path: a new file in the target's directory, written, synced,
+ * renamed over the target, then the directory synced so that the rename
+ * itself survives a crash. */
+static int write_replacing(Report *r, VdnnReportFormat fmt, const Target *t)
+{
+    char *tmp = tmp_name_for(t->name);
+    if (!tmp)
+        return vdnn_fail(-ENOMEM, "out of memory writing report \"%s\"", t->path);
+    bool named = false;
+    int fd = create_tmp(t, tmp, &named);
+    if (fd < 0) {
+        free(tmp);
+        return fd;
+    }
+    int err = keep_attributes(t, fd);
+    FILE *f = err ? NULL : fdopen(fd, "w");
+    if (!err && !f)
+        err = io_fail("open the new", t->path);
+    if (!err)
+        err = emit(r, fmt, f, t->path);
+    if (!err && fsync(fd) != 0)
+        err = io_fail("sync", t->path);
+    if (!err)
+        err = put_in_place(t, fd, tmp, named);
+    else if (named)
+        unlinkat(t->dir, tmp, 0);
+    /* Closing after the rename keeps the lock until the name is gone. */
+    if (f ? fclose(f) != 0 : close(fd) != 0) {
+        /* The data was synced: a close error cannot lose it. */
+    }
+    if (!err)
+        fsync(t->dir);
     free(tmp);
     return err;
 }
@@ -537,8 +820,15 @@ int vdnn_write_report_path(const VdnnFeatureCollector *fc, VdnnReportFormat fmt,
     if (err)
         return err;
     struct stat st;
-    bool special = stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
-    err = special ? write_in_place(&r, fmt, path) : write_replacing(&r, fmt, path);
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        err = write_in_place(&r, fmt, path);
+    } else {
+        Target t;
+        err = resolve_target(path, &t);
+        if (!err)
+            err = write_replacing(&r, fmt, &t);
+        target_close(&t);
+    }
     report_close(&r);
     return err;
 }

@@ -46,6 +46,7 @@
 #define VMAFDNN_OUTPUT_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -98,19 +99,41 @@ void vdnn_report_info_default(VdnnReportInfo *info);
 int vdnn_write_report(const VdnnFeatureCollector *fc, VdnnReportFormat fmt, FILE *f,
                       const VdnnReportInfo *info);
 
-/* Writes the report to `path` atomically: into "<path>.tmp" (created, or
- * truncated if a stale file is there; a symbolic link there is refused, not
- * followed), synced to disk, then renamed over `path`. On any failure the
- * temporary file is removed (unless it could not be created, in which case
- * whatever is at that name is left alone) and an existing `path` is left
- * exactly as it was: a report is either complete or absent. A symbolic link
- * at `path` is replaced, not followed. An existing device, FIFO or socket at
- * `path` (/dev/stdout, a pipe) is written in place instead, since renaming
- * over it would destroy it. Not meant for two writers racing on one path.
+/* Writes the report to `path` atomically, as a careful tool replaces a file:
+ *   - A symbolic link at `path` (a chain of them, up to 40) is followed: the
+ *     file it points to is replaced and the link itself stays. A dangling
+ *     link creates the file it names.
+ *   - The new contents go to a file created in the target's own directory:
+ *     unnamed (O_TMPFILE) where the file system supports it, else named
+ *     "<name>.XXXXXX" (random, created with O_EXCL: two writers never share
+ *     one). It is synced, given a unique name (O_TMPFILE: linked in through
+ *     /proc/self/fd), renamed over the target, and the directory is synced.
+ *     Readers see either the whole old report or the whole new one; of two
+ *     writers racing on one path, the last rename wins, whole.
+ *   - An existing report keeps its permission bits (0600 stays 0600) and,
+ *     where permitted, its owner and group; a new one gets 0666 & ~umask.
+ *     Other hard links to the old file keep the old contents.
+ *   - SIGINT, SIGTERM, SIGHUP and SIGQUIT are blocked during the few calls
+ *     that name the file and rename it, so such a signal never leaves a
+ *     temporary name behind. With O_TMPFILE no name exists before that, so
+ *     not even SIGKILL leaves one while the report is written. In the
+ *     fallback a kill during the write leaves "<name>.XXXXXX"; the next write
+ *     of the same report removes such files once they are 60 s old and no
+ *     writer holds their lock (each writer flock()s its own).
+ *   - On any failure the new file is removed and an existing report is left
+ *     exactly as it was: a report is either complete or absent.
+ *   - An existing device, FIFO or socket at `path` (/dev/stdout, a pipe) is
+ *     written in place instead, since renaming over it would destroy it.
  * Returns the codes of vdnn_write_report (-EINVAL also for a NULL or empty
- * path), with -EIO also for failures to create, sync, close or rename the
- * file (the message names the file and the system's reason). */
+ * path or one ending in "." or ".."), -ELOOP (more than 40 links),
+ * -ENAMETOOLONG (a link's text of PATH_MAX bytes or more), and -EIO for
+ * failures to open the directory, create, sync, name or rename the file
+ * (the message names the file and the system's reason). */
 int vdnn_write_report_path(const VdnnFeatureCollector *fc, VdnnReportFormat fmt,
                            const char *path, const VdnnReportInfo *info);
+
+/* Tests only: false makes vdnn_write_report_path() take its named-temporary
+ * fallback as on a file system without O_TMPFILE (process-wide). */
+void vdnn_output_use_tmpfile(bool enabled);
 
 #endif

@@ -1,13 +1,19 @@
 /* Tests of csrc/output.c: exact JSON/XML/CSV text for a small collector,
- * escaping, refusals, and the atomic path writer's failure behaviour. */
+ * escaping, refusals, and the atomic path writer: failures, symbolic links,
+ * modes, racing writers, a killed writer, and its named-temporary fallback. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <locale.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -415,61 +421,107 @@ static bool exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
+/* Names in `dir` other than . and .., sorted and joined by spaces: what a
+ * writer left behind. */
+static void dir_listing(const char *dir, char *out, size_t size)
+{
+    struct dirent **names = NULL;
+    int n = scandir(dir, &names, NULL, alphasort);
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        const char *name = names[i]->d_name;
+        if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
+            size_t used = strlen(out);
+            snprintf(out + used, size - used, "%s%s", used ? " " : "", name);
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+#define CHECK_LISTING(dir, want)                                                   \
+    do {                                                                           \
+        char listing_[1024];                                                       \
+        dir_listing(dir, listing_, sizeof(listing_));                              \
+        if (strcmp(listing_, want) != 0)                                           \
+            printf("%s:%d: directory has \"%s\", expected \"%s\"\n", __FILE__,     \
+                   __LINE__, listing_, want);                                      \
+        CHECK(strcmp(listing_, want) == 0);                                        \
+    } while (0)
+
+static mode_t mode_of(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_mode & 07777 : (mode_t)-1;
+}
+
+static char *make_dir(void)
+{
+    static char dir[64];
+    snprintf(dir, sizeof(dir), "/tmp/vdnn_test_output_XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    return dir;
+}
+
+/* A fresh directory, and `path` set to `name` in it. */
+static const char *make_dir_for(const char *name, char *path, size_t size)
+{
+    const char *dir = make_dir();
+    snprintf(path, size, "%s/%s", dir, name);
+    return dir;
+}
+
+static void remove_dir(const char *dir)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+}
+
 static void test_path(void)
 {
-    char dir[] = "/tmp/vdnn_test_output_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    char path[256], tmp[300], missing[256], target[256];
-    snprintf(path, sizeof(path), "%s/report.json", dir);
+    char path[256], tmp[300], missing[256];
+    const char *dir = make_dir_for("report.json", path, sizeof(path));
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     snprintf(missing, sizeof(missing), "%s/no/such/dir/report.json", dir);
-    snprintf(target, sizeof(target), "%s/target", dir);
 
     VdnnFeatureCollector *fc = sample_collector();
     VdnnReportInfo info = sample_info();
 
     CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_JSON, path, &info), 0);
     check_file(path, golden_json);
-    CHECK(!exists(tmp));
+    CHECK_LISTING(dir, "report.json");
     /* Replacing an existing report. */
     CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_CSV, path, &info), 0);
     check_file(path, golden_csv);
-    CHECK(!exists(tmp));
+    CHECK_LISTING(dir, "report.json");
 
-    /* Every failure below leaves the good report as it was, and no .tmp. */
+    /* Every failure below leaves the good report as it was, and nothing else. */
     VdnnFeatureCollector *bad = NULL;
     CHECK_EQ_INT(vdnn_feature_collector_init(&bad), 0);
     CHECK_EQ_INT(vdnn_feature_collector_append(bad, "not xml", 0, 1.0), 0);
     CHECK_EQ_INT(vdnn_write_report_path(bad, VDNN_REPORT_XML, path, NULL), -EINVAL);
     check_file(path, golden_csv);
-    CHECK(!exists(tmp));
+    CHECK_LISTING(dir, "report.json");
     vdnn_feature_collector_free(bad);
 
     CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_JSON, missing, NULL), -EIO);
-    CHECK_STR_CONTAINS(vdnn_last_error(), "report.json.tmp\": No such file or directory");
-    snprintf(missing, sizeof(missing), "%s/no", dir);
-    CHECK(!exists(missing));
+    CHECK_STR_CONTAINS(vdnn_last_error(), "no/such/dir\": No such file or directory");
+    CHECK_LISTING(dir, "report.json");
 
-    /* The temporary name is taken by a directory: cannot create. */
+    /* The old fixed temporary name means nothing any more: a directory or a
+     * planted link there is neither used nor touched. */
     CHECK_EQ_INT(mkdir(tmp, 0700), 0);
-    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_JSON, path, NULL), -EIO);
-    CHECK_STR_CONTAINS(vdnn_last_error(), "cannot create");
-    check_file(path, golden_csv);
+    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_JSON, path, NULL), 0);
     CHECK_EQ_INT(rmdir(tmp), 0);
-
-    /* A symbolic link at the temporary name is refused, not followed. */
-    FILE *t = fopen(target, "w");
-    CHECK(t != NULL);
-    if (t)
-        fclose(t);
-    CHECK_EQ_INT(symlink(target, tmp), 0);
-    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_JSON, path, NULL), -EIO);
+    CHECK_EQ_INT(symlink("elsewhere", tmp), 0);
+    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_CSV, path, &info), 0);
     check_file(path, golden_csv);
-    check_file(target, "");
+    CHECK_LISTING(dir, "report.json report.json.tmp");
     CHECK_EQ_INT(unlink(tmp), 0);
 
     /* A write failing half-way (file size limit: EFBIG, as a full disk would
-     * give ENOSPC) removes the partial temporary file. */
+     * give ENOSPC) leaves no partial file behind. */
     struct rlimit saved;
     CHECK_EQ_INT(getrlimit(RLIMIT_FSIZE, &saved), 0);
     void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
@@ -483,14 +535,16 @@ static void test_path(void)
     CHECK_STR_CONTAINS(vdnn_last_error(), "cannot write the XML report to");
     CHECK_STR_CONTAINS(vdnn_last_error(), "File too large");
     check_file(path, golden_csv);
-    CHECK(!exists(tmp));
+    CHECK_LISTING(dir, "report.json");
 
     /* A directory cannot be replaced by a report. */
-    char tmp_dir[300];
-    snprintf(tmp_dir, sizeof(tmp_dir), "%s.tmp", dir);
-    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_JSON, dir, NULL), -EIO);
+    char sub[256];
+    snprintf(sub, sizeof(sub), "%s/sub", dir);
+    CHECK_EQ_INT(mkdir(sub, 0700), 0);
+    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_JSON, sub, NULL), -EIO);
     CHECK_STR_CONTAINS(vdnn_last_error(), "cannot rename over");
-    CHECK(!exists(tmp_dir));
+    CHECK_LISTING(dir, "report.json sub");
+    CHECK_EQ_INT(rmdir(sub), 0);
 
     /* A character device is written in place, never replaced. */
     CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_JSON, "/dev/null", NULL), 0);
@@ -500,11 +554,203 @@ static void test_path(void)
 
     CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_JSON, NULL, NULL), -EINVAL);
     CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_JSON, "", NULL), -EINVAL);
+    snprintf(sub, sizeof(sub), "%s/..", dir);
+    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_JSON, sub, NULL), -EINVAL);
 
     vdnn_feature_collector_free(fc);
-    unlink(path);
-    unlink(target);
-    CHECK_EQ_INT(rmdir(dir), 0);
+    remove_dir(dir);
+}
+
+/* A link is followed: its target gets the report, the link stays a link. */
+static void test_symlinks(void)
+{
+    const char *dir = make_dir();
+    char sub[256], link[256], chain[256], target[256], dangling[256], loop[256];
+    snprintf(sub, sizeof(sub), "%s/data", dir);
+    snprintf(target, sizeof(target), "%s/data/report.json", dir);
+    snprintf(link, sizeof(link), "%s/link.json", dir);
+    snprintf(chain, sizeof(chain), "%s/chain.json", dir);
+    snprintf(dangling, sizeof(dangling), "%s/dangling.json", dir);
+    snprintf(loop, sizeof(loop), "%s/loop.json", dir);
+    CHECK_EQ_INT(mkdir(sub, 0700), 0);
+    CHECK_EQ_INT(symlink("data/report.json", link), 0); /* relative to the link */
+    CHECK_EQ_INT(symlink(link, chain), 0);              /* absolute, to a link */
+
+    VdnnFeatureCollector *fc = sample_collector();
+    VdnnReportInfo info = sample_info();
+    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_JSON, link, &info), 0);
+    struct stat st;
+    CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+    check_file(target, golden_json);
+    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_CSV, chain, &info), 0);
+    CHECK(lstat(chain, &st) == 0 && S_ISLNK(st.st_mode));
+    CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+    check_file(target, golden_csv);
+    CHECK_LISTING(dir, "chain.json data link.json");
+    CHECK_LISTING(sub, "report.json");
+
+    /* A dangling link creates what it names. */
+    CHECK_EQ_INT(symlink("data/new.json", dangling), 0);
+    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_CSV, dangling, &info), 0);
+    CHECK(lstat(dangling, &st) == 0 && S_ISLNK(st.st_mode));
+    check_file(dangling, golden_csv);
+    CHECK_LISTING(sub, "new.json report.json");
+
+    /* A loop is refused with ELOOP, touching nothing. */
+    CHECK_EQ_INT(symlink("loop.json", loop), 0);
+    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_CSV, loop, &info), -ELOOP);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "more than 40 symbolic links");
+    CHECK_LISTING(dir, "chain.json dangling.json data link.json loop.json");
+
+    vdnn_feature_collector_free(fc);
+    remove_dir(dir);
+}
+
+/* An existing report keeps its permission bits; a new one gets the umask's. */
+static void test_modes(void)
+{
+    char path[256], link[256];
+    const char *dir = make_dir_for("report.csv", path, sizeof(path));
+    snprintf(link, sizeof(link), "%s/link.csv", dir);
+    VdnnFeatureCollector *fc = sample_collector();
+
+    mode_t saved = umask(022);
+    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_CSV, path, NULL), 0);
+    CHECK_EQ_INT(mode_of(path), 0644);
+    CHECK_EQ_INT(chmod(path, 0600), 0);
+    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_CSV, path, NULL), 0);
+    CHECK_EQ_INT(mode_of(path), 0600);
+    CHECK_EQ_INT(chmod(path, 0640), 0);
+    CHECK_EQ_INT(symlink("report.csv", link), 0);
+    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_CSV, link, NULL), 0);
+    CHECK_EQ_INT(mode_of(path), 0640);
+    CHECK_EQ_INT(unlink(path), 0);
+    umask(077);
+    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_CSV, path, NULL), 0);
+    CHECK_EQ_INT(mode_of(path), 0600);
+    umask(saved);
+
+    vdnn_feature_collector_free(fc);
+    remove_dir(dir);
+}
+
+/* Two processes write 200 reports each to one path, alternating between two
+ * different texts, while this one reads it: every read is one whole report,
+ * and at the end only the report is in the directory. */
+static void test_concurrent_writers(void)
+{
+    char path[256];
+    const char *dir = make_dir_for("report.json", path, sizeof(path));
+    VdnnFeatureCollector *fc = sample_collector();
+    VdnnReportInfo info = sample_info();
+    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_JSON, path, &info), 0);
+
+    pid_t child[2];
+    for (int c = 0; c < 2; c++) {
+        child[c] = fork();
+        if (child[c] == 0) {
+            int failures = 0;
+            for (int i = 0; i < 200; i++) {
+                VdnnReportFormat fmt = (i + c) % 2 ? VDNN_REPORT_CSV : VDNN_REPORT_JSON;
+                failures += vdnn_write_report_path(fc, fmt, path, &info) != 0;
+            }
+            _exit(failures ? 1 : 0);
+        }
+        CHECK(child[c] > 0);
+    }
+    int reads = 0, torn = 0, running = 2;
+    while (running > 0) {
+        char *got = read_all(path);
+        reads++;
+        torn += !got || (strcmp(got, golden_json) != 0 && strcmp(got, golden_csv) != 0);
+        free(got);
+        for (int c = 0; c < 2; c++) {
+            int status;
+            if (child[c] > 0 && waitpid(child[c], &status, WNOHANG) == child[c]) {
+                CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+                child[c] = 0;
+                running--;
+            }
+        }
+    }
+    CHECK(reads > 0);
+    CHECK_EQ_INT(torn, 0);
+    CHECK_LISTING(dir, "report.json");
+    vdnn_feature_collector_free(fc);
+    remove_dir(dir);
+}
+
+/* SIGTERM (default action: die) at any moment of a stream of writes never
+ * leaves a temporary file: O_TMPFILE has no name while written, and the
+ * signal is held during the naming calls. */
+static void test_killed_writer(void)
+{
+    char path[256];
+    const char *dir = make_dir_for("report.json", path, sizeof(path));
+    VdnnFeatureCollector *fc = sample_collector();
+    VdnnReportInfo info = sample_info();
+    for (int round = 0; round < 20; round++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            for (;;)
+                vdnn_write_report_path(fc, VDNN_REPORT_JSON, path, &info);
+        }
+        CHECK(pid > 0);
+        const struct timespec pause = {0, (round % 5 + 1) * 1000 * 1000L};
+        nanosleep(&pause, NULL);
+        kill(pid, SIGTERM);
+        int status;
+        CHECK(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status) &&
+              WTERMSIG(status) == SIGTERM);
+        char listing[1024];
+        dir_listing(dir, listing, sizeof(listing));
+        CHECK(strcmp(listing, "report.json") == 0 || strcmp(listing, "") == 0);
+        if (exists(path))
+            check_file(path, golden_json);
+    }
+    vdnn_feature_collector_free(fc);
+    remove_dir(dir);
+}
+
+/* The named-temporary fallback (file systems without O_TMPFILE): the same
+ * guarantees for links, modes and racing writers, and the stale files of a
+ * killed writer are removed by the next write, but not a live writer's. */
+static void test_fallback(void)
+{
+    vdnn_output_use_tmpfile(false);
+    test_path();
+    test_symlinks();
+    test_modes();
+    test_concurrent_writers();
+
+    char path[256], stale[256], young[256], locked[256], other[256];
+    const char *dir = make_dir_for("report.json", path, sizeof(path));
+    snprintf(stale, sizeof(stale), "%s/report.json.Ab3dEf", dir);
+    snprintf(young, sizeof(young), "%s/report.json.young1", dir);
+    snprintf(locked, sizeof(locked), "%s/report.json.locked", dir);
+    snprintf(other, sizeof(other), "%s/report.json.not-a-tmp", dir);
+    const char *files[] = {stale, young, locked, other};
+    for (size_t i = 0; i < 4; i++) {
+        FILE *f = fopen(files[i], "w");
+        CHECK(f != NULL);
+        if (f)
+            fclose(f);
+    }
+    const struct timespec old[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+    CHECK_EQ_INT(utimensat(AT_FDCWD, stale, old, 0), 0);
+    CHECK_EQ_INT(utimensat(AT_FDCWD, locked, old, 0), 0);
+    CHECK_EQ_INT(utimensat(AT_FDCWD, other, old, 0), 0);
+    int held = open(locked, O_RDONLY);
+    CHECK(held >= 0 && flock(held, LOCK_EX) == 0);
+
+    VdnnFeatureCollector *fc = sample_collector();
+    CHECK_EQ_INT(vdnn_write_report_path(fc, VDNN_REPORT_CSV, path, NULL), 0);
+    CHECK_LISTING(dir, "report.json report.json.locked report.json.not-a-tmp "
+                       "report.json.young1");
+    close(held);
+    vdnn_feature_collector_free(fc);
+    remove_dir(dir);
+    vdnn_output_use_tmpfile(true);
 }
 
 int main(void)
@@ -516,5 +762,10 @@ int main(void)
     test_stream_errors();
     test_locale();
     test_path();
+    test_symlinks();
+    test_modes();
+    test_concurrent_writers();
+    test_killed_writer();
+    test_fallback();
     return check_report();
 }
