@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Fetches the reference libvmaf pieces that the VMAF graphs are generated from and checked against,
+# into a cache outside the source tree (neither is ours to commit):
+#   - imageio-ffmpeg 0.8.1: a static FFmpeg 9.0.2 built with libvmaf (the reference scorer);
+#   - ffmpeg-quality-metrics 3.13.0: libvmaf's model files (vmaf_v0.6.1, vmaf_4k_v0.6.1,
+#     vmaf_v0.6.1neg) and their licence.
+# Both come as wheels through pip's ordinary client (binary only, no dependencies, nothing
+# installed). Progress goes to stderr; stdout carries KEY=PATH lines:
+#   FFMPEG=...  VMAF_MODELS=...  VMAF_LICENSE=...
+# Running it again only prints the paths.
+set -euo pipefail
+
+cache_root="${VMAFDNN_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/vmafdnn}"
+dest="$cache_root/ref"
+ffmpeg="$dest/ffmpeg-linux-x86_64-v9.0.2"
+models="$dest/vmaf_models"
+models_needed=(vmaf_v0.6.1.json vmaf_4k_v0.6.1.json vmaf_v0.6.1neg.json)
+
+have_all() {
+    [ -x "$ffmpeg" ] || return 1
+    for m in "${models_needed[@]}"; do [ -f "$models/$m" ] || return 1; done
+    ls "$models"/LICENSE* >/dev/null 2>&1
+}
+
+print_paths() {
+    echo "FFMPEG=$ffmpeg"
+    echo "VMAF_MODELS=$models"
+    echo "VMAF_LICENSE=$(ls "$models"/LICENSE* | head -n 1)"
+}
+
+if have_all; then print_paths; exit 0; fi
+
+pip=(python3 -m pip)
+if [ -n "${VIRTUAL_ENV:-}" ] && [ -x "$VIRTUAL_ENV/bin/python" ]; then pip=("$VIRTUAL_ENV/bin/python" -m pip); fi
+
+mkdir -p "$dest"
+work=$(mktemp -d "$dest/fetch.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+echo "fetch_vmaf_reference: downloading imageio-ffmpeg 0.8.1 and ffmpeg-quality-metrics 3.13.0" >&2
+# The FFmpeg inside is a static x86-64 Linux binary: the wheel pip picks for this host is that one.
+"${pip[@]}" download -q --no-deps --only-binary=:all: -d "$work" imageio-ffmpeg==0.8.1 >&2
+"${pip[@]}" download -q --no-deps --only-binary=:all: -d "$work" ffmpeg-quality-metrics==3.13.0 >&2
+
+unzip_one() { # wheel, member path -> stdout
+    python3 - "$1" "$2" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z:
+    sys.stdout.buffer.write(z.read(sys.argv[2]))
+PY
+}
+
+wheel=$(ls "$work"/imageio_ffmpeg-0.8.1-*.whl | head -n 1)
+unzip_one "$wheel" imageio_ffmpeg/binaries/ffmpeg-linux-x86_64-v9.0.2 > "$work/ffmpeg"
+chmod +x "$work/ffmpeg"
+mv "$work/ffmpeg" "$ffmpeg"
+
+wheel=$(ls "$work"/ffmpeg_quality_metrics-3.13.0-*.whl | head -n 1)
+mkdir -p "$models"
+for m in "${models_needed[@]}"; do
+    unzip_one "$wheel" "ffmpeg_quality_metrics/vmaf_models/$m" > "$models/$m"
+done
+# The licence of the model files sits beside them in the wheel; take whatever LICENSE* is there.
+python3 - "$wheel" "$models" <<'PY'
+import os, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z:
+    names = [n for n in z.namelist()
+             if n.startswith("ffmpeg_quality_metrics/vmaf_models/")
+             and os.path.basename(n).upper().startswith("LICENSE")]
+    if not names:
+        sys.exit("fetch_vmaf_reference: no licence file next to the VMAF models in the wheel")
+    for n in names:
+        with open(os.path.join(sys.argv[2], os.path.basename(n)), "wb") as f:
+            f.write(z.read(n))
+PY
+
+have_all || { echo "fetch_vmaf_reference: incomplete fetch" >&2; exit 1; }
+print_paths

@@ -1,0 +1,569 @@
+"""Write VMAF (libvmaf's vmaf_v0.6.1 family) as ONNX graphs into a directory.
+
+Usage: python tools/gen_vmaf_models.py OUTDIR [MODELS_DIR]
+
+MODELS_DIR holds libvmaf's model files (vmaf_v0.6.1.json, vmaf_4k_v0.6.1.json,
+vmaf_v0.6.1neg.json); tools/fetch_vmaf_reference.sh fetches them into the build cache. They are
+read at generation time and never committed.
+
+Graphs written (opset 17, IR 8, only operators on the library's allow-list, no Loop):
+
+  vmaf_features.onnx       libvmaf's integer elementary features of one frame pair
+  vmaf_features_neg.onnx   the same with the enhancement-gain limits of vmaf_v0.6.1neg
+                           (vif_enhn_gain_limit = adm_enhn_gain_limit = 1.0)
+  vmaf_v0.6.1.onnx, vmaf_4k_v0.6.1.onnx, vmaf_v0.6.1neg.onnx
+                           the nu-SVR (RBF) of each model: normalised features -> score
+
+Features graph
+  inputs   reference, distorted, reference_prev: float [1,1,H,W], luma / (2^bpc - 1) as the
+           library feeds it (H, W symbolic); reference_prev is the previous frame's reference
+           (the frame itself for the first frame, which makes motion 0 as in libvmaf);
+           bpc: float [1], the source bit depth (8..16).
+  outputs  vif_scale0..vif_scale3, adm2, motion: float [1].
+  motion is libvmaf's per-frame SAD score (VMAF_integer_feature_motion_score); motion2, the
+  feature the model uses, is temporal: motion2[0] = 0, motion2[t] = min(motion[t], motion[t+1])
+  for 0 < t < N-1, motion2[N-1] = motion[N-1] (one frame of look-ahead; see docs/vmaf.md).
+
+SVM graph
+  inputs   adm2, motion2, vif_scale0..vif_scale3: float [1]; output vmaf: float [1].
+
+How the integer extractors are followed (libvmaf feature/integer_vif.c, integer_adm.c,
+integer_motion.c; the algorithms are reimplemented here, not translated):
+  * every feature works in 8-bit sample units: a b-bit sample s counts as s / 2^(b-8), which is
+    what libvmaf's per-bit-depth shifts amount to;
+  * motion is emulated exactly: the 5-tap blur with libvmaf's integer taps and its two rounding
+    shifts, in float32 arithmetic that stays below 2^24 (operands are split into 8-bit halves),
+    so the blurred frames are libvmaf's uint16 frames bit for bit; the SAD is summed in double;
+  * VIF uses libvmaf's integer filter tables (17/9/5/3 taps over 65536), reflect padding,
+    decimation by taking even rows and columns (floor(h/2) x floor(w/2)), and the integer
+    statistic's branches (sigma1^2 >= sigma_nsq: log terms; else 1 - sigma2^2 * 4/255^2,
+    numerator only when sigma12 > 0 and sigma2^2 > 0, the gain limit on g), evaluated in
+    floating point instead of through libvmaf's 16-bit log2 table;
+  * ADM uses libvmaf's integer db2 taps (over 32768), its mirror (reflect before, symmetric
+    after), the decoupling with the 1-degree angle test and the gain limit, the CSF factors
+    (scale 0 the fixed-point constants libvmaf hard-codes), the 3x3 contrast-masking threshold
+    (1/30 around, 1/15 in the middle, the same mirror) and the 10% border, in floating point.
+Numerics: fp32 filtering on frames centred on their mean (variances are shift-invariant), the
+covariance from Var(x - y) (accurate where the frames are close), every frame-wide sum in double.
+"""
+
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_builtin_models import INT64_MAX, IR_VERSION, OPSET, Graph  # noqa: E402
+
+PRODUCER = "vmafdnn-gen_vmaf_models"
+INT64_MIN = -INT64_MAX - 1
+
+MODEL_FILES = {
+    # graph name -> (model file, features graph)
+    "vmaf_v0.6.1": ("vmaf_v0.6.1.json", "vmaf_features"),
+    "vmaf_4k_v0.6.1": ("vmaf_4k_v0.6.1.json", "vmaf_features"),
+    "vmaf_v0.6.1neg": ("vmaf_v0.6.1neg.json", "vmaf_features_neg"),
+}
+FEATURES = ["vif_scale0", "vif_scale1", "vif_scale2", "vif_scale3", "adm2", "motion"]
+# libvmaf's names in the model files -> ours
+MODEL_FEATURE_NAMES = {
+    "VMAF_integer_feature_adm2_score": "adm2",
+    "VMAF_integer_feature_motion2_score": "motion2",
+    "VMAF_integer_feature_vif_scale0_score": "vif_scale0",
+    "VMAF_integer_feature_vif_scale1_score": "vif_scale1",
+    "VMAF_integer_feature_vif_scale2_score": "vif_scale2",
+    "VMAF_integer_feature_vif_scale3_score": "vif_scale3",
+}
+SVM_INPUTS = ["adm2", "motion2", "vif_scale0", "vif_scale1", "vif_scale2", "vif_scale3"]
+
+# --- libvmaf's constants ------------------------------------------------------------------------
+MOTION_TAPS = [3571, 16004, 26386, 16004, 3571]                       # over 65536
+VIF_TAPS = [
+    [489, 935, 1640, 2640, 3896, 5274, 6547, 7455, 7784, 7455, 6547, 5274, 3896, 2640, 1640, 935,
+     489],
+    [1244, 3663, 7925, 12590, 14692, 12590, 7925, 3663, 1244],
+    [3571, 16004, 26386, 16004, 3571],
+    [10904, 43728, 10904],
+]                                                                     # over 65536
+VIF_SIGMA_NSQ = 2.0
+VIF_SIGMA_MAX_INV = 4.0 / (255.0 * 255.0)
+DB2_LO = [15826, 27411, 7345, -4240]                                  # over 32768
+DB2_HI = [-4240, -7345, 27411, -15826]
+ADM_BORDER_FACTOR = 0.1
+ADM_NORM_VIEW_DIST = 3.0
+ADM_REF_DISPLAY_HEIGHT = 1080
+# Watson et al. 1997 noise-floor model, luma row, and the 7-9 basis amplitudes A[lambda][theta].
+ADM_A, ADM_K, ADM_F0, ADM_G = 0.495, 0.466, 0.401, [1.501, 1.0, 0.534, 1.0]
+ADM_BASIS_AMP = [
+    [0.62171, 0.67234, 0.72709, 0.67234],
+    [0.34537, 0.41317, 0.49428, 0.41317],
+    [0.18004, 0.22727, 0.28688, 0.22727],
+    [0.091401, 0.11792, 0.15214, 0.11792],
+]
+# Scale 0's CSF factors are fixed-point constants in libvmaf (for the default viewing distance).
+ADM_RFACTOR_S0 = [36453 / 2.0 ** 21, 36453 / 2.0 ** 21, 49417 / 2.0 ** 23]
+COS_1DEG_SQ = float(np.float32(math.cos(math.pi / 180.0) ** 2))
+
+
+def adm_rfactors(scale):
+    """1 / quantisation step for (h, v, d) at a scale, in float32 like libvmaf's dwt_quant_step."""
+    if scale == 0:
+        return ADM_RFACTOR_S0
+    f32 = np.float32
+    r = f32(ADM_NORM_VIEW_DIST * ADM_REF_DISPLAY_HEIGHT * math.pi / 180.0)
+    out = []
+    for theta in (1, 1, 2):
+        temp = f32(math.log10(2.0 ** (scale + 1) * f32(ADM_F0) * f32(ADM_G[theta]) / r))
+        q = f32(2.0 * f32(ADM_A) * 10.0 ** (f32(ADM_K) * temp * temp)
+                / f32(ADM_BASIS_AMP[scale][theta]))
+        out.append(float(f32(1.0) / q))
+    return out
+
+
+# --- graph helpers --------------------------------------------------------------------------------
+
+class G(Graph):
+    def f(self, v):
+        return self.const(v, np.float32)
+
+    def d(self, v):
+        return self.const(v, np.float64)
+
+    def i(self, v):
+        return self.const(v, np.int64)
+
+    def slice(self, x, start, end, axis, step=1):
+        return self.op("Slice", x, self.i([start]), self.i([end]), self.i([axis]), self.i([step]))
+
+    def pad(self, x, axis, before, after, mode_before="reflect", mode_after="reflect"):
+        """Mirror padding along one axis. reflect: ...cb|abc..., symmetric: ...ba|abc...
+        (and the same at the far end)."""
+        parts = []
+        if before:
+            if mode_before == "reflect":
+                parts.append(self.slice(x, before, 0, axis, -1))
+            else:
+                parts.append(self.slice(x, before - 1, INT64_MIN, axis, -1))
+        parts.append(x)
+        if after:
+            if mode_after == "reflect":
+                parts.append(self.slice(x, -2, -2 - after, axis, -1))
+            else:
+                parts.append(self.slice(x, -1, -1 - after, axis, -1))
+        return self.op("Concat", *parts, axis=axis) if len(parts) > 1 else x
+
+    def sep_conv(self, x, taps, channels, stride=1):
+        """Separable 'valid' filter with the same 1-D taps vertically and horizontally on every
+        channel of [N, C, H, W]."""
+        t = np.asarray(taps, np.float32)
+        k = len(t)
+        wv = self.f(np.tile(t.reshape(1, 1, k, 1), (channels, 1, 1, 1)))
+        wh = self.f(np.tile(t.reshape(1, 1, 1, k), (channels, 1, 1, 1)))
+        y = self.op("Conv", x, wv, group=channels, strides=[stride, 1])
+        return self.op("Conv", y, wh, group=channels, strides=[1, stride])
+
+    def sum_double(self, x):
+        return self.op("ReduceSum", self.op("Cast", x, to=TensorProto.DOUBLE), keepdims=0)
+
+    def dims(self, x):
+        """(H, W) of [1, 1, H, W] as int64 [1] tensors."""
+        shape = self.op("Shape", x)
+        return (self.op("Slice", shape, self.i([2]), self.i([3])),
+                self.op("Slice", shape, self.i([3]), self.i([4])))
+
+    def crop(self, x, h, w):
+        """x[..., :h, :w] with h, w int64 [1] tensors."""
+        zeros = self.i([0, 0])
+        return self.op("Slice", x, zeros, self.op("Concat", h, w, axis=0), self.i([2, 3]))
+
+    def to_output(self, x, name):
+        """Any-shape single value (float or double) -> float32 [1] output `name`."""
+        as_float = self.op("Cast", x, to=TensorProto.FLOAT)
+        self.nodes.append(helper.make_node("Reshape", [as_float, self.i([1])], [name],
+                                           name=f"n{self._count}_Reshape"))
+        self._count += 1
+
+
+def finish(g, name, inputs, outputs, doc):
+    graph = helper.make_graph(g.nodes, name, inputs, outputs, initializer=g.inits)
+    graph.doc_string = doc
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                              producer_name=PRODUCER, producer_version="1")
+    model.ir_version = IR_VERSION
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+# --- motion ---------------------------------------------------------------------------------------
+
+def floor_shift_split(g, hi, lo, rnd, div):
+    """floor((256*hi + lo + rnd) / (256*div)) for integer hi, lo < 2^24 and rnd < 2^15, exactly in
+    float32: floor((hi + floor((lo + rnd) / 256)) / div), every intermediate below 2^24."""
+    q = g.op("Floor", g.op("Div", g.op("Add", lo, rnd), g.f(256.0)))
+    return g.op("Floor", g.op("Div", g.op("Add", hi, q), div))
+
+
+def split8(g, x):
+    """Integer x < 2^16 -> [N, 2, H, W]: (x // 256, x % 256) as channels."""
+    hi = g.op("Floor", g.op("Div", x, g.f(256.0)))
+    lo = g.op("Sub", x, g.op("Mul", hi, g.f(256.0)))
+    return g.op("Concat", hi, lo, axis=1)
+
+
+def motion_blur(g, x_int, rnd_v, div_v, mode_after):
+    """libvmaf's integer motion blur of integer frames [N, 1, H, W] -> uint16-valued frames in
+    units of 1/256 of an 8-bit level, bit-exact."""
+    taps = np.asarray(MOTION_TAPS, np.float32)
+    r = len(taps) // 2
+    wv = g.f(np.tile(taps.reshape(1, 1, 5, 1), (2, 1, 1, 1)))
+    wh = g.f(np.tile(taps.reshape(1, 1, 1, 5), (2, 1, 1, 1)))
+    xp = g.pad(split8(g, x_int), 2, r, r, "reflect", mode_after)
+    s = g.op("Conv", xp, wv, group=2)
+    hi, lo = g.op("Split", s, axis=1, n_out=2)
+    tmp = floor_shift_split(g, hi, lo, rnd_v, div_v)
+    tp = g.pad(split8(g, tmp), 3, r, r, "reflect", mode_after)
+    s = g.op("Conv", tp, wh, group=2)
+    hi, lo = g.op("Split", s, axis=1, n_out=2)
+    return floor_shift_split(g, hi, lo, g.f(32768.0), g.f(256.0))
+
+
+def motion_score(g, ref_int, prev_int, rnd_v, div_v, mode_after):
+    both = g.op("Concat", ref_int, prev_int, axis=0)
+    blur = motion_blur(g, both, rnd_v, div_v, mode_after)
+    a, b = g.op("Split", blur, axis=0, n_out=2)
+    sad = g.sum_double(g.op("Abs", g.op("Sub", a, b)))
+    # libvmaf: (float)(sad / 256.) / (w * h), the quotient in double
+    sad = g.op("Cast", g.op("Cast", g.op("Div", sad, g.d(256.0)), to=TensorProto.FLOAT),
+               to=TensorProto.DOUBLE)
+    h, w = g.dims(ref_int)
+    area = g.op("Cast", g.op("Mul", h, w), to=TensorProto.DOUBLE)
+    return g.op("Div", sad, g.op("Reshape", area, g.i([])))
+
+
+# --- VIF ------------------------------------------------------------------------------------------
+
+def vif_scale(g, x, y, taps, gain_limit):
+    """num, den (double scalars) of one VIF scale; x, y centred frames in 8-bit units."""
+    k = len(taps)
+    r = k // 2
+    e = g.op("Sub", x, y)
+    stack = g.op("Concat", x, y, g.op("Mul", x, x), g.op("Mul", y, y), g.op("Mul", e, e), axis=1)
+    stack = g.op("Pad", stack, g.i([0, 0, r, r, 0, 0, r, r]), mode="reflect")
+    filt = g.sep_conv(stack, np.asarray(taps, np.float64) / 65536.0, 5)
+    mx, my, fxx, fyy, fee = g.op("Split", filt, axis=1, n_out=5)
+    s1 = g.op("Sub", fxx, g.op("Mul", mx, mx))
+    s2 = g.op("Max", g.op("Sub", fyy, g.op("Mul", my, my)), g.f(0.0))
+    de = g.op("Sub", mx, my)
+    se = g.op("Sub", fee, g.op("Mul", de, de))
+    s12 = g.op("Mul", g.op("Sub", g.op("Add", s1, s2), se), g.f(0.5))
+
+    nsq = g.f(VIF_SIGMA_NSQ)
+    inv_ln2 = g.f(1.0 / math.log(2.0))
+    log_branch = g.op("GreaterOrEqual", s1, nsq)
+    s1_safe = g.op("Max", s1, nsq)
+    den_log = g.op("Sub", g.op("Mul", g.op("Log", g.op("Add", s1_safe, nsq)), inv_ln2), g.f(1.0))
+    gain = g.op("Div", s12, s1_safe)
+    sv = g.op("Max", g.op("Sub", s2, g.op("Mul", gain, s12)), g.f(0.0))
+    gain = g.op("Min", gain, g.f(gain_limit))
+    base = g.op("Add", sv, nsq)
+    num_log = g.op("Mul", g.op("Log", g.op("Div", g.op("Add", base, g.op("Mul", g.op("Mul", gain, gain), s1_safe)), base)), inv_ln2)
+    has_num = g.op("And", g.op("Greater", s12, g.f(0.0)), g.op("Greater", s2, g.f(0.0)))
+    num_log = g.op("Where", has_num, num_log, g.f(0.0))
+    num_px = g.op("Where", log_branch, num_log,
+                  g.op("Sub", g.f(1.0), g.op("Mul", s2, g.f(VIF_SIGMA_MAX_INV))))
+    den_px = g.op("Where", log_branch, den_log, g.f(1.0))
+    return g.sum_double(num_px), g.sum_double(den_px)
+
+
+def vif_downsample(g, x, taps):
+    """libvmaf: filter with the next scale's taps (reflect), keep even rows and columns,
+    floor(h/2) x floor(w/2)."""
+    r = len(taps) // 2
+    h, w = g.dims(x)
+    xp = g.op("Pad", x, g.i([0, 0, r, r, 0, 0, r, r]), mode="reflect")
+    y = g.sep_conv(xp, np.asarray(taps, np.float64) / 65536.0, 1, stride=2)
+    two = g.i([2])
+    return g.crop(y, g.op("Div", h, two), g.op("Div", w, two))
+
+
+def vif_features(g, x, y, gain_limit):
+    scores = []
+    for scale in range(4):
+        if scale:
+            both = vif_downsample(g, g.op("Concat", x, y, axis=0), VIF_TAPS[scale])
+            x, y = g.op("Split", both, axis=0, n_out=2)
+        num, den = vif_scale(g, x, y, VIF_TAPS[scale], gain_limit)
+        # libvmaf stores num and den as float and divides in float
+        num = g.op("Cast", num, to=TensorProto.FLOAT)
+        den = g.op("Cast", den, to=TensorProto.FLOAT)
+        scores.append(g.op("Div", num, den))
+    return scores
+
+
+# --- ADM ------------------------------------------------------------------------------------------
+
+def dwt2(g, x):
+    """One db2 level of [N, 1, h, w] -> (a, h, v, d), each [N, 1, ceil(h/2), ceil(w/2)].
+    Mirror: row -1 = row 1, row h = row h-1, row h+1 = row h-2 (and the same for columns);
+    the second after-sample only matters for odd sizes and is cropped away otherwise."""
+    lo = np.asarray(DB2_LO, np.float32) / 32768.0
+    hi = np.asarray(DB2_HI, np.float32) / 32768.0
+    wv = g.f(np.stack([lo, hi]).reshape(2, 1, 4, 1))
+    wh = g.f(np.stack([lo, hi, lo, hi]).reshape(4, 1, 1, 4))
+    xp = g.pad(x, 2, 1, 2, "reflect", "symmetric")
+    v = g.op("Conv", xp, wv, strides=[2, 1])                      # [N, 2, h', w]: lo, hi
+    v = g.op("Gather", v, g.i([0, 0, 1, 1]), axis=1)              # lo, lo, hi, hi
+    vp = g.pad(v, 3, 1, 2, "reflect", "symmetric")
+    out = g.op("Conv", vp, wh, group=4, strides=[1, 2])
+    a, v, h, d = g.op("Split", out, axis=1, n_out=4)
+    return a, h, v, d
+
+
+def border(g, n):
+    """libvmaf's (int)(n * 0.1 - 0.5), n an int64 [1] tensor of a band size >= 17."""
+    nf = g.op("Cast", n, to=TensorProto.DOUBLE)
+    b = g.op("Floor", g.op("Sub", g.op("Mul", nf, g.d(ADM_BORDER_FACTOR)), g.d(0.5)))
+    return g.op("Cast", g.op("Max", b, g.d(0.0)), to=TensorProto.INT64)
+
+
+def adm_scale(g, o, t, scale, gain_limit):
+    """num, den (double scalars) of one ADM scale from the detail bands o = (h, v, d) of the
+    reference and t of the distorted frame, [1, 1, h, w] each."""
+    rf = adm_rfactors(scale)
+    oh, ov, od = o
+    th, tv, td = t
+    ot_dp = g.op("Add", g.op("Mul", oh, th), g.op("Mul", ov, tv))
+    o_mag = g.op("Add", g.op("Mul", oh, oh), g.op("Mul", ov, ov))
+    t_mag = g.op("Add", g.op("Mul", th, th), g.op("Mul", tv, tv))
+    angle = g.op("And", g.op("GreaterOrEqual", ot_dp, g.f(0.0)),
+                 g.op("GreaterOrEqual", g.op("Mul", ot_dp, ot_dp),
+                      g.op("Mul", g.op("Mul", o_mag, t_mag), g.f(COS_1DEG_SQ))))
+    zero = g.f(0.0)
+    restored, additive = [], []
+    for ob, tb in zip(o, t):
+        # k = clip(t / o, 0, 1), 1 where o == 0 (then r = 0 whatever k is)
+        o_nz = g.op("Where", g.op("Equal", ob, zero), g.f(1.0), ob)
+        k = g.op("Clip", g.op("Div", tb, o_nz), zero, g.f(1.0))
+        r = g.op("Mul", k, ob)
+        rg = g.op("Mul", r, g.f(gain_limit))
+        r = g.op("Where", g.op("And", angle, g.op("Greater", r, zero)), g.op("Min", rg, tb), r)
+        r = g.op("Where", g.op("And", angle, g.op("Less", r, zero)), g.op("Max", rg, tb), r)
+        restored.append(r)
+        additive.append(g.op("Sub", tb, r))
+
+    # contrast-masking threshold: 3x3 sum over the three bands of |csf(a)|, 1/30 around and
+    # 1/15 in the middle, mirrored like the DWT (row -1 = row 1, row h = row h-1)
+    abs_csf_a = [g.op("Abs", g.op("Mul", a, g.f(f))) for a, f in zip(additive, rf)]
+    m = g.op("Add", g.op("Add", abs_csf_a[0], abs_csf_a[1]), abs_csf_a[2])
+    m = g.pad(g.pad(m, 2, 1, 1, "reflect", "symmetric"), 3, 1, 1, "reflect", "symmetric")
+    kern = np.full((1, 1, 3, 3), 1.0 / 30.0, np.float32)
+    kern[0, 0, 1, 1] = 1.0 / 15.0
+    thr = g.op("Conv", m, g.f(kern))
+
+    h, w = g.dims(oh)
+    top, left = border(g, h), border(g, w)
+    bottom, right = g.op("Sub", h, top), g.op("Sub", w, left)
+    starts = g.op("Concat", top, left, axis=0)
+    ends = g.op("Concat", bottom, right, axis=0)
+    axes = g.i([2, 3])
+
+    def inner(x):
+        return g.op("Slice", x, starts, ends, axes)
+
+    area = g.op("Cast", g.op("Mul", g.op("Sub", bottom, top), g.op("Sub", right, left)),
+                to=TensorProto.DOUBLE)
+    add = g.op("Pow", g.op("Div", g.op("Reshape", area, g.i([])), g.d(32.0)), g.d(1.0 / 3.0))
+    thr_in = inner(thr)
+    num = den = None
+    third = g.d(1.0 / 3.0)
+    for rb, ob, f in zip(restored, o, rf):
+        x = g.op("Relu", g.op("Sub", g.op("Abs", g.op("Mul", inner(rb), g.f(f))), thr_in))
+        c = g.op("Cast", x, to=TensorProto.DOUBLE)
+        nb = g.op("Add", g.op("Pow", g.op("ReduceSum", g.op("Mul", g.op("Mul", c, c), c),
+                                          keepdims=0), third), add)
+        c = g.op("Cast", g.op("Abs", g.op("Mul", inner(ob), g.f(f))), to=TensorProto.DOUBLE)
+        db = g.op("Add", g.op("Pow", g.op("ReduceSum", g.op("Mul", g.op("Mul", c, c), c),
+                                          keepdims=0), third), add)
+        num = nb if num is None else g.op("Add", num, nb)
+        den = db if den is None else g.op("Add", den, db)
+    return num, den
+
+
+def adm2(g, x, y, gain_limit):
+    both = g.op("Concat", x, y, axis=0)
+    num = den = None
+    for scale in range(4):
+        a, bh, bv, bd = dwt2(g, both)
+        oh, th = g.op("Split", bh, axis=0, n_out=2)
+        ov, tv = g.op("Split", bv, axis=0, n_out=2)
+        od, td = g.op("Split", bd, axis=0, n_out=2)
+        n, d = adm_scale(g, (oh, ov, od), (th, tv, td), scale, gain_limit)
+        num = n if num is None else g.op("Add", num, n)
+        den = d if den is None else g.op("Add", den, d)
+        both = a
+    # libvmaf zeroes num/den below 1e-10 * w*h/1080p and returns 1 for den == 0; both sums hold
+    # 12 terms of cbrt(area/32) > 0, so neither case can occur and the ratio is all there is.
+    return g.op("Div", num, den)
+
+
+# --- the features graph ---------------------------------------------------------------------------
+
+MOTION_MODE_AFTER = "reflect"
+
+
+def build_features(gain_limit, name):
+    g = G()
+    bpc = g.op("Reshape", "bpc", g.i([]))
+    peak = g.op("Sub", g.op("Pow", g.f(2.0), bpc), g.f(1.0))
+    to8 = g.op("Pow", g.f(2.0), g.op("Sub", bpc, g.f(8.0)))       # 2^(bpc-8)
+    rnd_v = g.op("Pow", g.f(2.0), g.op("Sub", bpc, g.f(1.0)))     # libvmaf's 2^(bpc-1)
+
+    def integers(x):
+        return g.op("Round", g.op("Mul", x, peak))
+
+    ref_i, dis_i, prev_i = integers("reference"), integers("distorted"), integers("reference_prev")
+    motion = motion_score(g, ref_i, prev_i, rnd_v, to8, MOTION_MODE_AFTER)
+
+    ref8 = g.op("Div", ref_i, to8)
+    dis8 = g.op("Div", dis_i, to8)
+    centre = g.op("ReduceMean", ref8, keepdims=1)
+    x = g.op("Sub", ref8, centre)
+    y = g.op("Sub", dis8, centre)
+    vifs = vif_features(g, x, y, gain_limit)
+    adm = adm2(g, x, y, gain_limit)
+
+    for v, n in zip(vifs + [adm, motion], FEATURES):
+        g.to_output(v, n)
+    frame = [1, 1, "H", "W"]
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, frame)
+              for n in ("reference", "distorted", "reference_prev")]
+    inputs.append(helper.make_tensor_value_info("bpc", TensorProto.FLOAT, [1]))
+    outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in FEATURES]
+    doc = (f"libvmaf's integer VMAF features (vif_scale0-3, adm2, per-frame motion SAD) of one "
+           f"frame pair; enhancement-gain limit {gain_limit:g}. Frames at least 33x33.")
+    return finish(g, name, inputs, outputs, doc)
+
+
+# --- the SVM graph ------------------------------------------------------------------------------------
+
+def parse_libsvm(text):
+    head, _, body = text.partition("SV\n")
+    params = {}
+    for line in head.splitlines():
+        key, _, value = line.partition(" ")
+        params[key] = value
+    coefs, svs = [], []
+    for line in body.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        coefs.append(float(parts[0]))
+        svs.append({int(k): float(v) for k, v in (p.split(":") for p in parts[1:])})
+    return params, np.asarray(coefs), svs
+
+
+def build_svm(model_json, name, enable_transform=False):
+    md = model_json["model_dict"]
+    if md.get("model_type") != "LIBSVMNUSVR" or md.get("norm_type") != "linear_rescale":
+        raise ValueError(f"{name}: unsupported model type/normalisation")
+    names = [MODEL_FEATURE_NAMES[n] for n in md["feature_names"]]
+    params, coefs, svs = parse_libsvm(md["model"])
+    if params["svm_type"] != "nu_svr" or params["kernel_type"] != "rbf":
+        raise ValueError(f"{name}: expected a nu-SVR with an RBF kernel")
+    gamma = float(params["gamma"])
+    rho = float(params["rho"])
+    sv = np.zeros((len(svs), len(names)), np.float64)
+    for j, s in enumerate(svs):
+        for k, v in s.items():
+            sv[j, k - 1] = v
+    slopes = np.asarray(md["slopes"], np.float64)
+    intercepts = np.asarray(md["intercepts"], np.float64)
+
+    g = G()
+    # features in the model's order, normalised: slope * x + intercept (index 0 is the score's)
+    feats = [g.op("Cast", g.op("Reshape", n, g.i([1, 1])), to=TensorProto.DOUBLE) for n in names]
+    x = g.op("Concat", *feats, axis=1)                                  # [1, F]
+    x = g.op("Add", g.op("Mul", x, g.d(slopes[1:].reshape(1, -1))),
+             g.d(intercepts[1:].reshape(1, -1)))
+    diff = g.op("Sub", x, g.d(sv))                                      # [S, F]
+    dist = g.op("ReduceSum", g.op("Mul", diff, diff), g.i([1]), keepdims=0)
+    kern = g.op("Exp", g.op("Mul", dist, g.d(-gamma)))
+    y = g.op("Sub", g.op("ReduceSum", g.op("Mul", kern, g.d(coefs)), keepdims=0), g.d(rho))
+    score = g.op("Div", g.op("Sub", y, g.d(intercepts[0])), g.d(slopes[0]))
+    # libvmaf applies the model's score_transform only when asked (enable_transform), which
+    # neither its default nor FFmpeg's filter does; the graph follows the default.
+    st = md.get("score_transform") if enable_transform else None
+    if st:
+        value = g.d(st.get("p0", 0.0))
+        value = g.op("Add", value, g.op("Mul", score, g.d(st.get("p1", 0.0))))
+        value = g.op("Add", value, g.op("Mul", g.op("Mul", score, score), g.d(st.get("p2", 0.0))))
+        if str(st.get("out_lte_in", "false")).lower() == "true":
+            value = g.op("Min", value, score)
+        if str(st.get("out_gte_in", "false")).lower() == "true":
+            value = g.op("Max", value, score)
+        score = value
+    clip = md.get("score_clip")
+    if clip:
+        score = g.op("Clip", score, g.d(clip[0]), g.d(clip[1]))
+    g.to_output(score, "vmaf")
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in SVM_INPUTS]
+    outputs = [helper.make_tensor_value_info("vmaf", TensorProto.FLOAT, [1])]
+    doc = (f"libvmaf model {name}: nu-SVR (RBF, gamma {gamma:g}, {len(svs)} support vectors) over "
+           f"linearly rescaled {', '.join(names)}, then its score transform and clipping.")
+    return finish(g, name, inputs, outputs, doc)
+
+
+def sidecar(name, features_graph):
+    return {
+        "name": name,
+        "features_model": f"{features_graph}.onnx",
+        "features_inputs": ["reference", "distorted", "reference_prev", "bpc"],
+        "features_outputs": FEATURES,
+        "frame_window": {"past": 1, "future": 1},
+        "temporal": {"motion2": "min(motion[t], motion[t+1]); 0 at t=0; motion[t] at t=N-1"},
+        "svm_inputs": SVM_INPUTS,
+        "outputs": ["vmaf", "vif_scale0", "vif_scale1", "vif_scale2", "vif_scale3", "adm2",
+                    "motion2"],
+        "native_resolution": True,
+        "min_size": [33, 33],
+    }
+
+
+def write_bytes(path, data):
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def default_models_dir():
+    cache = os.environ.get("VMAFDNN_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "vmafdnn")
+    return os.path.join(cache, "ref", "vmaf_models")
+
+
+def main(argv):
+    if len(argv) not in (2, 3):
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    out = argv[1]
+    models_dir = argv[2] if len(argv) == 3 else default_models_dir()
+    os.makedirs(out, exist_ok=True)
+    for gain, gname in ((100.0, "vmaf_features"), (1.0, "vmaf_features_neg")):
+        write_bytes(os.path.join(out, gname + ".onnx"),
+                    build_features(gain, gname).SerializeToString())
+    for name, (fname, fgraph) in MODEL_FILES.items():
+        with open(os.path.join(models_dir, fname)) as f:
+            mj = json.load(f)
+        write_bytes(os.path.join(out, name + ".onnx"), build_svm(mj, name).SerializeToString())
+        write_bytes(os.path.join(out, name + ".json"),
+                    (json.dumps(sidecar(name, fgraph), indent=2, sort_keys=True) + "\n").encode())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
