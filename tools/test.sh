@@ -23,6 +23,8 @@
 # included); README "What the test command installs" lists it. Each step
 # prints its duration when it ends, and a table of them all comes at the end,
 # followed by pytest's summary line again so that it stays the last line.
+# A failing test step does not stop the run (every failure shows in one log);
+# the exit status is non-zero when any step or pytest failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -66,12 +68,25 @@ print_durations() {
 on_exit() {
     local rc=$?
     if [ "$rc" -ne 0 ] && [ -n "$step_name" ]; then
+        local name=$step_name
         end_step
         print_durations
-        echo "test.sh: FAILED in step \"${durations[-1]#*s  }\" (exit $rc)" >&2
+        echo "test.sh: stopped in step \"$name\" (exit $rc)" >&2
     fi
 }
 trap on_exit EXIT
+# A step whose failure leaves the later ones meaningful is run through
+# `check`: the run goes on, so that one CI log shows every failure, and the
+# exit status says that something failed. Steps the later ones build on
+# (environment, C build) stop the run at once through errexit.
+failed=()
+check() {
+    "$@" || {
+        local rc=$?
+        failed+=("$step_name")
+        echo "test.sh: FAILED (exit $rc) in step \"$step_name\": $*" >&2
+    }
+}
 
 # --- system tools ---------------------------------------------------------
 step "system tools"
@@ -123,10 +138,10 @@ step "C build and tests (build-c)"
 rm -rf build-c
 meson setup build-c --buildtype=debugoptimized >/dev/null
 meson compile -C build-c >/dev/null
-meson test -C build-c --print-errorlogs
+check meson test -C build-c --print-errorlogs
 
 step "leak check: 1000 x open -> run -> close under valgrind"
-bash tools/leak_check.sh build-c 1000
+check bash tools/leak_check.sh build-c 1000
 
 # --- FFmpeg before anything that runs its tests ---------------------------
 step "FFmpeg with the vmafdnn filters (Debian's source + ffmpeg/*.patch)"
@@ -139,16 +154,16 @@ export VMAFDNN_ORT_LIBRARY
 
 # --- sanitizers, fuzzing, wheels -------------------------------------------
 step "sanitizers: ASan + UBSan, C and Python tests"
-bash tools/sanitize.sh asan
+check bash tools/sanitize.sh asan
 
 step "sanitizers: ThreadSanitizer, C tests"
-bash tools/sanitize.sh tsan
+check bash tools/sanitize.sh tsan
 
 step "fuzzing: ONNX scanner, sidecar parser, Y4M reader (60 s each)"
-bash tools/fuzz.sh 60
+check bash tools/fuzz.sh 60
 
 step "ONNX Runtime wheel environments"
-bash tools/make_ort_envs.sh
+check bash tools/make_ort_envs.sh
 
 # --- pytest: its summary line is the last line printed --------------------
 step "pytest"
@@ -159,8 +174,13 @@ rc=${PIPESTATUS[0]}
 set -e
 end_step
 print_durations
+if [ ${#failed[@]} -gt 0 ]; then
+    printf 'test.sh: FAILED steps:\n'
+    printf '  %s\n' "${failed[@]}"
+fi
 summary=$(tail -n 1 "$log")
 echo "$summary"
 # pytest exits 5 when it collected no test: that is a failure here.
 if [ "$rc" -eq 5 ]; then exit 1; fi
+if [ "$rc" -eq 0 ] && [ ${#failed[@]} -gt 0 ]; then exit 1; fi
 exit "$rc"

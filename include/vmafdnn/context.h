@@ -372,13 +372,24 @@ typedef enum VmafDnnOutputFormat {
  * May be called at any time (before flush, after a failed frame) and gives a
  * complete, valid report of what is stored.
  *
- * vmaf_dnn_write_output writes `path` atomically (via "<path>.tmp" and a
- * rename: the file is either the whole report or left as it was);
- * vmaf_dnn_write_output_file writes to `f` (caller-owned, left open and
- * flushed).
- * Returns 0, -EINVAL (NULL argument, empty path, unknown format, a feature
- * name XML cannot carry as an attribute: use JSON or CSV), -EIO (writing,
- * syncing or renaming failed), -ENOMEM.
+ * vmaf_dnn_write_output replaces `path` atomically: readers see the whole
+ * old report or the whole new one, never a part. A symbolic link at `path`
+ * is followed (its target is replaced, the link stays); an existing report
+ * keeps its permission bits and, where permitted, its owner; a new one gets
+ * 0666 & ~umask. The new contents are written to an unnamed O_TMPFILE in the
+ * target's directory (or, where the file system lacks it, a fresh
+ * "<name>.XXXXXX" created with O_EXCL), synced, linked under a unique name
+ * and renamed over the target. Two writers of one path never share a
+ * temporary file, and SIGINT/SIGTERM never leave one behind (see
+ * docs/security.md, "Reports"). A device or FIFO at `path` (/dev/stdout) is
+ * written in place. vmaf_dnn_write_output_file writes to `f` (caller-owned,
+ * left open and flushed).
+ * Returns 0, -EINVAL (NULL argument, empty path or one ending in "." or
+ * "..", unknown format, a feature name XML cannot carry as an attribute: use
+ * JSON or CSV), -ELOOP (more than 40 symbolic links at `path`),
+ * -ENAMETOOLONG (a link's text too long), -EIO (opening the directory,
+ * creating, writing, syncing or renaming failed; the message names the file
+ * and the reason), -ENOMEM.
  */
 VMAF_DNN_API int vmaf_dnn_write_output(const VmafDnnContext *ctx, const char *path,
                                        VmafDnnOutputFormat fmt);
