@@ -40,6 +40,10 @@ DEFAULT_PREFETCH = 3
 # layout; range only matters to how the samples are interpreted.
 _DIRECT_YUV_RE = re.compile(r"(?:yuvj?|yuva)(420|422|444)p(?:([0-9]{1,2})le)?")
 _DIRECT_GRAY_RE = re.compile(r"gray(?:([0-9]{1,2})le)?")
+# FFmpeg's demuxers for text art (ANSI, BinText, XBin, ...) claim files by
+# extension alone (.bin, .txt, .ans): anything would "decode" as a picture of
+# characters. A video to score is never one of them.
+_TEXT_DEMUXERS = frozenset({"tty", "bin", "xbin", "adf", "idf"})
 # Bit depths swscale has planar YUV and gray formats for.
 _TARGET_DEPTHS = (8, 9, 10, 12, 14, 16)
 
@@ -154,7 +158,7 @@ class MediaReader:
         try:
             self._container = av.open(source if not isinstance(source, os.PathLike)
                                       else os.fspath(source), mode="r")
-        except av.FFmpegError as e:
+        except av.error.FFmpegError as e:
             raise VideoFormatError(self._no_video(e)) from None
         try:
             self._open_stream(threads)
@@ -170,6 +174,11 @@ class MediaReader:
                 f"({getattr(error, 'strerror', None) or error})")
 
     def _open_stream(self, threads: int) -> None:
+        if self._container.format.name in _TEXT_DEMUXERS:
+            raise VideoFormatError(
+                f"{self.name}: not a Y4M stream, and FFmpeg's libraries cannot decode it "
+                f"(only its {self._container.format.name} text-art reader takes it, by the "
+                "file name's extension)")
         if not self._container.streams.video:
             raise VideoFormatError(f"{self.name}: the {self._container.format.name} container "
                                    "has no video stream")
@@ -219,7 +228,7 @@ class MediaReader:
                 vf = next(self._packets)
             except StopIteration:
                 return
-            except av.FFmpegError as e:
+            except av.error.FFmpegError as e:
                 raise VideoFormatError(f"{self.name}: frame {self.frames_read}: "
                                        f"{self.codec} decode error: {e}") from None
             yield vf

@@ -12,7 +12,8 @@ import math
 import os
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-__all__ = ["load_report", "build_figure", "plot_reports", "matplotlib_missing_reason"]
+__all__ = ["load_report", "build_figure", "check_output", "save_plot", "plot_reports",
+           "matplotlib_missing_reason"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -82,6 +83,7 @@ def build_figure(reports: Sequence[Tuple[str, Dict[str, object]]],
     order they first appear).
     """
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     if not reports:
         raise ValueError("no reports to plot")
@@ -118,6 +120,7 @@ def build_figure(reports: Sequence[Tuple[str, Dict[str, object]]],
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="small", loc="best")
     axes[-1].set_xlabel("frame")
+    axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
     return fig
 
 
@@ -129,10 +132,9 @@ def _label(path: str, taken: List[str]) -> str:
     return path if label in taken else label
 
 
-def plot_reports(paths: Sequence[PathLike], output: PathLike,
-                 labels: Optional[Sequence[str]] = None,
-                 metrics: Optional[Sequence[str]] = None):
-    """Draws the reports at ``paths`` into ``output`` (.png or .svg); returns the Figure."""
+def check_output(output: PathLike) -> str:
+    """Raises unless a plot can be written to ``output`` (.png or .svg, an
+    existing directory, matplotlib importable): found before a long run, not after."""
     out = os.fspath(output)
     ext = os.path.splitext(out)[1].lower().lstrip(".")
     if ext not in FORMATS:
@@ -144,6 +146,24 @@ def plot_reports(paths: Sequence[PathLike], output: PathLike,
     reason = matplotlib_missing_reason()
     if reason is not None:
         raise RuntimeError(reason)
+    return ext
+
+
+def save_plot(reports: Sequence[Tuple[str, Dict[str, object]]], output: PathLike,
+              metrics: Optional[Sequence[str]] = None):
+    """Draws (label, report) pairs into ``output`` (.png or .svg); returns the Figure."""
+    ext = check_output(output)
+    fig = build_figure(reports, metrics)
+    fig.savefig(os.fspath(output), format=ext, dpi=100)
+    return fig
+
+
+def plot_reports(paths: Sequence[PathLike], output: PathLike,
+                 labels: Optional[Sequence[str]] = None,
+                 metrics: Optional[Sequence[str]] = None):
+    """Draws the JSON reports at ``paths`` into ``output`` (.png or .svg); returns
+    the Figure. Curves are labelled with ``labels`` or the files' names."""
+    check_output(output)
     paths = [os.fspath(p) for p in paths]
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"{len(labels)} labels for {len(paths)} reports")
@@ -153,6 +173,4 @@ def plot_reports(paths: Sequence[PathLike], output: PathLike,
         label = labels[k] if labels is not None else _label(path, taken)
         taken.append(label)
         reports.append((label, load_report(path)))
-    fig = build_figure(reports, metrics)
-    fig.savefig(out, format=ext, dpi=100)
-    return fig
+    return save_plot(reports, output, metrics)
