@@ -38,6 +38,8 @@ cache_root=$(cd "$cache_root" && pwd)
 export VMAFDNN_CACHE_DIR="$cache_root"
 export PIP_CACHE_DIR="${PIP_CACHE_DIR:-$cache_root/pip}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
+# matplotlib (the plot command's tests) keeps a font cache: ours too.
+export MPLCONFIGDIR="${MPLCONFIGDIR:-$cache_root/matplotlib}"
 venv="$cache_root/envs/test"
 
 # --- step timing ----------------------------------------------------------
