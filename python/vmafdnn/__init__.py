@@ -13,12 +13,15 @@ from ._native import last_error as _last_error
 from ._native import lib as _lib
 from .context import Context, ModelInfo
 from .convert import fp16_to_fp32, fp32_to_fp16
-from .errors import (BusyError, DnnError, InvalidArgumentError, InvalidModelError,
-                     ModelNotFoundError, ModelTooLargeError, NotARegularFileError,
-                     OutOfMemoryError, OutputTooSmallError, PermissionDeniedError,
-                     RangeError, RuntimeFailureError, RuntimeNotFoundError, UnsupportedError)
-from .scoring import InputMismatchError, UsageError, score
-from .session import DEVICES, Session, TensorInfo
+from .errors import (AlreadyExistsError, BusyError, ClosedError, DnnError, InvalidArgumentError,
+                     InvalidModelError, MemoryBudgetError, ModelNotFoundError,
+                     ModelRuntimeError, ModelTooLargeError, NameTooLongError,
+                     NotARegularFileError, OutOfMemoryError, OutputTooSmallError,
+                     PathNotADirectoryError, PermissionDeniedError, RangeError,
+                     RunCancelledError, RuntimeFailureError, RuntimeNotFoundError,
+                     RunTimeoutError, SymlinkRefusedError, UnsupportedError)
+from .scoring import Canceller, InputMismatchError, UsageError, score
+from .session import DEVICES, MAX_THREADS, POLICY_KEYWORDS, Session, TensorInfo
 
 __version__ = _ffi.string(_lib.vmaf_dnn_version()).decode()
 
@@ -29,7 +32,10 @@ __all__ = [
     "NotARegularFileError", "ModelTooLargeError", "InvalidModelError", "UnsupportedError",
     "RuntimeNotFoundError", "OutputTooSmallError", "BusyError", "OutOfMemoryError",
     "RangeError", "RuntimeFailureError", "__version__", "Context", "ModelInfo", "score",
-    "InputMismatchError", "UsageError",
+    "InputMismatchError", "UsageError", "ModelRuntimeError", "RunTimeoutError",
+    "RunCancelledError", "MemoryBudgetError", "SymlinkRefusedError", "PathNotADirectoryError",
+    "NameTooLongError", "AlreadyExistsError", "ClosedError", "Canceller", "MAX_THREADS",
+    "POLICY_KEYWORDS",
 ]
 
 

@@ -21,15 +21,14 @@ import errno
 import operator
 import os
 import tempfile
-import threading
 from typing import Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
 from . import models as _builtin
-from ._native import check, ensure_ort, ffi, lib
+from ._native import NativeHandle, c_name, c_path, check, decode_name, ensure_ort, ffi, lib
 from .errors import InvalidArgumentError, RangeError
-from .session import device_value
+from .session import device_value, model_policy
 from .video import Frame
 
 __all__ = ["Context", "ModelInfo", "RESIZE_MODES", "POOL_METHODS", "OUTPUT_FORMATS",
@@ -209,53 +208,47 @@ def _array_bitdepth(plane: np.ndarray, bitdepth: Optional[int], what: str) -> in
                       "with bitdepth=")
 
 
-class Context:
+class Context(NativeHandle):
     """A libvmafdnn scoring context (VmafDnnContext).
 
     ``device``, ``device_index``, ``threads`` and ``fp16_io`` are the session
     settings of every model attached without its own; ``resize`` (none,
     bilinear, nearest, bicubic) applies to models whose sidecar names none;
-    ``fps`` is the frame rate written into reports (None: unknown, 0).
+    ``fps`` is the frame rate written into reports (None: unknown, 0). The
+    keyword-only ``policy`` arguments are those of :class:`vmafdnn.Session`
+    (``model_dir``, ``max_model_bytes``, ``allowed_ops``, ``max_loop_nodes``,
+    ``max_nodes``, ``max_subgraph_depth``, ``max_memory_bytes``,
+    ``max_run_ms``) and apply to every model attached.
+
     Calls on one context are serialised; the GIL is released while C runs.
+    :meth:`cancel` stops the model run in flight from another thread;
+    :meth:`close` waits for the call in flight, and every call after it
+    raises :class:`vmafdnn.ClosedError` (a ValueError). A context cannot be
+    copied or pickled, and a child made by fork() cannot use its parent's.
     """
 
+    _what = "scoring context"
+
     def __init__(self, device: str = "auto", device_index: int = 0, threads: int = 0,
-                 fp16_io: bool = False, resize: str = "none", fps: Optional[float] = None):
+                 fp16_io: bool = False, resize: str = "none", fps: Optional[float] = None,
+                 **policy):
         ensure_ort()
         cfg = ffi.new("VmafDnnContextConfig *")
         lib.vmaf_dnn_default_context_config(cfg)
         _session_config(cfg.session, device, device_index, threads, fp16_io)
         cfg.resize = _choice(RESIZE_MODES, resize, "resize mode")
         cfg.fps = 0.0 if fps is None else float(fps)
+        # The context borrows the policy (and its strings) for its whole
+        # life: the handle's destructor holds them (see NativeHandle).
+        cfg.policy, keep_alive = model_policy(**policy)
         out = ffi.new("VmafDnnContext **")
         check(lib.vmaf_dnn_context_open(out, cfg))
-        self._handle = ffi.gc(out[0], lib.vmaf_dnn_context_close)
+        self._adopt(out[0], lib.vmaf_dnn_context_close, lib.vmaf_dnn_context_cancel, keep_alive)
         self._cfg = cfg  # C copied it; kept to derive per-model session configs
         self.fps = cfg.fps
-        self._lock = threading.Lock()
         self._ref = _Picture()
         self._dist = _Picture()
         self._models: List[ModelInfo] = []
-
-    # -- lifetime -----------------------------------------------------------
-    def close(self) -> None:
-        """Releases the context, its models and scores (also done by the GC)."""
-        handle = self.__dict__.pop("_handle", None)
-        if handle is not None:
-            with self._lock:
-                ffi.release(handle)
-
-    def __enter__(self) -> "Context":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def _live(self):
-        try:
-            return self._handle
-        except AttributeError:
-            raise ValueError("the scoring context is closed") from None
 
     # -- models -------------------------------------------------------------
     def use_model(self, model: Union[str, "os.PathLike[str]"], name: Optional[str] = None,
@@ -271,12 +264,12 @@ class Context:
         instead of on the first frame. Session settings left None are the
         context's.
         """
-        handle = self._live()
         path = _model_path(model)
+        c_model = c_path(path, "model path")
         mcfg = ffi.new("VmafDnnModelConfig *")
         keep = []
         if name is not None:
-            keep.append(ffi.new("char[]", str(name).encode("utf-8")))
+            keep.append(ffi.new("char[]", c_name(str(name), "model name")))
             mcfg.name = keep[-1]
         if any(v is not None for v in (device, device_index, threads, fp16_io)):
             session = ffi.new("VmafDnnConfig *", self._cfg.session)
@@ -286,10 +279,10 @@ class Context:
         if resize is not None:
             mcfg.resize = _choice(RESIZE_MODES, resize, "resize mode")
         mcfg.no_reference = bool(no_reference)
-        with self._lock:
-            check(lib.vmaf_dnn_use_tiny_model(handle, os.fsencode(path), mcfg))
+        with self._using() as handle:
+            check(lib.vmaf_dnn_use_tiny_model(handle, c_model, mcfg))
             info = self._model_info(handle, lib.vmaf_dnn_tiny_model_count(handle) - 1)
-        self._models.append(info)
+            self._models.append(info)
         return info
 
     @staticmethod
@@ -299,7 +292,8 @@ class Context:
             path=os.fsdecode(ffi.string(lib.vmaf_dnn_tiny_model_path(handle, i))),
             kind=_KINDS[lib.vmaf_dnn_tiny_model_kind(handle, i)],
             features=tuple(
-                ffi.string(lib.vmaf_dnn_tiny_model_feature_name(handle, i, k)).decode()
+                decode_name(lib.vmaf_dnn_tiny_model_feature_name(handle, i, k),
+                            f"feature key {k} of model {i}")
                 for k in range(lib.vmaf_dnn_tiny_model_feature_count(handle, i))),
             attached_ep=ffi.string(lib.vmaf_dnn_tiny_model_attached_ep(handle, i)).decode(),
             fallback_reason=ffi.string(
@@ -321,9 +315,8 @@ class Context:
         where no model needs them (no reference for NR models, no picture at
         all for feature-vector models).
         """
-        handle = self._live()
         index = _frame_index(index)
-        with self._lock:
+        with self._using() as handle:
             try:
                 ref = ffi.NULL if reference is None else \
                     self._ref.fill(reference, bitdepth, "reference")
@@ -338,41 +331,43 @@ class Context:
 
     def flush(self) -> None:
         """Ends the pictures: scores stay readable, nothing more can be fed."""
-        with self._lock:
-            check(lib.vmaf_dnn_flush(self._live()))
+        with self._using() as handle:
+            check(lib.vmaf_dnn_flush(handle))
 
     # -- features -----------------------------------------------------------
     def feature_append(self, name: str, index: int, value: float) -> None:
         """Stores a caller-computed feature value for frame ``index`` (push a
         frame's features before reading its pictures)."""
-        handle = self._live()
         index = _frame_index(index)
-        with self._lock:
-            check(lib.vmaf_dnn_feature_append(handle, name.encode("utf-8"), index, float(value)))
+        c_feature = c_name(name, "feature name")
+        with self._using() as handle:
+            check(lib.vmaf_dnn_feature_append(handle, c_feature, index, float(value)))
 
     def feature(self, name: str, index: int) -> float:
         """The value of feature ``name`` at frame ``index``; raises
         ModelNotFoundError (ENOENT) when there is none."""
-        handle = self._live()
         index = _frame_index(index)
+        c_feature = c_name(name, "feature name")
         value = ffi.new("double *")
-        with self._lock:
-            check(lib.vmaf_dnn_feature_get(handle, name.encode("utf-8"), index, value))
+        with self._using() as handle:
+            check(lib.vmaf_dnn_feature_get(handle, c_feature, index, value))
         return value[0]
 
     @property
     def features(self) -> List[str]:
         """Names of the features with at least one value, in order of first value."""
-        handle = self._live()
-        with self._lock:
-            return [ffi.string(lib.vmaf_dnn_feature_name(handle, k)).decode("utf-8")
-                    for k in range(lib.vmaf_dnn_feature_count(handle))]
+        with self._using() as handle:
+            return self._feature_names(handle)
+
+    @staticmethod
+    def _feature_names(handle) -> List[str]:
+        return [decode_name(lib.vmaf_dnn_feature_name(handle, k), f"feature {k}")
+                for k in range(lib.vmaf_dnn_feature_count(handle))]
 
     @property
     def frame_count(self) -> int:
         """One more than the largest frame index with a value (0 when none)."""
-        handle = self._live()
-        with self._lock:
+        with self._using() as handle:
             return lib.vmaf_dnn_frame_count(handle)
 
     def pool(self, name: str, method: str = "mean", first: int = 0,
@@ -380,14 +375,13 @@ class Context:
         """Feature ``name`` pooled over frames first..last (inclusive; None: to
         the end) by min, max, mean or harmonic_mean, over the frames that have
         a value."""
-        handle = self._live()
         c_method = _choice(POOL_METHODS, method, "pool method")
         first = _frame_index(first)
         last = _LAST_FRAME if last is None else min(_frame_index(last, clamp=True), _LAST_FRAME)
+        c_feature = c_name(name, "feature name")
         out = ffi.new("double *")
-        with self._lock:
-            check(lib.vmaf_dnn_feature_pool(handle, name.encode("utf-8"), c_method, first, last,
-                                            out))
+        with self._using() as handle:
+            check(lib.vmaf_dnn_feature_pool(handle, c_feature, c_method, first, last, out))
         return out[0]
 
     # -- reports ------------------------------------------------------------
@@ -395,10 +389,10 @@ class Context:
         """Writes a libvmaf-compatible report of every stored score to
         ``path`` (atomically); ``fmt`` json, xml or csv (default: from the
         extension, else json)."""
-        handle = self._live()
         c_fmt = OUTPUT_FORMATS[format_for_path(path, fmt)]
-        with self._lock:
-            check(lib.vmaf_dnn_write_output(handle, os.fsencode(path), c_fmt))
+        c_report = c_path(path, "report path")
+        with self._using() as handle:
+            check(lib.vmaf_dnn_write_output(handle, c_report, c_fmt))
 
     def write_file(self, fileobj, fmt: str = "json") -> None:
         """Writes the report to an open file object (text or binary)."""
@@ -415,21 +409,27 @@ class Context:
     def report(self) -> Dict[str, object]:
         """The report as plain Python data, in the JSON report's layout
         (full precision, NaN as float nan) plus the attached models."""
-        names = self.features
         frames = []
         value = ffi.new("double *")
-        handle = self._live()
-        with self._lock:
+        methods = [(m, POOL_METHODS[m]) for m in ("min", "max", "mean", "harmonic_mean")]
+        # One lock for the whole report, so that it is one consistent state.
+        with self._using() as handle:
+            names = self._feature_names(handle)
             encoded = [n.encode("utf-8") for n in names]
             for i in range(lib.vmaf_dnn_frame_count(handle)):
                 metrics = {}
-                for name, c_name in zip(names, encoded):
-                    if lib.vmaf_dnn_feature_get(handle, c_name, i, value) == 0:
+                for name, c_feature in zip(names, encoded):
+                    if lib.vmaf_dnn_feature_get(handle, c_feature, i, value) == 0:
                         metrics[name] = value[0]
                 if metrics:
                     frames.append({"frameNum": i, "metrics": metrics})
-        pooled = {name: {m: self.pool(name, m) for m in ("min", "max", "mean", "harmonic_mean")}
-                  for name in names}
+            pooled = {}
+            for name, c_feature in zip(names, encoded):
+                pooled[name] = {}
+                for method, c_method in methods:
+                    check(lib.vmaf_dnn_feature_pool(handle, c_feature, c_method, 0, _LAST_FRAME,
+                                                    value))
+                    pooled[name][method] = value[0]
         return {
             "version": REPORT_VERSION,
             "fps": self.fps,
@@ -440,7 +440,7 @@ class Context:
         }
 
     def __repr__(self) -> str:
-        if "_handle" not in self.__dict__:
+        if self._handle is None:
             return "<vmafdnn.Context closed>"
         return f"<vmafdnn.Context {len(self._models)} model(s), {self.frame_count} frame(s)>"
 

@@ -75,7 +75,52 @@ class RangeError(DnnError, ValueError):
 
 
 class RuntimeFailureError(DnnError, OSError):
-    """EIO: ONNX Runtime failed to create or run the session."""
+    """EIO: ONNX Runtime failed to create the session, or reading a model or
+    writing a report failed."""
+
+
+class ModelRuntimeError(DnnError, RuntimeError):
+    """ENOEXEC: the model failed while running (ORT refused one of its
+    operations on the data given: a Gather index out of range, an impossible
+    Reshape, ...). The caller's arguments were valid; the model is at fault."""
+
+
+class RunTimeoutError(DnnError, TimeoutError):
+    """ETIMEDOUT: a run took longer than the policy's ``max_run_ms`` and was
+    stopped."""
+
+
+class RunCancelledError(DnnError, OSError):
+    """ECANCELED: a run was stopped by ``cancel()`` (Session, Context or a
+    :class:`vmafdnn.Canceller`) from another thread."""
+
+
+class MemoryBudgetError(DnnError, MemoryError):
+    """EDQUOT: the model needs more memory than the policy's
+    ``max_memory_bytes`` (at open, at attach or while running)."""
+
+
+class SymlinkRefusedError(DnnError, OSError):
+    """ELOOP: a path (model, sidecar or external data) crosses a symbolic link
+    the model directory jail does not allow, or has too many links."""
+
+
+class PathNotADirectoryError(DnnError, NotADirectoryError):
+    """ENOTDIR: a component of a path is not a directory."""
+
+
+class NameTooLongError(DnnError, OSError):
+    """ENAMETOOLONG: a path or name is too long."""
+
+
+class AlreadyExistsError(DnnError, FileExistsError):
+    """EEXIST: a name is already taken (a feature key, a frame that already
+    has a value)."""
+
+
+class ClosedError(DnnError, ValueError):
+    """EBADF: the Session or Context was closed (or belongs to the parent of
+    a fork()); like I/O on a closed file, every call after close raises it."""
 
 
 _BY_ERRNO = {
@@ -93,6 +138,15 @@ _BY_ERRNO = {
     _errno.ENOMEM: OutOfMemoryError,
     _errno.ERANGE: RangeError,
     _errno.EIO: RuntimeFailureError,
+    _errno.ENOEXEC: ModelRuntimeError,
+    _errno.ETIMEDOUT: RunTimeoutError,
+    _errno.ECANCELED: RunCancelledError,
+    _errno.EDQUOT: MemoryBudgetError,
+    _errno.ELOOP: SymlinkRefusedError,
+    _errno.ENOTDIR: PathNotADirectoryError,
+    _errno.ENAMETOOLONG: NameTooLongError,
+    _errno.EEXIST: AlreadyExistsError,
+    _errno.EBADF: ClosedError,
 }
 
 

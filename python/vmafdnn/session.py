@@ -1,16 +1,19 @@
 """Sessions: one ONNX model opened on the best available execution provider."""
 import errno
+import numbers
 import os
-import threading
 from collections import abc
 from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ._native import check, ensure_ort, ffi, lib
+from ._native import NativeHandle, c_name, c_path, check, decode_name, ensure_ort, ffi, lib
 from .errors import InvalidArgumentError
 
-__all__ = ["Session", "TensorInfo", "DEVICES"]
+__all__ = ["Session", "TensorInfo", "DEVICES", "POLICY_KEYWORDS", "model_policy", "MAX_THREADS"]
+
+#: Most ORT threads a session or context may ask for (VMAF_DNN_MAX_THREADS).
+MAX_THREADS = lib.VMAF_DNN_MAX_THREADS
 
 #: Accepted ``device`` names (any case) and their VmafDnnDevice values.
 DEVICES = {
@@ -51,14 +54,14 @@ def device_value(device: str) -> int:
         ) from None
 
 
-def _slot_infos(handle, count, info_fn) -> List[TensorInfo]:
+def _slot_infos(handle, count, info_fn, kind: str) -> List[TensorInfo]:
     infos = []
     c_info = ffi.new("VmafDnnTensorInfo *")
     for i in range(count):
         check(info_fn(handle, i, c_info))
         infos.append(
             TensorInfo(
-                name=ffi.string(c_info.name).decode(),
+                name=decode_name(c_info.name, f"the name of {kind} {i}"),
                 shape=tuple(c_info.shape[d] for d in range(c_info.rank)),
                 dtype=_DTYPES.get(c_info.type, np.dtype(np.float32)),
             )
@@ -66,40 +69,100 @@ def _slot_infos(handle, count, info_fn) -> List[TensorInfo]:
     return infos
 
 
-def model_policy(model_dir=None, max_model_bytes=None, allowed_ops=None, max_loop_nodes=None):
-    """A VmafDnnModelPolicy (defaults from the C library, VMAFDNN_MODEL_DIR
-    included) with the given overrides, and the buffers it borrows."""
+#: The keyword arguments of a model policy (Session, Context, score()); their
+#: defaults are the C library's (vmaf_dnn_default_model_policy, which reads
+#: VMAFDNN_MODEL_DIR, VMAFDNN_MAX_MEMORY_BYTES and VMAFDNN_MAX_RUN_MS).
+POLICY_KEYWORDS = ("model_dir", "max_model_bytes", "allowed_ops", "max_loop_nodes",
+                   "max_nodes", "max_subgraph_depth", "max_memory_bytes", "max_run_ms")
+
+# The policy's integer fields and the C type each must fit.
+_POLICY_INTS = {"max_model_bytes": "size_t", "max_loop_nodes": "unsigned",
+                "max_nodes": "unsigned", "max_subgraph_depth": "unsigned",
+                "max_memory_bytes": "uint64_t", "max_run_ms": "unsigned"}
+
+
+def _policy_int(key: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{key} must be an integer, got {type(value).__name__}")
+    value = int(value)
+    top = (1 << (8 * ffi.sizeof(_POLICY_INTS[key]))) - 1
+    if not 0 <= value <= top:
+        raise InvalidArgumentError(errno.EINVAL, f"{key} must be 0..{top}, got {value}")
+    return value
+
+
+def model_policy(**overrides) -> Tuple[object, list]:
+    """A VmafDnnModelPolicy: the C defaults with the given overrides (the
+    keywords of POLICY_KEYWORDS; None keeps a default), and the list of C
+    buffers it borrows, which must outlive every use of the policy.
+
+    ``model_dir``: models (their sidecars and external data) are opened
+    beneath it; ``max_model_bytes``: size cap of the file; ``allowed_ops``: a
+    subset of the built-in operator allow-list; ``max_loop_nodes``,
+    ``max_nodes``, ``max_subgraph_depth``: graph caps; ``max_memory_bytes``:
+    memory one model may hold (0: no limit); ``max_run_ms``: time one run may
+    take (0: no limit). The C library refuses values that loosen a built-in
+    limit (InvalidArgumentError). See docs/security.md.
+    """
+    unknown = sorted(set(overrides) - set(POLICY_KEYWORDS))
+    if unknown:
+        raise TypeError(f"unknown model policy keyword(s) {', '.join(unknown)}; the policy "
+                        f"keywords are {', '.join(POLICY_KEYWORDS)}")
     policy = ffi.new("VmafDnnModelPolicy *")
     lib.vmaf_dnn_default_model_policy(policy)
     keep_alive = [policy]
+    model_dir = overrides.get("model_dir")
     if model_dir is not None:
-        keep_alive.append(ffi.new("char[]", os.fsencode(model_dir)))
+        keep_alive.append(ffi.new("char[]", c_path(model_dir, "model_dir")))
         policy.model_dir = keep_alive[-1]
-    if max_model_bytes is not None:
-        policy.max_model_bytes = int(max_model_bytes)
+    allowed_ops = overrides.get("allowed_ops")
     if allowed_ops is not None:
-        names = [ffi.new("char[]", op.encode()) for op in allowed_ops]
+        if isinstance(allowed_ops, (str, bytes)):
+            raise TypeError("allowed_ops must be a sequence of operator names, not one string")
+        names = [ffi.new("char[]", c_name(op, "allowed_ops entry")) for op in allowed_ops]
         array = ffi.new("const char *[]", names or [ffi.NULL])
         keep_alive += [names, array]
         policy.allowed_ops = array
         policy.n_allowed_ops = len(names)
-    if max_loop_nodes is not None:
-        policy.max_loop_nodes = int(max_loop_nodes)
+    for key in _POLICY_INTS:
+        value = overrides.get(key)
+        if value is not None:
+            setattr(policy, key, _policy_int(key, value))
     return policy, keep_alive
 
 
-class Session:
+def _written(arr: np.ndarray, out) -> np.ndarray:
+    """``arr`` as the C output ``out`` reports it written: its first
+    ``out.count`` elements in ``out.shape`` (``arr`` itself when it matches)."""
+    produced = tuple(out.shape[d] for d in range(out.rank))
+    if arr.shape == produced and arr.size == out.count:
+        return arr
+    return arr.reshape(-1)[: out.count].reshape(produced)
+
+
+class Session(NativeHandle):
     """An ONNX model opened through libvmafdnn.
 
     ``device`` is a hint (auto, cpu, cuda, openvino, rocm, openvino-cpu,
     openvino-gpu): when its execution provider is missing the session runs on
     the CPU; :attr:`attached_ep` says where it really runs and
-    :attr:`fallback_reason` why. ``model_dir`` (default: the environment
-    variable VMAFDNN_MODEL_DIR) confines models to a directory;
-    ``max_model_bytes``, ``allowed_ops`` and ``max_loop_nodes`` adjust the
-    model policy (see docs/security.md). A session may be shared between threads:
-    runs are serialised, and the GIL is released while the model runs.
+    :attr:`fallback_reason` why. ``threads``: 0 (ORT's default) up to
+    ``vmafdnn.MAX_THREADS``. The keyword-only ``policy`` arguments
+    (:data:`POLICY_KEYWORDS`: ``model_dir`` -- default the environment
+    variable VMAFDNN_MODEL_DIR --, ``max_model_bytes``, ``allowed_ops``,
+    ``max_loop_nodes``, ``max_nodes``, ``max_subgraph_depth``,
+    ``max_memory_bytes``, ``max_run_ms``) set the model policy (see
+    :func:`model_policy` and docs/security.md).
+
+    A session may be shared between threads: runs are serialised, and the
+    GIL is released while the model runs. :meth:`cancel` stops a run in
+    flight from another thread; :meth:`close` waits for it, and every call
+    after close raises :class:`vmafdnn.ClosedError` (a ValueError). A
+    session cannot be copied or pickled, and a child made by fork() cannot
+    use its parent's sessions.
     """
+
+    _what = "session"
 
     def __init__(
         self,
@@ -108,11 +171,7 @@ class Session:
         device_index: int = 0,
         threads: int = 0,
         fp16_io: bool = False,
-        *,
-        model_dir: Optional[Union[str, os.PathLike]] = None,
-        max_model_bytes: Optional[int] = None,
-        allowed_ops: Optional[Sequence[str]] = None,
-        max_loop_nodes: Optional[int] = None,
+        **policy,
     ):
         ensure_ort()
         cfg = ffi.new("VmafDnnConfig *")
@@ -120,26 +179,34 @@ class Session:
         cfg.device_index = int(device_index)
         cfg.threads = int(threads)
         cfg.fp16_io = bool(fp16_io)
-        policy, keep_alive = model_policy(model_dir, max_model_bytes, allowed_ops, max_loop_nodes)
+        c_policy, keep_alive = model_policy(**policy)
+        c_model = c_path(path, "model path")
         out = ffi.new("VmafDnnSession **")
-        check(lib.vmaf_dnn_session_open_with_policy(out, os.fsencode(path), cfg, policy))
-        del keep_alive
-        self._handle = ffi.gc(out[0], lib.vmaf_dnn_session_close)
+        check(lib.vmaf_dnn_session_open_with_policy(out, c_model, cfg, c_policy))
+        self._what = f"session for {os.fsdecode(c_model)}"
+        # The session keeps the policy's values, not its pointers, past the
+        # open; holding the buffers anyway costs nothing and stays right if
+        # that changes.
+        self._adopt(out[0], lib.vmaf_dnn_session_close, lib.vmaf_dnn_session_cancel, keep_alive)
+        try:
+            self._describe(path)
+        except BaseException:
+            self.close()
+            raise
+
+    def _describe(self, path) -> None:
         self.path = os.fspath(path)
-        self.attached_ep = ffi.string(lib.vmaf_dnn_session_attached_ep(self._handle)).decode()
+        handle = self._handle
+        self.attached_ep = ffi.string(lib.vmaf_dnn_session_attached_ep(handle)).decode()
         self.fallback_reason = ffi.string(
-            lib.vmaf_dnn_session_fallback_reason(self._handle)
-        ).decode("utf-8", "replace")
-        self.inputs = _slot_infos(
-            self._handle, lib.vmaf_dnn_session_input_count(self._handle),
-            lib.vmaf_dnn_session_input_info)
-        self.outputs = _slot_infos(
-            self._handle, lib.vmaf_dnn_session_output_count(self._handle),
-            lib.vmaf_dnn_session_output_info)
+            lib.vmaf_dnn_session_fallback_reason(handle)).decode("utf-8", "replace")
+        self.inputs = _slot_infos(handle, lib.vmaf_dnn_session_input_count(handle),
+                                  lib.vmaf_dnn_session_input_info, "input")
+        self.outputs = _slot_infos(handle, lib.vmaf_dnn_session_output_count(handle),
+                                   lib.vmaf_dnn_session_output_info, "output")
         self._input_index = {info.name: i for i, info in enumerate(self.inputs)}
         self._input_names = tuple(info.name for info in self.inputs)
         self._output_names = tuple(info.name for info in self.outputs)
-        self._lock = threading.Lock()
         # C structures reused by every run (under _lock): building them per
         # call would cost more than ORT's own run on a tiny model. Each input's
         # shape is written only when it differs from the previous run's.
@@ -156,37 +223,19 @@ class Session:
         self._static_shapes = [o.shape if all(d >= 0 for d in o.shape) else None
                                for o in self.outputs]
         self._capacities = [1] * n_out
-        self._closed = False
         self._fast_run = self._make_fast_run()
 
     # -- lifetime -----------------------------------------------------------
-    def close(self) -> None:
-        """Releases the session now (also done when it is garbage collected)."""
-        handle = self.__dict__.pop("_handle", None)
-        if handle is not None:
-            with self._lock:
-                self._closed = True
-                self._fast_run = None
-                ffi.release(handle)
-
-    def __enter__(self) -> "Session":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def _live_handle(self):
-        try:
-            return self._handle
-        except AttributeError:
-            raise ValueError(f"session for {self.path} is closed") from None
+    def _on_unusable(self) -> None:
+        self._fast_run = None  # it holds the handle and the old lock
 
     @property
     def config(self) -> Dict[str, object]:
-        c = lib.vmaf_dnn_session_config(self._live_handle())
-        names = {v: k for k, v in DEVICES.items()}
-        return {"device": names[c.device], "device_index": c.device_index,
-                "threads": c.threads, "fp16_io": bool(c.fp16_io)}
+        with self._using() as handle:
+            c = lib.vmaf_dnn_session_config(handle)
+            names = {v: k for k, v in DEVICES.items()}
+            return {"device": names[c.device], "device_index": c.device_index,
+                    "threads": c.threads, "fp16_io": bool(c.fp16_io)}
 
     # -- running ------------------------------------------------------------
     def _ordered_feeds(self, feeds) -> List:
@@ -257,11 +306,27 @@ class Session:
         handle, lock, session = self._handle, self._lock, self
         from_buffer, empty, ndarray, f32 = ffi.from_buffer, np.empty, np.ndarray, _FLOAT32
         run_c = lib.vmaf_dnn_session_run
+        sizes = tuple(int(np.prod(shape)) for shape in out_shapes)
+        enospc = -errno.ENOSPC
+
+        def finish(rc, outputs):
+            """The results of a fast run. When the model produced other sizes
+            than it declares (ORT only warns about that), the arrays are cut to
+            what C wrote -- never a byte C did not write -- and later runs take
+            the general path, which sizes outputs from the results."""
+            if rc == 0 and all(out.count == n for out, n in zip(out_slots, sizes)):
+                return dict(zip(out_names, outputs))
+            session._fast_run = None
+            session._static_shapes = [None] * n_out
+            if rc == enospc:
+                return None  # nothing valid was written: the general path reruns
+            check(rc)
+            return dict(zip(out_names, map(_written, outputs, out_slots)))
 
         if n_in == 1 and n_out == 1:
             # The common tiny-model case, without the loops: about a third of
             # the Python cost of a run on an 8-element model.
-            name0, shape0, strides0 = names[0], in_shapes[0], in_strides[0]
+            name0, shape0, strides0, size0 = names[0], in_shapes[0], in_strides[0], sizes[0]
             out_shape0, out_name0 = out_shapes[0], out_names[0]
             in0, out0 = in_slots[0], out_slots[0]
 
@@ -275,13 +340,13 @@ class Session:
                 out = empty(out_shape0, f32)
                 in_buf, out_buf = from_buffer("float[]", a), from_buffer("float[]", out)
                 with lock:
-                    if session._closed:
+                    if session._handle is None:
                         return None  # the general path raises the "closed" error
                     in0.data = in_buf
                     out0.data = out_buf
                     rc = run_c(handle, c_inputs, 1, c_outputs, 1)
-                if rc:
-                    check(rc)
+                if rc or out0.count != size0:
+                    return finish(rc, [out])
                 return {out_name0: out}
 
             return fast_run_single
@@ -298,7 +363,7 @@ class Session:
                 buffers.append(from_buffer("float[]", a))
             outputs = [empty(shape, f32) for shape in out_shapes]
             with lock:
-                if session._closed:
+                if session._handle is None:
                     return None  # the general path raises the "closed" error
                 for slot, buf in zip(in_slots, buffers):
                     slot.data = buf
@@ -306,9 +371,7 @@ class Session:
                     buffers.append(from_buffer("float[]", out))
                     slot.data = buffers[-1]
                 rc = run_c(handle, c_inputs, n_in, c_outputs, n_out)
-            if rc:
-                check(rc)
-            return dict(zip(out_names, outputs))
+            return finish(rc, outputs)
 
         return fast_run
 
@@ -325,9 +388,8 @@ class Session:
             results = fast_run(feeds)
             if results is not None:
                 return results
-        handle = self._live_handle()
         arrays = [self._checked_array(i, v) for i, v in enumerate(self._ordered_feeds(feeds))]
-        with self._lock:
+        with self._using() as handle:
             keep = []  # cffi buffers that must outlive the C call
             for i, arr in enumerate(arrays):
                 if arr.shape != self._fed_shapes[i]:
@@ -364,18 +426,20 @@ class Session:
             c_outputs[k].capacity = arr.size
         rc = lib.vmaf_dnn_session_run(handle, self._c_inputs, n_inputs, c_outputs, len(outputs))
         if rc == -errno.ENOSPC:
-            for k in range(len(outputs)):
-                self._capacities[k] = max(self._capacities[k], c_outputs[k].count)
+            for k, arr in enumerate(outputs):
+                needed = c_outputs[k].count
+                if needed > arr.size:
+                    # An output larger than its declared fixed shape (ORT only
+                    # warns): sized from the results from now on.
+                    self._static_shapes[k] = None
+                self._capacities[k] = max(self._capacities[k], needed)
             return None
         check(rc)
-        for k, shape in enumerate(self._static_shapes):
-            if shape is None:
-                out = c_outputs[k]
-                produced = tuple(out.shape[d] for d in range(out.rank))
-                outputs[k] = outputs[k][: out.count].reshape(produced)
-        return dict(zip(self._output_names, outputs))
+        # Every array is cut to what C wrote (its count and shape), so no
+        # element C did not write is returned, whatever the model declared.
+        return dict(zip(self._output_names, map(_written, outputs, c_outputs)))
 
     def __repr__(self) -> str:
-        state = "closed" if "_handle" not in self.__dict__ else self.attached_ep
+        state = "closed" if self._handle is None else self.attached_ep
         return f"<vmafdnn.Session {self.path!r} on {state}>"
 

@@ -55,7 +55,8 @@ def test_config_is_kept(models):
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
-    ({"threads": -1}, "threads must be >= 0"),
+    ({"threads": -1}, f"threads must be 0..{vmafdnn.MAX_THREADS}"),
+    ({"threads": vmafdnn.MAX_THREADS + 1}, f"threads must be 0..{vmafdnn.MAX_THREADS}"),
     ({"device_index": -2}, "device_index must be >= 0"),
 ])
 def test_bad_config_values(models, kwargs, fragment):
