@@ -6,7 +6,7 @@
  *
  * usage: test_context MODEL_DIR [BUILTIN_DIR]
  *   MODEL_DIR holds the models of tests/models/factory.py. Sidecars are
- *   written by this test into a temporary directory beside links to them.
+ *   written by this test into a temporary directory beside copies of them.
  *   BUILTIN_DIR, when given, holds the built-in models of
  *   tools/gen_builtin_models.py, which are then run with their own sidecars.
  * ORT is found the documented way (VMAFDNN_ORT_LIBRARY, then the loader).
@@ -46,9 +46,25 @@ static char tmp_dir[] = "/tmp/vmafdnn-context-XXXXXX";
 /* Fixtures                                                                 */
 /* ------------------------------------------------------------------------ */
 
-/* Links model `model` from MODEL_DIR as <tmp>/<as>.onnx and writes `sidecar`
- * (or removes any) as <tmp>/<as>.json. Returns the .onnx path (one of a few
- * rotating buffers). */
+/* Copies src to dst (a copy, not a link: the sidecar is read beside the
+ * model file actually opened, so a link would find the one in MODEL_DIR). */
+static void copy_file(const char *src, const char *dst)
+{
+    FILE *in = fopen(src, "rb"), *out = in ? fopen(dst, "wb") : NULL;
+    char buf[1 << 16];
+    size_t n;
+    while (out && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+        if (fwrite(buf, 1, n, out) != n)
+            break;
+    if (!out || ferror(in) || fclose(out))
+        perror(dst);
+    if (in)
+        fclose(in);
+}
+
+/* Copies model `model` from MODEL_DIR to <tmp>/<as>.onnx and writes
+ * `sidecar` (or removes any) as <tmp>/<as>.json. Returns the .onnx path (one
+ * of a few rotating buffers). */
 static const char *stage(const char *model, const char *as, const char *sidecar)
 {
     static char ring[8][PATH_MAX + 64];
@@ -59,8 +75,7 @@ static const char *stage(const char *model, const char *as, const char *sidecar)
     snprintf(json, sizeof(json), "%s/%s.json", tmp_dir, as);
     unlink(path);
     unlink(json);
-    if (symlink(src, path))
-        perror(path);
+    copy_file(src, path);
     if (sidecar) {
         FILE *f = fopen(json, "w");
         if (f) {
@@ -637,6 +652,8 @@ static void test_shape_rules(void)
                  "the session API for tensors");
     attach_fails("symbolic_output", NULL, -ENOTSUP,
                  "output \"idx\" has shape [?] with a symbolic dim");
+    attach_fails("score_unknown_rank", NULL, -ENOTSUP,
+                 "output \"score\" has no known rank (the model declares no shape for it)");
     attach_fails("three_images", NULL, -ENOTSUP, "more than two image");
     attach_fails("fr_mismatched", NULL, -ENOTSUP, "differ in size");
     attach_fails("fp16_image", NULL, -ENOTSUP, "FLOAT16");
@@ -691,6 +708,79 @@ static void test_native_resolution(void)
     CHECK_NEAR(get(ctx, "native", 2), 0.2, 1e-6);
     pic_free(&a);
     pic_free(&b);
+    vmaf_dnn_context_close(ctx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Memory budget of per-frame buffers (policy max_memory_bytes)             */
+/* ------------------------------------------------------------------------ */
+
+/* A context whose models get `budget` as max_memory_bytes. */
+static VmafDnnContext *ctx_budget(VmafDnnModelPolicy *policy, uint64_t budget,
+                                  VmafDnnResize resize)
+{
+    vmaf_dnn_default_model_policy(policy);
+    policy->max_memory_bytes = budget;
+    VmafDnnContextConfig cfg;
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.session.device = VMAF_DNN_DEVICE_CPU;
+    cfg.session.threads = 1;
+    cfg.resize = resize;
+    cfg.policy = policy;
+    VmafDnnContext *ctx = NULL;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
+    return ctx;
+}
+
+static void test_memory_budget(void)
+{
+    /* 32768 x 32768 fp32 is 4 GiB for the input plane alone: refused at
+     * attach under the default 2 GiB, before any frame allocates it. */
+    attach_fails("huge_input", "{\"resize\": \"bilinear\"}", -EDQUOT,
+                 "input \"x\" of 32768x32768 needs 4294967296 bytes of per-frame buffers");
+    attach_fails("huge_input", NULL, -EDQUOT, "above the policy's max_memory_bytes of 2147483648");
+    VmafDnnModelPolicy policy;
+    /* 0 is no limit: the same model attaches (nothing is allocated yet). */
+    VmafDnnContext *ctx = ctx_budget(&policy, 0, VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("huge_input", "huge", NULL), NULL);
+    vmaf_dnn_context_close(ctx);
+
+    /* A 1080p model is far inside the default budget, and scores. */
+    ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("hd_mean", "hd", NULL), NULL);
+    TestPic hd = pic_const(1920, 1080, 8, 51);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &hd.pic, 0), 0);
+    CHECK_NEAR(get(ctx, "hd", 0), 0.2, 1e-3); /* ORT's fp32 sum of 2M samples */
+    pic_free(&hd);
+    vmaf_dnn_context_close(ctx);
+
+    /* Native resolution: the first frame fixes the size, and is checked. A
+     * refused frame stores nothing and fixes nothing. */
+    const uint64_t mib4 = 4u << 20;
+    ctx = ctx_budget(&policy, mib4, VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("symbolic_hw_mean", "native_b", "{\"native_resolution\": true}"), NULL);
+    TestPic big = pic_const(1100, 1000, 8, 51), small = pic_const(512, 512, 8, 51);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &big.pic, 0), -EDQUOT);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "input \"x\" at 1100x1000 for a 1100x1000 frame "
+                       "needs 4400000 bytes");
+    CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &small.pic, 0), 0);
+    CHECK_NEAR(get(ctx, "native_b", 0), 0.2, 1e-3);
+    vmaf_dnn_context_close(ctx);
+
+    /* Resize scratch counts: a 4x4 model fed a 1024x1024 frame needs the
+     * frame's plane (4 MiB), the resized plane and the row pass. */
+    ctx = ctx_budget(&policy, mib4, VMAF_DNN_RESIZE_BILINEAR);
+    attach_ok(ctx, stage("nr_mean_4x4", "small_b", NULL), NULL);
+    TestPic mib = pic_const(1024, 1024, 8, 51);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &mib.pic, 0), -EDQUOT);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "at 4x4 for a 1024x1024 frame needs 4210752 bytes "
+                       "of per-frame buffers (fp32 planes and resize scratch)");
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &small.pic, 0), 0);
+    CHECK_NEAR(get(ctx, "small_b", 0), 0.2, 1e-6);
+    pic_free(&mib);
+    pic_free(&big);
+    pic_free(&small);
     vmaf_dnn_context_close(ctx);
 }
 
@@ -1026,6 +1116,7 @@ int main(int argc, char **argv)
     test_output_keys();
     test_shape_rules();
     test_native_resolution();
+    test_memory_budget();
     test_resize_modes();
     test_feature_vectors();
     test_cap();

@@ -280,6 +280,59 @@ def image_codec():
                       [tensor("score", F32, [1])], inits)
 
 
+# ---- models for issue 9: threads, budgets, unknown ranks (test_threads.c,
+# test_context.c) -------------------------------------------------------------
+
+
+def slow_chain(side=512, steps=800):
+    """x[1,1,S,S] -> score[1] = mean(x), after `steps` S x S MatMuls by the
+    identity: slow enough (about 2 s on one thread) for a run to be
+    cancelled mid-way, since ORT checks for termination between nodes."""
+    nodes, inits = [], [numpy_helper.from_array(np.eye(side, dtype=np.float32), "eye"),
+                        numpy_helper.from_array(np.array([side, side], np.int64), "square")]
+    nodes.append(helper.make_node("Reshape", ["x", "square"], ["h0"]))
+    for i in range(steps):
+        nodes.append(helper.make_node("MatMul", [f"h{i}", "eye"], [f"h{i + 1}"]))
+    _mean_to(f"h{steps}", "score", nodes, inits, "h")
+    return make_model(nodes, [tensor("x", F32, [1, 1, side, side])],
+                      [tensor("score", F32, [1])], inits)
+
+
+def score_unknown_rank():
+    """x[1,1,4,4] -> score: mean(x) as [1] when it is > 0.5, else as [1,1].
+    One value either way, but the branches differ in rank, so ORT knows no
+    rank for it (declared without a shape, a plain output would get the shape
+    ORT infers)."""
+    nodes, inits = [], []
+    _mean_to("x", "m", nodes, inits, "x")
+    inits += [numpy_helper.from_array(np.array([1, 1], np.int64), "shape11"),
+              numpy_helper.from_array(np.array([0.5], np.float32), "half_s")]
+    then_g = helper.make_graph([helper.make_node("Identity", ["m"], ["t"])], "then", [],
+                              [tensor("t", F32, None)])
+    else_g = helper.make_graph([helper.make_node("Reshape", ["m", "shape11"], ["e"])], "else",
+                              [], [tensor("e", F32, None)])
+    nodes += [helper.make_node("Greater", ["m", "half_s"], ["gt"]),
+              helper.make_node("Squeeze", ["gt"], ["c"]),
+              helper.make_node("If", ["c"], ["score"], then_branch=then_g, else_branch=else_g)]
+    graph = helper.make_graph(nodes, "test", [tensor("x", F32, [1, 1, 4, 4])],
+                              [tensor("score", F32, None)], initializer=inits)
+    # ONNX's checker wants a shape on graph outputs, ORT does not: unchecked.
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                              producer_name="vmafdnn-tests")
+    model.ir_version = IR_VERSION
+    return model
+
+
+def huge_input():
+    """x[1,1,32768,32768] -> score[1]: 4 GiB as one fp32 plane."""
+    return _mean_model([1, 1, 32768, 32768])
+
+
+def hd_mean():
+    """x[1,1,1080,1920] -> score[1] = mean(x)."""
+    return _mean_model([1, 1, 1080, 1920])
+
+
 ALL = {
     "identity": identity,
     "identity_fp16": identity_fp16,
@@ -310,6 +363,10 @@ ALL = {
     "fr_mismatched": fr_mismatched,
     "fv_weighted": fv_weighted,
     "image_codec": image_codec,
+    "slow_chain": slow_chain,
+    "score_unknown_rank": score_unknown_rank,
+    "huge_input": huge_input,
+    "hd_mean": hd_mean,
 }
 
 
