@@ -237,6 +237,8 @@ static int scan_policy(const VmafDnnModelPolicy *p, VdnnScanPolicy *scan)
     scan->allowed_ops = p->allowed_ops;
     scan->n_allowed_ops = p->n_allowed_ops;
     scan->max_loop_nodes = p->max_loop_nodes;
+    scan->max_graph_depth = p->max_subgraph_depth;
+    scan->max_nodes = p->max_nodes;
     if (p->max_model_bytes == 0)
         return vdnn_fail(-EINVAL, "model policy: max_model_bytes must be > 0");
     return vdnn_scan_policy_check(scan);
@@ -251,7 +253,7 @@ static int read_and_scan(const char *onnx_path, const VmafDnnModelPolicy *policy
     if (rc || (rc = vdnn_model_file_read(onnx_path, policy->max_model_bytes, policy->model_dir,
                                          model)))
         return rc;
-    if ((rc = vdnn_onnx_scan(model->bytes, model->size, model->dir, &scan, NULL))) {
+    if ((rc = vdnn_onnx_scan(model->bytes, model->size, model->dir_fd, &scan, NULL))) {
         char reason[768];
         snprintf(reason, sizeof(reason), "%s", vdnn_last_error());
         vdnn_model_file_free(model);

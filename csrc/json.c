@@ -5,6 +5,7 @@
 #include <locale.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -503,9 +504,9 @@ static int check_duplicates(Parser *p, const VdnnJson *obj)
     }
     int rc = 0;
     if (dup) {
-        char quoted[96];
+        char quoted[VDNN_JSON_EXCERPT_SIZE];
         rc = fail_at(p, dup->offset, "duplicate key %s in object",
-                     vdnn_json_quote(dup->bytes, dup->len, quoted, sizeof(quoted)));
+                     vdnn_json_excerpt(dup->bytes, dup->len, &quoted));
     }
     free(order);
     return rc;
@@ -701,7 +702,8 @@ int vdnn_json_bool(const VdnnJson *v)
     return v && v->type == VDNN_JSON_BOOL ? v->u.boolean : 0;
 }
 
-const char *vdnn_json_quote(const char *s, size_t len, char *buf, size_t cap)
+/* ascii: bytes >= 0x80 are escaped one by one instead of passed through. */
+static const char *quote(const char *s, size_t len, char *buf, size_t cap, bool ascii)
 {
     /* Room is kept for "...", the closing quote and the NUL. */
     size_t limit = cap - 5, n = 0, i;
@@ -717,6 +719,8 @@ const char *vdnn_json_quote(const char *s, size_t len, char *buf, size_t cap)
             w = 2;
         } else if (c < 0x20 || c == 0x7F) {
             w = (size_t)snprintf(piece, sizeof(piece), "\\u%04X", c);
+        } else if (c >= 0x80 && ascii) {
+            w = (size_t)snprintf(piece, sizeof(piece), "\\x%02X", c);
         } else {
             piece[0] = (char)c;
         }
@@ -726,8 +730,10 @@ const char *vdnn_json_quote(const char *s, size_t len, char *buf, size_t cap)
         n += w;
     }
     if (i < len) {
-        /* Drop the copied head of a UTF-8 character cut in two. */
-        while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80 && ((unsigned char)s[i - 1] & 0x80)) {
+        /* Drop the copied head of a UTF-8 character cut in two (passed
+         * through bytes only: escaped ones are whole as they are). */
+        while (!ascii && i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80 &&
+               ((unsigned char)s[i - 1] & 0x80)) {
             i--;
             n--;
         }
@@ -737,4 +743,15 @@ const char *vdnn_json_quote(const char *s, size_t len, char *buf, size_t cap)
     buf[n++] = '"';
     buf[n] = '\0';
     return buf;
+}
+
+const char *vdnn_json_quote(const char *s, size_t len, char *buf, size_t cap)
+{
+    return quote(s, len, buf, cap, false);
+}
+
+const char *vdnn_json_excerpt(const char *s, size_t len, char (*buf)[VDNN_JSON_EXCERPT_SIZE])
+{
+    /* 40 characters: the size less the quotes, "..." and the NUL, rounded */
+    return quote(s, len, *buf, 46, true);
 }

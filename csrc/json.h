@@ -103,4 +103,14 @@ int vdnn_json_bool(const VdnnJson *v);
  * Returns buf. cap must be at least 16. */
 const char *vdnn_json_quote(const char *s, size_t len, char *buf, size_t cap);
 
+/* The size of a buffer for vdnn_json_excerpt(). */
+#define VDNN_JSON_EXCERPT_SIZE 48
+
+/* The way file contents may appear in a message: like vdnn_json_quote() but
+ * showing at most 40 characters between the quotes, with every byte outside
+ * printable ASCII escaped (\u00XX for control characters, \xHH for bytes
+ * >= 0x80), so nothing from the file can reach a terminal or log raw.
+ * Returns buf. */
+const char *vdnn_json_excerpt(const char *s, size_t len, char (*buf)[VDNN_JSON_EXCERPT_SIZE]);
+
 #endif

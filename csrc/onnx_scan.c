@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "error.h"
+#include "model_file.h"
 #include "onnx_scan.h"
 
 /* ------------------------------------------------------------------------ */
@@ -60,8 +62,9 @@ void vdnn_scan_policy_default(VdnnScanPolicy *p)
 {
     p->allowed_ops = NULL;
     p->n_allowed_ops = 0;
-    p->max_loop_nodes = VDNN_SCAN_MAX_LOOP_NODES;
-    p->max_graph_depth = VDNN_SCAN_MAX_GRAPH_DEPTH;
+    p->max_loop_nodes = VMAF_DNN_MAX_LOOP_NODES;
+    p->max_graph_depth = VMAF_DNN_MAX_SUBGRAPH_DEPTH;
+    p->max_nodes = VMAF_DNN_DEFAULT_MAX_NODES;
     p->max_external_bytes = VDNN_SCAN_MAX_EXTERNAL_BYTES;
 }
 
@@ -106,12 +109,15 @@ int vdnn_scan_policy_check(const VdnnScanPolicy *p)
         return vdnn_fail(-EINVAL, "scan policy has n_allowed_ops = %zu but no allowed_ops",
                          p->n_allowed_ops);
     }
-    if (p->max_loop_nodes > VDNN_SCAN_MAX_LOOP_NODES)
+    if (p->max_loop_nodes > VMAF_DNN_MAX_LOOP_NODES)
         return vdnn_fail(-EINVAL, "scan policy raises max_loop_nodes to %u (the built-in cap is %u)",
-                         p->max_loop_nodes, VDNN_SCAN_MAX_LOOP_NODES);
-    if (p->max_graph_depth > VDNN_SCAN_MAX_GRAPH_DEPTH)
-        return vdnn_fail(-EINVAL, "scan policy raises max_graph_depth to %u (the built-in cap is %u)",
-                         p->max_graph_depth, VDNN_SCAN_MAX_GRAPH_DEPTH);
+                         p->max_loop_nodes, VMAF_DNN_MAX_LOOP_NODES);
+    if (p->max_graph_depth > VMAF_DNN_MAX_SUBGRAPH_DEPTH)
+        return vdnn_fail(-EINVAL, "scan policy raises max_subgraph_depth to %u (the built-in cap is %u)",
+                         p->max_graph_depth, VMAF_DNN_MAX_SUBGRAPH_DEPTH);
+    if (p->max_nodes < 1 || p->max_nodes > VMAF_DNN_MAX_NODES)
+        return vdnn_fail(-EINVAL, "scan policy sets max_nodes to %u; it must be 1..%u", p->max_nodes,
+                         VMAF_DNN_MAX_NODES);
     if (p->max_external_bytes > VDNN_SCAN_MAX_EXTERNAL_BYTES)
         return vdnn_fail(-EINVAL,
                          "scan policy raises max_external_bytes to %" PRIu64
@@ -127,14 +133,11 @@ int vdnn_scan_policy_check(const VdnnScanPolicy *p)
 typedef struct Scan {
     const uint8_t *base; /* first byte of the model: error offsets count from here */
     const VdnnScanPolicy *policy;
-    const char *model_dir;
+    int dir_fd;              /* the model's directory, -1: none */
     VdnnScanReport *report;  /* never NULL (a local when the caller passed none) */
-    /* Path buffers for the external-data checks, kept here rather than on the
-     * stack of the recursive walk. */
-    char dir_real[PATH_MAX]; /* realpath(model_dir), "" until the first external tensor */
-    char path[PATH_MAX];     /* the location being checked, NUL-terminated */
-    char joined[PATH_MAX];   /* dir_real + "/" + path */
-    char real[PATH_MAX];     /* realpath(joined) */
+    /* The location being checked, NUL-terminated; kept here rather than on
+     * the stack of the recursive walk. */
+    char path[PATH_MAX];
 } Scan;
 
 enum { WT_VARINT = 0, WT_FIXED64 = 1, WT_LEN = 2, WT_FIXED32 = 5 };
@@ -342,44 +345,28 @@ static int check_location_text(Scan *s, Span loc, const char *shown, const char 
     return 0;
 }
 
-/* Resolves model_dir/s->path into s->real and checks that it is a regular
- * file inside realpath(model_dir); *size gets its size. */
-static int resolve_inside_dir(Scan *s, const char *shown, const char *tensor, uint64_t *size)
+/* Opens s->path beneath the model's directory (the rules of model_file.h: no
+ * link or ".." out of it, no swap between this check and the open it is
+ * made on) and checks that it is a regular file; *size gets its size. */
+static int open_inside_dir(Scan *s, const char *shown, const char *tensor, uint64_t *size)
 {
-    if (!s->dir_real[0] && !realpath(s->model_dir, s->dir_real)) {
-        int err = errno ? -errno : -EIO;
-        s->dir_real[0] = '\0';
-        return vdnn_fail(err, "cannot resolve the model directory \"%s\" to check external data",
-                         s->model_dir);
-    }
-    if (snprintf(s->joined, sizeof(s->joined), "%s/%s", s->dir_real, s->path) >=
-        (int)sizeof(s->joined))
-        return vdnn_fail(-ENAMETOOLONG,
-                         "external data location \"%s\" (tensor \"%s\") makes a path longer than "
-                         "PATH_MAX",
-                         shown, tensor);
-    if (!realpath(s->joined, s->real)) {
-        int err = errno ? -errno : -EIO;
-        if (err == -ENOENT)
-            return vdnn_fail(err, "external data file \"%s\" (tensor \"%s\") does not exist in \"%s\"",
-                             shown, tensor, s->dir_real);
-        return vdnn_fail(err, "cannot resolve external data file \"%s\" (tensor \"%s\") in \"%s\"",
-                         shown, tensor, s->dir_real);
-    }
-
-    size_t d = strlen(s->dir_real);
-    bool root = d == 1; /* "/" already ends in the separator */
-    if (strncmp(s->real, s->dir_real, d) != 0 || (!root && s->real[d] != '/'))
+    int fd, r = vdnn_open_beneath(s->dir_fd, s->path, &fd);
+    if (r == -EXDEV)
         return vdnn_fail(-EPERM,
-                         "external data file \"%s\" (tensor \"%s\") resolves to \"%s\", outside "
-                         "the model's directory \"%s\"",
-                         shown, tensor, s->real, s->dir_real);
-
+                         "external data file \"%s\" (tensor \"%s\") leads outside the model's "
+                         "directory (an absolute symbolic link, or one that climbs out of it)",
+                         shown, tensor);
+    if (r == -ENOENT)
+        return vdnn_fail(r, "external data file \"%s\" (tensor \"%s\") does not exist in the "
+                         "model's directory", shown, tensor);
+    if (r)
+        return vdnn_fail(r, "cannot open external data file \"%s\" (tensor \"%s\"): %s", shown,
+                         tensor, strerror(-r));
     struct stat st;
-    if (stat(s->real, &st) != 0) {
-        int err = errno ? -errno : -EIO;
-        return vdnn_fail(err, "cannot stat external data file \"%s\" (tensor \"%s\")", shown, tensor);
-    }
+    r = fstat(fd, &st) ? -errno : 0;
+    close(fd);
+    if (r)
+        return vdnn_fail(r, "cannot stat external data file \"%s\" (tensor \"%s\")", shown, tensor);
     if (!S_ISREG(st.st_mode))
         return vdnn_fail(-EPERM, "external data file \"%s\" (tensor \"%s\") is not a regular file",
                          shown, tensor);
@@ -398,13 +385,13 @@ static int check_external(Scan *s, Span tensor_name, const ExternalRef *ref)
     if (!ref->has_location)
         return vdnn_fail(-EBADMSG, "tensor \"%s\" has external data but no location", tensor);
     printable(shown, sizeof(shown), ref->location);
-    if (!s->model_dir)
+    if (s->dir_fd < 0)
         return vdnn_fail(-EPERM,
                          "tensor \"%s\" keeps its data in external file \"%s\", but the model "
                          "came without a directory to check it against",
                          tensor, shown);
     if ((r = check_location_text(s, ref->location, shown, tensor)) < 0 ||
-        (r = resolve_inside_dir(s, shown, tensor, &size)) < 0)
+        (r = open_inside_dir(s, shown, tensor, &size)) < 0)
         return r;
 
     if (ref->has_offset && !parse_decimal(ref->offset, &offset))
@@ -687,10 +674,16 @@ static int walk_model(Scan *s, Span m)
     }
     if (r < 0)
         return r;
-    return has_graph ? 0 : vdnn_fail(-EBADMSG, "ONNX model has no graph");
+    if (!has_graph)
+        return vdnn_fail(-EBADMSG, "ONNX model has no graph");
+    /* Counted to the end, so the message gives the model's real size. */
+    if (s->report->n_nodes > s->policy->max_nodes)
+        return vdnn_fail(-EPERM, "model has %zu nodes (all graphs, subgraphs included): the cap "
+                         "is %u", s->report->n_nodes, s->policy->max_nodes);
+    return 0;
 }
 
-int vdnn_onnx_scan(const uint8_t *bytes, size_t len, const char *model_dir,
+int vdnn_onnx_scan(const uint8_t *bytes, size_t len, int model_dir_fd,
                    const VdnnScanPolicy *policy, VdnnScanReport *report)
 {
     static const uint8_t ort_format_id[4] = { 'O', 'R', 'T', 'M' };
@@ -719,7 +712,6 @@ int vdnn_onnx_scan(const uint8_t *bytes, size_t len, const char *model_dir,
 
     s.base = bytes;
     s.policy = policy;
-    s.model_dir = model_dir;
-    s.dir_real[0] = '\0';
+    s.dir_fd = model_dir_fd;
     return walk_model(&s, (Span){ bytes, len });
 }

@@ -23,9 +23,11 @@
  *   - every node is in the standard domain ("" or "ai.onnx") and its op_type
  *     is on the allow-list (the built-in one, or a caller's subset of it);
  *   - a Dropout node has no training_mode input (that input turns it random);
- *   - there are at most max_loop_nodes Loop nodes across all graphs, and
- *     subgraphs (If / Loop bodies, any attribute g or graphs) nest at most
- *     max_graph_depth levels below the main graph;
+ *   - there are at most max_loop_nodes Loop nodes and at most max_nodes
+ *     nodes across all graphs (ORT's session creation grows faster than
+ *     linearly with the node count: docs/security.md has the measurements),
+ *     and subgraphs (If / Loop bodies, any attribute g or graphs) nest at
+ *     most max_graph_depth levels below the main graph;
  *   - every tensor with external data (data_location = EXTERNAL, or any
  *     external_data entry at all) names a file that passes the rules on
  *     vdnn_onnx_scan() below, and all of them together stay within
@@ -51,9 +53,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Built-in caps: the defaults, and the most a caller's policy may ask for. */
-#define VDNN_SCAN_MAX_LOOP_NODES 4u
-#define VDNN_SCAN_MAX_GRAPH_DEPTH 8u
+#include "vmafdnn/vmafdnn.h"
+
+/* Built-in caps (the public ones are in vmafdnn.h: VMAF_DNN_MAX_LOOP_NODES,
+ * VMAF_DNN_MAX_SUBGRAPH_DEPTH, VMAF_DNN_MAX_NODES; the default node cap is
+ * VMAF_DNN_DEFAULT_MAX_NODES). */
 #define VDNN_SCAN_MAX_EXTERNAL_BYTES ((uint64_t)50 * 1024 * 1024)
 
 /* Size of VdnnScanReport.first_bad_op, terminating NUL included. */
@@ -70,6 +74,7 @@ typedef struct VdnnScanPolicy {
     size_t n_allowed_ops;
     unsigned max_loop_nodes;     /* Loop nodes in all graphs together */
     unsigned max_graph_depth;    /* subgraph levels below the main graph; 0 = no subgraphs */
+    unsigned max_nodes;          /* nodes in all graphs together, 1..VMAF_DNN_MAX_NODES */
     uint64_t max_external_bytes; /* total external tensor bytes; 0 = no external data */
 } VdnnScanPolicy;
 
@@ -87,8 +92,8 @@ typedef struct VdnnScanReport {
     char first_bad_op[VDNN_SCAN_OP_NAME_MAX];
 } VdnnScanReport;
 
-/* Fills *p with the built-in policy: the built-in allow-list and the
- * VDNN_SCAN_MAX_* caps. */
+/* Fills *p with the built-in policy: the built-in allow-list, the hard caps
+ * of vmafdnn.h, VMAF_DNN_DEFAULT_MAX_NODES and VDNN_SCAN_MAX_EXTERNAL_BYTES. */
 void vdnn_scan_policy_default(VdnnScanPolicy *p);
 
 /* The built-in allow-list of standard-domain op_type names, *n_out entries
@@ -97,8 +102,8 @@ const char *const *vdnn_scan_builtin_ops(size_t *n_out);
 
 /* Checks that p only tightens the built-in policy.
  * Returns 0, or -EINVAL (with a message) when p is NULL, allowed_ops is NULL
- * while n_allowed_ops > 0, an entry is NULL or not on the built-in list, or a
- * cap is above its built-in value. */
+ * while n_allowed_ops > 0, an entry is NULL or not on the built-in list, a
+ * cap is above its built-in value, or max_nodes is 0. */
 int vdnn_scan_policy_check(const VdnnScanPolicy *p);
 
 /*
@@ -106,20 +111,22 @@ int vdnn_scan_policy_check(const VdnnScanPolicy *p);
  * policy). Nothing is allocated and nothing outside bytes[0..len) is read;
  * bytes is borrowed for the call only.
  *
- * model_dir is the directory the model file was read from (borrowed, may be
- * NULL). External data files are checked here but not read: ORT opens them
- * itself when it builds the session, so they must be resolved against the same
- * directory (for a session created from bytes, set the session config entry
- * "session.model_external_initializers_file_folder_path" to model_dir) and a
- * file swapped between the scan and ORT's read is not caught. For each
- * external tensor, the "location" entry must be present and non-empty, relative
- * (no leading '/'), free of '\\', NUL bytes and ".." components, and not ORT's
- * in-memory marker (the location that contains _ORT_MEM_ADDR_, which makes
- * ORT read "offset" as a pointer); model_dir/location, once every
- * symbolic link is resolved (realpath), must lie inside realpath(model_dir) and
- * be a regular file; "offset" and "length", when present, must be plain
- * decimal numbers that keep the data inside the file (no "length" means up to
- * the end of the file). When model_dir is NULL any external data is refused.
+ * model_dir_fd is a descriptor of the directory the model file was read from
+ * (VdnnModelFile.dir_fd; borrowed), or -1. Each external data file is opened
+ * beneath it with the rules of model_file.h (vdnn_open_beneath: no absolute
+ * link, no link or ".." that climbs out, checked on what was opened) and
+ * fstat()ed, but not read: ORT opens the files itself when it builds the
+ * session, by name, in the folder it is given (VdnnModelFile.dir, which names
+ * this same descriptor through /proc/self/fd), so a file swapped inside that
+ * directory between the scan and ORT's read is not caught (docs/security.md).
+ * For each external tensor, the "location" entry must be present and
+ * non-empty, relative (no leading '/'), free of '\\', NUL bytes and ".."
+ * components, and not ORT's in-memory marker (the location that contains
+ * _ORT_MEM_ADDR_, which makes ORT read "offset" as a pointer), and must open
+ * as a regular file beneath model_dir_fd; "offset" and "length", when
+ * present, must be plain decimal numbers that keep the data inside the file
+ * (no "length" means up to the end of the file). When model_dir_fd is -1
+ * any external data is refused.
  *
  * report may be NULL; otherwise it is zeroed and then filled in (see
  * VdnnScanReport), on success and on failure.
@@ -134,20 +141,21 @@ int vdnn_scan_policy_check(const VdnnScanPolicy *p);
  *                  location/offset/length key given twice; an unknown
  *                  data_location value
  *   -EPERM         a node outside the standard domain or the allow-list, a
- *                  Dropout with training_mode, too many Loop nodes, subgraphs
- *                  nested too deep, model-local functions, training_info,
- *                  external data that is not allowed (no model_dir, absolute,
- *                  "..", backslash, memory marker, outside model_dir after
- *                  resolving links, not a regular file)
- *   -ENOENT        an external data file (or model_dir) does not exist
+ *                  Dropout with training_mode, too many Loop nodes, more
+ *                  than max_nodes nodes ("model has N nodes ...: the cap is
+ *                  M"), subgraphs nested too deep, model-local functions,
+ *                  training_info, external data that is not allowed (no
+ *                  directory, absolute, "..", backslash, memory marker, a
+ *                  link leading out of the directory, not a regular file)
+ *   -ENOENT        an external data file does not exist
  *   -ENAMETOOLONG  an external data path is longer than PATH_MAX
  *   -E2BIG         external data adds up to more than max_external_bytes
- *   other -errno   realpath()/stat() failed on an external data path (-EACCES,
- *                  -ELOOP, -ENOTDIR)
+ *   other -errno   opening an external data file failed (-EACCES, -ELOOP,
+ *                  -ENOTDIR)
  *
  * Thread-safe: no global state (the message is per thread).
  */
-int vdnn_onnx_scan(const uint8_t *bytes, size_t len, const char *model_dir,
+int vdnn_onnx_scan(const uint8_t *bytes, size_t len, int model_dir_fd,
                    const VdnnScanPolicy *policy, VdnnScanReport *report);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "error.h"
 #include "json.h"
+#include "model_file.h"
 #include "sidecar.h"
 
 #define COUNT(array) (sizeof(array) / sizeof((array)[0]))
@@ -98,7 +99,7 @@ static int read_choice(const Reader *r, const char *key, const char *const *name
                        int *out)
 {
     const VdnnJson *v = vdnn_json_member(r->doc, key);
-    char expected[128] = "", quoted[96];
+    char expected[128] = "", quoted[VDNN_JSON_EXCERPT_SIZE];
     size_t len;
 
     if (!v)
@@ -116,7 +117,7 @@ static int read_choice(const Reader *r, const char *key, const char *const *name
     if (!s)
         return fail_key(r, key, -1, "must be %s, got %s", expected, vdnn_json_type_name(v));
     return fail_key(r, key, -1, "must be %s, not %s", expected,
-                    vdnn_json_quote(s, len, quoted, sizeof(quoted)));
+                    vdnn_json_excerpt(s, len, &quoted));
 }
 
 static int read_opset(const Reader *r, int *has, int *out)
@@ -409,31 +410,77 @@ static int read_regular(int fd, const char *path, char **text, size_t *len)
     return 0;
 }
 
-int vdnn_sidecar_load(const char *onnx_path, VdnnSidecar **out)
+/* "<name>.json" for the model file `name` (".onnx" replaced). */
+static int json_name(const char *name, char (*out)[NAME_MAX + 1])
 {
-    char *path = NULL, *text = NULL;
-    size_t len = 0;
-
-    if (!out)
-        return vdnn_fail(-EINVAL, "vdnn_sidecar_load: out is NULL");
-    int rc = vdnn_sidecar_path(onnx_path, &path);
+    char *p = NULL;
+    int rc = vdnn_sidecar_path(name, &p);
     if (rc)
         return rc;
-    /* O_NONBLOCK: a FIFO planted at the path must not hang the open; it is
-     * then refused as not a regular file. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0 && errno == ENOENT) {
-        rc = new_sidecar(path, out);
-    } else if (fd < 0) {
-        rc = fail_errno(path, "cannot open", errno);
+    if (strlen(p) > NAME_MAX) {
+        rc = vdnn_fail(-ENAMETOOLONG, "sidecar name of model file %s is too long", name);
     } else {
-        rc = read_regular(fd, path, &text, &len);
-        close(fd);
-        if (!rc)
-            rc = vdnn_sidecar_parse(text, len, path, out);
+        strcpy(*out, p);
     }
+    free(p);
+    return rc;
+}
+
+int vdnn_sidecar_load_at(int dir_fd, const char *model_name, const char *shown,
+                         VdnnSidecar **out)
+{
+    char name[NAME_MAX + 1], *text = NULL;
+    size_t len = 0;
+    int fd, rc;
+
+    if (!out || !model_name || !shown)
+        return vdnn_fail(-EINVAL, "vdnn_sidecar_load_at: NULL argument");
+    if ((rc = json_name(model_name, &name)))
+        return rc;
+    /* Beneath the model's directory: a FIFO cannot hang the open (it is then
+     * refused as not a regular file), a link cannot lead out. */
+    rc = vdnn_open_beneath(dir_fd, name, &fd);
+    if (rc == -ENOENT)
+        return new_sidecar(shown, out);
+    if (rc == -EXDEV)
+        return vdnn_fail(-EACCES, "sidecar %s leads outside the model's directory (an absolute "
+                         "symbolic link, or one that climbs out of it)", shown);
+    if (rc)
+        return fail_errno(shown, "cannot open", -rc);
+    rc = read_regular(fd, shown, &text, &len);
+    close(fd);
+    if (!rc)
+        rc = vdnn_sidecar_parse(text, len, shown, out);
     free(text);
-    free(path);
+    return rc;
+}
+
+int vdnn_sidecar_load(const char *onnx_path, const char *jail, VdnnSidecar **out)
+{
+    char name[NAME_MAX + 1], *shown = NULL;
+    int dir_fd, rc;
+
+    if (!out || !onnx_path)
+        return vdnn_fail(-EINVAL, "vdnn_sidecar_load: NULL argument");
+    if ((rc = vdnn_model_file_locate(onnx_path, jail, &dir_fd, &name)))
+        return rc;
+    /* Named after the path given when that is the file opened; otherwise
+     * the path would name the sidecar of a symbolic link, not the one read. */
+    const char *slash = strrchr(onnx_path, '/');
+    if (strcmp(slash ? slash + 1 : onnx_path, name) == 0) {
+        rc = vdnn_sidecar_path(onnx_path, &shown);
+    } else {
+        char json[NAME_MAX + 1];
+        size_t n = strlen(onnx_path) + sizeof(json) + 32;
+        if (!(rc = json_name(name, &json)) && !(shown = malloc(n)))
+            rc = vdnn_fail(-ENOMEM, "out of memory");
+        if (!rc)
+            snprintf(shown, n, "%s (beside the file %s links to)", json, onnx_path);
+    }
+    if (!rc)
+        rc = vdnn_sidecar_load_at(dir_fd, name, shown, out);
+    free(shown);
+    close(dir_fd);
     return rc;
 }
 

@@ -103,23 +103,46 @@ typedef struct VdnnSidecar {
 int vdnn_sidecar_path(const char *onnx_path, char **out);
 
 /*
- * Loads the sidecar of the model at onnx_path (see vdnn_sidecar_path) into a
- * new VdnnSidecar stored in *out, which the caller releases with
- * vdnn_sidecar_free(). *out is written only on success. The file is read
- * once, through one descriptor.
+ * Loads the sidecar of the model file `model_name` in the directory open on
+ * dir_fd (VdnnModelFile.dir_fd and .name: the file actually opened, symbolic
+ * links followed) into a new VdnnSidecar stored in *out, which the caller
+ * releases with vdnn_sidecar_free(). The sidecar is the file named by
+ * vdnn_sidecar_path(model_name) in that directory, opened beneath it with the
+ * rules of model_file.h (a symbolic link may lead elsewhere in the directory,
+ * never out of it), read once through that descriptor. `shown` names it in
+ * messages (copied into ->path). Messages never quote more of the file than
+ * a 40-character excerpt with everything outside printable ASCII escaped
+ * (vdnn_json_excerpt). *out is written only on success.
  *
  * Returns:
  *   0         success; when no sidecar exists, *out holds defaults with
  *             present == 0
  *   -EINVAL   a NULL argument, or a known key with a wrong type or value
- *   -EISDIR   the sidecar path exists but is not a regular file
+ *   -EACCES   the sidecar is a symbolic link that leads out of the model's
+ *             directory (absolute, or climbing out), or is unreadable
+ *   -EISDIR   the sidecar exists but is not a regular file (a FIFO is
+ *             refused without blocking)
  *   -E2BIG    the file is larger than VDNN_SIDECAR_MAX_BYTES
  *   -EBADMSG  the file is not valid JSON, or its top level is not an object
  *   -EIO      the file changed size while it was read
  *   -ENOMEM   an allocation failed
- *   other     -errno of a failed open or read (-EACCES, -ELOOP, -EIO, ...)
+ *   other     -errno of a failed open or read (-ELOOP, -ENOTDIR,
+ *             -ENAMETOOLONG, -EIO, ...)
  */
-int vdnn_sidecar_load(const char *onnx_path, VdnnSidecar **out);
+int vdnn_sidecar_load_at(int dir_fd, const char *model_name, const char *shown,
+                         VdnnSidecar **out);
+
+/*
+ * Loads the sidecar of the model at onnx_path opened under the `jail`
+ * directory (a policy's model_dir; NULL: none): the model is opened again by
+ * the rules of model_file.h, jail included (its errors are
+ * vdnn_model_file_read()'s), and its sidecar loaded beside the file that
+ * open reached, as vdnn_sidecar_load_at() does. A caller that already holds
+ * the model's VdnnModelFile should call vdnn_sidecar_load_at() on it instead:
+ * this second open can reach another file than the first if the directory
+ * changes in between (never one outside the jail).
+ */
+int vdnn_sidecar_load(const char *onnx_path, const char *jail, VdnnSidecar **out);
 
 /*
  * Parses a sidecar held in memory, text[0, len) (no NUL needed), into a new

@@ -592,8 +592,14 @@ int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt)
      * sidecar beside it is read. */
     int rc = vmaf_dnn_session_open_with_policy(&m->session, opt->onnx_path, opt->session,
                                                opt->policy);
-    if (!rc)
-        rc = vdnn_sidecar_load(opt->onnx_path, &m->sc);
+    if (!rc) {
+        /* Beside the file the model's jail lets the path reach. */
+        VmafDnnModelPolicy defaults;
+        if (!opt->policy)
+            vmaf_dnn_default_model_policy(&defaults);
+        rc = vdnn_sidecar_load(opt->onnx_path, (opt->policy ? opt->policy : &defaults)->model_dir,
+                               &m->sc);
+    }
     if (!rc)
         rc = check_inputs(m, opt->no_reference);
     if (!rc)

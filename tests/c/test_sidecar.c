@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "error.h"
+#include "model_file.h"
 #include "sidecar.h"
 
 #define ORIGIN "/x/foo.json"
@@ -461,7 +462,7 @@ static int load_unprivileged(const char *onnx)
         VdnnSidecar *sc = NULL;
         if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
             _exit(100);
-        int rc = vdnn_sidecar_load(onnx, &sc);
+        int rc = vdnn_sidecar_load(onnx, NULL, &sc);
         vdnn_sidecar_free(sc);
         _exit(-rc & 0x7F);
     }
@@ -480,9 +481,10 @@ static void test_load(void)
     CHECK_EQ_INT(chmod(dir, 0755), 0);
     snprintf(onnx, sizeof(onnx), "%s/foo.onnx", dir);
     snprintf(json, sizeof(json), "%s/foo.json", dir);
+    write_file(onnx, "x", 1); /* the model it belongs to: the sidecar is looked up beside it */
 
     /* Absent: defaults, with the path that was looked for. */
-    CHECK_EQ_INT(vdnn_sidecar_load(onnx, &sc), 0);
+    CHECK_EQ_INT(vdnn_sidecar_load(onnx, NULL, &sc), 0);
     CHECK(sc && sc->present == 0 && strcmp(sc->path, json) == 0 && !sc->name &&
           sc->kind == VDNN_SIDECAR_KIND_UNSET && !sc->features.present && !sc->has_range);
     vdnn_sidecar_free(sc);
@@ -490,7 +492,7 @@ static void test_load(void)
     /* Present. */
     write_file(json, full, sizeof(full) - 1);
     sc = NULL;
-    CHECK_EQ_INT(vdnn_sidecar_load(onnx, &sc), 0);
+    CHECK_EQ_INT(vdnn_sidecar_load(onnx, NULL, &sc), 0);
     CHECK(sc && sc->present == 1 && strcmp(sc->path, json) == 0 &&
           strcmp(sc->name, "tiny_vmaf") == 0 && sc->features.count == 3);
     vdnn_sidecar_free(sc);
@@ -498,16 +500,16 @@ static void test_load(void)
     /* Errors name the file. */
     write_file(json, "{\"name\": 5}", 11);
     sc = NULL;
-    CHECK_EQ_INT(vdnn_sidecar_load(onnx, &sc), -EINVAL);
+    CHECK_EQ_INT(vdnn_sidecar_load(onnx, NULL, &sc), -EINVAL);
     CHECK_STR_CONTAINS(vdnn_last_error(), json);
     CHECK_STR_CONTAINS(vdnn_last_error(), "key \"name\" must be a non-empty string");
     CHECK(sc == NULL);
     write_file(json, "{\n\"name\": \"a\"\n\"kind\": \"fr\"}", 26);
-    CHECK_EQ_INT(vdnn_sidecar_load(onnx, &sc), -EBADMSG);
+    CHECK_EQ_INT(vdnn_sidecar_load(onnx, NULL, &sc), -EBADMSG);
     CHECK_STR_CONTAINS(vdnn_last_error(), "line 3, column 1: expected ',' or '}' in object");
     CHECK_STR_CONTAINS(vdnn_last_error(), json);
     write_file(json, "", 0);
-    CHECK_EQ_INT(vdnn_sidecar_load(onnx, &sc), -EBADMSG);
+    CHECK_EQ_INT(vdnn_sidecar_load(onnx, NULL, &sc), -EBADMSG);
     CHECK_STR_CONTAINS(vdnn_last_error(), "found end of input");
 
     /* Size cap: exactly 1 MiB loads, one byte more is refused unread. */
@@ -517,12 +519,12 @@ static void test_load(void)
     memcpy(big, "{\"opset\": 9}", 12);
     write_file(json, big, cap);
     sc = NULL;
-    CHECK_EQ_INT(vdnn_sidecar_load(onnx, &sc), 0);
+    CHECK_EQ_INT(vdnn_sidecar_load(onnx, NULL, &sc), 0);
     CHECK(sc && sc->has_opset && sc->opset == 9);
     vdnn_sidecar_free(sc);
     write_file(json, big, cap + 1);
     sc = NULL;
-    CHECK_EQ_INT(vdnn_sidecar_load(onnx, &sc), -E2BIG);
+    CHECK_EQ_INT(vdnn_sidecar_load(onnx, NULL, &sc), -E2BIG);
     CHECK_STR_CONTAINS(vdnn_last_error(), "1048577 bytes is over the 1048576-byte limit");
     free(big);
 
@@ -538,25 +540,31 @@ static void test_load(void)
 
     /* Not a regular file: a directory, and a FIFO (which must not block). */
     CHECK_EQ_INT(mkdir(json, 0755), 0);
-    CHECK_EQ_INT(vdnn_sidecar_load(onnx, &sc), -EISDIR);
+    CHECK_EQ_INT(vdnn_sidecar_load(onnx, NULL, &sc), -EISDIR);
     CHECK_STR_CONTAINS(vdnn_last_error(), "is not a regular file");
     CHECK_EQ_INT(rmdir(json), 0);
     CHECK_EQ_INT(mkfifo(json, 0644), 0);
-    CHECK_EQ_INT(vdnn_sidecar_load(onnx, &sc), -EISDIR);
+    CHECK_EQ_INT(vdnn_sidecar_load(onnx, NULL, &sc), -EISDIR);
     CHECK_EQ_INT(unlink(json), 0);
 
-    /* A symlink to a sidecar is followed; a dangling one reads as absent. */
+    /* A relative symlink to a sidecar in the model's directory is followed;
+     * an absolute one is not, even to the same file; a dangling one reads as
+     * absent. */
     char target[160];
     snprintf(target, sizeof(target), "%s/real.json", dir);
     write_file(target, "{\"kind\": \"nr\"}", 14);
     CHECK_EQ_INT(symlink(target, json), 0);
+    CHECK_EQ_INT(vdnn_sidecar_load(onnx, NULL, &sc), -EACCES);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "leads outside the model's directory");
+    CHECK_EQ_INT(unlink(json), 0);
+    CHECK_EQ_INT(symlink("real.json", json), 0);
     sc = NULL;
-    CHECK_EQ_INT(vdnn_sidecar_load(onnx, &sc), 0);
+    CHECK_EQ_INT(vdnn_sidecar_load(onnx, NULL, &sc), 0);
     CHECK(sc && sc->present && sc->kind == VDNN_SIDECAR_KIND_NR);
     vdnn_sidecar_free(sc);
     CHECK_EQ_INT(unlink(target), 0);
     sc = NULL;
-    CHECK_EQ_INT(vdnn_sidecar_load(onnx, &sc), 0);
+    CHECK_EQ_INT(vdnn_sidecar_load(onnx, NULL, &sc), 0);
     CHECK(sc && sc->present == 0);
     vdnn_sidecar_free(sc);
     CHECK_EQ_INT(unlink(json), 0);
@@ -565,23 +573,129 @@ static void test_load(void)
     char plain[160], plain_json[170];
     snprintf(plain, sizeof(plain), "%s/model", dir);
     snprintf(plain_json, sizeof(plain_json), "%s/model.json", dir);
+    write_file(plain, "x", 1);
     write_file(plain_json, "{\"name\": \"p\"}", 13);
     sc = NULL;
-    CHECK_EQ_INT(vdnn_sidecar_load(plain, &sc), 0);
+    CHECK_EQ_INT(vdnn_sidecar_load(plain, NULL, &sc), 0);
     CHECK(sc && sc->present && strcmp(sc->name, "p") == 0);
     vdnn_sidecar_free(sc);
     CHECK_EQ_INT(unlink(plain_json), 0);
+    CHECK_EQ_INT(unlink(plain), 0);
 
     /* A path through a regular file is an error, not "absent". */
     snprintf(plain, sizeof(plain), "%s/file", dir);
     write_file(plain, "x", 1);
     snprintf(plain_json, sizeof(plain_json), "%s/file/foo.onnx", dir);
-    CHECK_EQ_INT(vdnn_sidecar_load(plain_json, &sc), -ENOTDIR);
+    CHECK_EQ_INT(vdnn_sidecar_load(plain_json, NULL, &sc), -ENOTDIR);
     CHECK_EQ_INT(unlink(plain), 0);
 
-    CHECK_EQ_INT(vdnn_sidecar_load(NULL, &sc), -EINVAL);
-    CHECK_EQ_INT(vdnn_sidecar_load(onnx, NULL), -EINVAL);
+    CHECK_EQ_INT(vdnn_sidecar_load(NULL, NULL, &sc), -EINVAL);
+    CHECK_EQ_INT(vdnn_sidecar_load(onnx, NULL, NULL), -EINVAL);
+    /* No model, no sidecar: the model's own error. */
+    CHECK_EQ_INT(unlink(onnx), 0);
+    CHECK_EQ_INT(vdnn_sidecar_load(onnx, NULL, &sc), -ENOENT);
     CHECK_EQ_INT(rmdir(dir), 0);
+}
+
+/* The sidecar belongs to the file actually opened, and is opened beneath its
+ * directory: a symlinked model gets its target's sidecar, a sidecar link
+ * cannot leave the directory (jail or not), and the jail applies to the
+ * model it is found through. Both resolution mechanisms answer the same. */
+static void test_load_beside_opened(void)
+{
+    char dir[] = "/tmp/test_sidecar_XXXXXX", p[256], link[256], jail[256];
+    VdnnSidecar *sc = NULL;
+
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(jail, sizeof(jail), "%s/jail", dir);
+    snprintf(p, sizeof(p), "%s/jail", dir);
+    CHECK_EQ_INT(mkdir(p, 0700), 0);
+    snprintf(p, sizeof(p), "%s/jail/sub", dir);
+    CHECK_EQ_INT(mkdir(p, 0700), 0);
+    snprintf(p, sizeof(p), "%s/jail/sub/real.onnx", dir);
+    write_file(p, "x", 1);
+    snprintf(p, sizeof(p), "%s/jail/sub/real.json", dir);
+    write_file(p, "{\"name\": \"real\"}", 16);
+    snprintf(p, sizeof(p), "%s/jail/alias.json", dir); /* the link's own: never read */
+    write_file(p, "{\"name\": \"alias\"}", 17);
+    snprintf(link, sizeof(link), "%s/jail/alias.onnx", dir);
+    CHECK_EQ_INT(symlink("sub/real.onnx", link), 0);
+    snprintf(p, sizeof(p), "%s/secret.json", dir);
+    write_file(p, "{\"name\": \"secret\"}", 18);
+    snprintf(p, sizeof(p), "%s/jail/m.onnx", dir);
+    write_file(p, "x", 1);
+    snprintf(p, sizeof(p), "%s/jail/m.json", dir);
+    CHECK_EQ_INT(symlink("../secret.json", p), 0);
+
+    for (int mode = VDNN_WALK_OPENAT2; mode <= VDNN_WALK_FALLBACK; mode++) {
+        vdnn_model_file_walk_mode(mode);
+        for (int jailed = 0; jailed < 2; jailed++) {
+            const char *j = jailed ? jail : NULL;
+            sc = NULL;
+            CHECK_EQ_INT(vdnn_sidecar_load(link, j, &sc), 0);
+            CHECK(sc && sc->present && sc->name && strcmp(sc->name, "real") == 0);
+            CHECK(sc && strstr(sc->path, "real.json") != NULL);
+            vdnn_sidecar_free(sc);
+
+            /* m.json -> ../secret.json climbs out of the model's directory. */
+            snprintf(p, sizeof(p), "%s/jail/m.onnx", dir);
+            sc = NULL;
+            CHECK_EQ_INT(vdnn_sidecar_load(p, j, &sc), -EACCES);
+            CHECK(sc == NULL);
+            CHECK_STR_CONTAINS(vdnn_last_error(), "leads outside the model's directory");
+            CHECK(strstr(vdnn_last_error(), "secret") == NULL);
+        }
+        /* Under a jail, a model outside it gets no sidecar either. */
+        snprintf(p, sizeof(p), "%s/jail/../secret.onnx", dir);
+        CHECK_EQ_INT(vdnn_sidecar_load(p, jail, &sc), -EACCES);
+    }
+    vdnn_model_file_walk_mode(VDNN_WALK_AUTO);
+
+    static const char *const files[] = { "jail/m.json", "jail/m.onnx", "secret.json",
+                                         "jail/alias.onnx", "jail/alias.json",
+                                         "jail/sub/real.json", "jail/sub/real.onnx" };
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+        CHECK_EQ_INT(unlink(p), 0);
+    }
+    snprintf(p, sizeof(p), "%s/jail/sub", dir);
+    CHECK_EQ_INT(rmdir(p), 0);
+    CHECK_EQ_INT(rmdir(jail), 0);
+    CHECK_EQ_INT(rmdir(dir), 0);
+}
+
+/* Messages show at most a 40-character excerpt of the file's contents, with
+ * control characters and non-ASCII bytes escaped. */
+static void test_excerpts(void)
+{
+    VdnnSidecar *sc = NULL;
+    char doc[600];
+    /* A value of 200 bytes: an escape sequence, UTF-8, then filler. */
+    char value[201];
+    memset(value, 'A', 200);
+    value[200] = '\0';
+    memcpy(value, "\\u001b[31m\xC3\xA9", 12);
+    int n = snprintf(doc, sizeof(doc), "{\"kind\": \"%s\"}", value);
+    CHECK_EQ_INT(vdnn_sidecar_parse(doc, (size_t)n, "x.json", &sc), -EINVAL);
+    const char *msg = vdnn_last_error();
+    CHECK_STR_CONTAINS(msg, "\"\\u001B[31m\\xC3\\xA9AAAA");
+    CHECK(strstr(msg, "\x1b") == NULL && strstr(msg, "\xC3") == NULL);
+    for (const char *c = msg; *c; c++)
+        CHECK((unsigned char)*c >= 0x20 && (unsigned char)*c < 0x7F);
+    const char *q = strstr(msg, "not \"");
+    CHECK(q != NULL);
+    if (q) {
+        const char *end = strstr(q + 5, "...\"");
+        CHECK(end != NULL && end - (q + 5) <= 40);
+    }
+
+    /* A duplicate key is quoted the same way. */
+    n = snprintf(doc, sizeof(doc), "{\"%s\": 1, \"%s\": 2}", value, value);
+    CHECK_EQ_INT(vdnn_sidecar_parse(doc, (size_t)n, "x.json", &sc), -EBADMSG);
+    msg = vdnn_last_error();
+    CHECK_STR_CONTAINS(msg, "duplicate key \"\\u001B[31m\\xC3\\xA9");
+    CHECK(strstr(msg, "\xC3") == NULL);
+    CHECK(strlen(msg) < 160);
 }
 
 int main(void)
@@ -596,5 +710,7 @@ int main(void)
     test_truncation();
     test_path();
     test_load();
+    test_load_beside_opened();
+    test_excerpts();
     return check_report();
 }
