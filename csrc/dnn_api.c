@@ -3,7 +3,7 @@
  * reached only through ort_backend.h. */
 #include <errno.h>
 #include <math.h>
-#include <stdatomic.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +30,10 @@ struct VmafDnnSession {
     VmafDnnConfig cfg;
     const char *attached_ep;  /* static */
     char *fallback_reason;    /* owned */
-    atomic_flag busy;         /* set while a run is in progress */
+    VdnnOrtBudget budget;     /* the policy's, fixed at open */
+    /* Held for the whole of every call that runs the model: a second run
+     * fails to take it (-EBUSY) and close waits for it. */
+    pthread_mutex_t run_lock;
     size_t n_inputs, n_outputs;
     VmafDnnTensorInfo *input_info, *output_info; /* views of the backend's metadata */
 
@@ -58,11 +61,10 @@ const char *vmaf_dnn_last_error(void)
     return vdnn_last_error();
 }
 
-/* PLACEHOLDER until the ORT backend implements cancellation (session 2 work
- * in progress): */
 void vmaf_dnn_session_cancel(VmafDnnSession *session)
 {
-    (void)session;
+    if (session)
+        vdnn_ort_cancel(session->ort);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -118,8 +120,9 @@ static int check_config(const VmafDnnConfig *in, VmafDnnConfig *out)
         return vdnn_fail(-EINVAL, "unknown device %d", (int)in->device);
     if (in->device_index < 0)
         return vdnn_fail(-EINVAL, "device_index must be >= 0 (got %d)", in->device_index);
-    if (in->threads < 0)
-        return vdnn_fail(-EINVAL, "threads must be >= 0 (got %d)", in->threads);
+    if (in->threads < 0 || in->threads > VMAF_DNN_MAX_THREADS)
+        return vdnn_fail(-EINVAL, "threads must be 0..%d (got %d)", VMAF_DNN_MAX_THREADS,
+                         in->threads);
     *out = *in;
     out->fp16_io = in->fp16_io != 0;
     return 0;
@@ -182,7 +185,8 @@ static int init_slots(VmafDnnSession *s)
         if (m->type != VMAF_DNN_TYPE_FLOAT && m->type != VMAF_DNN_TYPE_FLOAT16)
             return vdnn_fail(-ENOTSUP, "input \"%s\" has element type %s; only FLOAT and "
                              "FLOAT16 inputs can be fed", m->name, type_name(m->type));
-        s->input_info[i] = (VmafDnnTensorInfo){m->name, m->type, m->rank, m->shape};
+        s->input_info[i] = (VmafDnnTensorInfo){m->name, m->type, m->rank,
+                                               m->rank_known ? m->shape : NULL};
     }
     for (size_t i = 0; i < s->n_outputs; i++) {
         const VdnnTensorMeta *m = vdnn_ort_output_meta(s->ort, i);
@@ -190,8 +194,11 @@ static int init_slots(VmafDnnSession *s)
             return vdnn_fail(-ENOTSUP, "output \"%s\" has element type %s; only FLOAT, FLOAT16, "
                              "DOUBLE, INT32 and INT64 outputs are supported", m->name,
                              type_name(m->type));
-        s->output_info[i] = (VmafDnnTensorInfo){m->name, m->type, m->rank, m->shape};
-        size_t count = 1;
+        s->output_info[i] = (VmafDnnTensorInfo){m->name, m->type, m->rank,
+                                                m->rank_known ? m->shape : NULL};
+        /* Rank 0 is never bound: before ORT 1.24 it may be an output of
+         * unknown rank whose real shape only the run shows. */
+        size_t count = m->rank ? 1 : 0;
         for (size_t d = 0; d < m->rank; d++)
             count = m->shape[d] < 0 ? 0 : count * (size_t)m->shape[d];
         s->fixed_counts[i] = m->type == VMAF_DNN_TYPE_FLOAT ? count : 0;
@@ -290,10 +297,12 @@ int vmaf_dnn_session_open_with_policy(VmafDnnSession **out, const char *onnx_pat
         vdnn_model_file_free(&model);
         return vdnn_fail(-ENOMEM, "out of memory");
     }
-    atomic_flag_clear(&s->busy);
+    pthread_mutex_init(&s->run_lock, NULL);
     s->cfg = config;
-    rc = vdnn_ort_session_create(model.bytes, model.size, model.path, model.dir, &s->cfg, &s->ort,
-                                 &s->attached_ep, &s->fallback_reason);
+    s->budget.max_memory_bytes = policy->max_memory_bytes;
+    s->budget.max_run_ms = policy->max_run_ms;
+    rc = vdnn_ort_session_create(model.bytes, model.size, model.path, model.dir, &s->cfg,
+                                 &s->budget, &s->ort, &s->attached_ep, &s->fallback_reason);
     vdnn_model_file_free(&model);
     if (!rc)
         rc = init_slots(s);
@@ -309,6 +318,10 @@ void vmaf_dnn_session_close(VmafDnnSession *s)
 {
     if (!s)
         return;
+    /* Wait for a run in flight on another thread (see the header). */
+    pthread_mutex_lock(&s->run_lock);
+    pthread_mutex_unlock(&s->run_lock);
+    pthread_mutex_destroy(&s->run_lock);
     vdnn_ort_session_destroy(s->ort);
     free(s->fallback_reason);
     free(s->input_info);
@@ -575,14 +588,14 @@ static int run_reserved(VmafDnnSession *s, const VmafDnnInput *inputs, size_t n_
 
 static int reserve(VmafDnnSession *s)
 {
-    if (atomic_flag_test_and_set_explicit(&s->busy, memory_order_acquire))
+    if (pthread_mutex_trylock(&s->run_lock))
         return vdnn_fail(-EBUSY, "the session is running on another thread");
     return 0;
 }
 
 static void release(VmafDnnSession *s)
 {
-    atomic_flag_clear_explicit(&s->busy, memory_order_release);
+    pthread_mutex_unlock(&s->run_lock);
 }
 
 int vmaf_dnn_session_run(VmafDnnSession *s, const VmafDnnInput *inputs, size_t n_inputs,
@@ -612,6 +625,43 @@ static int check_image_dim(const VmafDnnTensorInfo *in, size_t d, const char *wh
     return 0;
 }
 
+/* "[1,1,H,W]" with "?" for a symbolic dim, into buf. */
+static const char *shape_text(const int64_t *shape, size_t rank, char *buf, size_t len)
+{
+    size_t at = (size_t)snprintf(buf, len, "[");
+    for (size_t d = 0; d < rank && at < len; d++) {
+        const char *sep = d ? "," : "";
+        at += shape[d] < 0 ? (size_t)snprintf(buf + at, len - at, "%s?", sep)
+                           : (size_t)snprintf(buf + at, len - at, "%s%lld", sep,
+                                              (long long)shape[d]);
+    }
+    if (at < len)
+        snprintf(buf + at, len - at, "]");
+    return buf;
+}
+
+/* The output of an image model must be the plane: [1,1,h,w] exactly (so a
+ * [1,1,w,h] output, transposed, is not taken for it). A shape the model
+ * fixes is checked here, before running; one it leaves symbolic after. */
+static int check_image_output(const char *name, const int64_t *shape, size_t rank, unsigned w,
+                              unsigned h, int after_run)
+{
+    const int64_t want[4] = {1, 1, h, w};
+    int ok = shape && rank == 4;
+    for (size_t d = 0; ok && d < 4; d++)
+        ok = shape[d] == want[d] || (!after_run && shape[d] < 0);
+    if (ok)
+        return 0;
+    char got_text[VMAF_DNN_MAX_RANK * 24 + 4], want_text[4 * 24 + 4];
+    shape_text(want, 4, want_text, sizeof(want_text));
+    if (!shape)
+        return vdnn_fail(-EINVAL, "output \"%s\" has no declared rank; an image-to-image model "
+                         "must return %s for this plane", name, want_text);
+    return vdnn_fail(-EINVAL, "output \"%s\" %s %s; an image-to-image model must return %s for "
+                     "this plane", name, after_run ? "came back with shape" : "has shape",
+                     shape_text(shape, rank, got_text, sizeof(got_text)), want_text);
+}
+
 static int check_image_model(const VmafDnnSession *s, unsigned w, unsigned h)
 {
     if (s->n_inputs != 1 || s->n_outputs != 1)
@@ -627,7 +677,8 @@ static int check_image_model(const VmafDnnSession *s, unsigned w, unsigned h)
         (rc = check_image_dim(in, 2, "the height", h)) ||
         (rc = check_image_dim(in, 3, "the width", w)))
         return rc;
-    return 0;
+    const VmafDnnTensorInfo *out = &s->output_info[0];
+    return check_image_output(out->name, out->shape, out->rank, w, h, 0);
 }
 
 /* Runs the image model on s->plane_in (w*h normalised samples) into
@@ -639,10 +690,8 @@ static int run_plane_reserved(VmafDnnSession *s, unsigned w, unsigned h)
     VmafDnnInput in = {NULL, s->plane_in, shape, 4};
     VmafDnnOutput out = {.name = NULL, .data = s->plane_out, .capacity = n};
     int rc = run_reserved(s, &in, 1, &out, 1);
-    if (rc == -ENOSPC || (!rc && out.count != n))
-        return vdnn_fail(-EINVAL, "output \"%s\" has %zu samples; an image-to-image model must "
-                         "return the %ux%u plane it was given", s->output_info[0].name,
-                         out.count, w, h);
+    if (rc == -ENOSPC || !rc) /* the shape is reported with -ENOSPC too */
+        return check_image_output(s->output_info[0].name, out.shape, out.rank, w, h, 1);
     return rc;
 }
 

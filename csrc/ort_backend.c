@@ -8,7 +8,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <time.h>
 
 #include <onnxruntime_c_api.h>
 
@@ -22,6 +24,150 @@
     "install it with `pip install onnxruntime` (or onnxruntime-gpu / "            \
     "onnxruntime-openvino) or your system's libonnxruntime package, or set "      \
     "VMAFDNN_ORT_LIBRARY to the path of libonnxruntime.so"
+
+/* ------------------------------------------------------------------------ */
+/* Memory budget                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* ORT takes every CPU tensor of a session (initializers, the results of
+ * constant folding, intermediates, outputs, a Loop's scan outputs) from the
+ * CPU allocator the session uses. One allocator of ours is registered with
+ * the env and every session is told to use it ("session.use_env_allocators");
+ * it charges each block to the account of the session being created or run
+ * on the calling thread (ORT's sequential executor allocates on the thread
+ * that calls Run, and so does constant folding inside CreateSession) and
+ * refuses a block that would take the account past its limit. ORT's own
+ * allocators refuse by throwing (its arena throws, and ORT's tensor code does
+ * not check for NULL: a NULL block is a crash), so a refusal here throws
+ * std::bad_alloc too, built with the C++ runtime ORT itself loaded (see
+ * resolve_cxx_throw). ORT turns it into a failed node or a failed session
+ * creation, and the mark on the account turns that failure into -EDQUOT. A
+ * block taken on a thread with no current session (none seen so far) is not
+ * charged. A block records its account, so it may be freed on any thread and
+ * after the run. The account lives while its session or any block does. */
+typedef struct Account {
+    atomic_uint_least64_t used;  /* bytes of live blocks */
+    uint64_t limit;              /* 0: none */
+    atomic_uint_least64_t refused; /* size of the last refused block; 0: none */
+    atomic_long refs;            /* the session + every live block */
+} Account;
+
+static _Thread_local Account *current_account;
+
+/* Keeps the 64-byte alignment ORT's kernels (MLAS) expect of its blocks. */
+#define BLOCK_HEADER 64
+
+typedef struct BlockHeader {
+    Account *account;
+    size_t size;
+} BlockHeader;
+
+static OrtMemoryInfo *budget_memory_info;
+
+/* What throwing std::bad_alloc takes, from the libstdc++ ORT links: the
+ * Itanium C++ ABI entry points and std::bad_alloc's type info, vtable and
+ * destructor. Resolved once at load; all NULL when ORT does not use that
+ * runtime (then the memory budget is not enforced, see budget_alloc). */
+static struct {
+    void *(*allocate_exception)(size_t);
+    void (*throw_exception)(void *, void *, void (*)(void *));
+    void *type_info;
+    char *vtable;
+    void (*destructor)(void *);
+} cxx;
+
+static void resolve_cxx_throw(void *ort_handle)
+{
+    void *sym[5] = {dlsym(ort_handle, "__cxa_allocate_exception"),
+                    dlsym(ort_handle, "__cxa_throw"), dlsym(ort_handle, "_ZTISt9bad_alloc"),
+                    dlsym(ort_handle, "_ZTVSt9bad_alloc"), dlsym(ort_handle, "_ZNSt9bad_allocD1Ev")};
+    for (int i = 0; i < 5; i++)
+        if (!sym[i])
+            return;
+    memcpy(&cxx.allocate_exception, &sym[0], sizeof(sym[0]));
+    memcpy(&cxx.throw_exception, &sym[1], sizeof(sym[1]));
+    cxx.type_info = sym[2];
+    cxx.vtable = sym[3];
+    memcpy(&cxx.destructor, &sym[4], sizeof(sym[4]));
+}
+
+/* `throw std::bad_alloc();`: the object is a bare vtable pointer, which
+ * points two words into the vtable symbol (past offset-to-top and the type
+ * info), as the Itanium ABI lays it out. Unwinds through this C frame (x86-64
+ * and AArch64 compilers emit unwind tables for C by default) into ORT. */
+static void throw_bad_alloc(void)
+{
+    void **object = cxx.allocate_exception(sizeof(void *));
+    *object = cxx.vtable + 2 * sizeof(void *);
+    cxx.throw_exception(object, cxx.type_info, cxx.destructor);
+}
+
+static void account_unref(Account *acct)
+{
+    if (acct && atomic_fetch_sub(&acct->refs, 1) == 1)
+        free(acct);
+}
+
+static void *ORT_API_CALL budget_alloc(OrtAllocator *self, size_t size)
+{
+    (void)self;
+    Account *acct = current_account;
+    if (size > SIZE_MAX - BLOCK_HEADER)
+        return NULL;
+    if (acct) {
+        uint64_t used = atomic_fetch_add(&acct->used, size) + size;
+        if (acct->limit && used > acct->limit && cxx.throw_exception) {
+            atomic_fetch_sub(&acct->used, size);
+            atomic_store(&acct->refused, size ? (uint64_t)size : 1);
+            throw_bad_alloc();
+        }
+        atomic_fetch_add(&acct->refs, 1);
+    }
+    void *block = NULL;
+    if (posix_memalign(&block, BLOCK_HEADER, BLOCK_HEADER + size)) {
+        if (acct) {
+            atomic_fetch_sub(&acct->used, size);
+            account_unref(acct);
+        }
+        if (cxx.throw_exception) /* the host is out of memory: as ORT's arena would */
+            throw_bad_alloc();
+        return NULL;
+    }
+    BlockHeader *h = block;
+    h->account = acct;
+    h->size = size;
+    return (char *)block + BLOCK_HEADER;
+}
+
+static void ORT_API_CALL budget_free(OrtAllocator *self, void *p)
+{
+    (void)self;
+    if (!p)
+        return;
+    BlockHeader *h = (BlockHeader *)(void *)((char *)p - BLOCK_HEADER);
+    if (h->account) {
+        atomic_fetch_sub(&h->account->used, h->size);
+        account_unref(h->account);
+    }
+    free(h);
+}
+
+static const OrtMemoryInfo *ORT_API_CALL budget_info(const OrtAllocator *self)
+{
+    (void)self;
+    return budget_memory_info;
+}
+
+/* Version 18 (Reserve) is the newest member this allocator fills in; ORT
+ * reads later members (GetStats, AllocOnStream) only from allocators that
+ * claim a newer version. */
+static OrtAllocator budget_allocator = {
+    .version = 18,
+    .Alloc = budget_alloc,
+    .Free = budget_free,
+    .Info = budget_info,
+    .Reserve = budget_alloc,
+};
 
 /* ------------------------------------------------------------------------ */
 /* Loading                                                                  */
@@ -123,6 +269,22 @@ static int load_locked(const char *path)
         int rc = vdnn_fail(-ENOSYS, "ONNX Runtime %s at %s failed to create its environment: %s",
                            version, path, a->GetErrorMessage(st));
         a->ReleaseStatus(st);
+        dlclose(handle);
+        return rc;
+    }
+
+    /* The budget allocator is registered once, for the life of the env. */
+    resolve_cxx_throw(handle);
+    if ((st = a->CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault,
+                                     &budget_memory_info)) ||
+        (st = a->RegisterAllocator(new_env, &budget_allocator))) {
+        int rc = vdnn_fail(-ENOSYS, "ONNX Runtime %s at %s refused the memory-budget allocator: %s",
+                           version, path, a->GetErrorMessage(st));
+        a->ReleaseStatus(st);
+        if (budget_memory_info)
+            a->ReleaseMemoryInfo(budget_memory_info);
+        budget_memory_info = NULL;
+        a->ReleaseEnv(new_env);
         dlclose(handle);
         return rc;
     }
@@ -349,6 +511,9 @@ static int make_options(const VmafDnnConfig *cfg, const char *model_dir, OrtSess
      * as one, bypassing the ONNX scan done on them. */
     if ((st = a->AddSessionConfigEntry(opts, "session.load_model_format", "ONNX")))
         goto fail;
+    /* CPU tensors come from the budget allocator (see Memory budget). */
+    if ((st = a->AddSessionConfigEntry(opts, "session.use_env_allocators", "1")))
+        goto fail;
     if (model_dir &&
         (st = a->AddSessionConfigEntry(opts, "session.model_external_initializers_file_folder_path",
                                        model_dir)))
@@ -364,9 +529,27 @@ fail:
 /* Sessions                                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* A run registered with the watchdog: an entry of its circular list. */
+typedef struct Watch {
+    struct Watch *prev, *next;
+    uint64_t deadline_ns; /* CLOCK_MONOTONIC */
+    VdnnOrtSession *session;
+} Watch;
+
 struct VdnnOrtSession {
     OrtSession *session;
     OrtMemoryInfo *cpu_memory;
+    Account *account;
+    OrtRunOptions *run_options; /* one per session: its terminate flag stops
+                                   the run in flight */
+    unsigned max_run_ms;
+    Watch watch;
+    /* Who stopped the run in flight. Taken by the running thread, by
+     * vdnn_ort_cancel and by the watchdog (which holds watch_lock first). */
+    pthread_mutex_t stop_lock;
+    int in_run;       /* a Run is in flight */
+    int stop_reason;  /* 0, -ECANCELED or -ETIMEDOUT: why terminate was set */
+    int terminating;  /* run_options' terminate flag is set */
     size_t n_inputs, n_outputs;
     VdnnTensorMeta *inputs, *outputs;
     const char **input_names;    /* n_inputs, point into inputs[].name */
@@ -376,6 +559,153 @@ struct VdnnOrtSession {
     const char **run_output_names; /* n_outputs */
     size_t n_held;
 };
+
+/* ------------------------------------------------------------------------ */
+/* Stopping runs: cancel and the run-time watchdog                          */
+/* ------------------------------------------------------------------------ */
+
+/* Sets the terminate flag of the run in flight, if any, and records why.
+ * ORT checks the flag before each node (Loop bodies included) and fails the
+ * run. Returns whether a run was stopped. */
+static void stop_run(VdnnOrtSession *s, int reason)
+{
+    pthread_mutex_lock(&s->stop_lock);
+    if (s->in_run && !s->stop_reason) {
+        OrtStatus *st = api()->RunOptionsSetTerminate(s->run_options);
+        if (st)
+            api()->ReleaseStatus(st); /* cannot fail: it only sets a flag */
+        s->stop_reason = reason;
+        s->terminating = 1;
+    }
+    pthread_mutex_unlock(&s->stop_lock);
+}
+
+void vdnn_ort_cancel(VdnnOrtSession *s)
+{
+    if (s)
+        stop_run(s, -ECANCELED);
+}
+
+/* One process-wide watchdog thread, started by the first run with a time
+ * budget, serves every session: it sleeps until the earliest deadline of the
+ * runs registered in `watch_list` and stops the runs past theirs. A run only
+ * links itself in and out (no thread per run, no wake-up unless its deadline
+ * is the earliest), so the budget costs a lock and a clock read per run. */
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t watch_cond;
+static Watch watch_list = {&watch_list, &watch_list, 0, NULL};
+static int watch_started;
+static uint64_t watch_sleep_until = UINT64_MAX; /* what the watchdog waits for */
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&watch_lock);
+    for (;;) {
+        uint64_t now = monotonic_ns(), next = UINT64_MAX;
+        for (Watch *w = watch_list.next; w != &watch_list; w = w->next) {
+            if (w->deadline_ns <= now)
+                stop_run(w->session, -ETIMEDOUT);
+            else if (w->deadline_ns < next)
+                next = w->deadline_ns;
+        }
+        watch_sleep_until = next;
+        if (next == UINT64_MAX) {
+            pthread_cond_wait(&watch_cond, &watch_lock);
+        } else {
+            struct timespec until = {(time_t)(next / 1000000000u), (long)(next % 1000000000u)};
+            pthread_cond_timedwait(&watch_cond, &watch_lock, &until);
+        }
+    }
+    return NULL;
+}
+
+/* Starts the watchdog (watch_lock held). Signals stay with the caller's
+ * threads: the watchdog blocks them all. */
+static int start_watchdog_locked(void)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&watch_cond, &attr);
+    pthread_condattr_destroy(&attr);
+
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t thread;
+    int err = pthread_create(&thread, NULL, watchdog, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err) {
+        pthread_cond_destroy(&watch_cond);
+        return vdnn_fail(-err, "cannot start the run-time watchdog thread (max_run_ms)");
+    }
+    pthread_detach(thread);
+    watch_started = 1;
+    return 0;
+}
+
+static int watch_add(VdnnOrtSession *s)
+{
+    Watch *w = &s->watch;
+    w->deadline_ns = monotonic_ns() + (uint64_t)s->max_run_ms * 1000000u;
+    pthread_mutex_lock(&watch_lock);
+    int rc = watch_started ? 0 : start_watchdog_locked();
+    if (!rc) {
+        w->next = &watch_list;
+        w->prev = watch_list.prev;
+        watch_list.prev->next = w;
+        watch_list.prev = w;
+        if (w->deadline_ns < watch_sleep_until)
+            pthread_cond_signal(&watch_cond);
+    }
+    pthread_mutex_unlock(&watch_lock);
+    return rc;
+}
+
+static void watch_remove(VdnnOrtSession *s)
+{
+    pthread_mutex_lock(&watch_lock);
+    s->watch.prev->next = s->watch.next;
+    s->watch.next->prev = s->watch.prev;
+    pthread_mutex_unlock(&watch_lock);
+}
+
+/* Marks the start of a run: a stop meant for an earlier run is forgotten. */
+static void begin_run(VdnnOrtSession *s)
+{
+    pthread_mutex_lock(&s->stop_lock);
+    if (s->terminating) {
+        OrtStatus *st = api()->RunOptionsUnsetTerminate(s->run_options);
+        if (st)
+            api()->ReleaseStatus(st); /* cannot fail: it only clears a flag */
+        s->terminating = 0;
+    }
+    s->stop_reason = 0;
+    s->in_run = 1;
+    pthread_mutex_unlock(&s->stop_lock);
+}
+
+/* Marks the end of a run; returns why it was stopped (0: it was not). */
+static int end_run(VdnnOrtSession *s)
+{
+    pthread_mutex_lock(&s->stop_lock);
+    s->in_run = 0;
+    int reason = s->stop_reason;
+    pthread_mutex_unlock(&s->stop_lock);
+    return reason;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Session creation and runs                                                */
+/* ------------------------------------------------------------------------ */
 
 static size_t element_size(VmafDnnElementType t)
 {
@@ -391,7 +721,7 @@ static size_t element_size(VmafDnnElementType t)
 
 /* Reads type and dims from tensor shape info into `meta`. */
 static int read_shape(const OrtTensorTypeAndShapeInfo *info, const char *what, const char *name,
-                      VmafDnnElementType *type, size_t *rank, int64_t *shape)
+                      VmafDnnElementType *type, size_t *rank, int64_t *shape, int *rank_known)
 {
     const OrtApi *a = api();
     ONNXTensorElementDataType t;
@@ -409,6 +739,10 @@ static int read_shape(const OrtTensorTypeAndShapeInfo *info, const char *what, c
             shape[d] = -1; /* symbolic, whatever ORT's encoding */
     *type = (VmafDnnElementType)t;
     *rank = n;
+    /* ORT before 1.24 reports "no shape declared" as rank 0, like a scalar;
+     * from 1.24 on it says which. */
+    if (rank_known)
+        *rank_known = ort_api_version < 24 || n > 0 || a->TensorTypeAndShape_HasShape(info);
     return 0;
 }
 
@@ -440,7 +774,8 @@ static int describe_slot(OrtSession *session, size_t index, const char *what, Na
     else if (!tensor_info)
         rc = vdnn_fail(-ENOTSUP, "%s \"%s\" is not a tensor (sequence or map)", what, meta->name);
     else
-        rc = read_shape(tensor_info, what, meta->name, &meta->type, &meta->rank, meta->shape);
+        rc = read_shape(tensor_info, what, meta->name, &meta->type, &meta->rank, meta->shape,
+                        &meta->rank_known);
     a->ReleaseTypeInfo(type_info);
     return rc;
 }
@@ -477,38 +812,47 @@ static int describe_session(VdnnOrtSession *s)
                                a->SessionGetOutputTypeInfo, &s->outputs[i]);
         if (rc)
             return rc;
+        for (size_t j = 0; j < s->n_inputs; j++)
+            if (strcmp(s->outputs[i].name, s->inputs[j].name) == 0)
+                s->outputs[i].aliases_input = 1;
     }
     return 0;
 }
 
 /* Tries the EPs of cfg->device in order; see vmaf_dnn_session_open for the
- * policy. On success *ep is the EP that bound. */
+ * policy. Each attempt starts from fresh options: a failed append may leave
+ * provider options behind (OpenVINO:GPU's precision=FP16 made the
+ * OpenVINO:CPU attempt fail), so nothing of one attempt may reach the next.
+ * On success *ep is the EP that bound. The caller has set current_account. */
 static int create_with_fallback(const void *model, size_t len, const char *model_path,
                                 const char *model_dir, const VmafDnnConfig *cfg,
                                 OrtSession **out, EpKind *ep, Log *log)
 {
     const OrtApi *a = api();
-    OrtSessionOptions *opts;
-    int rc = make_options(cfg, model_dir, &opts);
-    if (rc)
-        return rc;
-
+    OrtSessionOptions *opts = NULL;
     size_t n;
     const EpKind *order = ep_order(cfg->device, &n);
     EpKind chosen = EP_CPU;
+    OrtStatus *st = NULL;
+    int rc;
     for (size_t i = 0; i < n; i++) {
-        OrtStatus *st = append_ep(opts, order[i], cfg);
-        if (!st) {
+        if ((rc = make_options(cfg, model_dir, &opts)))
+            return rc;
+        if (!(st = append_ep(opts, order[i], cfg))) {
             chosen = order[i];
             break;
         }
         log_line(log, ep_names[order[i]], "not available: ", a->GetErrorMessage(st));
         a->ReleaseStatus(st);
+        a->ReleaseSessionOptions(opts);
+        opts = NULL;
     }
+    if (!opts && (rc = make_options(cfg, model_dir, &opts))) /* every list ends in CPU */
+        return rc;
 
-    OrtStatus *st = a->CreateSessionFromArray(env, model, len, opts, out);
+    st = a->CreateSessionFromArray(env, model, len, opts, out);
     a->ReleaseSessionOptions(opts);
-    if (st && chosen != EP_CPU) {
+    if (st && chosen != EP_CPU && !(current_account && atomic_load(&current_account->refused))) {
         /* The EP appended but cannot run here (e.g. CUDA libraries present,
          * no GPU or driver). One more try on the CPU, same threads. */
         log_line(log, ep_names[chosen], "session creation failed, retrying on CPU: ",
@@ -521,9 +865,15 @@ static int create_with_fallback(const void *model, size_t len, const char *model
         a->ReleaseSessionOptions(opts);
     }
     if (st) {
-        int err = create_errno(st);
-        rc = vdnn_fail(err, "ONNX Runtime cannot load model %s: %s", model_path,
-                       a->GetErrorMessage(st));
+        uint64_t refused = current_account ? atomic_load(&current_account->refused) : 0;
+        if (refused)
+            rc = vdnn_fail(-EDQUOT, "ONNX Runtime cannot load model %s within the memory budget "
+                           "of %llu bytes (max_memory_bytes): a block of %llu bytes was refused "
+                           "(%s)", model_path, (unsigned long long)current_account->limit,
+                           (unsigned long long)refused, a->GetErrorMessage(st));
+        else
+            rc = vdnn_fail(create_errno(st), "ONNX Runtime cannot load model %s: %s", model_path,
+                           a->GetErrorMessage(st));
         a->ReleaseStatus(st);
         return rc;
     }
@@ -532,8 +882,8 @@ static int create_with_fallback(const void *model, size_t len, const char *model
 }
 
 int vdnn_ort_session_create(const void *model, size_t len, const char *model_path,
-                            const char *model_dir,
-                            const VmafDnnConfig *cfg, VdnnOrtSession **out,
+                            const char *model_dir, const VmafDnnConfig *cfg,
+                            const VdnnOrtBudget *budget, VdnnOrtSession **out,
                             const char **attached_ep, char **fallback_reason)
 {
     int rc = vdnn_ort_ensure_loaded();
@@ -542,17 +892,32 @@ int vdnn_ort_session_create(const void *model, size_t len, const char *model_pat
     const OrtApi *a = api();
 
     VdnnOrtSession *s = calloc(1, sizeof(*s));
-    if (!s)
+    Account *acct = calloc(1, sizeof(*acct));
+    if (!s || !acct) {
+        free(s);
+        free(acct);
         return vdnn_fail(-ENOMEM, "out of memory");
+    }
+    pthread_mutex_init(&s->stop_lock, NULL);
+    acct->limit = budget->max_memory_bytes;
+    atomic_init(&acct->refs, 1);
+    s->account = acct;
+    s->max_run_ms = budget->max_run_ms;
+    s->watch.session = s;
+
     Log log = {NULL, 0};
     EpKind ep = EP_CPU;
+    current_account = acct;
     rc = create_with_fallback(model, len, model_path, model_dir, cfg, &s->session, &ep, &log);
-    if (!rc) {
-        OrtStatus *st = a->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault,
-                                               &s->cpu_memory);
-        rc = st ? status_error(st, -ENOMEM, "cannot create CPU memory info")
-                : describe_session(s);
-    }
+    current_account = NULL;
+    OrtStatus *st = NULL;
+    if (!rc && (st = a->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault,
+                                            &s->cpu_memory)))
+        rc = status_error(st, -ENOMEM, "cannot create CPU memory info");
+    if (!rc && (st = a->CreateRunOptions(&s->run_options)))
+        rc = status_error(st, -ENOMEM, "cannot create ORT run options");
+    if (!rc)
+        rc = describe_session(s);
     if (!rc && !log.text && !(log.text = strdup("")))
         rc = vdnn_fail(-ENOMEM, "out of memory");
     if (rc) {
@@ -586,6 +951,10 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
         a->ReleaseSession(s->session);
     if (s->cpu_memory)
         a->ReleaseMemoryInfo(s->cpu_memory);
+    if (s->run_options)
+        a->ReleaseRunOptions(s->run_options);
+    account_unref(s->account); /* blocks ORT still holds keep it alive */
+    pthread_mutex_destroy(&s->stop_lock);
     for (size_t i = 0; s->inputs && i < s->n_inputs; i++)
         free(s->inputs[i].name);
     for (size_t i = 0; s->outputs && i < s->n_outputs; i++)
@@ -616,7 +985,7 @@ static int describe_result(OrtValue *value, const char *name, VdnnOrtResult *r)
     OrtTensorTypeAndShapeInfo *info = NULL;
     if ((st = a->GetTensorTypeAndShape(value, &info)))
         return status_error(st, -EIO, "cannot read an output's shape");
-    int rc = read_shape(info, "output", name, &r->type, &r->rank, r->shape);
+    int rc = read_shape(info, "output", name, &r->type, &r->rank, r->shape, NULL);
     a->ReleaseTensorTypeAndShapeInfo(info);
     if (rc)
         return rc;
@@ -642,6 +1011,61 @@ static void describe_bound(const VdnnTensorMeta *m, void *data, VdnnOrtResult *r
         r->shape[d] = m->shape[d];
         r->count *= (size_t)m->shape[d];
     }
+}
+
+/* Whether ORT left an output in the buffer it was bound to. ORT may instead
+ * hand back a value of its own, e.g. the feed itself for an output that is
+ * also a graph input; then the bound buffer was never written. */
+static int holds(OrtValue *value, const void *buffer)
+{
+    void *data = NULL;
+    OrtStatus *st = api()->GetTensorMutableData(value, &data);
+    if (st) {
+        api()->ReleaseStatus(st); /* describe_result reports it */
+        return 0;
+    }
+    return data == buffer;
+}
+
+/* ORT's Run under the session's budgets, with its failure told apart: a stop
+ * (cancel, time budget), a refused allocation (memory budget), or the model
+ * failing on this data. The caller's arguments were checked before ORT saw
+ * them, so no Run failure is the caller's: the rest is -ENOEXEC. */
+static int run_guarded(VdnnOrtSession *s, size_t n_outputs)
+{
+    const OrtApi *a = api();
+    begin_run(s);
+    int rc = s->max_run_ms ? watch_add(s) : 0;
+    if (rc) {
+        end_run(s);
+        return rc;
+    }
+    atomic_store(&s->account->refused, 0);
+    current_account = s->account;
+    OrtStatus *st = a->Run(s->session, s->run_options, s->input_names,
+                           (const OrtValue *const *)s->input_values, s->n_inputs,
+                           s->run_output_names, n_outputs, s->output_values);
+    current_account = NULL;
+    if (s->max_run_ms)
+        watch_remove(s);
+    int reason = end_run(s);
+    if (!st)
+        return 0; /* a stop that came too late to matter */
+    uint64_t refused = atomic_load(&s->account->refused);
+    if (reason == -ETIMEDOUT)
+        rc = vdnn_fail(-ETIMEDOUT, "the model ran longer than max_run_ms (%u ms) and was stopped",
+                       s->max_run_ms);
+    else if (reason == -ECANCELED)
+        rc = vdnn_fail(-ECANCELED, "the run was cancelled");
+    else if (refused)
+        rc = vdnn_fail(-EDQUOT, "the model needs more memory than max_memory_bytes (%llu "
+                       "bytes): a block of %llu bytes was refused (%s)",
+                       (unsigned long long)s->account->limit, (unsigned long long)refused,
+                       a->GetErrorMessage(st));
+    else
+        rc = vdnn_fail(-ENOEXEC, "the model failed while running: %s", a->GetErrorMessage(st));
+    a->ReleaseStatus(st);
+    return rc;
 }
 
 int vdnn_ort_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t *output_slots,
@@ -671,7 +1095,7 @@ int vdnn_ort_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t *outp
         const VdnnTensorMeta *m = &s->outputs[output_slots[k]];
         s->run_output_names[k] = m->name;
         s->output_values[k] = NULL;
-        if (rc || !out_buffers || !out_buffers[k])
+        if (rc || !out_buffers || !out_buffers[k] || m->aliases_input)
             continue;
         VdnnOrtResult bound;
         describe_bound(m, out_buffers[k], &bound);
@@ -683,21 +1107,16 @@ int vdnn_ort_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t *outp
     }
     s->n_held = n_outputs; /* bound or not, every value is released later */
 
-    if (!rc) {
-        OrtStatus *st = a->Run(s->session, NULL, s->input_names,
-                               (const OrtValue *const *)s->input_values, s->n_inputs,
-                               s->run_output_names, n_outputs, s->output_values);
-        if (st)
-            rc = status_error(st, a->GetErrorCode(st) == ORT_INVALID_ARGUMENT ? -EINVAL : -EIO,
-                              "ONNX Runtime failed to run the model");
-    }
+    if (!rc)
+        rc = run_guarded(s, n_outputs);
     for (size_t i = 0; i < made; i++)
         a->ReleaseValue(s->input_values[i]);
 
     for (size_t k = 0; !rc && k < n_outputs; k++) {
-        if (out_buffers && out_buffers[k])
+        if (out_buffers && out_buffers[k] && !s->outputs[output_slots[k]].aliases_input &&
+            holds(s->output_values[k], out_buffers[k]))
             describe_bound(&s->outputs[output_slots[k]], out_buffers[k], &results[k]);
-        else
+        else /* ORT answered with a buffer of its own (a graph input, an initializer) */
             rc = describe_result(s->output_values[k], s->run_output_names[k], &results[k]);
     }
     if (rc)

@@ -39,20 +39,43 @@ typedef struct VdnnTensorMeta {
     VmafDnnElementType type;
     size_t rank;
     int64_t shape[VMAF_DNN_MAX_RANK]; /* -1 for symbolic dims */
+    int rank_known;                   /* 0: the model declares no shape at all
+                                         (rank is then 0); only ORT >= 1.24
+                                         tells, older ones report rank 0 */
+    int aliases_input;                /* an output that is also a graph input
+                                         (same name): never bound, see
+                                         vdnn_ort_run */
 } VdnnTensorMeta;
+
+/* What one session may cost (VmafDnnModelPolicy's budgets). 0: no limit. */
+typedef struct VdnnOrtBudget {
+    uint64_t max_memory_bytes; /* ORT's tensors for this session, arena and
+                                  initializers included: -EDQUOT past it */
+    unsigned max_run_ms;       /* wall clock per run: -ETIMEDOUT past it */
+} VdnnOrtBudget;
 
 /* Creates a session from the serialized model in `model` (len bytes; read
  * during the call only). `model_path` names the model in messages;
- * `model_dir` is where external data files are looked up. `cfg` must be complete (no NULL). On success *out owns the session,
- * *attached_ep is a static string ("CPU", "CUDA", ...) and *fallback_reason a
- * malloc'ed string the caller frees ("" when the first choice bound).
+ * `model_dir` is where external data files are looked up. `cfg` must be
+ * complete (no NULL); `budget` (no NULL) holds for the life of the session.
+ * Every EP attempt starts from fresh session options carrying only `cfg`'s
+ * settings, so a declined EP leaves nothing behind for the next one. On
+ * success *out owns the session, *attached_ep is a static string ("CPU",
+ * "CUDA", ...) and *fallback_reason a malloc'ed string the caller frees (""
+ * when the first choice bound).
  * Returns 0, -ENOSYS, -ENOMEM, -EBADMSG (ORT: invalid protobuf/graph),
  * -ENOTSUP (ORT: not implemented, or a model rank above VMAF_DNN_MAX_RANK),
- * -EIO (any other ORT failure; the message carries ORT's status text). */
+ * -EDQUOT (building the session, constant folding included, needed more than
+ * budget->max_memory_bytes), -EIO (any other ORT failure; the message
+ * carries ORT's status text). */
 int vdnn_ort_session_create(const void *model, size_t len, const char *model_path,
-                            const char *model_dir,
-                            const VmafDnnConfig *cfg, VdnnOrtSession **out,
+                            const char *model_dir, const VmafDnnConfig *cfg,
+                            const VdnnOrtBudget *budget, VdnnOrtSession **out,
                             const char **attached_ep, char **fallback_reason);
+
+/* Makes the run in flight on `s` (if any) stop with -ECANCELED. Thread-safe;
+ * a run that starts later is not affected. */
+void vdnn_ort_cancel(VdnnOrtSession *s);
 
 /* NULL-safe. Also releases any outputs still held from the last run. */
 void vdnn_ort_session_destroy(VdnnOrtSession *s);
@@ -87,9 +110,16 @@ typedef struct VdnnOrtResult {
  * the output of output_slots[k]. out_buffers (NULL, or n_outputs entries)
  * lets ORT write output k straight into out_buffers[k] when it is not NULL:
  * only for FLOAT slots of fixed shape, with room for all their elements;
- * results[k].data then points there. Returns 0, -ENOMEM, -ENOTSUP (an
- * output of rank above VMAF_DNN_MAX_RANK), -EIO (ORT's message). Not
- * thread-safe on one session (the caller serialises). */
+ * results[k].data then points there, unless ORT produced that output in a
+ * buffer of its own: then results[k] describes ORT's buffer and the caller
+ * copies. An output that is also a graph input is never bound (ORT answers
+ * it with the feed and leaves a pre-bound buffer unwritten). Returns 0,
+ * -EINVAL (a feed ORT cannot wrap), -ENOMEM, -ENOTSUP (an output of rank
+ * above VMAF_DNN_MAX_RANK), -ETIMEDOUT (the run outlived budget.max_run_ms),
+ * -ECANCELED (vdnn_ort_cancel), -EDQUOT (an allocation past
+ * budget.max_memory_bytes), -ENOEXEC (any other failure of ORT's Run: the
+ * model failed on this data; ORT's message says which node). Not thread-safe
+ * on one session (the caller serialises), except for vdnn_ort_cancel. */
 int vdnn_ort_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds,
                  const size_t *output_slots, size_t n_outputs, void *const *out_buffers,
                  VdnnOrtResult *results);

@@ -370,6 +370,234 @@ ALL = {
 }
 
 
+# ---- session core: runtime faults, budgets, pass-through, output shapes ----
+# (tests/c/test_session_*.c)
+
+I64 = TensorProto.INT64
+
+
+def _count_from(x, out, nodes):
+    """Appends nodes: out = int64 scalar from x[1] (a size chosen at run time,
+    so neither shape inference nor constant folding can see it)."""
+    nodes += [helper.make_node("Cast", [x], [out + "_v"], to=I64),
+              helper.make_node("Squeeze", [out + "_v"], [out])]
+
+
+def _loop_body(extra_nodes=(), extra_outputs=()):
+    """Loop body: v_out = v + 1 (plus any scan outputs)."""
+    one = numpy_helper.from_array(np.array([1.0], np.float32), "one_b")
+    nodes = [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+             helper.make_node("Add", ["v_in", "one_b"], ["v_out"])] + list(extra_nodes)
+    return helper.make_graph(
+        nodes, "body",
+        [tensor("i", I64, []), tensor("cond_in", TensorProto.BOOL, []), tensor("v_in", F32, [1])],
+        [tensor("cond_out", TensorProto.BOOL, []), tensor("v_out", F32, [1])] + list(extra_outputs),
+        initializer=[one])
+
+
+def loop_count():
+    """n[1] -> y[1] = n after n iterations of a Loop (each adds 1): run time
+    proportional to n, for the cancel / close-while-running tests."""
+    nodes = []
+    _count_from("n", "m", nodes)
+    zero = numpy_helper.from_array(np.array([0.0], np.float32), "zero")
+    nodes.append(helper.make_node("Loop", ["m", "", "zero"], ["y"], body=_loop_body()))
+    return make_model(nodes, [tensor("n", F32, [1])], [tensor("y", F32, [1])], [zero])
+
+
+def loop_forever():
+    """x[1] -> y[1]: a Loop with trip count 2^62 (the run-time budget test)."""
+    m = numpy_helper.from_array(np.array(1 << 62, np.int64), "m")
+    nodes = [helper.make_node("Loop", ["m", "", "x"], ["y"], body=_loop_body())]
+    return make_model(nodes, [tensor("x", F32, [1])], [tensor("y", F32, [1])], [m])
+
+
+def _sum_all(src, out, nodes):
+    nodes += [helper.make_node("ReduceSum", [src], [out + "_s"], keepdims=0),
+              helper.make_node("Reshape", [out + "_s", "shape1"], [out])]
+
+
+def _shape1():
+    return numpy_helper.from_array(np.array([1], np.int64), "shape1")
+
+
+def cos_input():
+    """n[1] -> y[1] = sum(ConstantOfShape([n], 1.0)): allocates 4n bytes at run
+    time."""
+    nodes = []
+    _count_from("n", "m", nodes)
+    nodes += [helper.make_node("Unsqueeze", ["m", "axes0"], ["dims"]),
+              helper.make_node("ConstantOfShape", ["dims"], ["big"],
+                               value=numpy_helper.from_array(np.array([1.0], np.float32)))]
+    _sum_all("big", "y", nodes)
+    axes0 = numpy_helper.from_array(np.array([0], np.int64), "axes0")
+    return make_model(nodes, [tensor("n", F32, [1])], [tensor("y", F32, [1])],
+                      [axes0, _shape1()])
+
+
+def cos_const_3g():
+    """x[1] -> y[1] = x + sum(ConstantOfShape([3 GiB / 4], 1.0)): the shape is
+    a constant, so ORT may fold the 3 GiB tensor while creating the session."""
+    dims = numpy_helper.from_array(np.array([3 << 28], np.int64), "dims")
+    nodes = [helper.make_node("ConstantOfShape", ["dims"], ["big"],
+                              value=numpy_helper.from_array(np.array([1.0], np.float32)))]
+    _sum_all("big", "s", nodes)
+    nodes.append(helper.make_node("Add", ["x", "s"], ["y"]))
+    return make_model(nodes, [tensor("x", F32, [1])], [tensor("y", F32, [1])],
+                      [dims, _shape1()])
+
+
+def expand_input():
+    """n[1] -> y[1] = sum(Expand(n, [n])): allocates 4n bytes at run time."""
+    nodes = []
+    _count_from("n", "m", nodes)
+    nodes += [helper.make_node("Unsqueeze", ["m", "axes0"], ["dims"]),
+              helper.make_node("Expand", ["n", "dims"], ["big"])]
+    _sum_all("big", "y", nodes)
+    axes0 = numpy_helper.from_array(np.array([0], np.int64), "axes0")
+    return make_model(nodes, [tensor("n", F32, [1])], [tensor("y", F32, [1])],
+                      [axes0, _shape1()])
+
+
+def loop_concat():
+    """n[1] -> y[1]: a Loop of n iterations, each emitting a 2^20-float scan
+    output (4 MiB) that ORT concatenates: 4n MiB in all."""
+    dims = numpy_helper.from_array(np.array([1 << 20], np.int64), "dims_b")
+    body = _loop_body([helper.make_node("Expand", ["v_in", "dims_b"], ["chunk"])],
+                      [tensor("chunk", F32, [1 << 20])])
+    body.initializer.append(dims)
+    nodes = []
+    _count_from("n", "m", nodes)
+    zero = numpy_helper.from_array(np.array([0.0], np.float32), "zero")
+    nodes.append(helper.make_node("Loop", ["m", "", "zero"], ["v", "chunks"], body=body))
+    _sum_all("chunks", "y", nodes)
+    return make_model(nodes, [tensor("n", F32, [1])], [tensor("y", F32, [1])],
+                      [zero, _shape1()])
+
+
+def gather_input():
+    """i[1] -> y[1] = table[i]: an index out of range fails inside ORT."""
+    table = numpy_helper.from_array(np.array([1, 2, 3, 4], np.float32), "table")
+    nodes = [helper.make_node("Cast", ["i"], ["idx"], to=I64),
+             helper.make_node("Gather", ["table", "idx"], ["y"], axis=0)]
+    return make_model(nodes, [tensor("i", F32, [1])], [tensor("y", F32, [1])], [table])
+
+
+def expand_to():
+    """x[N], n[1] -> y = Expand(x, [n]): N=3, n=2 is impossible."""
+    nodes = []
+    _count_from("n", "m", nodes)
+    nodes += [helper.make_node("Unsqueeze", ["m", "axes0"], ["dims"]),
+              helper.make_node("Expand", ["x", "dims"], ["y"])]
+    axes0 = numpy_helper.from_array(np.array([0], np.int64), "axes0")
+    return make_model(nodes, [tensor("x", F32, ["N"]), tensor("n", F32, [1])],
+                      [tensor("y", F32, ["M"])], [axes0])
+
+
+def reshape_to3():
+    """x[N] -> y[3] = Reshape(x, [3]): fails for N != 3."""
+    s3 = numpy_helper.from_array(np.array([3], np.int64), "s3")
+    return make_model([helper.make_node("Reshape", ["x", "s3"], ["y"])],
+                      [tensor("x", F32, ["N"])], [tensor("y", F32, [3])], [s3])
+
+
+def matmul_free():
+    """a[M,K], b[L,P] -> a @ b: fails when K != L."""
+    return make_model([helper.make_node("MatMul", ["a", "b"], ["y"])],
+                      [tensor("a", F32, ["M", "K"]), tensor("b", F32, ["L", "P"])],
+                      [tensor("y", F32, ["M", "P"])])
+
+
+def passthrough(n=4):
+    """x[n] -> x: the graph output is the graph input itself (no node)."""
+    return make_model([], [tensor("x", F32, [n])], [tensor("x", F32, [n])])
+
+
+def passthrough_image():
+    """x[1,1,H,W] -> x (no node), for the plane helpers."""
+    dims = [1, 1, "H", "W"]
+    return make_model([], [tensor("x", F32, dims)], [tensor("x", F32, dims)])
+
+
+def const_output():
+    """x[2] -> y[2] = x + 1, and c[3] = an initializer returned as is."""
+    c = numpy_helper.from_array(np.array([7, 8, 9], np.float32), "c")
+    one = numpy_helper.from_array(np.array(1.0, np.float32), "one")
+    return make_model([helper.make_node("Add", ["x", "one"], ["y"])],
+                      [tensor("x", F32, [2])], [tensor("y", F32, [2]), tensor("c", F32, [3])],
+                      [c, one])
+
+
+def image_transposed():
+    """x[1,1,H,W] -> y[1,1,W,H] (symbolic: only the run shows the shape)."""
+    return make_model([helper.make_node("Transpose", ["x"], ["y"], perm=[0, 1, 3, 2])],
+                      [tensor("x", F32, [1, 1, "H", "W"])],
+                      [tensor("y", F32, [1, 1, "W", "H"])])
+
+
+def image_transposed_fixed():
+    """x[1,1,2,4] -> y[1,1,4,2]: refused before running."""
+    return make_model([helper.make_node("Transpose", ["x"], ["y"], perm=[0, 1, 3, 2])],
+                      [tensor("x", F32, [1, 1, 2, 4])], [tensor("y", F32, [1, 1, 4, 2])])
+
+
+def image_flat():
+    """x[1,1,H,W] -> y[H*W] (rank 1): the same samples, not an image."""
+    minus1 = numpy_helper.from_array(np.array([-1], np.int64), "minus1")
+    return make_model([helper.make_node("Reshape", ["x", "minus1"], ["y"])],
+                      [tensor("x", F32, [1, 1, "H", "W"])], [tensor("y", F32, ["HW"])],
+                      [minus1])
+
+
+def unknown_rank_output():
+    """x[1,1,H,W] -> y: x itself when its sum is > 0, else x flattened. The
+    branches differ in rank, so y has no rank ORT could infer."""
+    minus1 = numpy_helper.from_array(np.array([-1], np.int64), "minus1")
+    zero = numpy_helper.from_array(np.array(0.0, np.float32), "zero")
+    then_g = helper.make_graph([helper.make_node("Identity", ["x"], ["t"])], "then", [],
+                              [tensor("t", F32, None)])
+    else_g = helper.make_graph([helper.make_node("Reshape", ["x", "minus1"], ["e"])], "else",
+                              [], [tensor("e", F32, None)])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+             helper.make_node("Greater", ["s", "zero"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
+    graph = helper.make_graph(nodes, "test", [tensor("x", F32, [1, 1, "H", "W"])],
+                              [tensor("y", F32, None)], initializer=[minus1, zero])
+    # ONNX's checker wants a shape on graph outputs, ORT does not: unchecked.
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                              producer_name="vmafdnn-tests")
+    model.ir_version = IR_VERSION
+    return model
+
+
+def scalar_output():
+    """x[4] -> y = sum(x) as a true rank-0 scalar."""
+    return make_model([helper.make_node("ReduceSum", ["x"], ["y"], keepdims=0)],
+                      [tensor("x", F32, [4])], [tensor("y", F32, [])])
+
+
+ALL.update({
+    "loop_count": loop_count,
+    "loop_forever": loop_forever,
+    "cos_input": cos_input,
+    "cos_const_3g": cos_const_3g,
+    "expand_input": expand_input,
+    "loop_concat": loop_concat,
+    "gather_input": gather_input,
+    "expand_to": expand_to,
+    "reshape_to3": reshape_to3,
+    "matmul_free": matmul_free,
+    "passthrough": passthrough,
+    "passthrough_image": passthrough_image,
+    "const_output": const_output,
+    "image_transposed": image_transposed,
+    "image_transposed_fixed": image_transposed_fixed,
+    "image_flat": image_flat,
+    "unknown_rank_output": unknown_rank_output,
+    "scalar_output": scalar_output,
+})
+
+
 def write_all(outdir):
     os.makedirs(outdir, exist_ok=True)
     for name, build in ALL.items():
