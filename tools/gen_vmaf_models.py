@@ -156,15 +156,15 @@ class G(Graph):
                 parts.append(self.slice(x, -1, -1 - after, axis, -1))
         return self.op("Concat", *parts, axis=axis) if len(parts) > 1 else x
 
-    def sep_conv(self, x, taps, channels, stride=1):
+    def sep_conv(self, x, taps, channels):
         """Separable 'valid' filter with the same 1-D taps vertically and horizontally on every
         channel of [N, C, H, W]."""
         t = np.asarray(taps, np.float32)
         k = len(t)
         wv = self.f(np.tile(t.reshape(1, 1, k, 1), (channels, 1, 1, 1)))
         wh = self.f(np.tile(t.reshape(1, 1, 1, k), (channels, 1, 1, 1)))
-        y = self.op("Conv", x, wv, group=channels, strides=[stride, 1])
-        return self.op("Conv", y, wh, group=channels, strides=[1, stride])
+        y = self.op("Conv", x, wv, group=channels)
+        return self.op("Conv", y, wh, group=channels)
 
     def sum_double(self, x):
         return self.op("ReduceSum", self.op("Cast", x, to=TensorProto.DOUBLE), keepdims=0)
@@ -200,35 +200,32 @@ def finish(g, name, inputs, outputs, doc):
 
 # --- motion ---------------------------------------------------------------------------------------
 
-def floor_shift_split(g, hi, lo, rnd, div):
-    """floor((256*hi + lo + rnd) / (256*div)) for integer hi, lo < 2^24 and rnd < 2^15, exactly in
-    float32: floor((hi + floor((lo + rnd) / 256)) / div), every intermediate below 2^24."""
-    q = g.op("Floor", g.op("Div", g.op("Add", lo, rnd), g.f(256.0)))
-    return g.op("Floor", g.op("Div", g.op("Add", hi, q), div))
+def int_pass(g, x, taps, axis, rnd, div, mode_after="reflect"):
+    """One pass of libvmaf's integer filtering along axis 2 (vertical) or 3 (horizontal):
+    (sum(tap * x) + rnd) >> shift with integer taps (over 65536), integer x < 2^16 in
+    [N, 1, H, W], mirrored (reflect before, mode_after after), output of the same size; div is
+    2^shift / 256 and rnd < 2^15.
 
-
-def split8(g, x):
-    """Integer x < 2^16 -> [N, 2, H, W]: (x // 256, x % 256) as channels."""
+    Bit-exact in float32: x is split into x // 256 and x % 256, each filtered sum stays below
+    2^24 (taps sum to 65536), and floor((256*hi + lo + rnd) / (256*div)) is computed as
+    floor((hi + floor((lo + rnd) / 256)) / div), every intermediate below 2^24."""
+    t = np.asarray(taps, np.float32)
+    k = len(t)
+    shape = (2, 1, k, 1) if axis == 2 else (2, 1, 1, k)
+    w = g.f(np.tile(t.reshape(shape[1:]), (2, 1, 1, 1)))
     hi = g.op("Floor", g.op("Div", x, g.f(256.0)))
     lo = g.op("Sub", x, g.op("Mul", hi, g.f(256.0)))
-    return g.op("Concat", hi, lo, axis=1)
+    xp = g.pad(g.op("Concat", hi, lo, axis=1), axis, k // 2, k // 2, "reflect", mode_after)
+    sh, sl = g.op("Split", g.op("Conv", xp, w, group=2), axis=1, n_out=2)
+    q = g.op("Floor", g.op("Div", g.op("Add", sl, rnd), g.f(256.0)))
+    return g.op("Floor", g.op("Div", g.op("Add", sh, q), div))
 
 
 def motion_blur(g, x_int, rnd_v, div_v, mode_after):
     """libvmaf's integer motion blur of integer frames [N, 1, H, W] -> uint16-valued frames in
     units of 1/256 of an 8-bit level, bit-exact."""
-    taps = np.asarray(MOTION_TAPS, np.float32)
-    r = len(taps) // 2
-    wv = g.f(np.tile(taps.reshape(1, 1, 5, 1), (2, 1, 1, 1)))
-    wh = g.f(np.tile(taps.reshape(1, 1, 1, 5), (2, 1, 1, 1)))
-    xp = g.pad(split8(g, x_int), 2, r, r, "reflect", mode_after)
-    s = g.op("Conv", xp, wv, group=2)
-    hi, lo = g.op("Split", s, axis=1, n_out=2)
-    tmp = floor_shift_split(g, hi, lo, rnd_v, div_v)
-    tp = g.pad(split8(g, tmp), 3, r, r, "reflect", mode_after)
-    s = g.op("Conv", tp, wh, group=2)
-    hi, lo = g.op("Split", s, axis=1, n_out=2)
-    return floor_shift_split(g, hi, lo, g.f(32768.0), g.f(256.0))
+    tmp = int_pass(g, x_int, MOTION_TAPS, 2, rnd_v, div_v, mode_after)
+    return int_pass(g, tmp, MOTION_TAPS, 3, g.f(32768.0), g.f(256.0), mode_after)
 
 
 def motion_score(g, ref_int, prev_int, rnd_v, div_v, mode_after):
@@ -246,20 +243,43 @@ def motion_score(g, ref_int, prev_int, rnd_v, div_v, mode_after):
 
 # --- VIF ------------------------------------------------------------------------------------------
 
-def vif_scale(g, x, y, taps, gain_limit):
-    """num, den (double scalars) of one VIF scale; x, y centred frames in 8-bit units."""
+def vif_scale(g, xi, yi, centre, taps, rnd_v, div_v, gain_limit):
+    """num, den (double scalars) of one VIF scale. xi, yi: [1, 1, h, w] integer frames (raw
+    samples at scale 0, libvmaf's uint16 frames in 1/256 of a level above); rnd_v, div_v: the
+    rounding of the vertical pass of the means for that input; centre: an integer level."""
     k = len(taps)
     r = k // 2
+    # the means: libvmaf rounds their vertical pass to 1/256 of a level; next to sigma_nsq = 2
+    # that is no detail (2 * mu * 2^-9), so that pass is emulated exactly
+    tmp = int_pass(g, g.op("Concat", xi, yi, axis=0), taps, 2, rnd_v, div_v)
+    tmp = g.op("Sub", g.op("Div", tmp, g.f(256.0)), centre)
+    tmp = g.op("Pad", tmp, g.i([0, 0, 0, r, 0, 0, 0, r]), mode="reflect")
+    t = np.asarray(taps, np.float32) / np.float32(65536.0)
+    mu = g.op("Conv", tmp, g.f(t.reshape(1, 1, 1, k)))
+    qx, qy = g.op("Split", mu, axis=0, n_out=2)
+    # the moments in fp32 on centred levels (libvmaf rounds the second moments to 2^-16 only)
+    x = g.op("Sub", g.op("Div", xi, div_v), centre)
+    y = g.op("Sub", g.op("Div", yi, div_v), centre)
     e = g.op("Sub", x, y)
     stack = g.op("Concat", x, y, g.op("Mul", x, x), g.op("Mul", y, y), g.op("Mul", e, e), axis=1)
     stack = g.op("Pad", stack, g.i([0, 0, r, r, 0, 0, r, r]), mode="reflect")
-    filt = g.sep_conv(stack, np.asarray(taps, np.float64) / 65536.0, 5)
-    mx, my, fxx, fyy, fee = g.op("Split", filt, axis=1, n_out=5)
+    mx, my, fxx, fyy, fee = g.op("Split", g.sep_conv(stack, t, 5), axis=1, n_out=5)
+    # centred variances (shift-invariant, small cancellation); the covariance from Var(x - y),
+    # accurate where the frames are close
     s1 = g.op("Sub", fxx, g.op("Mul", mx, mx))
-    s2 = g.op("Max", g.op("Sub", fyy, g.op("Mul", my, my)), g.f(0.0))
+    s2 = g.op("Sub", fyy, g.op("Mul", my, my))
     de = g.op("Sub", mx, my)
-    se = g.op("Sub", fee, g.op("Mul", de, de))
-    s12 = g.op("Mul", g.op("Sub", g.op("Add", s1, s2), se), g.f(0.5))
+    s12 = g.op("Mul", g.op("Sub", g.op("Add", s1, s2), g.op("Sub", fee, g.op("Mul", de, de))),
+               g.f(0.5))
+    # libvmaf subtracts its rounded means from uncentred second moments, which is no longer
+    # shift-invariant: add back m^2 - q^2 = (m - q)(m + q) and m_x m_y - q_x q_y uncentred
+    c2 = g.op("Mul", centre, g.f(2.0))
+    dx, dy = g.op("Sub", mx, qx), g.op("Sub", my, qy)
+    s1 = g.op("Add", s1, g.op("Mul", dx, g.op("Add", g.op("Add", mx, qx), c2)))
+    s2 = g.op("Add", s2, g.op("Mul", dy, g.op("Add", g.op("Add", my, qy), c2)))
+    s2 = g.op("Max", s2, g.f(0.0))
+    cross = g.op("Sub", g.op("Mul", mx, my), g.op("Mul", qx, qy))
+    s12 = g.op("Add", s12, g.op("Add", cross, g.op("Mul", g.op("Add", dx, dy), centre)))
 
     nsq = g.f(VIF_SIGMA_NSQ)
     inv_ln2 = g.f(1.0 / math.log(2.0))
@@ -270,7 +290,8 @@ def vif_scale(g, x, y, taps, gain_limit):
     sv = g.op("Max", g.op("Sub", s2, g.op("Mul", gain, s12)), g.f(0.0))
     gain = g.op("Min", gain, g.f(gain_limit))
     base = g.op("Add", sv, nsq)
-    num_log = g.op("Mul", g.op("Log", g.op("Div", g.op("Add", base, g.op("Mul", g.op("Mul", gain, gain), s1_safe)), base)), inv_ln2)
+    gain_term = g.op("Mul", g.op("Mul", gain, gain), s1_safe)
+    num_log = g.op("Mul", g.op("Log", g.op("Div", g.op("Add", base, gain_term), base)), inv_ln2)
     has_num = g.op("And", g.op("Greater", s12, g.f(0.0)), g.op("Greater", s2, g.f(0.0)))
     num_log = g.op("Where", has_num, num_log, g.f(0.0))
     num_px = g.op("Where", log_branch, num_log,
@@ -279,24 +300,27 @@ def vif_scale(g, x, y, taps, gain_limit):
     return g.sum_double(num_px), g.sum_double(den_px)
 
 
-def vif_downsample(g, x, taps):
-    """libvmaf: filter with the next scale's taps (reflect), keep even rows and columns,
-    floor(h/2) x floor(w/2)."""
-    r = len(taps) // 2
-    h, w = g.dims(x)
-    xp = g.op("Pad", x, g.i([0, 0, r, r, 0, 0, r, r]), mode="reflect")
-    y = g.sep_conv(xp, np.asarray(taps, np.float64) / 65536.0, 1, stride=2)
+def vif_downsample(g, xy, taps, rnd_v, div_v):
+    """libvmaf's integer decimation: filter with the next scale's taps (both passes rounded,
+    reflect), keep even rows and columns, floor(h/2) x floor(w/2); 1/256-level integers out."""
+    h, w = g.dims(xy)
+    v = int_pass(g, xy, taps, 2, rnd_v, div_v)
+    v = int_pass(g, v, taps, 3, g.f(32768.0), g.f(256.0))
+    v = g.op("Slice", v, g.i([0, 0]), g.i([INT64_MAX, INT64_MAX]), g.i([2, 3]), g.i([2, 2]))
     two = g.i([2])
-    return g.crop(y, g.op("Div", h, two), g.op("Div", w, two))
+    return g.crop(v, g.op("Div", h, two), g.op("Div", w, two))
 
 
-def vif_features(g, x, y, gain_limit):
+def vif_features(g, xi, yi, centre, rnd_v, div_v, gain_limit):
     scores = []
     for scale in range(4):
         if scale:
-            both = vif_downsample(g, g.op("Concat", x, y, axis=0), VIF_TAPS[scale])
-            x, y = g.op("Split", both, axis=0, n_out=2)
-        num, den = vif_scale(g, x, y, VIF_TAPS[scale], gain_limit)
+            both = vif_downsample(g, g.op("Concat", xi, yi, axis=0), VIF_TAPS[scale], rnd_v,
+                                  div_v)
+            xi, yi = g.op("Split", both, axis=0, n_out=2)
+            # from here on the frames are uint16 in 1/256 of a level
+            rnd_v, div_v = g.f(32768.0), g.f(256.0)
+        num, den = vif_scale(g, xi, yi, centre, VIF_TAPS[scale], rnd_v, div_v, gain_limit)
         # libvmaf stores num and den as float and divides in float
         num = g.op("Cast", num, to=TensorProto.FLOAT)
         den = g.op("Cast", den, to=TensorProto.FLOAT)
@@ -430,11 +454,9 @@ def build_features(gain_limit, name):
 
     ref8 = g.op("Div", ref_i, to8)
     dis8 = g.op("Div", dis_i, to8)
-    centre = g.op("ReduceMean", ref8, keepdims=1)
-    x = g.op("Sub", ref8, centre)
-    y = g.op("Sub", dis8, centre)
-    vifs = vif_features(g, x, y, gain_limit)
-    adm = adm2(g, x, y, gain_limit)
+    centre = g.op("Round", g.op("ReduceMean", ref8, keepdims=1))
+    vifs = vif_features(g, ref_i, dis_i, centre, rnd_v, to8, gain_limit)
+    adm = adm2(g, g.op("Sub", ref8, centre), g.op("Sub", dis8, centre), gain_limit)
 
     for v, n in zip(vifs + [adm, motion], FEATURES):
         g.to_output(v, n)

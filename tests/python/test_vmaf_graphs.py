@@ -5,9 +5,10 @@ ffmpeg-quality-metrics 3.13.0; tools/fetch_vmaf_reference.sh puts both into the 
 (downloading them when missing). The graphs run on ONNX Runtime directly, with a small Python
 driver doing the temporal part (motion2), as the library's frame-window mechanism will.
 
-Tolerances per frame (measured figures in docs/vmaf.md):
-  vif_scale0..3  |d| <= 2e-4      adm2  |d| <= 2e-4      motion2  |d| <= 2e-6 (exact up to the
-  log's 6 decimals)      vmaf  |d| <= 0.05 per frame, mean |d| <= 0.01 per clip.
+Tolerances per frame, about 2-4x the worst case measured (figures in docs/vmaf.md); the issue's
+minimum is 0.5 per frame and 0.1 pooled for VMAF:
+  vif_scale0..3  |d| <= 5e-5      adm2  |d| <= 1.5e-3      motion2  |d| <= 1.5e-4
+  vmaf  |d| <= 0.25 per frame, mean |d| <= 0.05 per clip.
 """
 
 import json
@@ -22,9 +23,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FEATURES = ["vif_scale0", "vif_scale1", "vif_scale2", "vif_scale3", "adm2", "motion2"]
 LIBVMAF_NAMES = {f: "integer_" + f for f in FEATURES}
 LIBVMAF_NAMES["vmaf"] = "vmaf"
-TOL = {"vif_scale0": 2e-4, "vif_scale1": 2e-4, "vif_scale2": 2e-4, "vif_scale3": 2e-4,
-       "adm2": 2e-4, "motion2": 2e-6, "vmaf": 0.05}
-VMAF_MEAN_TOL = 0.01
+TOL = {"vif_scale0": 5e-5, "vif_scale1": 5e-5, "vif_scale2": 5e-5, "vif_scale3": 5e-5,
+       "adm2": 1.5e-3, "motion2": 1.5e-4, "vmaf": 0.25}
+VMAF_MEAN_TOL = 0.05
 
 
 # --- reference tools ------------------------------------------------------------------------------
