@@ -5,23 +5,34 @@
     vmafdnn info MODEL [--device D]            ORT version, attached EP, I/O table
     vmafdnn bench MODEL [--device D] [--threads N] [--runs N]
                                                per-run latency
+    vmafdnn plot REPORT.json [...] -o OUT.png  per-frame curves of reports
 
 Errors are one line on stderr ("vmafdnn: error: ..."); the exit status is 2
-for a usage error and 1 for anything that fails while running.
+for a usage error and 1 for anything that fails while running. SIGINT and
+SIGTERM stop every command within a second, even inside a model run (exit
+status 130 and 143); an interrupted scoring run writes no report.
+Names that come from models, sidecars or inputs are printed with control
+characters escaped (see printable()).
 """
 import argparse
+import math
 import os
+import re
+import signal
 import sys
+import threading
 import time
+import unicodedata
 
 import numpy as np
 
 from . import __version__, available, ort_library_path, ort_version, unavailable_reason
 from . import models as builtin_models
+from ._native import ffi, lib
 from .context import RESIZE_MODES
 from .errors import DnnError
-from .scoring import UsageError, score
-from .session import DEVICES, Session
+from .scoring import Canceller, UsageError, score
+from .session import DEVICES, MAX_THREADS, Session
 
 USAGE_EXIT = 2
 RUNTIME_EXIT = 1
@@ -29,6 +40,191 @@ RUNTIME_EXIT = 1
 
 class _UsageExit(Exception):
     """An argument error found by a parser (exit status 2)."""
+
+
+# Unicode categories printed as escapes: controls (ESC, BEL, CR, ...), format
+# characters (bidi overrides that reorder what follows), line and paragraph
+# separators, lone surrogates (undecodable bytes) and unassigned code points.
+_UNPRINTABLE = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+
+
+def printable(text) -> str:
+    """``text`` safe to write to a terminal: every character that could move
+    the cursor, change colours, retitle the window or reorder the line
+    becomes a Python-style escape (\\x1b, \\u202e, ...). Used for every name
+    that comes from a model, a sidecar, a features file or the command line."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if unicodedata.category(ch) in _UNPRINTABLE:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else
+                       f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _int_at_least(minimum: int, maximum=None):
+    """An argparse type: an integer in minimum..maximum."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} must be at least {minimum}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"{value} is more than the maximum, {maximum}")
+        return value
+    return parse
+
+
+_positive_int = _int_at_least(1)
+_non_negative_int = _int_at_least(0)
+_thread_count = _int_at_least(0, MAX_THREADS)
+
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
+
+
+def _byte_size(text: str) -> int:
+    """An argparse type: bytes, as a number with an optional binary unit
+    (K, M, G, T; KiB, MB, ... all mean powers of 1024): 512M, 2G, 1.5G."""
+    match = _SIZE.fullmatch(text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (examples: 4096, 512M, 2G)")
+    number, unit = match.groups()
+    value = int(float(number) * (1 << (10 * " kmgt".index(unit.lower() or " "))))
+    if value >= 1 << 64:
+        raise argparse.ArgumentTypeError(f"{text!r} is too large")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a non-negative, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
+    if value * 1000 > 0xFFFFFFFF:
+        raise argparse.ArgumentTypeError(f"{text!r} is more than {0xFFFFFFFF // 1000} s")
+    return value
+
+
+def _size_text(n: int) -> str:
+    if n == 0:
+        return "no limit"
+    for shift, unit in ((40, "T"), (30, "G"), (20, "M"), (10, "K")):
+        if n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def _policy_args(parser) -> None:
+    """The model policy flags, shared by every command that opens models."""
+    default = ffi.new("VmafDnnModelPolicy *")
+    lib.vmaf_dnn_default_model_policy(default)  # the environment's overrides included
+    group = parser.add_argument_group("model policy (see docs/security.md)")
+    group.add_argument("--model-dir", metavar="DIR",
+                       help="open models (their sidecars and external data) only beneath DIR "
+                            "(default: $VMAFDNN_MODEL_DIR, else anywhere)")
+    group.add_argument("--max-model-bytes", type=_byte_size, metavar="SIZE",
+                       help=f"size cap of a model file (default "
+                            f"{_size_text(default.max_model_bytes)})")
+    group.add_argument("--max-memory", type=_byte_size, metavar="SIZE",
+                       help=f"memory one model may use, e.g. 512M or 2G (binary units); 0: no "
+                            f"limit (default {_size_text(default.max_memory_bytes)})")
+    group.add_argument("--max-run-time", type=_seconds, metavar="SECONDS",
+                       help="time one model run (one frame) may take before it is stopped "
+                            f"with an error; 0: no limit (default {default.max_run_ms / 1000:g})")
+
+
+def _policy(args) -> dict:
+    """The policy keywords of Session / Context / score() from the flags."""
+    policy = {"model_dir": args.model_dir, "max_model_bytes": args.max_model_bytes,
+              "max_memory_bytes": args.max_memory}
+    if args.max_run_time is not None:
+        # Rounded up, so that a small budget never becomes 0 ("no limit").
+        policy["max_run_ms"] = math.ceil(args.max_run_time * 1000)
+    return policy
+
+
+# -- SIGINT / SIGTERM ---------------------------------------------------------------
+
+_SIGNAL_GRACE_S = 0.5  # how long a cancelled command may take to wind down
+
+
+class _Interrupted(Exception):
+    def __init__(self, signum: int, finished: bool):
+        super().__init__(signum)
+        self.signum = signum
+        self.finished = finished
+
+
+def _run_interruptibly(work, canceller: Canceller):
+    """Runs ``work()`` in a worker thread and returns its result (or raises
+    its exception), while the main thread waits for SIGINT and SIGTERM.
+
+    Python runs signal handlers only in the main thread between bytecodes, so
+    a main thread blocked in a model run (or a pipe read) would never see
+    them. Here the main thread only waits; on a signal it cancels the model
+    run in flight (``canceller``), gives the worker a moment to wind down and
+    raises _Interrupted (see _interrupted for what happens to a worker that
+    is still blocked).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return work()  # signals cannot be handled here: the caller's thread decides
+    outcome = {}
+
+    def target():
+        try:
+            outcome["result"] = work()
+        except BaseException as e:  # handed to the main thread
+            outcome["error"] = e
+
+    received = []
+
+    def on_signal(signum, frame):
+        if not received:
+            received.append(signum)
+            canceller.cancel()
+
+    worker = threading.Thread(target=target, name="vmafdnn-work", daemon=True)
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        worker.start()
+        while worker.is_alive() and not received:
+            worker.join(0.05)
+        if received:
+            worker.join(_SIGNAL_GRACE_S)
+            raise _Interrupted(received[0], "result" in outcome)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
+def _interrupted(e: _Interrupted) -> int:
+    """Reports a SIGINT / SIGTERM and returns 128 + its number. A worker still
+    blocked (in a pipe read, say) is not waited for: the process ends now."""
+    name = signal.Signals(e.signum).name
+    what = "the command had finished" if e.finished else "no report written"
+    print(f"\nvmafdnn: error: interrupted by {name}; {what}", file=sys.stderr)
+    code = 128 + e.signum
+    if threading.active_count() > 1:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    return code
 
 
 class _Parser(argparse.ArgumentParser):
@@ -44,14 +240,18 @@ class _Parser(argparse.ArgumentParser):
 def _device_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", type=str.lower, choices=list(DEVICES),
                         help="execution provider hint (default: auto)")
-    parser.add_argument("--device-index", type=int, default=0, help="GPU ordinal")
-    parser.add_argument("--threads", type=int, default=0, help="ORT intra-op threads (0: ORT's default)")
+    parser.add_argument("--device-index", type=_non_negative_int, default=0, help="GPU ordinal")
+    parser.add_argument("--threads", type=_thread_count, default=0,
+                        help=f"ORT intra-op threads, 0..{MAX_THREADS} (0: ORT's default)")
     parser.add_argument("--fp16", action="store_true", help="cast fp32 data to/from FLOAT16 model slots")
+    _policy_args(parser)
 
 
 def _open(args) -> Session:
-    return Session(args.model, device=args.device, device_index=args.device_index,
-                   threads=args.threads, fp16_io=args.fp16)
+    session = Session(args.model, device=args.device, device_index=args.device_index,
+                      threads=args.threads, fp16_io=args.fp16, **_policy(args))
+    args.canceller.watch(session)
+    return session
 
 
 def _shape(shape) -> str:
@@ -61,14 +261,15 @@ def _shape(shape) -> str:
 def cmd_info(args) -> int:
     with _open(args) as session:
         print(f"libvmafdnn   {__version__}")
-        print(f"ONNX Runtime {ort_version()} ({ort_library_path()})")
-        print(f"model        {args.model}")
+        print(f"ONNX Runtime {ort_version()} ({printable(ort_library_path())})")
+        print(f"model        {printable(args.model)}")
         print(f"attached EP  {session.attached_ep}")
         for line in session.fallback_reason.splitlines():
-            print(f"  fallback   {line}")
+            print(f"  fallback   {printable(line)}")
         for kind, infos in (("input", session.inputs), ("output", session.outputs)):
             for info in infos:
-                print(f"{kind:<7}{info.name:<24}{str(info.dtype):<10}{_shape(info.shape)}")
+                print(f"{kind:<7}{printable(info.name):<24}{str(info.dtype):<10}"
+                      f"{_shape(info.shape)}")
     return 0
 
 
@@ -85,15 +286,17 @@ def _example_feeds(session: Session, symbolic: int):
 def cmd_bench(args) -> int:
     with _open(args) as session:
         feeds = _example_feeds(session, args.symbolic_dim)
-        for _ in range(min(args.runs, 10)):
+        for done in range(min(args.runs, 10)):
+            args.canceller.check(done)
             session.run(feeds)
         times = []
-        for _ in range(args.runs):
+        for done in range(args.runs):
+            args.canceller.check(done)
             t0 = time.perf_counter()
             session.run(feeds)
             times.append(time.perf_counter() - t0)
         times_us = np.array(times) * 1e6
-        print(f"{args.model} on {session.attached_ep}, {args.runs} runs: "
+        print(f"{printable(args.model)} on {session.attached_ep}, {args.runs} runs: "
               f"median {np.median(times_us):.1f} us, p10 {np.percentile(times_us, 10):.1f} us, "
               f"p90 {np.percentile(times_us, 90):.1f} us")
     return 0
@@ -111,11 +314,30 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="per-run latency of a model")
     bench.add_argument("model")
     _device_args(bench)
-    bench.add_argument("--runs", type=int, default=1000)
+    bench.add_argument("--runs", type=_positive_int, default=1000)
     bench.add_argument("--symbolic-dim", type=int, default=64,
                        help="size used for symbolic dims (default 64)")
     bench.set_defaults(func=cmd_bench)
+    plot = sub.add_parser("plot", help="per-frame curves of JSON reports (PNG or SVG)",
+                          description="One panel per metric, one curve per report, the pooled "
+                                      "mean dashed and the worst frame marked.")
+    plot.add_argument("reports", nargs="+", metavar="REPORT.json",
+                      help="JSON reports (vmafdnn -o X.json, or libvmaf's); several overlay")
+    plot.add_argument("-o", "--output", required=True, metavar="OUT",
+                      help="image to write: .png or .svg")
+    plot.add_argument("--label", action="append", dest="labels", metavar="NAME",
+                      help="curve name of each report, in order (default: file names)")
+    plot.add_argument("--metric", action="append", dest="metrics", metavar="NAME",
+                      help="plot only this metric; repeatable (default: all)")
+    plot.set_defaults(func=cmd_plot)
     return parser
+
+
+def cmd_plot(args) -> int:
+    from .plot import plot_reports
+    plot_reports(args.reports, args.output, labels=args.labels, metrics=args.metrics)
+    print(f"plot: {args.output}")
+    return 0
 
 
 # -- scoring --------------------------------------------------------------------
@@ -123,30 +345,19 @@ def build_parser() -> argparse.ArgumentParser:
 _SCORE_EPILOG = f"""\
 models: without --tiny-model the built-in {', '.join(builtin_models.MODEL_NAMES[:2])} are used
 (with --no-reference: {builtin_models.MODEL_NAMES[2]}); a built-in name may also be given to
---tiny-model. Other commands: 'vmafdnn info MODEL', 'vmafdnn bench MODEL' (see their --help).
+--tiny-model. Other commands: 'vmafdnn info MODEL', 'vmafdnn bench MODEL',
+'vmafdnn plot REPORT.json -o OUT.png' (see their --help).
+
+inputs are recognised by content: Y4M, else anything FFmpeg's libraries decode
+(mp4, mkv, webm, mov ...; through PyAV), or raw YUV when -w/-h/-p are given.
 
 examples:
+  vmafdnn -r ref.mp4 -d dist.mkv -o report.json --plot scores.png
   vmafdnn -r ref.y4m -d dist.y4m -o report.json --json
+  vmafdnn -r ref.mp4 -d dist_720p.mp4 --scale --dist-offset 2
   vmafdnn -r ref.yuv -d dist.yuv -w 1920 -h 1080 -p 420 -b 10 --tiny-model model.onnx
   ffmpeg -i x.mp4 -f yuv4mpegpipe - | vmafdnn -d - --no-reference -o nr.json
 """
-
-
-def _int_at_least(minimum: int):
-    """An argparse type: an integer >= minimum."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} must be at least {minimum}")
-        return value
-    return parse
-
-
-_positive_int = _int_at_least(1)
-_non_negative_int = _int_at_least(0)
 
 
 def build_score_parser() -> argparse.ArgumentParser:
@@ -159,9 +370,11 @@ def build_score_parser() -> argparse.ArgumentParser:
                 epilog=_SCORE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     io_group = p.add_argument_group("input")
     io_group.add_argument("-r", "--reference", metavar="REF",
-                          help="reference video: Y4M or raw YUV ('-': Y4M on stdin)")
+                          help="reference video: Y4M, any container FFmpeg decodes, or raw "
+                               "YUV ('-': stdin)")
     io_group.add_argument("-d", "--distorted", metavar="DIST",
-                          help="distorted video: Y4M or raw YUV ('-': Y4M on stdin)")
+                          help="distorted video: Y4M, any container FFmpeg decodes, or raw "
+                               "YUV ('-': stdin)")
     io_group.add_argument("-w", "--width", type=_positive_int, help="raw YUV width")
     io_group.add_argument("-h", "--height", type=_positive_int, help="raw YUV height")
     io_group.add_argument("-p", "--pixel_format", dest="pix_fmt", metavar="{420,422,444,400}",
@@ -173,6 +386,13 @@ def build_score_parser() -> argparse.ArgumentParser:
     io_group.add_argument("--features", metavar="FILE",
                           help="libvmaf JSON report whose per-frame metrics feed "
                                "feature-vector models")
+    align = p.add_argument_group("alignment (off by default)")
+    align.add_argument("--scale", action="store_true",
+                       help="scale each distorted frame to the reference size (bicubic)")
+    align.add_argument("--ref-offset", type=_non_negative_int, default=0, metavar="N",
+                       help="skip the reference's first N frames")
+    align.add_argument("--dist-offset", type=_non_negative_int, default=0, metavar="N",
+                       help="skip the distorted clip's first N frames")
     m = p.add_argument_group("models")
     m.add_argument("--tiny-model", action="append", dest="models", metavar="PATH",
                    help="ONNX model (its sidecar .json beside it) or built-in name; repeatable")
@@ -180,8 +400,8 @@ def build_score_parser() -> argparse.ArgumentParser:
                    help="execution provider hint (default: auto)")
     m.add_argument("--tiny-device-index", type=_non_negative_int, default=0, metavar="N",
                    help="GPU ordinal (default 0)")
-    m.add_argument("--tiny-threads", type=_non_negative_int, default=0, metavar="N",
-                   help="ONNX Runtime threads per model (0: ORT's default)")
+    m.add_argument("--tiny-threads", type=_thread_count, default=0, metavar="N",
+                   help=f"ONNX Runtime threads per model, 0..{MAX_THREADS} (0: ORT's default)")
     m.add_argument("--tiny-fp16", action="store_true", help="FLOAT16 model inputs and outputs")
     m.add_argument("--tiny-resize", default="none", type=str.lower, choices=list(RESIZE_MODES),
                    help="how frames reach a model of another fixed size (default: none, "
@@ -194,8 +414,11 @@ def build_score_parser() -> argparse.ArgumentParser:
     for name in ("json", "xml", "csv"):
         fmt.add_argument(f"--{name}", dest="fmt", action="store_const", const=name,
                          help=f"{name.upper()} report")
+    o.add_argument("--plot", metavar="FILE",
+                   help="also draw the per-frame scores into FILE (.png or .svg)")
     o.add_argument("-q", "--quiet", action="store_true",
                    help="print nothing on success (no progress, no scores)")
+    _policy_args(p)
     other = p.add_argument_group("other")
     other.add_argument("--help", action="help", help="show this help and exit")
     other.add_argument("--version", action="version", version=f"vmafdnn {__version__}")
@@ -219,7 +442,11 @@ class _Progress:
         elapsed = now - self._start
         rate = done / elapsed if elapsed > 0 else 0.0
         of = f"/{total}" if total else ""
-        self._stream.write(f"\rvmafdnn: frame {done}{of}, {rate:.1f} fps ")
+        eta = ""
+        if total and rate > 0 and done < total:
+            left = int((total - done) / rate + 0.5)
+            eta = f", ETA {left // 60}:{left % 60:02d}"
+        self._stream.write(f"\rvmafdnn: frame {done}{of}, {rate:.1f} fps{eta} ")
         self._stream.flush()
         self._shown = True
 
@@ -250,11 +477,10 @@ def _check_score_args(args) -> None:
                                     f"{directory} does not exist")
 
 
-def cmd_score(argv) -> int:
-    args = build_score_parser().parse_args(argv)
-    _check_score_args(args)
-    if not available():
-        raise RuntimeError(unavailable_reason())
+def cmd_score(args) -> int:
+    if args.plot is not None:
+        from .plot import check_output
+        check_output(args.plot)
     progress = _Progress(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
     try:
         result = score(
@@ -262,10 +488,15 @@ def cmd_score(argv) -> int:
             device_index=args.tiny_device_index, threads=args.tiny_threads,
             fp16_io=args.tiny_fp16, resize=args.tiny_resize,
             output=args.output, fmt=args.fmt, features=args.features, progress=progress,
-            width=args.width, height=args.height, pix_fmt=args.pix_fmt, bitdepth=args.bitdepth)
+            width=args.width, height=args.height, pix_fmt=args.pix_fmt, bitdepth=args.bitdepth,
+            scale=args.scale, ref_offset=args.ref_offset, dist_offset=args.dist_offset,
+            cancel=args.canceller, **_policy(args))
     finally:
         if progress is not None:
             progress.end()
+    if args.plot is not None:
+        from .plot import save_plot
+        save_plot([(os.path.basename(args.distorted), result)], args.plot)
     if not args.quiet:
         _print_summary(result, args)
     return 0
@@ -274,15 +505,17 @@ def cmd_score(argv) -> int:
 def _print_summary(result, args) -> None:
     frames = len(result["frames"])
     for model in result["models"]:
-        print(f"model {model['path']}: {model['kind']}, on {model['attached_ep']}")
+        print(f"model {printable(model['path'])}: {model['kind']}, on {model['attached_ep']}")
         if args.tiny_device != "auto":
             for line in model["fallback_reason"].splitlines():
-                print(f"  fallback: {line}")
+                print(f"  fallback: {printable(line)}")
     print(f"frames: {frames}")
     for name, pooled in result["pooled_metrics"].items():
-        print(f"{name}: {pooled['mean']:.6f}")
+        print(f"{printable(name)}: {pooled['mean']:.6f}")
     if args.output:
-        print(f"report: {args.output}")
+        print(f"report: {printable(args.output)}")
+    if args.plot:
+        print(f"plot: {args.plot}")
 
 
 def _one_line(error: BaseException) -> str:
@@ -290,29 +523,36 @@ def _one_line(error: BaseException) -> str:
     if isinstance(error, OSError) and error.filename and error.strerror and not isinstance(
             error, DnnError):
         text = f"{error.filename}: {error.strerror}"
-    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+    return "; ".join(printable(line.strip()) for line in text.splitlines() if line.strip())
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        if argv and argv[0] in ("info", "bench"):
+        if argv and argv[0] in ("info", "bench", "plot"):
             args = build_parser().parse_args(argv)
-            if not available():
-                raise RuntimeError(unavailable_reason())
-            return args.func(args)
-        if not argv:
+        elif not argv:
             raise _UsageExit("no input given")
-        return cmd_score(argv)
+        else:
+            args = build_score_parser().parse_args(argv)
+            _check_score_args(args)
+            args.command, args.func = "score", cmd_score
+        if args.command != "plot" and not available():
+            raise RuntimeError(unavailable_reason())
+        args.canceller = Canceller()  # what a SIGINT / SIGTERM cancels
+        try:
+            return _run_interruptibly(lambda: args.func(args), args.canceller)
+        except _Interrupted as e:
+            return _interrupted(e)
     except _UsageExit as e:
         print(f"vmafdnn: error: {_one_line(e)} (see 'vmafdnn --help')", file=sys.stderr)
         return USAGE_EXIT
     except UsageError as e:
         print(f"vmafdnn: error: {_one_line(e)}", file=sys.stderr)
         return USAGE_EXIT
-    except KeyboardInterrupt:
-        print("vmafdnn: error: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # before the worker started
+        print("vmafdnn: error: interrupted by SIGINT", file=sys.stderr)
+        return 128 + signal.SIGINT
     except BrokenPipeError:
         # stdout was closed early (| head): point it at /dev/null so that the
         # interpreter's final flush does not fail again.

@@ -5,10 +5,13 @@ or iterables of :class:`vmafdnn.video.Frame` objects or 2-D numpy luma
 planes. Frames stream through a :class:`vmafdnn.Context` one pair at a time,
 so memory does not grow with the clip's length.
 """
+import errno
 import io
+import itertools
 import json
 import math
 import os
+import threading
 from fractions import Fraction
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -16,10 +19,11 @@ import numpy as np
 
 from . import models as _builtin
 from .context import Context, format_for_path
-from .video import Frame, RawYUVReader, VideoFormatError, open_video
+from .errors import RunCancelledError
+from .video import Frame, VideoFormatError, Y4MReader, describe_reader, open_video
 
-__all__ = ["score", "InputMismatchError", "UsageError", "load_features", "DEFAULT_FR_MODELS",
-           "DEFAULT_NR_MODELS"]
+__all__ = ["score", "Canceller", "InputMismatchError", "UsageError", "load_features",
+           "DEFAULT_FR_MODELS", "DEFAULT_NR_MODELS"]
 
 #: Built-in models used when ``models`` is None.
 DEFAULT_FR_MODELS = ("psnr_y", "ssim_y")
@@ -35,6 +39,48 @@ class UsageError(ValueError):
     its geometry, a reference given with no_reference=True, ...)."""
 
 
+class Canceller:
+    """Stops work running on another thread: ``score(..., cancel=c)`` (or any
+    object with a ``cancel()`` method given to :meth:`watch`, such as a
+    Session or Context), then ``c.cancel()`` from any thread. The model run in
+    flight is stopped (RunCancelledError), and score() checks between frames.
+    Once cancelled it stays cancelled; watching after that cancels at once."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._watched = []
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def watch(self, obj) -> None:
+        """Cancels ``obj`` (``obj.cancel()``) when this is cancelled."""
+        with self._lock:
+            self._watched.append(obj)
+            cancelled = self._cancelled
+        if cancelled:
+            obj.cancel()
+
+    def unwatch(self, obj) -> None:
+        with self._lock:
+            self._watched = [o for o in self._watched if o is not obj]
+
+    def cancel(self) -> None:
+        """Thread-safe; not for signal handlers (call it from a thread)."""
+        with self._lock:
+            self._cancelled = True
+            watched = list(self._watched)
+        for obj in watched:
+            obj.cancel()
+
+    def check(self, done: int) -> None:
+        """Raises RunCancelledError when cancelled."""
+        if self._cancelled:
+            raise RunCancelledError(errno.ECANCELED, f"cancelled after {done} frame(s)")
+
+
 Source = Union[str, "os.PathLike[str]", io.BufferedIOBase, Iterable]
 
 
@@ -43,7 +89,8 @@ class _Input:
     of it up front (geometry and frame rate from a Y4M header, a frame count
     from a raw file's size)."""
 
-    def __init__(self, role: str, source: Source, bitdepth: Optional[int], raw: dict):
+    def __init__(self, role: str, source: Source, bitdepth: Optional[int], raw: dict,
+                 offset: int = 0):
         self.role = role
         self.reader = None
         self.width = self.height = self.depth = self.fps = self.total = None
@@ -59,8 +106,9 @@ class _Input:
             self.width, self.height = self.reader.width, self.reader.height
             self.depth = self.reader.bitdepth
             self.fps = getattr(self.reader, "fps", None)
-            self.total = (self.reader.frame_count if isinstance(self.reader, RawYUVReader)
-                          else _y4m_frame_estimate(source, self.reader))
+            self.total = (_y4m_frame_estimate(source, self.reader)
+                          if isinstance(self.reader, Y4MReader)
+                          else getattr(self.reader, "frame_count", None))
             self._frames = iter(self.reader)
         elif isinstance(source, (np.ndarray, Iterable)) and not isinstance(source, (str, bytes)):
             self.name = f"{role} frames"
@@ -73,6 +121,25 @@ class _Input:
             raise TypeError(f"{role}: expected a path, '-', a binary file or an iterable of "
                             f"frames, got {type(source).__name__}")
         self.count = 0
+        if offset:  # --ref-offset / --dist-offset: frames dropped before scoring
+            self._frames = itertools.islice(self._frames, offset, None)
+            self.total = None if self.total is None else max(0, self.total - offset)
+
+    def scale_like(self, ref: "_Input") -> None:
+        """Scales every frame to the reference's size (known at open: a file)."""
+        if ref.width is None:
+            raise UsageError("scale=True needs a reference whose size is known before its "
+                             "first frame (a file or stream, not an iterable of frames)")
+        if (self.width, self.height) != (ref.width, ref.height):
+            from .media import scale_frames
+            self._frames = scale_frames(self._frames, ref.width, ref.height)
+            self.width, self.height = ref.width, ref.height
+
+    def summary(self, frames: Optional[str] = None) -> str:
+        """What this side is, for mismatch errors (see video.describe_reader)."""
+        if self.reader is not None:
+            return describe_reader(self.reader, frames)
+        return frames or "frames from the caller"
 
     def next(self):
         """The next picture (a Frame or a 2-D array), or None at the end."""
@@ -96,15 +163,6 @@ class _Input:
         else:
             depth = self._bitdepth
         return plane.shape[1], plane.shape[0], depth
-
-    def drain(self) -> Tuple[int, bool]:
-        """Counts the frames left; (total count, whether the count is exact)."""
-        try:
-            while self.next() is not None:
-                pass
-            return self.count, True
-        except (ValueError, OSError):
-            return self.count, False
 
     def close(self) -> None:
         if self.reader is not None:
@@ -136,6 +194,25 @@ def _check_match(ref: Tuple[int, int, int], dist: Tuple[int, int, int], where: s
         raise InputMismatchError(
             f"bit depth mismatch{where}: reference is {_format(ref[2])} but distorted is "
             f"{_format(dist[2])}")
+
+
+def _check_inputs(ref: _Input, dist: _Input, scale: bool) -> None:
+    """What is known at open must line up: size (unless scaled), depth, frame rate."""
+    both = f" (reference: {ref.summary()}; distorted: {dist.summary()})"
+    if ref.width is not None and dist.width is not None:
+        try:
+            _check_match((ref.width, ref.height, ref.depth),
+                         (dist.width if not scale else ref.width,
+                          dist.height if not scale else ref.height, dist.depth), "")
+        except InputMismatchError as e:
+            hint = "; scale=True (--scale) scales the distorted clip to the reference size" \
+                if "size" in str(e) else ""
+            raise InputMismatchError(f"{e}{both}{hint}") from None
+    if ref.fps and dist.fps and abs(float(ref.fps) / float(dist.fps) - 1) > 1e-3:
+        raise InputMismatchError(
+            f"frame rate mismatch: reference is {float(ref.fps):.6g} fps but distorted is "
+            f"{float(dist.fps):.6g} fps{both}; frame n of one would be scored against another "
+            "instant of the other: convert one first (ffmpeg -i IN -r RATE ...)")
 
 
 def load_features(path) -> Dict[int, Dict[str, float]]:
@@ -196,11 +273,14 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
           progress: Optional[Callable[[int, Optional[int]], None]] = None,
           width: Optional[int] = None, height: Optional[int] = None,
           pix_fmt: Optional[str] = None, bitdepth: Optional[int] = None,
-          fps: Optional[float] = None) -> Dict[str, object]:
+          fps: Optional[float] = None, scale: bool = False, ref_offset: int = 0,
+          dist_offset: int = 0, cancel: Optional[Canceller] = None,
+          **policy) -> Dict[str, object]:
     """Scores ``distorted`` (against ``reference``) with tiny models.
 
-    ``reference`` / ``distorted``: a Y4M or raw YUV path, "-" (Y4M on stdin,
-    one side only), a binary file object, or an iterable of Frames or 2-D
+    ``reference`` / ``distorted``: a Y4M or raw YUV path, any container and
+    codec FFmpeg's libraries decode (mp4, mkv, webm, ...: recognised by
+    content, decoded through PyAV), "-" (stdin, one side only), a binary file object, or an iterable of Frames or 2-D
     numpy luma planes (uint8; uint16 with ``bitdepth``). ``reference`` None
     (or ``no_reference=True``) scores no-reference models only. Raw YUV needs
     ``width``, ``height``, ``pix_fmt`` (420, 422, 444, 400) and ``bitdepth``.
@@ -212,7 +292,18 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     feature-vector models and appear in the report (metrics named like a
     model's output are skipped: the model computes them).
     ``progress(frames_done, total_or_None)`` is called after every frame.
-    ``fps``: the frame rate put in the report (default: the distorted Y4M's).
+    ``fps``: the frame rate put in the report (default: the distorted input's).
+
+    Alignment (all off by default): ``scale`` scales each distorted frame to
+    the reference frame's size (bicubic, FFmpeg's swscale); ``ref_offset`` /
+    ``dist_offset`` drop that many frames at the start of either side.
+
+    ``cancel``: a :class:`Canceller`; cancelling it from another thread stops
+    the scoring with RunCancelledError, and then no report is written (an
+    existing file at ``output`` is left as it was): a report of the frames
+    before an interruption would look like a report of the whole clip.
+    The keyword-only ``policy`` arguments (``model_dir``, ``max_memory_bytes``,
+    ``max_run_ms``, ...; see :class:`vmafdnn.Session`) apply to every model.
 
     Returns the report as plain data: version, fps, frames[{frameNum,
     metrics}], pooled_metrics{name: {min, max, mean, harmonic_mean}},
@@ -220,10 +311,12 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     fallback_reason}]. With ``output`` the report is also written there
     (``fmt`` json, xml or csv; default from the extension, else json) -- also
     when scoring fails part-way, with the frames scored so far, before the
-    error is raised.
+    error is raised (not after a cancellation).
 
     Raises InputMismatchError (a ValueError) when reference and distorted
-    differ in size, bit depth or frame count, UsageError (a ValueError) for
+    differ in size, bit depth, frame rate or frame count (the message
+    describes both inputs; a count mismatch stops at the first frame one
+    input lacks, reading at most one frame past the shorter one), UsageError (a ValueError) for
     arguments that cannot work together, VideoFormatError for malformed
     video, and the DnnError subclasses of the C library (bad model, missing
     feature, ...).
@@ -241,34 +334,40 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     raw = {"width": width, "height": height, "pix_fmt": pix_fmt}
     inputs: List[_Input] = []
     try:
-        dist = _Input("distorted", distorted, bitdepth, raw)
+        dist = _Input("distorted", distorted, bitdepth, raw, dist_offset)
         inputs.append(dist)
         ref = None
         if not no_reference:
-            ref = _Input("reference", reference, bitdepth, raw)
+            ref = _Input("reference", reference, bitdepth, raw, ref_offset)
             inputs.append(ref)
-            if ref.width is not None and dist.width is not None:
-                _check_match((ref.width, ref.height, ref.depth),
-                             (dist.width, dist.height, dist.depth), "")
+            _check_inputs(ref, dist, scale)
+            if scale:
+                dist.scale_like(ref)
         if fps is None and dist.fps is not None:
             fps = float(Fraction(dist.fps))
+        cancel = cancel if cancel is not None else Canceller()
         with Context(device=device, device_index=device_index, threads=threads,
-                     fp16_io=fp16_io, resize=resize, fps=fps) as ctx:
-            for model in model_list:
-                ctx.use_model(model, no_reference=no_reference)
+                     fp16_io=fp16_io, resize=resize, fps=fps, **policy) as ctx:
+            cancel.watch(ctx)
             try:
-                _run(ctx, ref, dist, pushed, progress)
-                ctx.flush()
-            except BaseException:
-                if output is not None and ctx.frame_count > 0:
-                    try:
-                        ctx.write(output, out_fmt)
-                    except Exception:
-                        pass  # the scoring error is the one to report
-                raise
-            result = ctx.report()
-            if output is not None:
-                ctx.write(output, out_fmt)
+                for model in model_list:
+                    ctx.use_model(model, no_reference=no_reference)
+                try:
+                    _run(ctx, ref, dist, pushed, progress, cancel)
+                    ctx.flush()
+                except BaseException:
+                    if output is not None and not cancel.cancelled and ctx.frame_count > 0:
+                        try:
+                            ctx.write(output, out_fmt)
+                        except Exception:
+                            pass  # the scoring error is the one to report
+                    raise
+                result = ctx.report()
+                cancel.check(len(result["frames"]))
+                if output is not None:
+                    ctx.write(output, out_fmt)
+            finally:
+                cancel.unwatch(ctx)
         return result
     finally:
         for side in inputs:
@@ -280,16 +379,17 @@ def _is_stdin(source) -> bool:
 
 
 def _run(ctx: Context, ref: Optional[_Input], dist: _Input,
-         pushed: Dict[int, Dict[str, float]], progress) -> None:
+         pushed: Dict[int, Dict[str, float]], progress, cancel: Canceller) -> None:
     model_keys = {key for m in ctx.models for key in m.features}
     total = dist.total if ref is None else (dist.total or ref.total)
     index = 0
     while True:
+        cancel.check(index)
         d = dist.next()
         r = ref.next() if ref is not None else None
         if d is None or (ref is not None and r is None):
             if ref is not None and (d is None) != (r is None):
-                _raise_count_mismatch(ref, dist)
+                _raise_count_mismatch(ref, dist, index)
             break
         shape = dist.describe(d)
         if ref is not None:
@@ -305,11 +405,15 @@ def _run(ctx: Context, ref: Optional[_Input], dist: _Input,
         raise ValueError(f"{dist.name}: no frames to score")
 
 
-def _raise_count_mismatch(ref: _Input, dist: _Input) -> None:
-    counts = {}
-    for side in (ref, dist):
-        n, exact = side.drain()
-        counts[side.role] = f"{n} frames" if exact else f"at least {n} frames"
-    raise InputMismatchError(f"frame count mismatch: reference has {counts['reference']} but "
-                             f"distorted has {counts['distorted']}")
+def _raise_count_mismatch(ref: _Input, dist: _Input, scored: int) -> None:
+    # As libvmaf does, scoring stops at the first frame one side lacks: the
+    # longer side is not read on (it may be an endless pipe), so only "at
+    # least" its frames read so far are known.
+    counts = {side.role: f"{scored} frames" if side.count == scored else
+              f"at least {side.count} frames" for side in (ref, dist)}
+    raise InputMismatchError(
+        f"frame count mismatch: reference has {counts['reference']} but distorted has "
+        f"{counts['distorted']} (reference: {ref.summary(counts['reference'])}; distorted: "
+        f"{dist.summary(counts['distorted'])}); ref_offset / dist_offset (--ref-offset, "
+        "--dist-offset) drop frames at the start of either side")
 

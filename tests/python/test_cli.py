@@ -235,7 +235,7 @@ def test_frame_count_mismatch(synth, tmp_path):
         write_y4m(short, list(reader)[:3])
     out = tmp_path / "partial.json"
     assert_error(vmafdnn_cli("-r", synth.ref, "-d", short, "-o", out), 1,
-                 f"reference has {synth.frames} frames but distorted has 3 frames")
+                 "reference has at least 4 frames but distorted has 3 frames")
     assert len(json.loads(out.read_text())["frames"]) == 3
 
 
@@ -319,7 +319,7 @@ def test_info_and_bench_still_work(models):
     assert "20 runs: median" in proc.stdout
     assert_error(vmafdnn_cli("info", "/nonexistent/model.onnx"), 1, "model.onnx")
     assert_error(vmafdnn_cli("info"), 2, "the following arguments are required: model")
-    assert_error(vmafdnn_cli("bench", models.identity, "--runs", "x"), 2, "invalid int value")
+    assert_error(vmafdnn_cli("bench", models.identity, "--runs", "x"), 2, "'x' is not an integer")
 
 
 def test_console_script(synth):

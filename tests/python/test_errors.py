@@ -1,9 +1,11 @@
 """Every error path of opening a model: the errno and the exception class."""
 import errno
 import os
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -172,3 +174,45 @@ def test_every_errno_maps_to_a_builtin():
         assert isinstance(err, vmafdnn.DnnError) and isinstance(err, builtin)
         assert err.errno == code and str(err) == "message"
     assert type(vmafdnn.errors.error_for(12345, "x")) is vmafdnn.DnnError
+
+
+HEADERS = Path(__file__).resolve().parents[2] / "include" / "vmafdnn"
+
+# The builtin each code's class must also be, where Python has a matching one.
+BUILTIN_FOR = {
+    errno.ENOENT: FileNotFoundError, errno.EACCES: PermissionError,
+    errno.EPERM: PermissionError, errno.EISDIR: IsADirectoryError,
+    errno.ENOTDIR: NotADirectoryError, errno.EEXIST: FileExistsError,
+    errno.ETIMEDOUT: TimeoutError, errno.ENOMEM: MemoryError, errno.EDQUOT: MemoryError,
+    errno.EINVAL: ValueError, errno.ERANGE: ValueError, errno.ENOEXEC: RuntimeError,
+    errno.ENOSYS: ImportError, errno.ENOSPC: BufferError,
+}
+
+
+def documented_codes():
+    codes = set()
+    for header in HEADERS.glob("*.h"):
+        codes |= set(re.findall(r"-(E[A-Z0-9]+)\b", header.read_text()))
+    return sorted(codes)
+
+
+def test_every_documented_code_has_its_own_exception_class():
+    codes = documented_codes()
+    assert {"EINVAL", "ELOOP", "ENOTDIR", "ENAMETOOLONG", "EEXIST", "ETIMEDOUT", "ECANCELED",
+            "EDQUOT", "ENOEXEC"} <= set(codes)
+    for name in codes:
+        code = getattr(errno, name)
+        err = vmafdnn.errors.error_for(code, "message")
+        assert type(err) is not vmafdnn.DnnError, f"{name} maps to the bare DnnError"
+        assert isinstance(err, vmafdnn.DnnError) and err.errno == code and str(err) == "message"
+        assert type(err).__name__ in vmafdnn.__all__, f"{type(err).__name__} is not exported"
+        assert name in (type(err).__doc__ or ""), f"{type(err).__name__} does not document {name}"
+        if code in BUILTIN_FOR:
+            assert isinstance(err, BUILTIN_FOR[code]), name
+
+
+def test_model_runtime_faults_are_not_argument_errors():
+    err = vmafdnn.errors.error_for(errno.ENOEXEC, "Gather index out of range")
+    assert isinstance(err, vmafdnn.ModelRuntimeError) and not isinstance(err, ValueError)
+    closed = vmafdnn.errors.error_for(errno.EBADF, "closed")
+    assert isinstance(closed, vmafdnn.ClosedError) and isinstance(closed, ValueError)

@@ -4,8 +4,11 @@ own psnr filter; the reports it writes; the mismatch and argument errors."""
 import csv
 import errno
 import json
+import os
 import re
 import shutil
+import threading
+import time
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -13,7 +16,7 @@ import pytest
 from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
 import vmafdnn
-from vmafdnn.video import Y4MReader, write_y4m
+from vmafdnn.video import Frame, Y4MReader, write_y4m
 
 from clips import clips8_fixture, clips10_fixture, synth_fixture  # noqa: F401  (fixtures)
 from clips import run_ffmpeg, to_raw
@@ -196,15 +199,76 @@ def test_frame_count_mismatch_names_both_counts_and_keeps_the_report(clips8, tmp
     with Y4MReader(clips8.dist) as reader:
         write_y4m(short, list(reader)[:5], fps=25)
     out = tmp_path / "partial.json"
+    # Scoring stops at the first frame one side lacks: the longer side is
+    # read one frame past the shorter one, never to its end.
     with pytest.raises(vmafdnn.InputMismatchError,
-                       match=f"frame count mismatch: reference has {clips8.frames} frames but "
+                       match="frame count mismatch: reference has at least 6 frames but "
                              "distorted has 5 frames"):
         vmafdnn.score(clips8.ref, short, output=out)
     partial = json.loads(out.read_text())
     assert [f["frameNum"] for f in partial["frames"]] == [0, 1, 2, 3, 4]
     with pytest.raises(vmafdnn.InputMismatchError,
-                       match="reference has 5 frames but distorted has 8 frames"):
+                       match="reference has 5 frames but distorted has at least 6 frames"):
         vmafdnn.score(short, clips8.dist)
+
+
+class _CountingFrames:
+    """An endless iterable of frames that counts what was taken from it."""
+
+    def __init__(self, frame):
+        self.frame, self.taken = frame, 0
+
+    def __iter__(self):
+        while True:
+            self.taken += 1
+            yield self.frame
+
+
+def test_count_mismatch_reads_at_most_one_frame_past_the_shorter_input():
+    frame = np.full((16, 16), 100, np.uint8)
+    for endless_side in ("reference", "distorted"):
+        endless = _CountingFrames(frame)
+        sides = {"reference": [frame] * 3, "distorted": [frame] * 3, endless_side: endless}
+        counts = {"reference": "3 frames", "distorted": "3 frames",
+                  endless_side: "at least 4 frames"}
+        with pytest.raises(vmafdnn.InputMismatchError,
+                           match=f"reference has {counts['reference']} but distorted has "
+                                 f"{counts['distorted']}"):
+            vmafdnn.score(sides["reference"], sides["distorted"])
+        assert endless.taken == 4, endless_side
+
+
+def test_count_mismatch_against_an_endless_pipe_ends(tmp_path):
+    # A FIFO fed forever, as `ffmpeg ... -f yuv4mpegpipe pipe` would be, against
+    # a 3-frame file: scoring must stop at frame 3 instead of reading the pipe
+    # to an end it never reaches.
+    chroma = np.full((8, 8), 128, np.uint8)
+    frame = Frame(np.full((16, 16), 90, np.uint8), chroma, chroma, 8, 0, "420")
+    short = tmp_path / "short.y4m"
+    write_y4m(short, [frame] * 3, fps=25)
+    fifo = tmp_path / "endless.y4m"
+    os.mkfifo(fifo)
+    header = short.read_bytes().split(b"\n", 1)[0] + b"\n"
+    chunk = b"FRAME\n" + bytes([90]) * (16 * 16) + bytes([128]) * (2 * 8 * 8)
+
+    def feed():
+        try:
+            with open(fifo, "wb") as f:
+                f.write(header)
+                while True:
+                    f.write(chunk)
+        except (BrokenPipeError, ValueError, OSError):
+            pass  # the reader closed the pipe: what should happen
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    t0 = time.monotonic()
+    with pytest.raises(vmafdnn.InputMismatchError,
+                       match="reference has 3 frames but distorted has at least 4 frames"):
+        vmafdnn.score(short, fifo)
+    assert time.monotonic() - t0 < 10
+    writer.join(10)
+    assert not writer.is_alive()
 
 
 def test_empty_clip_is_an_error(tmp_path):

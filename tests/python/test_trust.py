@@ -1,0 +1,358 @@
+"""Issue 9, Python side: handles under concurrent close, cancel, copies and
+fork; outputs that ORT hands back in its own buffers; the model policy on
+Context and score(); C strings (NUL, non-UTF-8 names)."""
+import copy
+import errno
+import gc
+import os
+import pickle
+import threading
+import time
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+import vmafdnn
+from tests.models import factory
+
+F32 = factory.F32
+# Iterations of factory.loop_count per second here: ~500k (2 us each).
+SLOW_N = 300_000  # a run of about 0.6 s
+
+
+def slow_feed(n=SLOW_N):
+    return {"n": np.array([n], np.float32)}
+
+
+@pytest.fixture(scope="module")
+def loop_model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("loop") / "loop_count.onnx"
+    onnx.save(factory.loop_count(), str(path))
+    return str(path)
+
+
+def slow_nr_model(trip_count: int):
+    """x[1,1,16,16] -> score[1] = mean(x) + 0 * (a Loop of trip_count steps):
+    an NR model for contexts whose every frame takes as long as we like."""
+    nodes, inits = [], [numpy_helper.from_array(np.array(trip_count, np.int64), "trips"),
+                        numpy_helper.from_array(np.array([0.0], np.float32), "zero")]
+    nodes.append(helper.make_node("Loop", ["trips", "", "zero"], ["v"],
+                                  body=factory._loop_body()))
+    nodes.append(helper.make_node("Mul", ["v", "zero"], ["v0"]))
+    factory._mean_to("x", "mean", nodes, inits, "x")
+    nodes.append(helper.make_node("Add", ["mean", "v0"], ["score"]))
+    return factory.make_model(nodes, [factory.tensor("x", F32, [1, 1, 16, 16])],
+                              [factory.tensor("score", F32, [1])], inits)
+
+
+@pytest.fixture(scope="module")
+def slow_nr(tmp_path_factory):
+    path = tmp_path_factory.mktemp("slow-nr") / "slow_nr.onnx"
+    onnx.save(slow_nr_model(SLOW_N), str(path))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def endless_nr(tmp_path_factory):
+    path = tmp_path_factory.mktemp("endless-nr") / "endless_nr.onnx"
+    onnx.save(slow_nr_model(1 << 62), str(path))
+    return str(path)
+
+
+def in_thread(fn, *args):
+    """Starts fn(*args) on a thread; returns (thread, outcome dict)."""
+    outcome = {}
+
+    def target():
+        try:
+            outcome["result"] = fn(*args)
+        except BaseException as e:
+            outcome["error"] = e
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread, outcome
+
+
+FRAME = np.full((16, 16), 51, np.uint8)
+
+
+# -- close racing use ------------------------------------------------------------
+
+@pytest.mark.parametrize("feeds_kind", ["dict", "list"])
+def test_session_close_waits_for_the_run_in_flight(loop_model, feeds_kind):
+    s = vmafdnn.Session(loop_model, threads=1)
+    feeds = slow_feed() if feeds_kind == "dict" else [slow_feed()["n"]]
+    runner, outcome = in_thread(s.run, feeds)
+    time.sleep(0.2)  # the run is in flight
+    # A second caller queues behind it on the general path (which read the
+    # handle before taking the lock: the use after free of issue 9).
+    queued, queued_outcome = in_thread(s.run, [slow_feed(10)["n"]])
+    time.sleep(0.05)
+    t0 = time.monotonic()
+    s.close()
+    waited = time.monotonic() - t0
+    runner.join()
+    queued.join()
+    assert outcome["result"]["y"][0] == SLOW_N  # the run in flight finished normally
+    assert waited > 0.1  # close waited for it
+    if "error" in queued_outcome:  # it lost the race to close: a clean error
+        assert isinstance(queued_outcome["error"], vmafdnn.ClosedError)
+    else:
+        assert queued_outcome["result"]["y"][0] == 10
+    for call in (lambda: s.run(slow_feed(1)), lambda: s.run([slow_feed(1)["n"]]),
+                 lambda: s.config):
+        with pytest.raises(vmafdnn.ClosedError, match="closed") as e:
+            call()
+        assert isinstance(e.value, ValueError) and e.value.errno == errno.EBADF
+    s.close()  # idempotent
+    s.cancel()  # harmless
+
+
+def test_context_close_waits_for_the_frame_in_flight(slow_nr):
+    ctx = vmafdnn.Context(threads=1)
+    ctx.use_model(slow_nr, name="slow")
+    runner, outcome = in_thread(ctx.read_pictures, None, FRAME, 0)
+    time.sleep(0.2)
+    readers = [in_thread(fn) for fn in (lambda: ctx.frame_count, ctx.report,
+                                        lambda: ctx.feature("slow", 0))]
+    time.sleep(0.05)
+    t0 = time.monotonic()
+    ctx.close()
+    assert time.monotonic() - t0 > 0.1
+    runner.join()
+    assert "error" not in outcome, outcome
+    for thread, result in readers:
+        thread.join()
+        assert "result" in result or isinstance(result["error"], vmafdnn.ClosedError), result
+    calls = [lambda: ctx.read_pictures(None, FRAME, 1), ctx.flush, lambda: ctx.frame_count,
+             lambda: ctx.features, lambda: ctx.feature("slow", 0), lambda: ctx.pool("slow"),
+             ctx.report, lambda: ctx.use_model("psnr_y"), lambda: ctx.feature_append("a", 2, 1.0),
+             lambda: ctx.write("/nonexistent/never.json")]
+    for call in calls:
+        with pytest.raises(vmafdnn.ClosedError):
+            call()
+    assert repr(ctx) == "<vmafdnn.Context closed>"
+
+
+def test_session_cancel_stops_a_run_in_flight(loop_model):
+    with vmafdnn.Session(loop_model, threads=1) as s:
+        runner, outcome = in_thread(s.run, slow_feed(1e12))
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        s.cancel()
+        runner.join(5)
+        assert not runner.is_alive()
+        assert time.monotonic() - t0 < 1
+        err = outcome["error"]
+        assert isinstance(err, vmafdnn.RunCancelledError) and err.errno == errno.ECANCELED
+        assert s.run(slow_feed(3))["y"][0] == 3  # later runs are not affected
+
+
+def test_context_cancel_and_the_canceller(endless_nr):
+    canceller = vmafdnn.Canceller()
+    frames = [FRAME] * 3
+    runner, outcome = in_thread(lambda: vmafdnn.score(None, frames, [endless_nr],
+                                                      cancel=canceller, threads=1))
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    canceller.cancel()
+    runner.join(5)
+    assert not runner.is_alive() and time.monotonic() - t0 < 1
+    assert isinstance(outcome["error"], vmafdnn.RunCancelledError)
+
+
+def test_cancelled_scoring_writes_no_report(endless_nr, tmp_path):
+    out = tmp_path / "report.json"
+    out.write_text("previous")
+    canceller = vmafdnn.Canceller()
+    runner, outcome = in_thread(lambda: vmafdnn.score(None, [FRAME] * 3, [endless_nr],
+                                                      output=out, cancel=canceller))
+    time.sleep(0.5)
+    canceller.cancel()
+    runner.join(5)
+    assert isinstance(outcome["error"], vmafdnn.RunCancelledError)
+    assert out.read_text() == "previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
+
+
+# -- copies and fork -----------------------------------------------------------------
+
+def test_sessions_and_contexts_cannot_be_copied_or_pickled(models):
+    with vmafdnn.Session(models.identity) as s, vmafdnn.Context() as ctx:
+        for obj in (s, ctx):
+            for action in (copy.copy, copy.deepcopy, pickle.dumps):
+                with pytest.raises(TypeError, match="cannot be copied or pickled"):
+                    action(obj)
+        np.testing.assert_array_equal(s.run({"x": np.ones(8, np.float32)})["y"], 1)
+
+
+def test_a_fork_child_cannot_use_its_parents_handles(models):
+    s = vmafdnn.Session(models.identity, threads=1)
+    ctx = vmafdnn.Context(threads=1)
+    ctx.use_model("sharpness_nr")
+    x = np.arange(8, dtype=np.float32)
+    s.run({"x": x})
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report through the pipe, never return into pytest
+        code = 0
+        try:
+            for call in (lambda: s.run({"x": x}), lambda: s.run([x]),
+                         lambda: ctx.read_pictures(None, FRAME, 0), lambda: ctx.frame_count):
+                try:
+                    call()
+                    code = 10
+                except vmafdnn.ClosedError as e:
+                    if "fork()" not in str(e):
+                        code = 11
+            s.close()
+            ctx.close()
+            with vmafdnn.Session(models.identity, threads=1) as own:  # its own one works
+                if not (own.run({"x": x})["y"] == x).all():
+                    code = 12
+        except BaseException:
+            code = 13
+        os.write(write, bytes([code]))
+        os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    code = os.read(read, 1)
+    os.close(read)
+    assert status == 0 and code == b"\0", code
+    # The parent's handles are untouched by the child's exit.
+    np.testing.assert_array_equal(s.run({"x": x})["y"], x)
+    ctx.read_pictures(None, FRAME, 0)
+    assert ctx.frame_count == 1
+    s.close()
+    ctx.close()
+
+
+# -- outputs that are not in the caller's buffer ---------------------------------------
+
+def test_pass_through_output_carries_the_input_values(save_model):
+    # Output name == input name: ORT returns the input's own buffer instead of
+    # writing into the one pre-bound for the output.
+    graph = helper.make_graph([], "pass", [factory.tensor("x", F32, [64])],
+                              [factory.tensor("x", F32, [64])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", factory.OPSET)])
+    model.ir_version = factory.IR_VERSION
+    rng = np.random.default_rng(9)
+    with vmafdnn.Session(save_model(model, "pass64")) as s:
+        for _ in range(5):
+            x = rng.standard_normal(64).astype(np.float32)
+            np.testing.assert_array_equal(s.run({"x": x})["x"], x)  # fast path
+            np.testing.assert_array_equal(s.run([x])["x"], x)       # general path
+
+
+def lying_output_model():
+    """x[16] -> y declared [8], really x[:int(x[0])]: ORT only warns when an
+    output's real shape differs from the declared one."""
+    ends = numpy_helper.from_array(np.array([1], np.int64), "one")
+    zero = numpy_helper.from_array(np.array([0], np.int64), "zero")
+    nodes = [helper.make_node("Slice", ["x", "zero", "one"], ["first"]),
+             helper.make_node("Cast", ["first"], ["n"], to=onnx.TensorProto.INT64),
+             helper.make_node("Slice", ["x", "zero", "n"], ["y"])]
+    return factory.make_model(nodes, [factory.tensor("x", F32, [16])],
+                              [factory.tensor("y", F32, [8])], [ends, zero])
+
+
+def test_outputs_hold_only_what_the_model_wrote(save_model):
+    # Whatever the library does with a model whose output is not the shape it
+    # declares (the real values, or a model fault when ORT refuses the
+    # pre-bound buffer), it never returns elements nobody wrote.
+    path = save_model(lying_output_model(), "lying")
+    outcomes = set()
+    for n in (4, 8, 16, 4):
+        x = np.arange(16, dtype=np.float32) + 100
+        x[0] = n
+        with vmafdnn.Session(path) as s:
+            for feeds in ({"x": x}, [x], {"x": x}):
+                try:
+                    y = s.run(feeds)["y"]
+                except vmafdnn.ModelRuntimeError as e:
+                    assert "shape" in str(e)
+                    outcomes.add("model fault")
+                else:
+                    np.testing.assert_array_equal(y, x[:n])
+                    outcomes.add(f"values {n}")
+    assert "values 8" in outcomes
+
+
+# -- the policy everywhere -------------------------------------------------------
+
+def test_context_takes_the_model_policy(models, tmp_path):
+    jail = tmp_path / "jail"
+    jail.mkdir()
+    inside = jail / "nr.onnx"
+    inside.write_bytes(open(models.nr_mean, "rb").read())
+    ctx = vmafdnn.Context(model_dir=str(jail), max_memory_bytes=1 << 30, max_run_ms=5000)
+    gc.collect()  # the policy's strings must live as long as the context
+    with ctx:
+        with pytest.raises(PermissionError):
+            ctx.use_model(models.nr_mean)  # outside the jail
+        info = ctx.use_model(str(inside))
+        assert info.kind == "nr"
+    with vmafdnn.Context(max_model_bytes=16) as ctx:
+        with pytest.raises(vmafdnn.ModelTooLargeError):
+            ctx.use_model(models.nr_mean)
+    with vmafdnn.Context(allowed_ops=["Add"]) as ctx:
+        with pytest.raises(vmafdnn.PermissionDeniedError, match="ReduceMean"):
+            ctx.use_model(models.nr_mean)
+    with pytest.raises(TypeError, match="unknown model policy keyword"):
+        vmafdnn.Context(max_memory=1)
+    with pytest.raises(vmafdnn.InvalidArgumentError, match="max_run_ms"):
+        vmafdnn.Context(max_run_ms=-1)
+
+
+def test_run_time_budget_through_context_and_score(endless_nr):
+    t0 = time.monotonic()
+    with pytest.raises(vmafdnn.RunTimeoutError) as e:
+        vmafdnn.score(None, [FRAME], [endless_nr], max_run_ms=300, threads=1)
+    assert isinstance(e.value, TimeoutError) and e.value.errno == errno.ETIMEDOUT
+    assert time.monotonic() - t0 < 1.5
+
+
+def test_thread_count_above_the_maximum_is_refused():
+    with vmafdnn.Context(threads=vmafdnn.MAX_THREADS + 1) as ctx:
+        with pytest.raises(vmafdnn.InvalidArgumentError, match=str(vmafdnn.MAX_THREADS)):
+            ctx.use_model("psnr_y")
+
+
+# -- C strings -------------------------------------------------------------------------
+
+def test_nul_in_a_path_or_name_is_refused(models, tmp_path):
+    cases = [
+        (lambda: vmafdnn.Session(models.identity + "\0.txt"), "model path"),
+        (lambda: vmafdnn.Session(models.identity, model_dir=str(tmp_path) + "\0x"), "model_dir"),
+        (lambda: vmafdnn.Session(models.identity, allowed_ops=["Identity\0"]),
+         "allowed_ops entry"),
+        (lambda: vmafdnn.Context(model_dir=b"/tmp\0"), "model_dir"),
+    ]
+    with vmafdnn.Context() as ctx:
+        cases += [
+            (lambda: ctx.use_model(models.nr_mean + "\0"), "model path"),
+            (lambda: ctx.use_model(models.nr_mean, name="a\0b"), "model name"),
+            (lambda: ctx.feature_append("a\0b", 0, 1.0), "feature name"),
+            (lambda: ctx.feature("a\0b", 0), "feature name"),
+            (lambda: ctx.pool("a\0b"), "feature name"),
+            (lambda: ctx.write(str(tmp_path / "r.json") + "\0.csv"), "report path"),
+        ]
+        for call, what in cases:
+            with pytest.raises(vmafdnn.InvalidArgumentError, match=f"{what} contains a NUL") as e:
+                call()
+            assert isinstance(e.value, ValueError) and e.value.errno == errno.EINVAL
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_name_that_is_not_utf8_is_a_model_error(tmp_path):
+    model = factory.identity()
+    model.graph.node[0].output[0] = "yQQ"
+    model.graph.output[0].name = "yQQ"
+    data = model.SerializeToString().replace(b"yQQ", b"y\xff\xfe")
+    path = tmp_path / "latin.onnx"
+    path.write_bytes(data)
+    with pytest.raises(vmafdnn.InvalidModelError, match=r"output 0 is not valid UTF-8") as e:
+        vmafdnn.Session(path)
+    assert "\\xff" in str(e.value) and e.value.errno == errno.EBADMSG
