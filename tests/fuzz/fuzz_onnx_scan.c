@@ -22,6 +22,10 @@
  *     only narrow what is accepted), or two accepting scans of the same bytes
  *     whose reports differ.
  */
+/* The scan opens external data through model_file.c; tools/fuzz.sh links
+ * only onnx_scan.c, so it is compiled in here (first: it sets _GNU_SOURCE). */
+#include "model_file.c"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +40,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char model_dir[512];
+static int model_dir_fd = -1;
 
 /* The operators the tight policy keeps: the ones seeds use, so both
  * accepting and refusing paths stay reachable. */
@@ -46,6 +51,7 @@ static const VdnnScanPolicy tight_policy = {
     .n_allowed_ops = sizeof(tight_ops) / sizeof(tight_ops[0]),
     .max_loop_nodes = 1,
     .max_graph_depth = 2,
+    .max_nodes = 64,
     .max_external_bytes = 48, /* less than weights.bin: length/offset decide */
 };
 
@@ -100,6 +106,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     path_in(p, sizeof(p), "loop");
     if (symlink("loop", p) != 0)
         die("cannot create the loop link");
+    model_dir_fd = open(model_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (model_dir_fd < 0)
+        die("cannot open the model directory");
     atexit(remove_model_dir);
     return 0;
 }
@@ -112,7 +121,7 @@ static int documented(int r, int with_dir)
     case ENAMETOOLONG:
     case E2BIG:
         return 1;
-    /* From realpath()/stat() of a location: only reachable with a directory. */
+    /* From opening a location: only reachable with a directory. */
     case ENOENT:
     case ENOTDIR:
     case ELOOP:
@@ -124,18 +133,19 @@ static int documented(int r, int with_dir)
 }
 
 /* Runs one scan and checks what it returns and reports. */
-static int scan(const uint8_t *model, size_t len, const char *dir, const VdnnScanPolicy *policy,
+static int scan(const uint8_t *model, size_t len, int dir, const VdnnScanPolicy *policy,
                 VdnnScanReport *rep)
 {
     const VdnnScanPolicy *caps = policy ? policy : &(VdnnScanPolicy){
-        .max_loop_nodes = VDNN_SCAN_MAX_LOOP_NODES,
-        .max_graph_depth = VDNN_SCAN_MAX_GRAPH_DEPTH,
+        .max_loop_nodes = VMAF_DNN_MAX_LOOP_NODES,
+        .max_graph_depth = VMAF_DNN_MAX_SUBGRAPH_DEPTH,
+        .max_nodes = VMAF_DNN_DEFAULT_MAX_NODES,
         .max_external_bytes = VDNN_SCAN_MAX_EXTERNAL_BYTES,
     };
 
     vdnn_clear_error();
     int r = vdnn_onnx_scan(model, len, dir, policy, rep);
-    if (r > 0 || (r < 0 && !documented(r, dir != NULL)))
+    if (r > 0 || (r < 0 && !documented(r, dir >= 0)))
         die("undocumented return value");
     if (r < 0 && vdnn_last_error()[0] == '\0')
         die("failure without a message");
@@ -158,7 +168,9 @@ static int scan(const uint8_t *model, size_t len, const char *dir, const VdnnSca
             die("first_bad_op set on success");
         if (rep->n_loops > caps->max_loop_nodes)
             die("accepted more Loop nodes than the policy allows");
-        if (!dir && rep->n_external)
+        if (rep->n_nodes > caps->max_nodes)
+            die("accepted more nodes than the policy allows");
+        if (dir < 0 && rep->n_external)
             die("accepted external data without a model directory");
     }
     return r;
@@ -175,7 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
         return 0;
-    const char *dir = (data[0] & 1) ? model_dir : NULL;
+    int dir = (data[0] & 1) ? model_dir_fd : -1;
     const uint8_t *model = data + 1;
     size_t len = size - 1;
     VdnnScanReport builtin, tight, no_dir;
@@ -187,8 +199,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             die("the tight policy accepts what the built-in policy refuses");
         same_report(&builtin, &tight);
     }
-    if (dir) {
-        int r_no_dir = scan(model, len, NULL, NULL, &no_dir);
+    if (dir >= 0) {
+        int r_no_dir = scan(model, len, -1, NULL, &no_dir);
         if (r_no_dir == 0) {
             if (r_builtin != 0)
                 die("accepted without a model directory but refused with one");
