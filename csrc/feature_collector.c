@@ -21,6 +21,12 @@ struct VdnnFeatureCollector {
     Feature *feature;       /* `count` features in first-append order */
     size_t count;
     size_t capacity;
+    /* Open-addressing index from name to position, so that a lookup costs
+     * O(1) and importing thousands of features stays linear. Entries hold
+     * position + 1 (0: empty); the size is a power of two kept above twice
+     * `count`, so probing always ends. */
+    size_t *index;
+    size_t index_size;
 };
 
 /* The mutex is not part of the collector's logical value: readers take a
@@ -127,18 +133,58 @@ void vdnn_feature_collector_free(VdnnFeatureCollector *fc)
     for (size_t i = 0; i < fc->count; i++)
         feature_release(&fc->feature[i]);
     free(fc->feature);
+    free(fc->index);
     pthread_mutex_destroy(&fc->lock);
     free(fc);
+}
+
+/* FNV-1a: short names, no adversarial pressure worth a keyed hash (a
+ * caller that wants collisions controls its own context only). */
+static size_t name_hash(const char *name)
+{
+    uint64_t h = 14695981039346656037u;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 1099511628211u;
+    return (size_t)h;
+}
+
+/* The index slot holding `name`, or the empty slot where it would go.
+ * Caller holds the lock; index_size > count. */
+static size_t *index_slot(const VdnnFeatureCollector *fc, const char *name)
+{
+    size_t mask = fc->index_size - 1;
+    for (size_t i = name_hash(name) & mask;; i = (i + 1) & mask) {
+        size_t *slot = &fc->index[i];
+        if (!*slot || strcmp(fc->feature[*slot - 1].name, name) == 0)
+            return slot;
+    }
 }
 
 /* Caller holds the lock. */
 static Feature *find(const VdnnFeatureCollector *fc, const char *name)
 {
-    for (size_t i = 0; i < fc->count; i++) {
-        if (strcmp(fc->feature[i].name, name) == 0)
-            return &fc->feature[i];
-    }
-    return NULL;
+    if (!fc->index_size)
+        return NULL;
+    size_t *slot = index_slot(fc, name);
+    return *slot ? &fc->feature[*slot - 1] : NULL;
+}
+
+/* Makes room in the index for one more feature (rebuilding it at twice the
+ * size when it would be half full). Caller holds the lock. */
+static int index_reserve(VdnnFeatureCollector *fc)
+{
+    if (2 * (fc->count + 1) <= fc->index_size)
+        return 0;
+    size_t size = fc->index_size ? 2 * fc->index_size : 16;
+    size_t *index = calloc(size, sizeof(*index));
+    if (!index)
+        return vdnn_fail(-ENOMEM, "out of memory indexing %zu features", fc->count + 1);
+    free(fc->index);
+    fc->index = index;
+    fc->index_size = size;
+    for (size_t i = 0; i < fc->count; i++)
+        *index_slot(fc, fc->feature[i].name) = i + 1;
+    return 0;
 }
 
 /* Writes one value, doubling the frame arrays as needed so that appending
@@ -185,6 +231,8 @@ static int add_feature(VdnnFeatureCollector *fc, const char *name, unsigned inde
     memcpy(f.name, name, len + 1);
 
     int err = feature_store(&f, index, value);
+    if (!err)
+        err = index_reserve(fc);
     if (!err && fc->count == fc->capacity) {
         size_t cap = fc->capacity ? 2 * fc->capacity : 8;
         Feature *grown = realloc(fc->feature, cap * sizeof(*grown));
@@ -199,7 +247,8 @@ static int add_feature(VdnnFeatureCollector *fc, const char *name, unsigned inde
         feature_release(&f);
         return err;
     }
-    fc->feature[fc->count++] = f;
+    fc->feature[fc->count] = f;
+    *index_slot(fc, f.name) = ++fc->count;
     return 0;
 }
 

@@ -272,6 +272,32 @@ static void test_threads(void)
     vdnn_feature_collector_free(fc);
 }
 
+/* Thousands of names: every one is found again at its own position (the
+ * name index survives its rebuilds), and order stays first-append order. */
+static void test_many_names(void)
+{
+    enum { N = 5000 };
+    VdnnFeatureCollector *fc = new_collector();
+    char name[32];
+    for (unsigned i = 0; i < N; i++) {
+        snprintf(name, sizeof(name), "feature_%u", i);
+        CHECK_EQ_INT(vdnn_feature_collector_append(fc, name, 0, (double)i), 0);
+    }
+    CHECK_EQ_INT(vdnn_feature_collector_feature_count(fc), N);
+    for (unsigned i = 0; i < N; i += 7) {
+        snprintf(name, sizeof(name), "feature_%u", i);
+        double v = -1;
+        CHECK_EQ_INT(vdnn_feature_collector_get(fc, name, 0, &v), 0);
+        CHECK(v == (double)i);
+        CHECK(strcmp(vdnn_feature_collector_feature_name(fc, i), name) == 0);
+        CHECK_EQ_INT(vdnn_feature_collector_append(fc, name, 0, 1.0), -EEXIST);
+        CHECK_EQ_INT(vdnn_feature_collector_append(fc, name, 1, 2.0), 0);
+    }
+    CHECK_EQ_INT(vdnn_feature_collector_feature_count(fc), N);
+    CHECK(!vdnn_feature_collector_has(fc, "feature_5000", 0));
+    vdnn_feature_collector_free(fc);
+}
+
 int main(void)
 {
     test_lifecycle();
@@ -280,5 +306,6 @@ int main(void)
     test_names();
     test_pooling();
     test_threads();
+    test_many_names();
     return check_report();
 }
