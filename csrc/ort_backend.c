@@ -496,9 +496,17 @@ static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnCon
     return NULL;
 }
 
+/* The first ORT release measured to fold constants with the session's
+ * allocator (1.31.1 and 1.32.0 here); 1.20.1 and 1.24.1 fold with one of
+ * their own, past the memory budget: a ConstantOfShape of a constant 3 GiB
+ * shape took 6-9 GiB while creating the session. */
+#define ORT_FOLDS_WITH_SESSION_ALLOCATOR 31
+
 /* Session options with everything but the EP: threads and the folder for
- * external data (needed because ORT gets bytes, not a path). */
-static int make_options(const VmafDnnConfig *cfg, const char *model_dir, OrtSessionOptions **out)
+ * external data (needed because ORT gets bytes, not a path). With a memory
+ * budget, ORT releases that fold constants outside it do not fold. */
+static int make_options(const VmafDnnConfig *cfg, const char *model_dir, int budgeted,
+                        OrtSessionOptions **out)
 {
     const OrtApi *a = api();
     OrtSessionOptions *opts = NULL;
@@ -513,6 +521,10 @@ static int make_options(const VmafDnnConfig *cfg, const char *model_dir, OrtSess
         goto fail;
     /* CPU tensors come from the budget allocator (see Memory budget). */
     if ((st = a->AddSessionConfigEntry(opts, "session.use_env_allocators", "1")))
+        goto fail;
+    if (budgeted && ort_api_version < ORT_FOLDS_WITH_SESSION_ALLOCATOR &&
+        (st = a->AddSessionConfigEntry(opts, "optimization.disable_specified_optimizers",
+                                       "ConstantFolding")))
         goto fail;
     if (model_dir &&
         (st = a->AddSessionConfigEntry(opts, "session.model_external_initializers_file_folder_path",
@@ -829,6 +841,7 @@ static int create_with_fallback(const void *model, size_t len, const char *model
                                 OrtSession **out, EpKind *ep, Log *log)
 {
     const OrtApi *a = api();
+    const int budgeted = current_account && current_account->limit;
     OrtSessionOptions *opts = NULL;
     size_t n;
     const EpKind *order = ep_order(cfg->device, &n);
@@ -836,7 +849,7 @@ static int create_with_fallback(const void *model, size_t len, const char *model
     OrtStatus *st = NULL;
     int rc;
     for (size_t i = 0; i < n; i++) {
-        if ((rc = make_options(cfg, model_dir, &opts)))
+        if ((rc = make_options(cfg, model_dir, budgeted, &opts)))
             return rc;
         if (!(st = append_ep(opts, order[i], cfg))) {
             chosen = order[i];
@@ -847,7 +860,7 @@ static int create_with_fallback(const void *model, size_t len, const char *model
         a->ReleaseSessionOptions(opts);
         opts = NULL;
     }
-    if (!opts && (rc = make_options(cfg, model_dir, &opts))) /* every list ends in CPU */
+    if (!opts && (rc = make_options(cfg, model_dir, budgeted, &opts))) /* lists end in CPU */
         return rc;
 
     st = a->CreateSessionFromArray(env, model, len, opts, out);
@@ -859,7 +872,7 @@ static int create_with_fallback(const void *model, size_t len, const char *model
                  a->GetErrorMessage(st));
         a->ReleaseStatus(st);
         chosen = EP_CPU;
-        if ((rc = make_options(cfg, model_dir, &opts)))
+        if ((rc = make_options(cfg, model_dir, budgeted, &opts)))
             return rc;
         st = a->CreateSessionFromArray(env, model, len, opts, out);
         a->ReleaseSessionOptions(opts);

@@ -276,7 +276,9 @@ VMAF_DNN_API void vmaf_dnn_default_model_policy(VmafDnnModelPolicy *p);
  * or outside the policy's model_dir), -EPERM,
  * -EISDIR, -ELOOP, -ENOTDIR, -ENAMETOOLONG, -E2BIG, -EBADMSG (malformed or
  * truncated ONNX), -ENOTSUP (an input or output of a type this library
- * cannot feed: STRING, BFLOAT16, ...; an output of unknown rank),
+ * cannot feed: STRING, BFLOAT16, ...; an output of unknown rank is accepted
+ * and described with a NULL shape, see VmafDnnTensorInfo), -EINVAL also for
+ * threads above VMAF_DNN_MAX_THREADS,
  * -EDQUOT (creating the session needs more than max_memory_bytes), -ENOMEM,
  * -EIO.
  * Thread-safe: any number of sessions may be opened concurrently.
@@ -324,7 +326,12 @@ typedef struct VmafDnnTensorInfo {
     const char *name;          /* owned by the session */
     VmafDnnElementType type;
     size_t rank;               /* <= VMAF_DNN_MAX_RANK */
-    const int64_t *shape;      /* `rank` dims, -1 for a symbolic dim; owned by the session */
+    const int64_t *shape;      /* `rank` dims, -1 for a symbolic dim; owned by the session.
+                                  NULL (with rank 0) for an output of unknown rank: the
+                                  model declares no shape, and only a run tells (an output
+                                  that is a true scalar has rank 0 and a non-NULL shape).
+                                  ORT before 1.24 cannot tell the two apart and reports
+                                  both as scalars. */
 } VmafDnnTensorInfo;
 
 /* Number of model inputs / outputs. NULL session: 0. */
@@ -399,9 +406,13 @@ VMAF_DNN_API int vmaf_dnn_session_run(VmafDnnSession *session,
  * Strides are in bytes and at least width * sample size. `src` and `dst` may
  * be the same plane. Buffers are caller-owned and used only during the call.
  *
+ * The output must be exactly [1,1,height,width]: a fixed shape that is not
+ * (a transposed [1,1,W,H], another rank, an unknown rank) is refused before
+ * running, a symbolic one after the run, naming the output and both shapes.
+ *
  * Returns 0, -EINVAL (NULL pointer, zero size, stride too small, bpc outside
  * 9..16 for plane16, or a model that is not image-to-image at this size: the
- * message says which dim), and every code of vmaf_dnn_session_run.
+ * message says which dim or shape), and every code of vmaf_dnn_session_run.
  */
 VMAF_DNN_API int vmaf_dnn_session_run_luma8(VmafDnnSession *session,
                                             const uint8_t *src, ptrdiff_t src_stride,
