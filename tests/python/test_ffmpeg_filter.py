@@ -1,14 +1,17 @@
 """The FFmpeg filters of the patch series in ffmpeg/, run in a real ffmpeg.
 
 The patched ffmpeg is the one tools/build_ffmpeg.sh builds: $VMAFDNN_FFMPEG,
-else ${VMAFDNN_CACHE_DIR:-~/.cache/vmafdnn}/ffmpeg/bin/ffmpeg. Without it
-these tests skip with a hint, except in CI (CI set), where they fail. Clips
-come from Debian's own ffmpeg (clips.py), which is not the patched build.
+else ${VMAFDNN_CACHE_DIR:-~/.cache/vmafdnn}/ffmpeg/bin/ffmpeg (the default
+version's). Without it these tests skip with a hint, except in CI (CI set),
+where they fail. Clips come from Debian's own ffmpeg (clips.py), which is not
+the patched build; so do the mp4/mov/mkv/webm files the container tests
+decode with the patched build.
 """
 import csv
 import json
 import os
 import re
+import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -17,7 +20,7 @@ import pytest
 
 import vmafdnn
 
-from clips import clips8_fixture, clips10_fixture  # noqa: F401  (fixtures)
+from clips import clips8_fixture, clips10_fixture, ffmpeg, run_ffmpeg  # noqa: F401  (fixtures)
 
 CACHE = Path(os.environ.get("VMAFDNN_CACHE_DIR", Path.home() / ".cache" / "vmafdnn")) / "ffmpeg"
 TOL = 1e-6
@@ -205,3 +208,114 @@ def test_no_model_directory(patched, tmp_path, clips8):
                "-f", "null", "-", check=False)
     assert proc.returncode != 0
     assert "VMAFDNN_BUILTIN_MODELS" in proc.stderr
+
+
+def test_report_fps_is_the_frame_rate(patched, tmp_path, clips8):
+    """The context is opened once the input's frame rate is known (it used to
+    be opened at init, and every report said fps 0)."""
+    log = tmp_path / "log.json"
+    score_with_filter(patched, tmp_path, [clips8.dist, clips8.ref],
+                      f"threads=1:log_path={log}")
+    assert json.loads(log.read_text())["fps"] == pytest.approx(25)
+
+
+# Lossless encodes of the Y4M clips in real containers: the patched ffmpeg
+# must demux and decode them to the very frames of the Y4M pair, so the
+# filter's scores equal the Y4M pair's.
+LOSSLESS = {
+    "h264.mp4": ["-c:v", "libx264", "-preset", "ultrafast", "-qp", "0"],
+    "hevc.mov": ["-c:v", "libx265", "-preset", "ultrafast", "-x265-params", "lossless=1:log-level=error"],
+    "vp9.mkv": ["-c:v", "libvpx-vp9", "-lossless", "1", "-cpu-used", "8", "-row-mt", "1"],
+    "av1.webm": ["-c:v", "libaom-av1", "-aom-params", "lossless=1", "-cpu-used", "8", "-row-mt", "1"],
+}
+
+
+@pytest.mark.parametrize("name", LOSSLESS)
+def test_decodes_real_containers(patched, tmp_path, clips8, name):
+    encoder = LOSSLESS[name][1]
+    if f" {encoder} " not in subprocess.run([ffmpeg(), "-hide_banner", "-encoders"],
+                                            capture_output=True, text=True).stdout:
+        _need(f"the system ffmpeg has no {encoder} encoder to make the {name} clips",
+              "install Debian's ffmpeg")
+    pair = []
+    for clip in (clips8.dist, clips8.ref):
+        pair.append(tmp_path / f"{clip.stem}.{name}")
+        run_ffmpeg("-i", clip, *LOSSLESS[name], "-pix_fmt", clips8.pix_fmt, pair[-1])
+    got, _ = score_with_filter(patched, tmp_path, pair, "threads=1")
+    expected = vmafdnn.score(clips8.ref, clips8.dist, threads=1)
+    assert len(got) == clips8.frames
+    assert_frames_match(got, expected)
+
+
+# ---- the model policy (the same one every front end takes) -----------------
+
+def test_model_dir_confines_models(patched, tmp_path, models, clips8):
+    builtin = Path(patched[1]["VMAFDNN_BUILTIN_MODELS"])
+    jail = tmp_path / "jail"
+    jail.mkdir()
+    for f in builtin.glob("psnr_y.*"):
+        shutil.copy(f, jail)
+    # A bare name is looked up in model_dir.
+    got, _ = score_with_filter(patched, tmp_path, [clips8.dist, clips8.ref],
+                               f"model_dir={jail}:model=psnr_y:threads=1")
+    assert_frames_match(got, vmafdnn.score(clips8.ref, clips8.dist, ["psnr_y"], threads=1))
+    # A model outside it is refused by both filters, even as an absolute path.
+    for args in (["-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+                  f"vmafdnn=model_dir={jail}:model={builtin / 'ssim_y.onnx'}"],
+                 ["-i", clips8.ref, "-vf",
+                  f"vmafdnn_pre=model_dir={jail}:model={models.image_identity}"]):
+        proc = run(patched, *args, "-f", "null", "-", check=False)
+        assert proc.returncode != 0
+        assert "Cannot use model" in proc.stderr and "Permission denied" in proc.stderr
+
+
+@pytest.mark.parametrize("filt", ["vmafdnn", "vmafdnn_pre"])
+def test_max_model_bytes(patched, tmp_path, models, clips8, filt):
+    model = "psnr_y" if filt == "vmafdnn" else models.image_identity
+    inputs = ["-i", clips8.dist, "-i", clips8.ref] if filt == "vmafdnn" else ["-i", clips8.ref]
+    proc = run(patched, *inputs, "-lavfi", f"{filt}=model={model}:max_model_bytes=64",
+               "-f", "null", "-", check=False)
+    assert proc.returncode != 0
+    assert "Cannot use model" in proc.stderr and "Argument list too long" in proc.stderr
+
+
+def test_max_memory(patched, tmp_path, clips8):
+    """352x288 needs about 800 KB of per-frame buffers for psnr_y: refused
+    when the graph is configured, before any frame."""
+    proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+               "vmafdnn=model=psnr_y:max_memory=65536", "-f", "null", "-", check=False)
+    assert proc.returncode != 0
+    assert "Cannot use model" in proc.stderr and "Disk quota exceeded" in proc.stderr
+
+
+def test_max_run_ms(patched, tmp_path, models, clips8):
+    """slow_chain takes about a second a run; a 50 ms budget stops the first."""
+    proc = run(patched, "-i", clips8.dist, "-lavfi",
+               f"vmafdnn=no_reference=1:model={models.slow_chain}:resize=bilinear:"
+               "threads=1:max_run_ms=50", "-f", "null", "-", check=False)
+    assert proc.returncode != 0
+    assert "Scoring frame 0 failed" in proc.stderr
+
+
+# ---- FFmpeg's own ONNX Runtime backend in the same build -------------------
+
+def test_ffmpeg_onnx_backend_alongside(patched, tmp_path, models, clips8):
+    """FFmpeg 9's dnn_processing (its ONNX Runtime backend) and our filters in
+    one graph of one ffmpeg: both use the one ONNX Runtime in the process."""
+    version = run(patched, "-version").stdout.split()[2]
+    filters = run(patched, "-filters").stdout
+    if " dnn_processing " not in filters:
+        if int(version.split(".")[0]) < 9:
+            pytest.skip(f"FFmpeg {version} has no ONNX Runtime backend (9.0 added it)")
+        _need("the patched FFmpeg has no dnn_processing filter",
+              "tools/build_ffmpeg.sh builds it when the onnxruntime package is installed")
+    meta = tmp_path / "meta.txt"
+    run(patched, "-i", clips8.ref, "-lavfi",
+        f"[0:v]split[a][b];[a]dnn_processing=dnn_backend=onnx:model={models.image_identity}:"
+        f"input=x:output=y,vmafdnn_pre=model={models.image_identity}[p];"
+        f"[p][b]vmafdnn=model=psnr_y:threads=1,metadata=mode=print:file={meta}",
+        "-f", "null", "-")
+    got = frame_metadata(meta)
+    assert len(got) == clips8.frames
+    # Identity twice: the copy matches the reference (PSNR capped at 60 dB).
+    assert all(frame["psnr_y"] >= 50 for frame in got)
