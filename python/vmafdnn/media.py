@@ -13,9 +13,11 @@ P010, RGB, 4:1:1 ...) are converted once by swscale to the smallest planar
 format that holds them without loss of luma (RGB has no luma, so that one
 conversion is the colour-space change itself).
 
-The decoder runs ahead in a thread (``prefetch`` frames, 3 by default), so the
-next frames are decoded while the current one is scored: both FFmpeg's decode
-and the C scoring core release the GIL.
+FFmpeg's own frame threads already decode ahead of the frame handed out. A
+reader thread on top (``prefetch`` frames, off by default) did not help on
+the 2-core machines here: scoring 1080p H.264 with it ran at 0.84-1.01x the
+speed without it (bench/bench_decode.py), so it is there for hosts where the
+decoder cannot thread, not switched on by default.
 """
 from __future__ import annotations
 
@@ -32,8 +34,8 @@ from .video import Frame, VideoFormatError, _format_label
 
 __all__ = ["MediaReader", "scale_frames", "pyav_missing_reason", "DEFAULT_PREFETCH"]
 
-#: Frames decoded ahead of the consumer by default (0 disables the thread).
-DEFAULT_PREFETCH = 3
+#: Frames decoded ahead of the consumer in a thread by default (0: no thread).
+DEFAULT_PREFETCH = 0
 
 # Planar layouts whose planes are used as they are: Y, U, V (an alpha plane,
 # if any, is simply not looked at). Full-range (yuvj) samples have the same

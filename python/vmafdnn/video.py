@@ -677,8 +677,12 @@ def _open_media(f, name: str, owned: bool, prefetch: Optional[int]):
         reader = media.MediaReader(name if owned else f, name=name, **kwargs)
     except VideoFormatError as e:
         if name.lower().endswith((".yuv", ".raw")):
-            raise VideoFormatError(f"{e}; headerless raw YUV needs --width (-w), --height (-h), "
-                                   "--pixel_format (-p) and --bitdepth (-b)") from None
+            # Named as raw YUV, given no geometry: the arguments are what is
+            # missing (a ValueError, like the other raw-geometry errors).
+            reason = str(e).split(", and ", 1)[-1]
+            raise ValueError(f"{name}: raw YUV input needs --width (-w), --height (-h), "
+                             "--pixel_format (-p) (and --bitdepth (-b)); it has no Y4M "
+                             f"header, and {reason}") from None
         raise
     return reader
 

@@ -179,7 +179,7 @@ def test_undecodable_input_says_so_without_raw_flags(tmp_path):
         assert "--width" not in text
     raw = tmp_path / "clip.yuv"
     raw.write_bytes(noise)
-    with pytest.raises(VideoFormatError, match="headerless raw YUV needs --width"):
+    with pytest.raises(ValueError, match=r"clip\.yuv: raw YUV input needs --width \(-w\)"):
         video.open_video(raw)
 
 

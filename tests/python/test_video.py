@@ -543,9 +543,10 @@ def test_open_video_raw(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs,fragment", [
-    # Without any raw option the file is offered to FFmpeg's libraries first.
-    ({}, "FFmpeg's libraries cannot decode it (Invalid argument); headerless raw YUV needs "
-         "--width (-w), --height (-h), --pixel_format (-p) and --bitdepth (-b)"),
+    # Without any raw option the file is offered to FFmpeg's libraries first;
+    # a *.yuv name they cannot decode asks for the geometry.
+    ({}, "raw YUV input needs --width (-w), --height (-h), --pixel_format (-p) (and "
+         "--bitdepth (-b)); it has no Y4M header, and FFmpeg's libraries cannot decode it"),
     (dict(height=2), "raw YUV input needs --width (-w), --pixel_format (-p)"),
     (dict(width=4, pix_fmt="420"), "raw YUV input needs --height (-h) (and --bitdepth (-b))"),
     (dict(width=4, height=2, pix_fmt="420"), "needs a bit depth (--bitdepth, 8..16)"),
