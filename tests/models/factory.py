@@ -284,9 +284,9 @@ def image_codec():
 # test_context.c) -------------------------------------------------------------
 
 
-def slow_chain(side=512, steps=800):
+def slow_chain(side=512, steps=400):
     """x[1,1,S,S] -> score[1] = mean(x), after `steps` S x S MatMuls by the
-    identity: slow enough (about 2 s on one thread) for a run to be
+    identity: slow enough (about 1 s on one thread) for a run to be
     cancelled mid-way, since ORT checks for termination between nodes."""
     nodes, inits = [], [numpy_helper.from_array(np.eye(side, dtype=np.float32), "eye"),
                         numpy_helper.from_array(np.array([side, side], np.int64), "square")]
