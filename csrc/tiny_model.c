@@ -320,6 +320,14 @@ static int check_scalar_output(const VdnnTinyModel *m, const VmafDnnTensorInfo *
 {
     char shape[128];
     int scalar = 1;
+    /* The session API's mark for "no rank declared" (ORT >= 1.24 tells it
+     * from rank 0). Such an output may hold any number of values, so the
+     * one-value rule cannot be checked: refuse it here rather than fail (or
+     * read a stray shape) on every frame. */
+    if (!out->shape)
+        return vdnn_fail(-ENOTSUP, "model %s: output \"%s\" has no known rank (the model declares "
+                         "no shape for it); attached tiny models must output one value, with a "
+                         "fixed shape such as [1]", m->path, out->name);
     for (size_t d = 0; d < out->rank; d++) {
         if (out->shape[d] >= 0)
             scalar &= out->shape[d] == 1;
