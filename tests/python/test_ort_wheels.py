@@ -292,9 +292,16 @@ def openvino_fp16_io(models):
     FLOAT32, so the host-side cast itself is a no-op)."""
     env = require_env("openvino")
     probe = env.probe([open_step(models.conv_mean, "openvino-cpu", {"x": CONV_X}, fp16_io=True),
-                       open_step(models.conv_mean, "cpu", {"x": CONV_X})])
+                       open_step(models.conv_mean, "cpu", {"x": CONV_X})]
+                      + [open_step(models.conv_mean, d, {"x": CONV_X}, fp16_io=True)
+                         for d in FP16_FALLBACK_DEVICES])
     assert probe.all_stderr() == ""
     return probe
+
+
+#: Devices that try OpenVINO:GPU (declined here, with precision=FP16 among its
+#: options) before OpenVINO:CPU.
+FP16_FALLBACK_DEVICES = ["auto", "openvino"]
 
 
 def test_openvino_fp16_io_still_opens_and_runs(openvino_fp16_io):
@@ -309,6 +316,19 @@ def test_openvino_cpu_keeps_binding_with_fp16_io(openvino_fp16_io):
     # ACCURACY"), so the library asks for it on the GPU device only.
     result = assert_opened(openvino_fp16_io[0])
     assert result["attached_ep"] == "OpenVINO:CPU", result["fallback_reason"]
+
+
+@pytest.mark.parametrize("device", FP16_FALLBACK_DEVICES)
+def test_openvino_cpu_binds_with_fp16_io_after_the_gpu_declines(openvino_fp16_io, device):
+    """Each EP attempt starts from fresh session options: the declined
+    OpenVINO:GPU append (precision=FP16) must leave nothing behind for the
+    OpenVINO:CPU attempt, which refuses FP16 ("CPU only supports FP32")."""
+    result = assert_opened(openvino_fp16_io[2 + FP16_FALLBACK_DEVICES.index(device)])
+    assert result["attached_ep"] == "OpenVINO:CPU", result["fallback_reason"]
+    expected = TRIED_BEFORE_CPU[device][:TRIED_BEFORE_CPU[device].index("OpenVINO:CPU")]
+    assert [ep for ep, _ in tried_eps(result["fallback_reason"])] == expected
+    np.testing.assert_allclose(result["outputs"]["score"][0], conv_mean_reference(CONV_X),
+                               rtol=OPENVINO_RTOL)
 
 
 # --------------------------------------------------------------------------
