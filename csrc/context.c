@@ -461,6 +461,22 @@ static int start_run(VmafDnnContext *ctx, VdnnTinyModel *m, unsigned index)
     return 0;
 }
 
+/* Withdraws the model from cancel's reach. A cancel that came while it ran
+ * fails the frame even when the run finished: it may have landed before the
+ * session's run began, where vmaf_dnn_session_cancel has nothing to stop,
+ * and the caller who cancelled must not get a 0 by that chance. */
+static int end_run(VmafDnnContext *ctx, VdnnTinyModel *m, unsigned index, int rc)
+{
+    pthread_mutex_lock(&ctx->gate);
+    const int cancelled = ctx->cancelled;
+    ctx->running = NULL;
+    pthread_mutex_unlock(&ctx->gate);
+    if (!rc && cancelled)
+        return vdnn_fail(-ECANCELED, "read_pictures: frame %u was cancelled while model %s "
+                         "ran (its scores are kept)", index, vdnn_tiny_model_path(m));
+    return rc;
+}
+
 static void set_frame_in_flight(VmafDnnContext *ctx, int in_flight)
 {
     pthread_mutex_lock(&ctx->gate);
@@ -487,7 +503,8 @@ static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
         return rc;
     for (size_t i = 0; i < ctx->n_models && !rc; i++)
         if (!(rc = start_run(ctx, ctx->model[i], index)))
-            rc = vdnn_tiny_model_run(ctx->model[i], &frame, ctx->fc);
+            rc = end_run(ctx, ctx->model[i], index,
+                         vdnn_tiny_model_run(ctx->model[i], &frame, ctx->fc));
     return rc;
 }
 

@@ -294,8 +294,9 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
  * reads, resize scratch, FLOAT16 copies, exceed its policy's
  * max_memory_bytes; checked before anything is allocated or run, so the
  * frame stays unscored; a native-resolution model meets its real size
- * here); -ECANCELED (vmaf_dnn_context_cancel: the models before the
- * cancelled one keep their scores); -ENOMEM; and the codes of
+ * here); -ECANCELED (vmaf_dnn_context_cancel was called during this call:
+ * the models that finished before it took effect keep their scores, the
+ * rest do not run); -ENOMEM; and the codes of
  * vmaf_dnn_session_run (-EIO, -ENOEXEC, -ETIMEDOUT, ...).
  */
 VMAF_DNN_API int vmaf_dnn_read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,

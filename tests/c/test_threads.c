@@ -87,6 +87,15 @@ static Pic pic_const(unsigned w, unsigned h, unsigned v)
     return p;
 }
 
+/* Creates an empty file named from `path_template` (mkstemp's XXXXXX). */
+static void make_temp(char *path_template)
+{
+    int fd = mkstemp(path_template);
+    CHECK(fd >= 0);
+    if (fd >= 0)
+        close(fd);
+}
+
 /* Waits until `n` calls are inside (or queued for) the context. */
 static void wait_calls(const VmafDnnContext *ctx, size_t n)
 {
@@ -174,10 +183,7 @@ static void test_serialised_frames(void)
     if (!ctx)
         return;
     char report[] = "/tmp/vmafdnn-threads-XXXXXX";
-    int fd = mkstemp(report);
-    CHECK(fd >= 0);
-    if (fd >= 0)
-        close(fd);
+    make_temp(report);
     Reader r[READERS];
     Observer o = {.ctx = ctx, .report = report};
     pthread_t tid[READERS + 1];
@@ -246,10 +252,7 @@ static void test_close_waits(void)
     if (!ctx)
         return;
     char report[] = "/tmp/vmafdnn-threads-XXXXXX";
-    int fd = mkstemp(report);
-    CHECK(fd >= 0);
-    if (fd >= 0)
-        close(fd);
+    make_temp(report);
     Pic p = pic_const(512, 512, 51);
     enum { N = 5 };
     Call call[N];
