@@ -652,8 +652,16 @@ static void test_shape_rules(void)
                  "the session API for tensors");
     attach_fails("symbolic_output", NULL, -ENOTSUP,
                  "output \"idx\" has shape [?] with a symbolic dim");
-    attach_fails("score_unknown_rank", NULL, -ENOTSUP,
-                 "output \"score\" has no known rank (the model declares no shape for it)");
+    /* ORT before 1.24 reports an undeclared shape as rank 0, which nobody can
+     * tell from a scalar: there the model attaches and its one value scores. */
+    if (vmaf_dnn_ort_api_version() >= 24) {
+        attach_fails("score_unknown_rank", NULL, -ENOTSUP,
+                     "output \"score\" has no known rank (the model declares no shape for it)");
+    } else {
+        VmafDnnContext *old = ctx_new(VMAF_DNN_RESIZE_NONE);
+        CHECK_EQ_INT(attach(old, stage("score_unknown_rank", "unknown_rank", NULL), NULL), 0);
+        vmaf_dnn_context_close(old);
+    }
     attach_fails("three_images", NULL, -ENOTSUP, "more than two image");
     attach_fails("fr_mismatched", NULL, -ENOTSUP, "differ in size");
     attach_fails("fp16_image", NULL, -ENOTSUP, "FLOAT16");
