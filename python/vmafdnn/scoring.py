@@ -282,8 +282,9 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     codec FFmpeg's libraries decode (mp4, mkv, webm, ...: recognised by
     content, decoded through PyAV), "-" (stdin, one side only), a binary file
     object, or an iterable of Frames or 2-D numpy luma planes (uint8; uint16
-    with ``bitdepth``). ``reference`` None (or ``no_reference=True``) scores no-reference models only. Raw YUV needs
-    ``width``, ``height``, ``pix_fmt`` (420, 422, 444, 400) and ``bitdepth``.
+    with ``bitdepth``). ``reference`` None (or ``no_reference=True``) scores
+    no-reference models only. Raw YUV needs ``width``, ``height``,
+    ``pix_fmt`` (420, 422, 444, 400) and ``bitdepth``.
 
     ``models``: .onnx paths or built-in names; None means psnr_y and ssim_y
     (sharpness_nr without a reference). ``device``, ``device_index``,
