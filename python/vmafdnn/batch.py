@@ -1,0 +1,979 @@
+"""Batch scoring: a catalogue of clip pairs on every core, or on a Ray cluster.
+
+    rows = vmafdnn.batch.batch("jobs.csv", "results.parquet")      # all cores
+    rows = vmafdnn.batch.batch(jobs, "results.csv", ray="auto")     # a Ray cluster
+
+A job list is a CSV file (a header row), a JSON Lines file (one object per
+line) or, in Python, a list of dicts. Columns (see docs/batch.md):
+
+    distorted       the clip to score (required)
+    reference       its reference; empty or absent: no-reference models
+    models          models of this job (";"-separated in CSV, a list in JSON);
+                    empty: the batch's
+    ref_offset, dist_offset, scale, width, height, pix_fmt, bitdepth
+                    as for vmafdnn.score()
+    anything else   a label (title, rendition, bitrate, ...) copied to the row
+
+Relative paths are relative to the job file's folder (to ``base_dir`` for a
+list). Each job gives one row: the labels, the pooled scores of every model
+(``<key>`` is the mean, ``<key>_min``, ``<key>_max``, ``<key>_harmonic_mean``),
+the frame count, the EP each model ran on, timings and ``error`` (empty when
+the job succeeded). A job that fails (a missing file, a size mismatch, a
+model error) fails its row only.
+
+Workers keep their models open across jobs: a worker scores every job of one
+model set and frame geometry in one :class:`vmafdnn.Context`, each job in its
+own window of frame indices, and pools each job over its window, so an ONNX
+Runtime session is created once per worker instead of once per job (the
+scores are those of a fresh context: every frame is scored on its own). A
+worker that dies (a crash, SIGKILL, a lost Ray node) has its job retried on
+another; results are journalled as they arrive, so a batch re-run with the
+same output skips the jobs already done (keyed by inputs, models and
+options).
+"""
+import csv
+import errno as _errno
+import hashlib
+import io
+import json
+import math
+import multiprocessing
+import os
+import re
+import sys
+import time
+from collections import OrderedDict, deque
+from multiprocessing.connection import wait as _wait_any
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Union
+
+__all__ = ["batch", "read_jobs", "read_results", "write_results", "BatchResult", "JOB_FIELDS",
+           "POOL_SUFFIXES"]
+
+#: Job columns the runner reads; every other column is a label.
+JOB_FIELDS = ("reference", "distorted", "models", "ref_offset", "dist_offset", "scale",
+              "width", "height", "pix_fmt", "bitdepth")
+
+#: Column suffix of each pooling method ("" is the mean, the headline score).
+POOL_SUFFIXES = {"mean": "", "min": "_min", "max": "_max", "harmonic_mean": "_harmonic_mean"}
+
+#: Result columns the runner writes (labels go first, the scores after them).
+_RESULT_HEAD = ("reference", "distorted", "models", "frames", "width", "height", "fps")
+_RESULT_TAIL = ("attached_ep", "file_kbps", "load_s", "score_s", "total_s", "worker",
+                "attempts", "error", "job_key")
+
+# A worker's context takes frame indices up to here before it is replaced: it
+# bounds the per-feature arrays of a long-lived context (9 bytes a frame) and
+# leaves every job 2^24 - 2^20 frame indices (the C limit is 2^24).
+_WINDOW_LIMIT = 1 << 20
+# Contexts one worker keeps open (one per model set and frame geometry).
+_MAX_CONTEXTS = 4
+
+
+class BatchResult(list):
+    """The rows of a batch, one dict per job in job-list order, plus counts:
+    ``ran`` (jobs scored now), ``skipped`` (done in an earlier run),
+    ``failed`` (rows with an error), ``retried`` (attempts lost to dead
+    workers), ``elapsed`` (seconds) and ``frames`` (frames scored now)."""
+
+    ran = skipped = failed = retried = frames = 0
+    elapsed = 0.0
+
+
+# -- job lists ------------------------------------------------------------------------
+
+def read_jobs(source, base_dir: Optional[str] = None) -> List[dict]:
+    """The jobs of a CSV / JSON Lines file (by extension: .jsonl/.ndjson/.json
+    are JSON Lines, else CSV), or of a list of dicts; relative paths resolved
+    against the file's folder (``base_dir`` for a list, default the current
+    folder). Raises ValueError naming the line of a malformed job."""
+    if isinstance(source, (str, os.PathLike)):
+        name = os.fspath(source)
+        base_dir = base_dir or os.path.dirname(os.path.abspath(name))
+        with open(name, newline="", encoding="utf-8") as f:
+            if name.lower().endswith((".jsonl", ".ndjson", ".json")):
+                raw = []
+                for n, line in enumerate(f, 1):
+                    if line.strip():
+                        try:
+                            item = json.loads(line)
+                        except json.JSONDecodeError as e:
+                            raise ValueError(f"{name}:{n}: invalid JSON: {e}") from None
+                        raw.append((f"{name}:{n}", item))
+            else:
+                reader = csv.DictReader(f)
+                if not reader.fieldnames or "distorted" not in reader.fieldnames:
+                    raise ValueError(f"{name}: the header row needs a 'distorted' column "
+                                     f"(found: {', '.join(reader.fieldnames or [])})")
+                raw = [(f"{name}:{reader.line_num}", row) for row in reader]
+    else:
+        base_dir = base_dir or os.getcwd()
+        raw = [(f"job {n}", item) for n, item in enumerate(source)]
+    return [_normalise_job(item, where, base_dir) for where, item in raw]
+
+
+def _normalise_job(item, where: str, base_dir: str) -> dict:
+    if not isinstance(item, dict):
+        raise ValueError(f"{where}: a job is an object with a 'distorted' entry, got "
+                         f"{type(item).__name__}")
+    if None in item:  # csv.DictReader: more cells than header names
+        raise ValueError(f"{where}: more cells than columns in the header")
+    job = {}
+    for key, value in item.items():
+        if isinstance(value, str):
+            value = value.strip()
+            if value == "":
+                value = None
+        job[key] = value
+    if not job.get("distorted"):
+        raise ValueError(f"{where}: no 'distorted' clip")
+
+    def path(value):
+        value = os.fspath(value)
+        return value if value == "-" or os.path.isabs(value) else os.path.join(base_dir, value)
+
+    job["distorted"] = path(job["distorted"])
+    job["reference"] = path(job["reference"]) if job.get("reference") else None
+    models = job.get("models")
+    if isinstance(models, str):
+        models = [m.strip() for m in models.split(";") if m.strip()]
+    if models:
+        from . import models as _builtin
+        if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+            raise ValueError(f"{where}: 'models' is a list of model paths or built-in names")
+        models = [m if m in _builtin.MODEL_NAMES else path(m) for m in models]
+    job["models"] = models or None
+    for key in ("ref_offset", "dist_offset", "width", "height", "bitdepth"):
+        value = job.get(key)
+        if value is not None:
+            try:
+                number = int(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"{where}: '{key}' must be an integer, got {value!r}") from None
+            if number < 0 or isinstance(value, bool):
+                raise ValueError(f"{where}: '{key}' must be a non-negative integer")
+            job[key] = number
+    scale = job.get("scale")
+    if isinstance(scale, str):
+        if scale.lower() not in ("0", "1", "true", "false", "yes", "no"):
+            raise ValueError(f"{where}: 'scale' is true or false, got {scale!r}")
+        scale = scale.lower() in ("1", "true", "yes")
+    job["scale"] = bool(scale)
+    if job.get("pix_fmt") is not None:
+        job["pix_fmt"] = str(job["pix_fmt"])
+    return job
+
+
+def _labels(job: dict) -> dict:
+    return {k: v for k, v in job.items() if k not in JOB_FIELDS}
+
+
+# -- what identifies a job -------------------------------------------------------------
+
+def _file_identity(path: Optional[str]):
+    """Path, size and modification time: a re-encoded clip is a new job."""
+    if path is None or path == "-":
+        return path
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [os.path.abspath(path), None]
+    return [os.path.abspath(path), st.st_size, st.st_mtime_ns]
+
+
+def _model_identity(model: str):
+    from . import models as _builtin
+    if model in _builtin.MODEL_NAMES:
+        return model  # shipped with this version of the package
+    identity = _file_identity(model)
+    sidecar = os.path.splitext(model)[0] + ".json"
+    return [identity, _file_identity(sidecar) if os.path.exists(sidecar) else None]
+
+
+def job_key(job: dict, options: dict) -> str:
+    """A digest of everything that decides a job's scores: its inputs (path,
+    size, mtime), models (and sidecars), alignment and raw geometry, and the
+    batch options that change results (device, fp16, resize)."""
+    models = job["models"] or options["models"] or []
+    ident = {
+        "reference": _file_identity(job["reference"]),
+        "distorted": _file_identity(job["distorted"]),
+        "models": [_model_identity(m) for m in models] or None,
+        "options": {k: job.get(k) for k in JOB_FIELDS if k not in ("reference", "distorted",
+                                                                  "models")},
+        "run": {k: options[k] for k in ("device", "fp16_io", "resize")},
+    }
+    text = json.dumps(ident, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+# -- the worker side ------------------------------------------------------------------
+
+class _Window:
+    """The job's view of a shared context: frame i of the job is frame
+    base + i of the context (what scoring._run needs of a Context)."""
+
+    def __init__(self, ctx, base: int):
+        self._ctx = ctx
+        self.base = base
+
+    @property
+    def models(self):
+        return self._ctx.models
+
+    def read_pictures(self, reference, distorted, index, bitdepth=None):
+        self._ctx.read_pictures(reference, distorted, self.base + index, bitdepth=bitdepth)
+
+    def feature_append(self, name, index, value):
+        self._ctx.feature_append(name, self.base + index, value)
+
+
+class _Slot:
+    def __init__(self, ctx, load_s: float):
+        self.ctx = ctx
+        self.next = 0  # the first free frame index
+        self.load_s = load_s
+
+
+class Scorer:
+    """Scores jobs one after another, keeping a context (its ONNX Runtime
+    sessions) open per model set and frame geometry. One per worker process
+    or Ray actor; ``run`` never raises: errors go into the row."""
+
+    def __init__(self, options: dict):
+        self.options = options
+        self._slots: "OrderedDict[tuple, _Slot]" = OrderedDict()
+
+    def close(self) -> None:
+        while self._slots:
+            self._slots.popitem()[1].ctx.close()
+
+    def _slot(self, key: tuple, models: Sequence[str], no_reference: bool):
+        """(slot, load seconds paid now): an open context for ``key``, made
+        and given its models when there is none or the open one is full."""
+        slot = self._slots.get(key)
+        if slot is not None and (slot.next >= _WINDOW_LIMIT or not self.options["reuse"]):
+            self._drop(key)
+            slot = None
+        if slot is not None:
+            self._slots.move_to_end(key)
+            return slot, 0.0
+        from .context import Context
+        o = self.options
+        t0 = time.perf_counter()
+        ctx = Context(device=o["device"], device_index=o["device_index"], threads=o["threads"],
+                      fp16_io=o["fp16_io"], resize=o["resize"], **o["policy"])
+        try:
+            for model in models:
+                ctx.use_model(model, no_reference=no_reference)
+        except BaseException:
+            ctx.close()
+            raise
+        slot = _Slot(ctx, time.perf_counter() - t0)
+        self._slots[key] = slot
+        while len(self._slots) > _MAX_CONTEXTS:
+            self._slots.popitem(last=False)[1].ctx.close()
+        return slot, slot.load_s
+
+    def _drop(self, key) -> None:
+        slot = self._slots.pop(key, None)
+        if slot is not None:
+            slot.ctx.close()
+
+    def run(self, job: dict) -> dict:
+        t0 = time.perf_counter()
+        row = {"frames": 0, "load_s": 0.0, "score_s": 0.0, "error": ""}
+        try:
+            self._score(job, row)
+        except Exception as e:  # the row carries it; the batch goes on
+            row["error"] = _error_text(e)
+        row["total_s"] = time.perf_counter() - t0
+        row["worker"] = f"{os.uname().nodename}:{os.getpid()}"
+        return row
+
+    def _score(self, job: dict, row: dict) -> None:
+        from fractions import Fraction
+
+        from . import scoring
+        o = self.options
+        models = job["models"] or o["models"]
+        no_reference = job["reference"] is None
+        models = scoring._model_list(models, no_reference)
+        row["models"] = ";".join(os.fspath(m) for m in models)
+        raw = {"width": job.get("width"), "height": job.get("height"),
+               "pix_fmt": job.get("pix_fmt")}
+        inputs = []
+        try:
+            dist = scoring._Input("distorted", job["distorted"], job.get("bitdepth"), raw,
+                                  job.get("dist_offset") or 0)
+            inputs.append(dist)
+            ref = None
+            if not no_reference:
+                ref = scoring._Input("reference", job["reference"], job.get("bitdepth"), raw,
+                                     job.get("ref_offset") or 0)
+                inputs.append(ref)
+                scoring._check_inputs(ref, dist, job["scale"])
+                if job["scale"]:
+                    dist.scale_like(ref)
+            fps = float(Fraction(dist.fps)) if dist.fps is not None else None
+            row.update(width=dist.width, height=dist.height, fps=fps)
+            key = (tuple(models), no_reference, dist.width, dist.height, dist.depth)
+            slot, row["load_s"] = self._slot(key, models, no_reference)
+            t1 = time.perf_counter()
+            window = _Window(slot.ctx, slot.next)
+            try:
+                scoring._run(window, ref, dist, {}, None, scoring.Canceller())
+            except BaseException:
+                # A context a frame failed in is not trusted with the next job.
+                self._drop(key)
+                raise
+            finally:
+                slot.next = window.base + max(ref.count if ref else 0, dist.count)
+            frames = dist.count
+            row["frames"] = frames
+            self._pool(slot.ctx, window.base, frames, row)
+            row["attached_ep"] = _ep_text(slot.ctx.models)
+            if o["reports"]:
+                self._write_report(slot.ctx, window.base, frames, fps, job, row)
+            row["score_s"] = time.perf_counter() - t1
+            size = _file_identity(job["distorted"])
+            if (fps and size and size[1] and type(dist.reader).__name__ == "MediaReader"):
+                seconds = (frames + (job.get("dist_offset") or 0)) / fps
+                row["file_kbps"] = size[1] * 8 / 1000 / seconds
+        finally:
+            for side in inputs:
+                side.close()
+
+    @staticmethod
+    def _pool(ctx, base: int, frames: int, row: dict) -> None:
+        for model in ctx.models:
+            for name in model.features:
+                for method, suffix in POOL_SUFFIXES.items():
+                    row[name + suffix] = ctx.pool(name, method, base, base + frames - 1)
+
+    def _write_report(self, ctx, base: int, frames: int, fps, job: dict, row: dict) -> None:
+        """The job's per-frame report, as score(output=...) writes it: its
+        values are copied, renumbered from 0, into a context without models
+        (no session to open) whose C writer makes the usual formats."""
+        from .context import Context
+        o = self.options
+        path = report_path(o["reports"], job, job["job_key"], o["report_format"])
+        with Context(fps=fps) as out:
+            for model in ctx.models:
+                for name in model.features:
+                    for i in range(frames):
+                        try:
+                            value = ctx.feature(name, base + i)
+                        except LookupError:
+                            continue
+                        out.feature_append(name, i, value)
+            out.write(path, o["report_format"])
+        row["report"] = path
+
+
+def report_path(folder: str, job: dict, key: str, fmt: str) -> str:
+    """``<folder>/<distorted name>-<key>.<fmt>``: stable across runs (resume
+    finds it) and unique per job."""
+    stem = os.path.splitext(os.path.basename(job["distorted"]))[0]
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", stem)[:80] or "job"
+    return os.path.join(folder, f"{stem}-{key[:12]}.{fmt}")
+
+
+def _ep_text(models) -> str:
+    eps = [m.attached_ep for m in models]
+    if len(set(eps)) <= 1:
+        return eps[0] if eps else ""
+    return ";".join(f"{os.path.basename(m.path)}={m.attached_ep}" for m in models)
+
+
+def _error_text(e: BaseException) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    if isinstance(e, OSError) and e.filename and e.strerror:
+        text = f"{e.filename}: {e.strerror}"
+    return f"{type(e).__name__}: {text}"
+
+
+# -- local worker processes ------------------------------------------------------------
+
+def _worker_main(conn, options: dict) -> None:
+    """A worker process: jobs in, rows out, until None or the pipe closes."""
+    scorer = Scorer(options)
+    try:
+        while True:
+            try:
+                message = conn.recv()
+            except EOFError:
+                break
+            if message is None:
+                break
+            index, job = message
+            conn.send((index, scorer.run(job)))
+    except KeyboardInterrupt:
+        pass  # the parent handles Ctrl-C; a worker just ends
+    finally:
+        scorer.close()
+
+
+class _LocalWorker:
+    def __init__(self, mp, options: dict):
+        self.conn, child = mp.Pipe()
+        self.proc = mp.Process(target=_worker_main, args=(child, options), daemon=True,
+                               name="vmafdnn-batch-worker")
+        self.proc.start()
+        child.close()
+        self.job = None  # (index, job) in flight
+        self.started = 0.0
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self, kill: bool = False) -> None:
+        if kill:
+            self.proc.kill()
+        else:
+            try:
+                self.conn.send(None)
+            except OSError:
+                pass
+        self.proc.join(5 if not kill else None)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
+def _death_text(exitcode) -> str:
+    if exitcode is not None and exitcode < 0:
+        import signal
+        try:
+            return f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exited with status {exitcode}"
+
+
+class _Stop:
+    """What a Canceller watching a batch cancels: the dispatch loops look at
+    it between results (at least every _POLL_S) and stop."""
+
+    def __init__(self):
+        self.requested = False
+
+    def cancel(self) -> None:
+        self.requested = True
+
+
+_POLL_S = 0.2
+
+
+class _Dispatcher:
+    """Attempts and retries, common to the local pool and Ray."""
+
+    def __init__(self, todo: List[int], jobs: List[dict], options: dict, on_event, sink,
+                 stop: _Stop):
+        self.stop = stop
+        self.queue = deque(todo)
+        self.jobs = jobs
+        self.attempts = {i: 0 for i in todo}
+        self.max_attempts = 1 + options["retries"]
+        self.on_event = on_event
+        self.sink = sink  # sink(index, row)
+        self.retried = 0
+
+    def check_stop(self) -> None:
+        if self.stop.requested:
+            from .errors import RunCancelledError
+            raise RunCancelledError(_errno.ECANCELED, "batch cancelled; the rows of finished "
+                                    "jobs are kept: run it again with the same output to resume")
+
+    def take(self, worker_id):
+        index = self.queue.popleft()
+        self.attempts[index] += 1
+        if self.on_event:
+            self.on_event("start", index, {"worker": worker_id, "attempt": self.attempts[index]})
+        return index
+
+    def lost(self, index: int, why: str) -> None:
+        """A worker died with job ``index`` in flight: again elsewhere, or a
+        failed row once it has taken every attempt."""
+        if self.attempts[index] < self.max_attempts:
+            self.retried += 1
+            self.queue.appendleft(index)
+            if self.on_event:
+                self.on_event("retry", index, {"why": why})
+        else:
+            self.sink(index, {"frames": 0, "attempts": self.attempts[index],
+                              "error": f"WorkerDied: the worker scoring this job {why} "
+                                       f"({self.attempts[index]} attempt(s))"})
+
+    def done(self, index: int, row: dict) -> None:
+        row["attempts"] = self.attempts[index]
+        self.sink(index, row)
+
+
+def _run_local(todo, jobs, options, workers: int, on_event, sink, timeout, stop) -> int:
+    # spawn, not fork: a forked child would share the parent's ONNX Runtime
+    # threads and handles, which the library refuses (and which deadlock).
+    mp = multiprocessing.get_context("spawn")
+    d = _Dispatcher(todo, jobs, options, on_event, sink, stop)
+    pool = [_LocalWorker(mp, options) for _ in range(min(workers, len(todo)))]
+    try:
+        while d.queue or any(w.job is not None for w in pool):
+            for w in pool:
+                if w.job is None and d.queue:
+                    index = d.take(w.pid)
+                    w.job, w.started = index, time.monotonic()
+                    w.conn.send((index, jobs[index]))
+            busy = [w for w in pool if w.job is not None]
+            wait_s = _POLL_S
+            if timeout:
+                wait_s = min(wait_s, max(0.0, min(w.started + timeout for w in busy)
+                                         - time.monotonic()))
+            d.check_stop()
+            ready = set(_wait_any([w.conn for w in busy] + [w.proc.sentinel for w in busy],
+                                  wait_s))
+            for k, w in enumerate(pool):
+                if w.job is None:
+                    continue
+                why = None
+                if w.conn in ready:
+                    try:
+                        index, row = w.conn.recv()
+                    except (EOFError, OSError):
+                        why = None  # the sentinel tells how it died
+                    else:
+                        w.job = None
+                        d.done(index, row)
+                        continue
+                if w.conn in ready or w.proc.sentinel in ready:
+                    w.proc.join(1)
+                    why = _death_text(w.proc.exitcode)
+                elif timeout and time.monotonic() - w.started > timeout:
+                    why = f"ran past the {timeout:g} s job timeout and was stopped"
+                    w.proc.kill()
+                if why is not None:
+                    index, w.job = w.job, None
+                    w.stop(kill=True)
+                    pool[k] = _LocalWorker(mp, options)
+                    if "timeout" in why:  # the same input would hang again
+                        d.attempts[index] = d.max_attempts
+                    d.lost(index, why)
+    finally:
+        for w in pool:
+            w.stop(kill=w.job is not None)
+    return d.retried
+
+
+# -- Ray --------------------------------------------------------------------------------
+
+class _RayWorker:
+    """A Ray actor holding a Scorer (its sessions) across jobs."""
+
+    def __init__(self, options: dict):
+        self.scorer = Scorer(options)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def run(self, index: int, job: dict):
+        return index, self.scorer.run(job)
+
+
+def _run_ray(todo, jobs, options, address, workers, gpus_per_worker, on_event, sink, stop,
+             in_flight: int = 2) -> int:
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError("--ray needs Ray: pip install 'vmafdnn[ray]'") from None
+    if not ray.is_initialized():
+        ray.init(address=None if address in (None, True, "", "local") else address,
+                 logging_level="warning", log_to_driver=False)
+    threads = max(1, options["threads"])
+    resources = ray.cluster_resources()
+    if gpus_per_worker:
+        # Ray gives each actor its GPUs in CUDA_VISIBLE_DEVICES: index 0 is its own.
+        options = dict(options, device=options["device"] if options["device"] != "auto"
+                       else "cuda", device_index=0)
+        slots = int(resources.get("GPU", 0) / gpus_per_worker)
+        if slots < 1:
+            raise RuntimeError(f"the Ray cluster has {resources.get('GPU', 0):g} GPU(s): "
+                               f"none for a worker asking for {gpus_per_worker:g}")
+    else:
+        slots = max(1, int(resources.get("CPU", 1) // threads))
+    workers = min(workers or slots, len(todo))
+    actor_class = ray.remote(num_cpus=threads, num_gpus=gpus_per_worker or 0)(_RayWorker)
+    d = _Dispatcher(todo, jobs, options, on_event, sink, stop)
+
+    def start():
+        actor = actor_class.remote(options)
+        return {"actor": actor, "pid": None, "jobs": {}}
+
+    actors = [start() for _ in range(workers)]
+    for a in actors:
+        a["pid"] = ray.get(a["actor"].pid.remote())
+    futures = {}  # future -> actor record
+    try:
+        while d.queue or futures:
+            for a in actors:
+                while d.queue and len(a["jobs"]) < in_flight:
+                    index = d.take(a["pid"])
+                    future = a["actor"].run.remote(index, jobs[index])
+                    a["jobs"][future] = index
+                    futures[future] = a
+            d.check_stop()
+            ready, _ = ray.wait(list(futures), num_returns=1, timeout=_POLL_S)
+            for future in ready:
+                a = futures.pop(future)
+                index = a["jobs"].pop(future)
+                try:
+                    _, row = ray.get(future)
+                except ray.exceptions.RayActorError as e:
+                    # Everything in flight on that actor is lost: again on a new one.
+                    why = "died (" + " ".join(str(e).split())[:200] + ")"
+                    lost = [index] + list(a["jobs"].values())
+                    for other in a["jobs"]:
+                        futures.pop(other, None)
+                    a["jobs"].clear()
+                    ray.kill(a["actor"], no_restart=True)
+                    actors.remove(a)
+                    replacement = start()
+                    try:
+                        replacement["pid"] = ray.get(replacement["actor"].pid.remote())
+                    except ray.exceptions.RayError:
+                        replacement["pid"] = None
+                    actors.append(replacement)
+                    for i in lost:
+                        d.lost(i, why)
+                else:
+                    d.done(index, row)
+    finally:
+        for a in actors:
+            try:
+                ray.kill(a["actor"], no_restart=True)
+            except Exception:
+                pass
+    return d.retried
+
+
+# -- results files -------------------------------------------------------------------------
+
+def _format_of(path: str) -> str:
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".parquet":
+        return "parquet"
+    if ext in (".jsonl", ".ndjson", ".json"):
+        return "jsonl"
+    if ext == ".csv":
+        return "csv"
+    raise ValueError(f"results file {path}: unknown format; use .parquet, .csv or .jsonl")
+
+
+def read_results(path) -> List[dict]:
+    """The rows of a results file (.parquet, .csv, .jsonl). CSV cells are
+    strings, as written (numbers in Python's round-trip form)."""
+    path = os.fspath(path)
+    fmt = _format_of(path)
+    if fmt == "parquet":
+        return _pyarrow("read parquet").parquet.read_table(path).to_pylist()
+    with open(path, newline="", encoding="utf-8") as f:
+        if fmt == "csv":
+            return [dict(row) for row in csv.DictReader(f)]
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _pyarrow(what: str):
+    try:
+        import pyarrow
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        raise RuntimeError(f"to {what} files install pyarrow (pip install 'vmafdnn[parquet]')"
+                           ) from None
+    return pyarrow
+
+
+def _columns(rows: Sequence[dict]) -> List[str]:
+    seen = OrderedDict()
+    for row in rows:
+        for key in row:
+            seen[key] = None
+    head = [c for c in seen if c not in _RESULT_HEAD and c not in _RESULT_TAIL
+            and not _is_score(c, seen)]
+    scores = [c for c in seen if _is_score(c, seen) and c not in _RESULT_TAIL]
+    return head + [c for c in _RESULT_HEAD if c in seen] + scores + \
+        [c for c in _RESULT_TAIL if c in seen] + (["report"] if "report" in seen and
+                                                  "report" not in head else [])
+
+
+def _is_score(column: str, seen) -> bool:
+    """A pooled-score column: <key> with its <key>_min beside it, or one of those."""
+    for suffix in POOL_SUFFIXES.values():
+        if suffix and column.endswith(suffix) and column[:-len(suffix)] + "_min" in seen:
+            return True
+    return column + "_min" in seen and column + "_harmonic_mean" in seen
+
+
+def write_results(rows: Sequence[dict], path) -> None:
+    """Writes ``rows`` to ``path`` (.parquet, .csv or .jsonl) atomically:
+    a reader sees the old file or the new one."""
+    path = os.fspath(path)
+    fmt = _format_of(path)
+    columns = _columns(rows)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        if fmt == "parquet":
+            pa = _pyarrow("write parquet")
+            data = {}
+            for c in columns:
+                values = [row.get(c) for row in rows]
+                kinds = {type(v) for v in values if v is not None}
+                if len(kinds) > 1 and not kinds <= {int, float}:
+                    values = [None if v is None else str(v) for v in values]
+                elif kinds == {int, float}:
+                    values = [None if v is None else float(v) for v in values]
+                data[c] = values
+            pa.parquet.write_table(pa.table(data), tmp)
+        else:
+            with open(tmp, "w", newline="", encoding="utf-8") as f:
+                if fmt == "csv":
+                    w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+                    w.writeheader()
+                    for row in rows:
+                        w.writerow({k: _csv_cell(row.get(k)) for k in columns})
+                else:
+                    for row in rows:
+                        f.write(json.dumps({k: row.get(k) for k in columns},
+                                           allow_nan=True) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _csv_cell(value):
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return value
+
+
+def _journal_path(output: str) -> str:
+    return output + ".partial.jsonl"
+
+
+def _done_rows(output: Optional[str], reports: Optional[str]) -> Dict[str, dict]:
+    """Rows of earlier runs that need no new work, by job key: successful,
+    and with their report file when reports are asked for."""
+    if output is None:
+        return {}
+    found = []
+    if os.path.exists(output):
+        found += read_results(output)
+    journal = _journal_path(output)
+    if os.path.exists(journal):
+        with open(journal, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    found.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass  # the line a killed run was writing
+    done = {}
+    for row in found:
+        key = row.get("job_key")
+        if not key or row.get("error"):
+            continue
+        if reports and not (row.get("report") and os.path.exists(row["report"])):
+            continue
+        done[key] = row
+    return done
+
+
+# -- progress ----------------------------------------------------------------------------------
+
+class _Progress:
+    """Jobs done of all, failures, jobs and frames per second and an ETA on
+    one stderr line, redrawn at most ten times a second."""
+
+    def __init__(self, total: int, stream=None):
+        self.total = total
+        self.stream = stream or sys.stderr
+        self.start = time.perf_counter()
+        self.done = self.failed = self.frames = 0
+        self._last = 0.0
+
+    def __call__(self, row: dict) -> None:
+        self.done += 1
+        self.failed += bool(row.get("error"))
+        self.frames += row.get("frames") or 0
+        now = time.perf_counter()
+        if now - self._last < 0.1 and self.done != self.total:
+            return
+        self._last = now
+        elapsed = max(now - self.start, 1e-9)
+        rate = self.done / elapsed
+        eta = ""
+        if self.done < self.total and rate > 0:
+            left = int((self.total - self.done) / rate + 0.5)
+            eta = f", ETA {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
+        failed = f" ({self.failed} failed)" if self.failed else ""
+        self.stream.write(f"\rvmafdnn batch: {self.done}/{self.total} jobs{failed}, "
+                          f"{rate:.2f} jobs/s, {self.frames / elapsed:.1f} frames/s{eta} ")
+        self.stream.flush()
+
+    def end(self) -> None:
+        if self.done:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+# -- the batch -----------------------------------------------------------------------------------
+
+def default_workers() -> int:
+    """Every core this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, threads: int = 1,
+          device: str = "auto", device_index: int = 0, fp16_io: bool = False,
+          resize: str = "none", reports=None, report_format: str = "json", retries: int = 2,
+          timeout: Optional[float] = None, ray=None, gpus_per_worker: float = 0,
+          reuse: bool = True, progress: Union[bool, Callable[[dict], None], None] = None,
+          on_event: Optional[Callable[[str, int, dict], None]] = None,
+          base_dir: Optional[str] = None, cancel=None, **policy) -> BatchResult:
+    """Scores every job of ``jobs`` (a CSV / JSON Lines path or a list of
+    dicts, see :func:`read_jobs`); returns a :class:`BatchResult`, one row per
+    job in job-list order. With ``output`` (.parquet, .csv, .jsonl) the rows
+    are also written there; rows are journalled to ``<output>.partial.jsonl``
+    as jobs finish, and jobs whose successful row is already in ``output`` or
+    the journal (same job key) are not run again.
+
+    ``models``: the models of jobs that name none (default: psnr_y and
+    ssim_y, sharpness_nr without a reference). ``workers``: processes (or
+    Ray actors); default every core (every CPU of the Ray cluster divided by
+    ``threads``). ``threads``: ONNX Runtime threads of each model in each
+    worker (default 1: whole jobs in parallel scale better than threads
+    within a frame). ``device``, ``device_index``, ``fp16_io``, ``resize``
+    and the ``policy`` keywords (``model_dir``, ``max_memory_bytes``,
+    ``max_run_ms``, ...) are those of :func:`vmafdnn.score`.
+    ``reports``: a folder for one per-frame report per job (``report_format``
+    json, xml or csv), named by :func:`report_path`. ``retries``: how often
+    a job whose worker died is tried again elsewhere. ``timeout``: seconds
+    one job may take (local pool) before its worker is killed and its row
+    fails. ``ray``: None (local processes), True (a local Ray instance, or
+    the one already initialised) or a cluster address for ``ray.init``;
+    ``gpus_per_worker`` > 0 asks Ray for GPUs per actor and binds the CUDA
+    EP. ``reuse=False`` opens the models afresh for every job (for
+    measurement). ``progress``: True for the stderr progress line, or a
+    callable given each row; ``on_event(kind, index, info)`` sees "start"
+    (info: worker, attempt), "retry" and "done". ``cancel``: a
+    :class:`vmafdnn.Canceller`; cancelling it stops the batch within a
+    fraction of a second (workers killed, RunCancelledError raised), the
+    rows of finished jobs staying in the journal for a re-run.
+    """
+    t0 = time.perf_counter()
+    from .context import OUTPUT_FORMATS, RESIZE_MODES
+    from .session import DEVICES, MAX_THREADS
+    if report_format not in OUTPUT_FORMATS:
+        raise ValueError(f"report_format must be one of {', '.join(OUTPUT_FORMATS)}")
+    if resize not in RESIZE_MODES:
+        raise ValueError(f"resize must be one of {', '.join(RESIZE_MODES)}")
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}")
+    if not 0 <= threads <= MAX_THREADS:
+        raise ValueError(f"threads must be 0..{MAX_THREADS}")
+    if workers is not None and workers < 1:
+        raise ValueError("workers must be at least 1")
+    if retries < 0:
+        raise ValueError("retries must be at least 0")
+    if output is not None:
+        output = os.fspath(output)
+        _format_of(output)
+        if _format_of(output) == "parquet":
+            _pyarrow("write parquet")
+    if isinstance(models, (str, os.PathLike)):
+        models = [models]
+    options = {"models": [os.fspath(m) for m in models] if models else None,
+               "device": device, "device_index": device_index, "threads": threads,
+               "fp16_io": fp16_io, "resize": resize, "policy": policy,
+               "reports": os.path.abspath(reports) if reports else None,
+               "report_format": report_format, "retries": retries, "reuse": reuse}
+    if options["reports"]:
+        os.makedirs(options["reports"], exist_ok=True)
+    job_list = read_jobs(jobs, base_dir)
+    keys = [job_key(job, options) for job in job_list]
+    for job, key in zip(job_list, keys):
+        job["job_key"] = key
+    done = _done_rows(output, options["reports"])
+    result = BatchResult([None] * len(job_list))
+    todo = []
+    for i, (job, key) in enumerate(zip(job_list, keys)):
+        if key in done:
+            result[i] = _with_labels(done[key], job)
+            result.skipped += 1
+        else:
+            todo.append(i)
+
+    meter = _Progress(len(todo)) if progress is True else progress or None
+    journal = open(_journal_path(output), "a", encoding="utf-8") if output and todo else None
+
+    def sink(index: int, row: dict) -> None:
+        job = job_list[index]
+        row = dict(row, job_key=job["job_key"], reference=job["reference"],
+                   distorted=job["distorted"])
+        row.setdefault("models", ";".join(job["models"] or options["models"] or []))
+        row = _with_labels(row, job)
+        result[index] = row
+        result.ran += 1
+        result.frames += row.get("frames") or 0
+        if journal is not None:
+            journal.write(json.dumps(row) + "\n")
+            journal.flush()
+        if meter:
+            meter(row)
+        if on_event:
+            on_event("done", index, row)
+
+    stop = _Stop()
+    if cancel is not None:
+        cancel.watch(stop)
+    try:
+        if todo:
+            if ray is not None and ray is not False:
+                result.retried = _run_ray(todo, job_list, options, ray, workers,
+                                          gpus_per_worker, on_event, sink, stop)
+            else:
+                if gpus_per_worker:
+                    raise ValueError("gpus_per_worker is for Ray; locally use device=")
+                result.retried = _run_local(todo, job_list, options,
+                                            workers or default_workers(), on_event, sink,
+                                            timeout, stop)
+    finally:
+        if cancel is not None:
+            cancel.unwatch(stop)
+        if journal is not None:
+            journal.close()
+        if isinstance(meter, _Progress):
+            meter.end()
+    result.failed = sum(1 for row in result if row.get("error"))
+    if output is not None:
+        write_results(result, output)
+        try:
+            os.unlink(_journal_path(output))
+        except FileNotFoundError:
+            pass
+    result.elapsed = time.perf_counter() - t0
+    return result
+
+
+def _with_labels(row: dict, job: dict) -> dict:
+    """The row with the job's current labels (they are not part of the key:
+    relabelling a done job needs no new scoring)."""
+    labels = {k: v for k, v in _labels(job).items() if k != "job_key"}
+    rest = {k: v for k, v in row.items() if k not in labels}
+    return {**labels, **rest}
