@@ -22,9 +22,7 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import best_times  # noqa: E402
