@@ -1,0 +1,275 @@
+"""Batch scoring: local worker processes and a local Ray instance give the
+rows that scoring each pair alone gives; failures stay in their row; a killed
+worker's job is retried elsewhere; a re-run does no work."""
+import csv
+import json
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import vmafdnn
+from vmafdnn import batch as vbatch
+from vmafdnn.video import Frame, write_y4m
+
+W, H, N = 64, 48, 4
+
+
+def _frames(planes):
+    chroma = np.full((H // 2, W // 2), 128, np.uint8)
+    return [Frame(y=p, u=chroma, v=chroma, bitdepth=8, index=i, chroma="420")
+            for i, p in enumerate(planes)]
+
+
+@pytest.fixture(scope="module")
+def catalogue(tmp_path_factory):
+    """Two titles, three renditions each (more noise: "lower bitrate")."""
+    root = tmp_path_factory.mktemp("catalogue")
+    rng = np.random.default_rng(7)
+    jobs = []
+    for t in range(2):
+        ref = [rng.integers(0, 256, (H, W), dtype=np.uint8) for _ in range(N)]
+        write_y4m(root / f"ref{t}.y4m", _frames(ref))
+        for q, noise in enumerate((12, 6, 2)):
+            dist = [np.clip(r.astype(int) + rng.integers(-noise, noise + 1, r.shape), 0, 255)
+                    .astype(np.uint8) for r in ref]
+            write_y4m(root / f"dist{t}_{q}.y4m", _frames(dist))
+            jobs.append({"title": f"title{t}", "rendition": str(q),
+                         "bitrate": str(500 * 2 ** q), "reference": f"ref{t}.y4m",
+                         "distorted": f"dist{t}_{q}.y4m"})
+    with open(root / "jobs.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(jobs[0]))
+        w.writeheader()
+        w.writerows(jobs)
+    return root, jobs
+
+
+def _alone(root, job, **kw):
+    ref = root / job["reference"] if job.get("reference") else None
+    return vmafdnn.score(ref, root / job["distorted"], threads=1, **kw)
+
+
+def _check_rows_match_alone(root, jobs, rows):
+    assert len(rows) == len(jobs)
+    for job, row in zip(jobs, rows):
+        assert row["error"] == "", row
+        assert row["title"] == job["title"] and row["rendition"] == job["rendition"]
+        alone = _alone(root, job)
+        assert row["frames"] == len(alone["frames"]) == N
+        for name, pooled in alone["pooled_metrics"].items():
+            for method, suffix in vbatch.POOL_SUFFIXES.items():
+                # Bit-identical: the same sessions and C pooling, one job's window.
+                assert row[name + suffix] == pooled[method], (name, method, row)
+        assert row["attached_ep"] == "CPU"
+
+
+def test_local_rows_equal_scoring_each_pair_alone(catalogue, tmp_path):
+    root, jobs = catalogue
+    out = tmp_path / "results.parquet"
+    rows = vbatch.batch(root / "jobs.csv", out, workers=2)
+    assert (rows.ran, rows.skipped, rows.failed) == (len(jobs), 0, 0)
+    _check_rows_match_alone(root, jobs, rows)
+    # Two workers for six jobs: models were loaded at most once per worker
+    # and geometry, never once per job.
+    assert sum(1 for r in rows if r["load_s"] > 0) <= 2
+    written = vbatch.read_results(out)
+    assert [r["job_key"] for r in written] == [r["job_key"] for r in rows]
+    assert written[0]["psnr_y"] == rows[0]["psnr_y"]
+    assert not os.path.exists(str(out) + ".partial.jsonl")
+
+
+def test_reports_are_those_of_score(catalogue, tmp_path):
+    root, jobs = catalogue
+    rows = vbatch.batch(root / "jobs.csv", tmp_path / "r.jsonl", workers=1,
+                        reports=tmp_path / "reports", report_format="json")
+    for job, row in zip(jobs, rows):
+        _alone(root, job, output=tmp_path / "alone.json")
+        # Every job after the first runs in a later window of a shared
+        # context: its report is still numbered from 0 and byte-identical.
+        assert open(row["report"], "rb").read() == (tmp_path / "alone.json").read_bytes()
+    csv_rows = vbatch.batch(root / "jobs.csv", None, workers=1, reports=tmp_path / "csv",
+                            report_format="csv")
+    _alone(root, jobs[1], output=tmp_path / "alone.csv")
+    assert open(csv_rows[1]["report"], "rb").read() == (tmp_path / "alone.csv").read_bytes()
+
+
+def test_bad_jobs_fail_their_row_and_the_batch_goes_on(catalogue, tmp_path, models):
+    root, jobs = catalogue
+    big = tmp_path / "big.y4m"
+    rng = np.random.default_rng(1)
+    write_y4m(big, [Frame(y=rng.integers(0, 256, (2 * H, 2 * W), dtype=np.uint8),
+                          u=np.zeros((H, W), np.uint8), v=np.zeros((H, W), np.uint8),
+                          bitdepth=8, index=0, chroma="420")])
+    bad = [
+        dict(jobs[0], distorted=str(root / "missing.y4m"), reference=str(root / "ref0.y4m")),
+        dict(jobs[0], distorted=str(big), reference=str(root / "ref0.y4m")),
+        dict(jobs[0], distorted=str(root / "dist0_0.y4m"), reference=str(root / "ref0.y4m"),
+             models=[str(tmp_path / "nope.onnx")]),
+        dict(jobs[0], distorted=str(root / "dist0_0.y4m"), reference=str(root / "ref0.y4m"),
+             models=["sharpness_nr"]),
+    ]
+    good = [dict(j, reference=str(root / j["reference"]), distorted=str(root / j["distorted"]))
+            for j in jobs[:2]]
+    rows = vbatch.batch(bad + good, workers=1)
+    assert rows.failed == 3
+    assert rows[0]["error"].startswith("FileNotFoundError") and "missing.y4m" in rows[0]["error"]
+    assert rows[1]["error"].startswith("InputMismatchError") and "size mismatch" in \
+        rows[1]["error"]
+    assert "nope.onnx" in rows[2]["error"]
+    assert rows[3]["error"] == "" and "sharpness_nr" in rows[3]  # per-job models
+    _check_rows_match_alone(root, jobs[:2], rows[4:])
+
+
+def test_a_second_run_does_no_work(catalogue, tmp_path):
+    root, jobs = catalogue
+    out = tmp_path / "results.csv"
+    first = vbatch.batch(root / "jobs.csv", out, workers=2)
+    assert first.ran == len(jobs)
+    events = []
+    again = vbatch.batch(root / "jobs.csv", out, workers=2,
+                         on_event=lambda kind, i, info: events.append(kind))
+    assert (again.ran, again.skipped, events) == (0, len(jobs), [])
+    assert [r["psnr_y"] for r in again] == [repr(r["psnr_y"]) for r in first]
+    # A re-encoded rendition (new mtime) and a new job are the only work.
+    os.utime(root / jobs[2]["distorted"], ns=(time.time_ns(), time.time_ns() + 10**9))
+    more = jobs + [dict(jobs[0], title="copy", ref_offset="1", dist_offset="1")]
+    started = []
+    third = vbatch.batch(more, out, workers=2, base_dir=str(root),
+                         on_event=lambda kind, i, info: kind == "start" and started.append(i))
+    assert sorted(started) == [2, len(jobs)] and third.skipped == len(jobs) - 1
+    assert third[-1]["frames"] == N - 1 and third[-1]["title"] == "copy"
+
+
+def test_an_interrupted_batch_resumes_from_its_journal(catalogue, tmp_path):
+    root, jobs = catalogue
+    out = tmp_path / "results.parquet"
+    canceller = vmafdnn.Canceller()
+
+    def on_event(kind, index, info):
+        if kind == "done":
+            canceller.cancel()  # stop after the first result
+
+    with pytest.raises(vmafdnn.RunCancelledError):
+        vbatch.batch(root / "jobs.csv", out, workers=1, cancel=canceller, on_event=on_event)
+    journal = str(out) + ".partial.jsonl"
+    assert not out.exists() and os.path.exists(journal)
+    kept = [json.loads(line) for line in open(journal)]
+    assert len(kept) >= 1
+    rows = vbatch.batch(root / "jobs.csv", out, workers=2)
+    assert rows.skipped == len(kept) and rows.ran == len(jobs) - len(kept)
+    _check_rows_match_alone(root, jobs, rows)
+    assert not os.path.exists(journal)
+
+
+def _fifo_job(root, tmp_path, jobs):
+    """A job whose distorted clip is a FIFO: its worker blocks in open()
+    until the test writes the clip, so a kill lands mid-job for sure."""
+    fifo = tmp_path / "slow.y4m"
+    os.mkfifo(fifo)
+    data = (root / jobs[0]["distorted"]).read_bytes()
+
+    def feed():
+        with open(fifo, "wb") as f:  # blocks until the retried worker opens it
+            f.write(data)
+
+    return dict(jobs[0], title="fifo", distorted=str(fifo),
+                reference=str(root / jobs[0]["reference"])), feed
+
+
+def _killer(target: int, feed, killed: list):
+    """on_event: SIGKILL the worker that starts job ``target`` (first
+    attempt); once its death is seen (the "retry"), feed the FIFO."""
+    def on_event(kind, index, info):
+        if index != target:
+            return
+        if kind == "start" and info["attempt"] == 1:
+            killed.append(info["worker"])
+            os.kill(info["worker"], signal.SIGKILL)
+        elif kind == "retry":
+            threading.Thread(target=feed, daemon=True).start()
+    return on_event
+
+
+def test_a_killed_local_worker_has_its_job_retried_elsewhere(catalogue, tmp_path):
+    root, jobs = catalogue
+    fifo_job, feed = _fifo_job(root, tmp_path, jobs)
+    listed = [dict(j, reference=str(root / j["reference"]), distorted=str(root / j["distorted"]))
+              for j in jobs]
+    killed = []
+    rows = vbatch.batch(listed[:3] + [fifo_job] + listed[3:], workers=2, timeout=120,
+                        on_event=_killer(3, feed, killed))
+    assert rows.failed == 0 and rows.retried == 1 and len(killed) == 1
+    assert rows[3]["attempts"] == 2
+    assert not rows[3]["worker"].endswith(f":{killed[0]}")
+    _check_rows_match_alone(root, [dict(jobs[0], title="fifo")], [rows[3]])
+    _check_rows_match_alone(root, jobs, rows[:3] + rows[4:])
+
+
+def test_a_job_that_kills_every_worker_fails_after_its_retries(catalogue, tmp_path):
+    root, jobs = catalogue
+    fifo = tmp_path / "never.y4m"
+    os.mkfifo(fifo)
+    job = dict(jobs[0], distorted=str(fifo), reference=str(root / jobs[0]["reference"]))
+
+    def on_event(kind, index, info):
+        if kind == "start":
+            os.kill(info["worker"], signal.SIGKILL)
+
+    rows = vbatch.batch([job], workers=1, retries=1, on_event=on_event)
+    assert rows[0]["attempts"] == 2 and rows[0]["error"].startswith("WorkerDied")
+    assert "SIGKILL" in rows[0]["error"]
+
+
+def test_job_lists_and_results_formats(catalogue, tmp_path):
+    root, jobs = catalogue
+    jsonl = tmp_path / "jobs.jsonl"
+    with open(jsonl, "w") as f:
+        for j in jobs[:2]:
+            f.write(json.dumps(dict(j, reference=str(root / j["reference"]),
+                                    distorted=str(root / j["distorted"]),
+                                    models=["psnr_y"], bitrate=int(j["bitrate"]))) + "\n")
+    for ext in ("csv", "jsonl", "parquet"):
+        rows = vbatch.batch(jsonl, tmp_path / f"out.{ext}", workers=1)
+        back = vbatch.read_results(tmp_path / f"out.{ext}")
+        assert [str(r["bitrate"]) for r in back] == [j["bitrate"] for j in jobs[:2]]
+        assert float(back[1]["psnr_y"]) == rows[1]["psnr_y"] and "ssim_y" not in back[1]
+    with pytest.raises(ValueError, match="distorted"):
+        vbatch.read_jobs([{"reference": "a.y4m"}])
+    with pytest.raises(ValueError, match="unknown format"):
+        vbatch.batch(jsonl, tmp_path / "out.xlsx")
+
+
+# -- Ray ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    import ray  # the test extra installs it: never skipped
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning",
+             log_to_driver=False, object_store_memory=80 * 1024 * 1024)
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_rows_equal_scoring_each_pair_alone_and_survive_a_kill(catalogue, tmp_path,
+                                                                    ray_instance):
+    root, jobs = catalogue
+    rows = vbatch.batch(root / "jobs.csv", tmp_path / "ray.parquet", ray=True)
+    assert rows.ran == len(jobs) and rows.failed == 0
+    _check_rows_match_alone(root, jobs, rows)
+    assert len({r["worker"] for r in rows}) == 2  # both CPUs of the instance
+
+    fifo_job, feed = _fifo_job(root, tmp_path, jobs)
+    listed = [dict(j, reference=str(root / j["reference"]), distorted=str(root / j["distorted"]))
+              for j in jobs]
+    killed = []
+    rows = vbatch.batch(listed[:2] + [fifo_job] + listed[2:], tmp_path / "ray2.jsonl",
+                        ray=True, on_event=_killer(2, feed, killed))
+    assert rows.failed == 0 and rows.retried >= 1 and len(killed) == 1
+    assert rows[2]["attempts"] == 2
+    _check_rows_match_alone(root, [dict(jobs[0], title="fifo")], [rows[2]])
+    _check_rows_match_alone(root, jobs, rows[:2] + rows[3:])
+    again = vbatch.batch(listed[:2] + listed[2:], tmp_path / "ray2.jsonl", ray=True)
+    assert again.ran == 0 and again.skipped == len(jobs)
