@@ -10,6 +10,7 @@
 
 #include "vmafdnn/context.h"
 
+#include "catalog.h"
 #include "error.h"
 #include "feature_collector.h"
 #include "context_internal.h"
@@ -234,8 +235,12 @@ static int use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
         ctx->model = grown;
         ctx->model_capacity = cap;
     }
+    /* A built-in (or any catalog) name stands for its file (catalog.h). */
+    char *path = NULL;
+    if ((rc = vdnn_catalog_resolve(onnx_path, &path)))
+        return rc;
     const VdnnTinyModelOptions opt = {
-        .onnx_path = onnx_path,
+        .onnx_path = path,
         .session = mcfg->session ? mcfg->session : &ctx->cfg.session,
         .policy = ctx->cfg.policy,
         .name = mcfg->name,
@@ -245,7 +250,9 @@ static int use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
         .key_taken = key_taken,
         .opaque = ctx,
     };
-    if ((rc = vdnn_tiny_model_open(&ctx->model[ctx->n_models], &opt)))
+    rc = vdnn_tiny_model_open(&ctx->model[ctx->n_models], &opt);
+    free(path);
+    if (rc)
         return rc;
     ctx->n_models++;
     return 0;

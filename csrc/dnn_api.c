@@ -20,10 +20,7 @@
 
 /* Larger planes than any video format has; keeps w * h * sizeof(float) far
  * from overflow. */
-#define VDNN_MAX_PLANE_DIM 32768
-
-#define STR_(x) #x
-#define STR(x) STR_(x)
+#define VDNN_MAX_PLANE_DIM VMAF_DNN_MAX_DIMENSION
 
 struct VmafDnnSession {
     VdnnOrtSession *ort;
@@ -49,12 +46,6 @@ struct VmafDnnSession {
     float *plane_in, *plane_out; /* plane helpers, grown on demand */
     size_t plane_capacity;       /* elements in each */
 };
-
-const char *vmaf_dnn_version(void)
-{
-    return STR(VMAF_DNN_VERSION_MAJOR) "." STR(VMAF_DNN_VERSION_MINOR) "." STR(
-        VMAF_DNN_VERSION_PATCH);
-}
 
 const char *vmaf_dnn_last_error(void)
 {

@@ -16,6 +16,7 @@
 #include "json.h"
 #include "model_file.h"
 #include "sidecar.h"
+#include "vmafdnn/vmafdnn.h"
 
 #define COUNT(array) (sizeof(array) / sizeof((array)[0]))
 
@@ -120,17 +121,19 @@ static int read_choice(const Reader *r, const char *key, const char *const *name
                     vdnn_json_excerpt(s, len, &quoted));
 }
 
-static int read_opset(const Reader *r, int *has, int *out)
+/* Reads an integer in [lo, hi] (opset, minimum frame sizes); `what` says
+ * that range in messages. */
+static int read_int(const Reader *r, const char *key, int lo, int hi, const char *what,
+                    int *has, int *out)
 {
-    const VdnnJson *v = vdnn_json_member(r->doc, "opset");
+    const VdnnJson *v = vdnn_json_member(r->doc, key);
     if (!v)
         return 0;
     double x = vdnn_json_number(v);
     if (vdnn_json_type(v) != VDNN_JSON_NUMBER)
-        return fail_key(r, "opset", -1, "must be a non-negative integer, got %s",
-                        vdnn_json_type_name(v));
-    if (!(x >= 0 && x <= INT_MAX) || x != (double)(int)x)
-        return fail_key(r, "opset", -1, "must be a non-negative integer, not %.17g", x);
+        return fail_key(r, key, -1, "must be %s, got %s", what, vdnn_json_type_name(v));
+    if (!(x >= lo && x <= hi) || x != (double)(int)x)
+        return fail_key(r, key, -1, "must be %s, not %.17g", what, x);
     *has = 1;
     *out = (int)x;
     return 0;
@@ -263,6 +266,10 @@ static int read_range(const Reader *r, VdnnSidecar *sc)
 
 /* ---- the document -------------------------------------------------------- */
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define MIN_SIZE "an integer in [1, " STR(VMAF_DNN_MAX_DIMENSION) "]"
+
 static int read_members(const Reader *r, VdnnSidecar *sc)
 {
     /* In the order of VdnnSidecarKind and VdnnSidecarResize, from 1. */
@@ -281,8 +288,14 @@ static int read_members(const Reader *r, VdnnSidecar *sc)
         (rc = read_bool(r, "native_resolution", &sc->has_native_resolution,
                         &sc->native_resolution)) ||
         (rc = read_choice(r, "resize", resizes, COUNT(resizes), &resize)) ||
-        (rc = read_opset(r, &sc->has_opset, &sc->opset)) ||
+        (rc = read_int(r, "opset", 0, INT_MAX, "a non-negative integer", &sc->has_opset,
+                       &sc->opset)) ||
         (rc = read_string(r, "description", 0, &sc->description)) ||
+        (rc = read_string(r, "meaning", 0, &sc->meaning)) ||
+        (rc = read_int(r, "min_width", 1, VMAF_DNN_MAX_DIMENSION, MIN_SIZE,
+                       &sc->has_min_width, &sc->min_width)) ||
+        (rc = read_int(r, "min_height", 1, VMAF_DNN_MAX_DIMENSION, MIN_SIZE,
+                       &sc->has_min_height, &sc->min_height)) ||
         (rc = read_bool(r, "higher_is_better", &sc->has_higher_is_better,
                         &sc->higher_is_better)) ||
         (rc = read_range(r, sc)) ||
@@ -504,5 +517,6 @@ void vdnn_sidecar_free(VdnnSidecar *sidecar)
     free(sidecar->feature_mean);
     free(sidecar->feature_std);
     free(sidecar->description);
+    free(sidecar->meaning);
     free(sidecar);
 }

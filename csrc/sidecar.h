@@ -24,7 +24,12 @@
  *   "native_resolution" boolean: size buffers from the first frame
  *   "resize"            "none" | "bilinear" | "nearest" | "bicubic"
  *   "opset"             integer in [0, INT_MAX]
- *   "description"       string (may be empty)
+ *   "description"       string (may be empty): what the model computes
+ *   "meaning"           string (may be empty): how to read its score (what
+ *                       a higher value says, typical values)
+ *   "min_width"         integer in [1, VMAF_DNN_MAX_DIMENSION]: the
+ *   "min_height"        smallest frame the model can score (its receptive
+ *                       field, e.g. 11 for an 11x11 SSIM window)
  *   "higher_is_better"  boolean
  *   "range"             array of two numbers [min, max] with min < max
  *   "cap_db_per_bpc"    array of two numbers [slope, intercept]: every score
@@ -86,6 +91,9 @@ typedef struct VdnnSidecar {
     VdnnSidecarResize resize;
     int has_opset, opset;
     char *description;
+    char *meaning;
+    int has_min_width, min_width;   /* when has_min_width */
+    int has_min_height, min_height; /* when has_min_height */
     int has_higher_is_better, higher_is_better;
     int has_range;
     double range[2]; /* [min, max], min < max, when has_range */

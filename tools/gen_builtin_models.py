@@ -184,6 +184,13 @@ def sidecars():
             "range": [0.0, PSNR_MAX_DB],
             "cap_db_per_bpc": [6, 12],
             "opset": OPSET,
+            "min_width": 1,
+            "min_height": 1,
+            "meaning": (
+                "Peak signal-to-noise ratio of the distorted luma against the reference, in dB. "
+                "Higher is closer to the reference; each +6 dB halves the RMS error. Typical "
+                "lossy video scores 30-50 dB; identical frames score the cap, 6*bpc+12 dB (60 dB "
+                "at 8 bits)."),
             "description": (
                 "PSNR of the luma plane in dB: 10*log10(1/MSE) on luma normalised to [0,1] by "
                 "2^bpc-1, i.e. the usual definition with peak 2^bpc-1 (libvmaf, FFmpeg, "
@@ -200,6 +207,13 @@ def sidecars():
             "higher_is_better": True,
             "range": [-1.0, 1.0],
             "opset": OPSET,
+            "min_width": 2 * SSIM_RADIUS + 1,
+            "min_height": 2 * SSIM_RADIUS + 1,
+            "meaning": (
+                "Structural similarity of the distorted luma to the reference: local means, "
+                "contrasts and structure compared in 11x11 windows. 1 means identical; higher is "
+                "closer to the reference; visible distortion typically lies below 0.95, and "
+                "values near 0 or below mean the structure is lost."),
             "description": (
                 "Mean SSIM (Wang et al. 2004) of the luma plane at native resolution: 11x11 "
                 "Gaussian window, sigma 1.5, C1=(0.01)^2, C2=(0.03)^2 on [0,1] data, population "
@@ -221,6 +235,13 @@ def sidecars():
             "higher_is_better": True,
             "range": [0.0, 16.0],
             "opset": OPSET,
+            "min_width": 3,
+            "min_height": 3,
+            "meaning": (
+                "Variance of the Laplacian of the luma (on [0,1] samples): how much fine detail "
+                "and edge contrast the picture holds. Higher means sharper or more detailed (or "
+                "noisier); blur lowers it toward 0, a flat picture scores 0. No reference is "
+                "needed; compare only pictures of the same size and content."),
             "description": (
                 "No-reference sharpness: variance of the 3x3 Laplacian [[0,1,0],[1,-4,1],[0,1,0]] "
                 "of the distorted luma normalised to [0,1], over the valid region (1 px cropped "
