@@ -28,11 +28,11 @@ import numpy as np
 
 from . import __version__, available, ort_library_path, ort_version, unavailable_reason
 from . import models as builtin_models
+from . import names
 from ._native import ffi, lib
-from .context import RESIZE_MODES
 from .errors import DnnError
 from .scoring import Canceller, UsageError, score
-from .session import DEVICES, MAX_THREADS, Session
+from .session import MAX_THREADS, Session
 
 USAGE_EXIT = 2
 RUNTIME_EXIT = 1
@@ -227,6 +227,19 @@ def _interrupted(e: _Interrupted) -> int:
     return code
 
 
+def _name_of(what: str):
+    """An argparse type: any spelling the C name table accepts ("OpenVINO_CPU")
+    becomes its one name, and an unknown one C's message listing the valid
+    names."""
+    def parse(text: str) -> str:
+        try:
+            return names.name(what, names.value(what, text))
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    parse.__name__ = what
+    return parse
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of printing its usage and exiting, so that
     every error becomes the same one line."""
@@ -238,7 +251,8 @@ class _Parser(argparse.ArgumentParser):
 # -- info / bench ---------------------------------------------------------------
 
 def _device_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--device", default="auto", type=str.lower, choices=list(DEVICES),
+    parser.add_argument("--device", default="auto", type=_name_of("device"),
+                        choices=names.DEVICE_NAMES,
                         help="execution provider hint (default: auto)")
     parser.add_argument("--device-index", type=_non_negative_int, default=0, help="GPU ordinal")
     parser.add_argument("--threads", type=_thread_count, default=0,
@@ -248,13 +262,15 @@ def _device_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _open(args) -> Session:
-    session = Session(args.model, device=args.device, device_index=args.device_index,
+    session = Session(builtin_models.resolve(args.model), device=args.device, device_index=args.device_index,
                       threads=args.threads, fp16_io=args.fp16, **_policy(args))
     args.canceller.watch(session)
     return session
 
 
 def _shape(shape) -> str:
+    if shape is None:
+        return "(unknown rank)"
     return "[" + ", ".join("?" if d < 0 else str(d) for d in shape) + "]"
 
 
@@ -270,6 +286,40 @@ def cmd_info(args) -> int:
             for info in infos:
                 print(f"{kind:<7}{printable(info.name):<24}{str(info.dtype):<10}"
                       f"{_shape(info.shape)}")
+    _print_entry(builtin_models.describe(args.model))
+    return 0
+
+
+def _print_entry(entry) -> None:
+    """What the catalog knows of a model (its sidecar): what a score means."""
+    print(f"path         {printable(entry.path)}")
+    if entry.kind:
+        print(f"kind         {entry.kind}")
+    if entry.outputs:
+        print(f"scores       {', '.join(printable(o) for o in entry.outputs)}")
+    if entry.range:
+        better = {True: ", higher is better", False: ", lower is better"}.get(
+            entry.higher_is_better, "")
+        print(f"range        [{entry.range[0]:g}, {entry.range[1]:g}]{better}")
+    if entry.min_size:
+        print(f"min size     {entry.min_size[0]}x{entry.min_size[1]}")
+    if entry.description:
+        print(f"computes     {printable(entry.description)}")
+    if entry.meaning:
+        print(f"meaning      {printable(entry.meaning)}")
+
+
+def cmd_models(args) -> int:
+    entries = builtin_models.catalog()
+    for entry in entries:
+        size = f"{entry.min_size[0]}x{entry.min_size[1]}" if entry.min_size else "?"
+        print(f"{printable(entry.name):<16}{entry.kind or '?':<10}min {size:<8}"
+              f"{printable(entry.path)}")
+        if entry.meaning and args.verbose:
+            print(f"    {printable(entry.meaning)}")
+    if not entries:
+        print("no models on the search path")
+    print(f"search path: {':'.join(printable(d) for d in builtin_models.search_path())}")
     return 0
 
 
@@ -277,7 +327,7 @@ def _example_feeds(session: Session, symbolic: int):
     """Random float32 inputs, symbolic dims replaced by `symbolic`."""
     rng = np.random.default_rng(0)
     return {
-        info.name: rng.random(tuple(symbolic if d < 0 else d for d in info.shape),
+        info.name: rng.random(tuple(symbolic if d < 0 else d for d in info.shape or ()),
                               dtype=np.float32)
         for info in session.inputs
     }
@@ -318,6 +368,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--symbolic-dim", type=int, default=64,
                        help="size used for symbolic dims (default 64)")
     bench.set_defaults(func=cmd_bench)
+    models = sub.add_parser("models", help="list the models found by name (the catalog)")
+    models.add_argument("-v", "--verbose", action="store_true",
+                        help="also say what each score means")
+    models.set_defaults(func=cmd_models)
     plot = sub.add_parser("plot", help="per-frame curves of JSON reports (PNG or SVG)",
                           description="One panel per metric, one curve per report, the pooled "
                                       "mean dashed and the worst frame marked.")
@@ -343,9 +397,10 @@ def cmd_plot(args) -> int:
 # -- scoring --------------------------------------------------------------------
 
 _SCORE_EPILOG = f"""\
-models: without --tiny-model the built-in {', '.join(builtin_models.MODEL_NAMES[:2])} are used
-(with --no-reference: {builtin_models.MODEL_NAMES[2]}); a built-in name may also be given to
---tiny-model. Other commands: 'vmafdnn info MODEL', 'vmafdnn bench MODEL',
+models: without --tiny-model the built-in {', '.join(builtin_models.default_models())} are used
+(with --no-reference: {', '.join(builtin_models.default_models(True))}); a model name (see
+'vmafdnn models') may also be given to --tiny-model. Other commands: 'vmafdnn info MODEL',
+'vmafdnn models', 'vmafdnn bench MODEL',
 'vmafdnn plot REPORT.json -o OUT.png' (see their --help).
 
 inputs are recognised by content: Y4M, else anything FFmpeg's libraries decode
@@ -396,14 +451,16 @@ def build_score_parser() -> argparse.ArgumentParser:
     m = p.add_argument_group("models")
     m.add_argument("--tiny-model", action="append", dest="models", metavar="PATH",
                    help="ONNX model (its sidecar .json beside it) or built-in name; repeatable")
-    m.add_argument("--tiny-device", default="auto", type=str.lower, choices=list(DEVICES),
+    m.add_argument("--tiny-device", default="auto", type=_name_of("device"),
+                   choices=names.DEVICE_NAMES,
                    help="execution provider hint (default: auto)")
     m.add_argument("--tiny-device-index", type=_non_negative_int, default=0, metavar="N",
                    help="GPU ordinal (default 0)")
     m.add_argument("--tiny-threads", type=_thread_count, default=0, metavar="N",
                    help=f"ONNX Runtime threads per model, 0..{MAX_THREADS} (0: ORT's default)")
     m.add_argument("--tiny-fp16", action="store_true", help="FLOAT16 model inputs and outputs")
-    m.add_argument("--tiny-resize", default="none", type=str.lower, choices=list(RESIZE_MODES),
+    m.add_argument("--tiny-resize", default="none", type=_name_of("resize"),
+                   choices=names.RESIZE_NAMES,
                    help="how frames reach a model of another fixed size (default: none, "
                         "an error)")
     o = p.add_argument_group("output")
@@ -529,7 +586,7 @@ def _one_line(error: BaseException) -> str:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        if argv and argv[0] in ("info", "bench", "plot"):
+        if argv and argv[0] in ("info", "bench", "plot", "models"):
             args = build_parser().parse_args(argv)
         elif not argv:
             raise _UsageExit("no input given")
@@ -537,7 +594,7 @@ def main(argv=None) -> int:
             args = build_score_parser().parse_args(argv)
             _check_score_args(args)
             args.command, args.func = "score", cmd_score
-        if args.command != "plot" and not available():
+        if args.command not in ("plot", "models") and not available():
             raise RuntimeError(unavailable_reason())
         args.canceller = Canceller()  # what a SIGINT / SIGTERM cancels
         try:

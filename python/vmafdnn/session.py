@@ -41,7 +41,7 @@ class TensorInfo(NamedTuple):
     """A model input or output as the model declares it."""
 
     name: str
-    shape: Tuple[int, ...]  # -1 for symbolic dims
+    shape: Optional[Tuple[int, ...]]  # -1 for symbolic dims; None: unknown rank
     dtype: np.dtype
 
 
@@ -54,6 +54,11 @@ def device_value(device: str) -> int:
         ) from None
 
 
+def _is_fixed(shape: Optional[Tuple[int, ...]]) -> bool:
+    """A known rank with no symbolic dim."""
+    return shape is not None and all(d >= 0 for d in shape)
+
+
 def _slot_infos(handle, count, info_fn, kind: str) -> List[TensorInfo]:
     infos = []
     c_info = ffi.new("VmafDnnTensorInfo *")
@@ -62,7 +67,8 @@ def _slot_infos(handle, count, info_fn, kind: str) -> List[TensorInfo]:
         infos.append(
             TensorInfo(
                 name=decode_name(c_info.name, f"the name of {kind} {i}"),
-                shape=tuple(c_info.shape[d] for d in range(c_info.rank)),
+                shape=(None if c_info.shape == ffi.NULL
+                       else tuple(c_info.shape[d] for d in range(c_info.rank))),
                 dtype=_DTYPES.get(c_info.type, np.dtype(np.float32)),
             )
         )
@@ -212,16 +218,17 @@ class Session(NativeHandle):
         # shape is written only when it differs from the previous run's.
         n_in, n_out = len(self.inputs), len(self.outputs)
         self._c_inputs = ffi.new("VmafDnnInput[]", max(n_in, 1))
-        self._c_shapes = [ffi.new("int64_t[]", max(len(i.shape), 1)) for i in self.inputs]
+        # An input of unknown rank gets room for any rank; the run sets it.
+        self._c_shapes = [ffi.new("int64_t[]", lib.VMAF_DNN_MAX_RANK if i.shape is None
+                                  else max(len(i.shape), 1)) for i in self.inputs]
         self._fed_shapes = [None] * n_in
         for i in range(n_in):
             self._c_inputs[i].shape = self._c_shapes[i]
-            self._c_inputs[i].rank = len(self.inputs[i].shape)
+            self._c_inputs[i].rank = len(self.inputs[i].shape or ())
         self._c_outputs = ffi.new("VmafDnnOutput[]", max(n_out, 1))
         # Outputs of fixed shape get exact arrays; the others a capacity that
         # grows to what the model has produced so far.
-        self._static_shapes = [o.shape if all(d >= 0 for d in o.shape) else None
-                               for o in self.outputs]
+        self._static_shapes = [o.shape if _is_fixed(o.shape) else None for o in self.outputs]
         self._capacities = [1] * n_out
         self._fast_run = self._make_fast_run()
 
@@ -268,9 +275,11 @@ class Session(NativeHandle):
         if value.dtype != _FLOAT32:
             raise InvalidArgumentError(
                 errno.EINVAL, f"input {info.name!r} must be float32, got {value.dtype}")
-        if value.ndim != len(info.shape):
+        rank = lib.VMAF_DNN_MAX_RANK if info.shape is None else len(info.shape)
+        if (value.ndim > rank) if info.shape is None else (value.ndim != rank):
             raise InvalidArgumentError(
-                errno.EINVAL, f"input {info.name!r} must have rank {len(info.shape)}, "
+                errno.EINVAL, f"input {info.name!r} must have rank "
+                              f"{'at most ' if info.shape is None else ''}{rank}, "
                               f"got shape {value.shape}")
         if not value.flags.c_contiguous:
             value = np.ascontiguousarray(value)
@@ -282,7 +291,7 @@ class Session(NativeHandle):
         that matters for tiny models. It returns None for anything else, which
         then takes the general path (and its error messages). It has its own C
         structures, so the general path's shape writes never reach it."""
-        if any(d < 0 for info in self.inputs + self.outputs for d in info.shape):
+        if not all(_is_fixed(info.shape) for info in self.inputs + self.outputs):
             return None
         names = self._input_names
         in_shapes = tuple(info.shape for info in self.inputs)
@@ -396,6 +405,7 @@ class Session(NativeHandle):
                     c_shape = self._c_shapes[i]
                     for d, n in enumerate(arr.shape):
                         c_shape[d] = n
+                    self._c_inputs[i].rank = arr.ndim
                     self._fed_shapes[i] = arr.shape
                 buf = ffi.from_buffer("float[]", arr)
                 keep.append(buf)

@@ -253,3 +253,21 @@ def test_a_model_of_factory_opset_loads(save_model):
     assert model.opset_import[0].version == factory.OPSET
     with vmafdnn.Session(save_model(model, "pinned")) as s:
         assert s.attached_ep == "CPU"
+
+
+def test_output_of_unknown_rank_runs_and_says_so(tmp_path):
+    """An output whose rank ORT cannot know (two If branches of different
+    rank) is described with shape None, not as a scalar, and each run returns
+    what the model produced: [1] or [1, 1]."""
+    import onnx
+
+    path = tmp_path / "unknown_rank.onnx"
+    onnx.save(factory.score_unknown_rank(), str(path))
+    with vmafdnn.Session(str(path), device="cpu") as s:
+        if tuple(int(x) for x in vmafdnn.ort_version().split(".")[:2]) < (1, 24):
+            pytest.skip("ORT before 1.24 cannot tell an unknown rank from a scalar")
+        assert s.outputs[0].shape is None
+        high = s.run({"x": np.full((1, 1, 4, 4), 0.75, np.float32)})["score"]
+        low = s.run({"x": np.full((1, 1, 4, 4), 0.25, np.float32)})["score"]
+    assert high.shape == (1,) and high[0] == np.float32(0.75)
+    assert low.shape == (1, 1) and low[0, 0] == np.float32(0.25)
