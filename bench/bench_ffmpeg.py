@@ -8,9 +8,10 @@ trip, made with the system ffmpeg) with the same models and thread count:
 
     filter: ffmpeg -i dist.y4m -i ref.y4m -lavfi vmafdnn=... -f null -
     pipe:   ffmpeg -i dist.y4m -f yuv4mpegpipe - | vmafdnn -r ref.y4m -d - ...
+    mp4:    ffmpeg -i dist.mp4 -i ref.y4m -lavfi vmafdnn=... -f null -
 
-(the patched ffmpeg of tools/build_ffmpeg.sh on both sides, so only the
-scoring path differs). Each side runs --repeat times in one process; the best
+(the patched ffmpeg of tools/build_ffmpeg.sh everywhere, so only the scoring
+path differs; the mp4 line adds H.264 decoding, built without assembly). Each side runs --repeat times in one process; the best
 wall time counts, and the ratio of the two is printed.
 """
 import argparse
@@ -36,7 +37,7 @@ def make_clips(directory: Path, size: str, frames: int):
     subprocess.run(quiet + ["-i", str(ref), "-c:v", "libx264", "-preset", "veryfast",
                             "-crf", "40", str(enc)], check=True)
     subprocess.run(quiet + ["-i", str(enc), "-pix_fmt", "yuv420p", str(dist)], check=True)
-    return ref, dist
+    return ref, dist, enc
 
 
 def best_wall(cmd, repeat: int, env) -> float:
@@ -70,7 +71,7 @@ def main() -> None:
     models = args.model or ["psnr_y", "ssim_y"]
 
     with tempfile.TemporaryDirectory(prefix="vmafdnn-bench-ffmpeg-") as tmp:
-        ref, dist = make_clips(Path(tmp), args.size, args.frames)
+        ref, dist, enc = make_clips(Path(tmp), args.size, args.frames)
         opts = f"model={'|'.join(models)}:threads={args.threads}"
         filt = (f"{ffmpeg} -nostdin -v error -i {dist} -i {ref} "
                 f"-lavfi '[0:v][1:v]vmafdnn={opts}' -f null -")
@@ -78,8 +79,10 @@ def main() -> None:
         pipe = (f"{ffmpeg} -nostdin -v error -i {dist} -f yuv4mpegpipe - | "
                 f"{sys.executable} -m vmafdnn -q -r {ref} -d - {cli_models} "
                 f"--tiny-threads {args.threads}")
+        mp4 = filt.replace(f"-i {dist} ", f"-i {enc} ")
         t_filter = best_wall(filt, args.repeat, env)
         t_pipe = best_wall(pipe, args.repeat, env)
+        t_mp4 = best_wall(mp4, args.repeat, env)
 
     fps_filter, fps_pipe = args.frames / t_filter, args.frames / t_pipe
     print(f"{args.size}, {args.frames} frames, models {', '.join(models)}, threads {args.threads}, "
@@ -87,6 +90,7 @@ def main() -> None:
     print(f"  ffmpeg -lavfi vmafdnn        : {fps_filter:8.2f} fps ({t_filter:.2f} s)")
     print(f"  ffmpeg | vmafdnn CLI (pipe)  : {fps_pipe:8.2f} fps ({t_pipe:.2f} s)")
     print(f"  filter / pipe                : {fps_filter / fps_pipe:8.2f}x")
+    print(f"  ffmpeg -i dist.mp4 -lavfi    : {args.frames / t_mp4:8.2f} fps ({t_mp4:.2f} s)")
 
 
 if __name__ == "__main__":

@@ -59,6 +59,10 @@ vcache=$cache/$version
 prefix=$cache/prefix
 jobs=${VMAFDNN_JOBS:-2}
 
+# One run at a time per cache: runs share the libvmafdnn build and install.
+mkdir -p "$cache"
+if command -v flock >/dev/null; then exec 9>"$cache/.lock"; flock 9; fi
+
 log() { printf '%s\n' "build_ffmpeg: $*" >&2; }
 die() { log "$*"; exit 1; }
 step_start=0
@@ -288,12 +292,15 @@ if grep -q -- '--enable-libonnxruntime' "$vcache/src/pristine/configure"; then
 print(sorted(glob.glob(os.path.join(os.path.dirname(onnxruntime.__file__), "capi", "libonnxruntime.so.*")))[-1])' 2>/dev/null)} ||:
     ort_include=$(bash "$here/tools/fetch_ort_headers.sh" 2>/dev/null) ||:
     if [ -f "${ort_lib:-/nonexistent}" ] && [ -f "${ort_include:-/nonexistent}/onnxruntime_c_api.h" ]; then
+        # The wheel ships only libonnxruntime.so.1.N.M: the links give the
+        # linker its -lonnxruntime and the loader the soname (.so.1).
         ort_link=$cache/ort-link
         mkdir -p "$ort_link"
         ln -sfn "$(readlink -f "$ort_lib")" "$ort_link/libonnxruntime.so"
+        ln -sfn "$(readlink -f "$ort_lib")" "$ort_link/libonnxruntime.so.1"
         configure_args+=(--enable-libonnxruntime --enable-filter=dnn_processing
                          --extra-cflags="-I$ort_include"
-                         --extra-ldflags="-L$ort_link -Wl,-rpath,$(dirname "$(readlink -f "$ort_lib")")")
+                         --extra-ldflags="-L$ort_link -Wl,-rpath,$ort_link")
         log "with FFmpeg's own ONNX Runtime backend ($(readlink -f "$ort_lib"))"
     else
         log "without FFmpeg's own ONNX Runtime backend: no onnxruntime Python package or ORT headers"
