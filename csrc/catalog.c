@@ -103,9 +103,11 @@ static int push_data_dir(Strings *dirs)
         char *slash = strrchr(lib, '/');
         if (slash) {
             *slash = '\0';
+            char found[PATH_MAX];
             int n = snprintf(dir, sizeof(dir), "%s/%s", lib, VDNN_MODELS_FROM_LIBDIR);
-            if (n > 0 && (size_t)n < sizeof(dir) && is_dir(dir))
-                return strings_push_n(dirs, dir, (size_t)n);
+            /* Shown to users and compared: without the "lib/../share". */
+            if (n > 0 && (size_t)n < sizeof(dir) && is_dir(dir) && realpath(dir, found))
+                return strings_push_n(dirs, found, strlen(found));
         }
     }
     if (VDNN_MODELS_DIR[0])

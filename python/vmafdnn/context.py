@@ -26,6 +26,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple, Union
 import numpy as np
 
 from . import models as _builtin
+from . import names
 from ._native import NativeHandle, c_name, c_path, check, decode_name, ensure_ort, ffi, lib
 from .errors import InvalidArgumentError, RangeError
 from .session import device_value, model_policy
@@ -34,34 +35,14 @@ from .video import Frame
 __all__ = ["Context", "ModelInfo", "RESIZE_MODES", "POOL_METHODS", "OUTPUT_FORMATS",
            "REPORT_VERSION", "format_for_path"]
 
-#: Accepted ``resize`` names and their VmafDnnResize values.
-RESIZE_MODES = {
-    "none": lib.VMAF_DNN_RESIZE_NONE,
-    "bilinear": lib.VMAF_DNN_RESIZE_BILINEAR,
-    "nearest": lib.VMAF_DNN_RESIZE_NEAREST,
-    "bicubic": lib.VMAF_DNN_RESIZE_BICUBIC,
-}
+#: Accepted ``resize`` names and their VmafDnnResize values (the C table).
+RESIZE_MODES = names.table("resize")
 
-#: Accepted ``method`` names of :meth:`Context.pool`.
-POOL_METHODS = {
-    "min": lib.VMAF_DNN_POOL_MIN,
-    "max": lib.VMAF_DNN_POOL_MAX,
-    "mean": lib.VMAF_DNN_POOL_MEAN,
-    "harmonic_mean": lib.VMAF_DNN_POOL_HARMONIC_MEAN,
-}
+#: Accepted ``method`` names of :meth:`Context.pool` (the C table).
+POOL_METHODS = names.table("pool")
 
-#: Report formats of :meth:`Context.write`.
-OUTPUT_FORMATS = {
-    "json": lib.VMAF_DNN_OUTPUT_JSON,
-    "xml": lib.VMAF_DNN_OUTPUT_XML,
-    "csv": lib.VMAF_DNN_OUTPUT_CSV,
-}
-
-_KINDS = {
-    lib.VMAF_DNN_MODEL_FR: "fr",
-    lib.VMAF_DNN_MODEL_NR: "nr",
-    lib.VMAF_DNN_MODEL_FEATURES: "features",
-}
+#: Report formats of :meth:`Context.write` (the C table).
+OUTPUT_FORMATS = names.table("format")
 
 #: The "version" the C report writer puts in every report.
 REPORT_VERSION = "libvmafdnn " + ffi.string(lib.vmaf_dnn_version()).decode()
@@ -79,31 +60,21 @@ class ModelInfo(NamedTuple):
     fallback_reason: str      # why it does not run on the device asked for ("" if it does)
 
 
-def _choice(table: dict, value, what: str) -> int:
-    try:
-        return table[value.lower()]
-    except (KeyError, AttributeError):
-        raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(table)}") from None
-
-
 def format_for_path(path, fmt: Optional[str] = None) -> str:
     """The report format: ``fmt`` when given, else from the file extension
     (.json, .xml, .csv), else "json"."""
     if fmt is not None:
-        _choice(OUTPUT_FORMATS, fmt, "report format")
-        return fmt.lower()
+        return names.name("format", names.value("format", fmt))
     ext = os.path.splitext(os.fspath(path))[1].lower().lstrip(".") if path is not None else ""
     return ext if ext in OUTPUT_FORMATS else "json"
 
 
 def _model_path(model) -> str:
-    """A built-in model name ("psnr_y") resolved to its file; paths unchanged."""
-    if isinstance(model, str) and model in _builtin.MODEL_NAMES:
-        return str(_builtin.path(model))
-    if not isinstance(model, (str, os.PathLike)):
-        raise TypeError(f"a model is a path or a built-in name "
-                        f"({', '.join(_builtin.MODEL_NAMES)}), got {type(model).__name__}")
-    return os.fspath(model)
+    """A model path or name (C resolves a name through the catalog)."""
+    if not isinstance(model, (str, bytes, os.PathLike)):
+        raise TypeError(f"a model is a path or a model name (built-in: "
+                        f"{', '.join(_builtin.MODEL_NAMES)}), got {type(model).__name__}")
+    return model
 
 
 def _session_config(cfg, device, device_index, threads, fp16_io) -> None:
@@ -236,7 +207,7 @@ class Context(NativeHandle):
         cfg = ffi.new("VmafDnnContextConfig *")
         lib.vmaf_dnn_default_context_config(cfg)
         _session_config(cfg.session, device, device_index, threads, fp16_io)
-        cfg.resize = _choice(RESIZE_MODES, resize, "resize mode")
+        cfg.resize = names.value("resize", resize)
         cfg.fps = 0.0 if fps is None else float(fps)
         # The context borrows the policy (and its strings) for its whole
         # life: the handle's destructor holds them (see NativeHandle).
@@ -277,7 +248,7 @@ class Context(NativeHandle):
             keep.append(session)
             mcfg.session = session
         if resize is not None:
-            mcfg.resize = _choice(RESIZE_MODES, resize, "resize mode")
+            mcfg.resize = names.value("resize", resize)
         mcfg.no_reference = bool(no_reference)
         with self._using() as handle:
             check(lib.vmaf_dnn_use_tiny_model(handle, c_model, mcfg))
@@ -290,7 +261,7 @@ class Context(NativeHandle):
         session = lib.vmaf_dnn_tiny_model_session(handle, i)
         return ModelInfo(
             path=os.fsdecode(ffi.string(lib.vmaf_dnn_tiny_model_path(handle, i))),
-            kind=_KINDS[lib.vmaf_dnn_tiny_model_kind(handle, i)],
+            kind=names.name("kind", lib.vmaf_dnn_tiny_model_kind(handle, i)),
             features=tuple(
                 decode_name(lib.vmaf_dnn_tiny_model_feature_name(handle, i, k),
                             f"feature key {k} of model {i}")
@@ -375,7 +346,7 @@ class Context(NativeHandle):
         """Feature ``name`` pooled over frames first..last (inclusive; None: to
         the end) by min, max, mean or harmonic_mean, over the frames that have
         a value."""
-        c_method = _choice(POOL_METHODS, method, "pool method")
+        c_method = names.value("pool", method)
         first = _frame_index(first)
         last = _LAST_FRAME if last is None else min(_frame_index(last, clamp=True), _LAST_FRAME)
         c_feature = c_name(name, "feature name")

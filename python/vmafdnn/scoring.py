@@ -25,9 +25,9 @@ from .video import Frame, VideoFormatError, Y4MReader, describe_reader, open_vid
 __all__ = ["score", "Canceller", "InputMismatchError", "UsageError", "load_features",
            "DEFAULT_FR_MODELS", "DEFAULT_NR_MODELS"]
 
-#: Built-in models used when ``models`` is None.
-DEFAULT_FR_MODELS = ("psnr_y", "ssim_y")
-DEFAULT_NR_MODELS = ("sharpness_nr",)
+#: Built-in models used when ``models`` is None (the C library's default sets).
+DEFAULT_FR_MODELS = tuple(_builtin.default_models())
+DEFAULT_NR_MODELS = tuple(_builtin.default_models(no_reference=True))
 
 
 class InputMismatchError(ValueError):
@@ -260,8 +260,9 @@ def _model_list(models, no_reference: bool) -> List:
         return [models]
     models = list(models)
     if not models:
-        raise UsageError("models is empty: give at least one model (or None for the built-in "
-                         f"ones: {', '.join(_builtin.MODEL_NAMES)})")
+        defaults = DEFAULT_NR_MODELS if no_reference else DEFAULT_FR_MODELS
+        raise UsageError("models is empty: give at least one model (or None for the default "
+                         f"ones: {', '.join(defaults)})")
     return models
 
 

@@ -31,6 +31,8 @@ from typing import BinaryIO, Iterable, Iterator, Optional, Union
 
 import numpy as np
 
+from ._native import lib
+
 __all__ = [
     "VideoFormatError",
     "Frame",
@@ -46,7 +48,8 @@ __all__ = [
 
 # A lying header must not be able to make us allocate gigabytes: even at
 # these caps a 16-bit 4:4:4 frame is 1.5 GiB, so nothing larger is allowed.
-MAX_DIMENSION = 32768
+# The size limit is the C library's (VMAF_DNN_MAX_DIMENSION).
+MAX_DIMENSION = lib.VMAF_DNN_MAX_DIMENSION
 MAX_AREA = 1 << 28
 
 # Stream and frame header lines are short; a line this long without a

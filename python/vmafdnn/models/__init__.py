@@ -48,9 +48,19 @@ def add_path(directory) -> None:
     check(lib.vmaf_dnn_model_path_add(c_path(directory, "model directory")))
 
 
+def search_path() -> List[str]:
+    """The directories names are looked up in, in order."""
+    buf = ffi.new("char[]", 65536)
+    check(lib.vmaf_dnn_model_search_path(buf, len(buf)))
+    return [d for d in os.fsdecode(ffi.string(buf)).split(":") if d]
+
+
 _PACKAGE_DIRS = _package_dirs()
 for _folder in _PACKAGE_DIRS:
-    add_path(_folder)
+    # In a wheel the library finds this directory itself; elsewhere (an
+    # editable install) only this tells it.
+    if os.path.realpath(_folder) not in map(os.path.realpath, search_path()):
+        add_path(_folder)
 
 #: Names of the models shipped with this package.
 MODEL_NAMES = tuple(sorted({entry[:-len(".onnx")] for folder in _PACKAGE_DIRS
@@ -130,13 +140,6 @@ def resolve(model) -> str:
 def path(name) -> pathlib.Path:
     """Path of the model `name` (its sidecar is the same path with .json)."""
     return pathlib.Path(resolve(name))
-
-
-def search_path() -> List[str]:
-    """The directories names are looked up in, in order."""
-    buf = ffi.new("char[]", 65536)
-    check(lib.vmaf_dnn_model_search_path(buf, len(buf)))
-    return [d for d in os.fsdecode(ffi.string(buf)).split(":") if d]
 
 
 def default_models(no_reference: bool = False) -> List[str]:
