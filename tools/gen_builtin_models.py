@@ -36,6 +36,13 @@ SSIM_SIGMA = 1.5
 SSIM_RADIUS = int(3.5 * SSIM_SIGMA + 0.5)
 SSIM_C1 = 0.01 ** 2
 SSIM_C2 = 0.03 ** 2
+# ssim_y filters row strips: SSIM_SUBSTRIPS strips of SSIM_STRIP_ROWS output rows per Loop
+# iteration, five maps each, padded to SSIM_CHANNELS = 16 channels (AVX-512's NCHWc block; a
+# multiple of AVX2's 8). 16 rows measured fastest at 1080p of 8..64 (cache-resident strips against
+# per-iteration overhead).
+SSIM_STRIP_ROWS = 16
+SSIM_SUBSTRIPS = 3
+SSIM_CHANNELS = 16
 
 # 10*log10(1/1e-20) = 200 dB: identical frames give a finite value; the library then caps it at
 # 6*bpc+12 dB like libvmaf (sidecar key cap_db_per_bpc).
@@ -48,22 +55,41 @@ INT64_MAX = np.iinfo(np.int64).max
 class Graph:
     """Accumulates nodes and initializers with deterministic, readable names."""
 
-    def __init__(self):
+    def __init__(self, prefix=""):
+        # A subgraph gets its own prefix: ONNX forbids a body name that shadows an outer one.
+        self.prefix = prefix
         self.nodes = []
         self.inits = []
         self._count = 0
 
     def const(self, value, dtype):
-        name = f"c{len(self.inits)}"
+        name = f"{self.prefix}c{len(self.inits)}"
         self.inits.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
         return name
 
     def op(self, op_type, *inputs, n_out=1, **attrs):
-        outs = [f"t{self._count}_{i}" for i in range(n_out)]
+        outs = [f"{self.prefix}t{self._count}_{i}" for i in range(n_out)]
         self.nodes.append(helper.make_node(op_type, list(inputs), outs,
-                                           name=f"n{self._count}_{op_type}", **attrs))
+                                           name=f"{self.prefix}n{self._count}_{op_type}", **attrs))
         self._count += 1
         return outs[0] if n_out == 1 else outs
+
+    def loop_body(self, name, carried, carried_out):
+        """This graph as the body of a Loop: inputs (iter, cond, *carried), outputs (cond,
+        *carried_out); `carried` are (name, elem_type) pairs of rank-0 loop-carried values."""
+        outs = [f"{self.prefix}cond_out"] + [f"{self.prefix}out_{n}" for n, _ in carried]
+        self.nodes.append(helper.make_node("Identity", [f"{self.prefix}cond"], [outs[0]],
+                                           name=f"{self.prefix}n_cond"))
+        for src, dst in zip(carried_out, outs[1:]):
+            self.nodes.append(helper.make_node("Identity", [src], [dst],
+                                               name=f"{self.prefix}n_{dst}"))
+        scalar = helper.make_tensor_value_info
+        inputs = ([scalar(f"{self.prefix}iter", TensorProto.INT64, []),
+                   scalar(f"{self.prefix}cond", TensorProto.BOOL, [])]
+                  + [scalar(n, t, []) for n, t in carried])
+        outputs = ([scalar(outs[0], TensorProto.BOOL, [])]
+                   + [scalar(o, t, []) for o, (_, t) in zip(outs[1:], carried)])
+        return helper.make_graph(self.nodes, name, inputs, outputs, initializer=self.inits)
 
     def scalar_output(self, double_scalar, name):
         """Double rank-0 value -> float32 output `name` of shape [1]."""
@@ -109,44 +135,83 @@ def gaussian_window():
 
 
 def build_ssim_y():
-    g = Graph()
-    taps = 2 * SSIM_RADIUS + 1
+    r2 = 2 * SSIM_RADIUS
+    taps = r2 + 1
     w = gaussian_window()
-    maps = 5
-    w_h = g.const(np.tile(w.reshape(1, 1, 1, taps), (maps, 1, 1, 1)), np.float32)
-    w_v = g.const(np.tile(w.reshape(1, 1, taps, 1), (maps, 1, 1, 1)), np.float32)
+    g = Graph()
+    i64 = lambda v: g.const(v, np.int64)  # noqa: E731
 
     # Centre each frame on its own mean: any constant works (variances are shift-invariant and the
     # constant is added back for the means); the frame mean makes the squares smallest.
     cx = g.op("ReduceMean", "reference", keepdims=1)
     cy = g.op("ReduceMean", "distorted", keepdims=1)
-    x = g.op("Sub", "reference", cx)
-    y = g.op("Sub", "distorted", cy)
-    e = g.op("Sub", x, y)
+    ref3 = g.op("Squeeze", "reference", i64([1]))  # [1, H, W]: Gather rows into channels
+    dis3 = g.op("Squeeze", "distorted", i64([1]))
+    valid = g.op("Sub", g.op("Slice", g.op("Shape", "reference"), i64([2]), i64([4])), i64(r2))
+    hv = g.op("Gather", valid, i64(0))  # output rows of the 'valid' filter
+    rows = g.op("Min", hv, i64(SSIM_STRIP_ROWS))  # per sub-strip
+    per_iter = g.op("Mul", rows, i64(SSIM_SUBSTRIPS))
+    trips = g.op("Div", g.op("Sub", g.op("Add", hv, per_iter), i64(1)), per_iter)
+    last_start = g.op("Sub", hv, rows)
+    sub_offsets = g.op("Mul", g.op("Range", i64(0), i64(SSIM_SUBSTRIPS), i64(1)), rows)
+    window = g.op("Unsqueeze", g.op("Range", i64(0), g.op("Add", rows, i64(r2)), i64(1)), i64([0]))
+    row_ids = g.op("Unsqueeze", g.op("Range", i64(0), rows, i64(1)), i64([0]))
+    count = g.op("Cast", g.op("ReduceProd", valid, keepdims=0), to=TensorProto.DOUBLE)
+
+    # One Loop iteration filters SSIM_SUBSTRIPS row strips of the five maps, stacked as 16
+    # channels: its intermediates stay in cache instead of moving ~1 GB per 1080p frame through
+    # memory, and ORT runs a 16-channel depthwise Conv with its NCHWc kernels, 2.5x faster per
+    # channel than the im2col path it takes for 5.
+    b = Graph("s_")
+    bi64 = lambda v: b.const(v, np.int64)  # noqa: E731
+    want = b.op("Add", b.op("Mul", "s_iter", per_iter), sub_offsets)
+    # Every sub-strip has rows + 2R input rows: one that would run off the bottom starts earlier,
+    # and the output rows an earlier sub-strip already counted are skipped below.
+    start = b.op("Min", want, last_start)
+    skip = b.op("Unsqueeze", b.op("Sub", want, start), bi64([1]))
+    index = b.op("Add", b.op("Unsqueeze", start, bi64([1])), window)  # [S, rows + 2R]
+    x = b.op("Sub", b.op("Gather", ref3, index, axis=1), cx)  # [1, S, rows + 2R, W]
+    y = b.op("Sub", b.op("Gather", dis3, index, axis=1), cy)
+    e = b.op("Sub", x, y)
+    pad = b.op("Slice", e, bi64([0]), bi64([SSIM_CHANNELS - 5 * SSIM_SUBSTRIPS]), bi64([1]))
     # Var(x - y) instead of the covariance: small when the frames are close, which is where SSIM
     # needs the most digits. sigma_xy = (var_x + var_y - var_e) / 2.
-    stack = g.op("Concat", x, y, g.op("Mul", x, x), g.op("Mul", y, y), g.op("Mul", e, e), axis=1)
+    stack = b.op("Concat", x, y, b.op("Mul", x, x), b.op("Mul", y, y), b.op("Mul", e, e), pad,
+                 axis=1)
+    w_h = b.const(np.tile(w.reshape(1, 1, 1, taps), (SSIM_CHANNELS, 1, 1, 1)), np.float32)
+    w_v = b.const(np.tile(w.reshape(1, 1, taps, 1), (SSIM_CHANNELS, 1, 1, 1)), np.float32)
     # 'valid' filtering: skimage filters with reflect padding, then crops the window radius from
     # every border before the mean, so the padded samples never reach the pixels that count.
-    filt = g.op("Conv", g.op("Conv", stack, w_h, group=maps), w_v, group=maps)
-    fx, fy, fxx, fyy, fee = g.op("Split", filt, axis=1, n_out=maps)
+    filt = b.op("Conv", b.op("Conv", stack, w_h, group=SSIM_CHANNELS), w_v, group=SSIM_CHANNELS)
+    fx, fy, fxx, fyy, fee, _ = b.op(
+        "Split", filt, bi64([SSIM_SUBSTRIPS] * 5 + [SSIM_CHANNELS - 5 * SSIM_SUBSTRIPS]),
+        axis=1, n_out=6)
 
-    mu_x = g.op("Add", fx, cx)
-    mu_y = g.op("Add", fy, cy)
-    var_x = g.op("Sub", fxx, g.op("Mul", fx, fx))
-    var_y = g.op("Sub", fyy, g.op("Mul", fy, fy))
-    de = g.op("Sub", fx, fy)
-    var_e = g.op("Sub", fee, g.op("Mul", de, de))
+    mu_x = b.op("Add", fx, cx)
+    mu_y = b.op("Add", fy, cy)
+    var_x = b.op("Sub", fxx, b.op("Mul", fx, fx))
+    var_y = b.op("Sub", fyy, b.op("Mul", fy, fy))
+    de = b.op("Sub", fx, fy)
+    var_e = b.op("Sub", fee, b.op("Mul", de, de))
 
-    c1 = g.const(SSIM_C1, np.float32)
-    c2 = g.const(SSIM_C2, np.float32)
-    two_mu_xy = g.op("Mul", g.op("Mul", mu_x, mu_y), g.const(2.0, np.float32))
-    a1 = g.op("Add", two_mu_xy, c1)
-    b1 = g.op("Add", g.op("Add", g.op("Mul", mu_x, mu_x), g.op("Mul", mu_y, mu_y)), c1)
-    b2 = g.op("Add", g.op("Add", var_x, var_y), c2)
-    a2 = g.op("Sub", b2, var_e)  # 2*sigma_xy + C2
-    ssim_map = g.op("Div", g.op("Mul", a1, a2), g.op("Mul", b1, b2))
-    g.scalar_output(frame_mean_double(g, ssim_map), "ssim_y")
+    c1 = b.const(SSIM_C1, np.float32)
+    c2 = b.const(SSIM_C2, np.float32)
+    # Sum(p, p, C1) is 2p + C1 with the same roundings as Mul-then-Add, in one pass.
+    mu_xy = b.op("Mul", mu_x, mu_y)
+    a1 = b.op("Sum", mu_xy, mu_xy, c1)
+    b1 = b.op("Sum", b.op("Mul", mu_x, mu_x), b.op("Mul", mu_y, mu_y), c1)
+    b2 = b.op("Sum", var_x, var_y, c2)
+    a2 = b.op("Sub", b2, var_e)  # 2*sigma_xy + C2
+    ssim_map = b.op("Div", b.op("Mul", a1, a2), b.op("Mul", b1, b2))  # [1, S, rows, W - 2R]
+    row_sums = b.op("ReduceSum", b.op("Cast", ssim_map, to=TensorProto.DOUBLE), bi64([0, 3]),
+                    keepdims=0)
+    owned = b.op("Where", b.op("GreaterOrEqual", row_ids, skip), row_sums,
+                 b.const(0.0, np.float64))
+    total = b.op("Add", "s_acc", b.op("ReduceSum", owned, keepdims=0))
+    body = b.loop_body("ssim_strips", [("s_acc", TensorProto.DOUBLE)], [total])
+
+    total = g.op("Loop", trips, g.const(True, np.bool_), g.const(0.0, np.float64), body=body)
+    g.scalar_output(g.op("Div", total, count), "ssim_y")
     return g.model("ssim_y", ["reference", "distorted"], "ssim_y",
                    "Mean SSIM of the luma plane, 11x11 Gaussian window (sigma 1.5), valid region.")
 
