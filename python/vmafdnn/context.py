@@ -72,7 +72,7 @@ def format_for_path(path, fmt: Optional[str] = None) -> str:
 def _model_path(model) -> str:
     """A model path or name (C resolves a name through the catalog)."""
     if not isinstance(model, (str, bytes, os.PathLike)):
-        raise TypeError(f"a model is a path or a model name (built-in: "
+        raise TypeError(f"a model is a path or a model name (a built-in name: "
                         f"{', '.join(_builtin.MODEL_NAMES)}), got {type(model).__name__}")
     return model
 

@@ -8,6 +8,7 @@ from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, U
 import numpy as np
 
 from ._native import NativeHandle, c_name, c_path, check, decode_name, ensure_ort, ffi, lib
+from . import names
 from .errors import InvalidArgumentError
 
 __all__ = ["Session", "TensorInfo", "DEVICES", "POLICY_KEYWORDS", "model_policy", "MAX_THREADS"]
@@ -15,16 +16,9 @@ __all__ = ["Session", "TensorInfo", "DEVICES", "POLICY_KEYWORDS", "model_policy"
 #: Most ORT threads a session or context may ask for (VMAF_DNN_MAX_THREADS).
 MAX_THREADS = lib.VMAF_DNN_MAX_THREADS
 
-#: Accepted ``device`` names (any case) and their VmafDnnDevice values.
-DEVICES = {
-    "auto": lib.VMAF_DNN_DEVICE_AUTO,
-    "cpu": lib.VMAF_DNN_DEVICE_CPU,
-    "cuda": lib.VMAF_DNN_DEVICE_CUDA,
-    "openvino": lib.VMAF_DNN_DEVICE_OPENVINO,
-    "rocm": lib.VMAF_DNN_DEVICE_ROCM,
-    "openvino-cpu": lib.VMAF_DNN_DEVICE_OPENVINO_CPU,
-    "openvino-gpu": lib.VMAF_DNN_DEVICE_OPENVINO_GPU,
-}
+#: ``device`` names and their VmafDnnDevice values: the C table (any case,
+#: '_' for '-' accepted).
+DEVICES = names.table("device")
 
 _DTYPES = {
     lib.VMAF_DNN_TYPE_FLOAT: np.dtype(np.float32),
@@ -46,12 +40,7 @@ class TensorInfo(NamedTuple):
 
 
 def device_value(device: str) -> int:
-    try:
-        return DEVICES[device.lower()]
-    except (KeyError, AttributeError):
-        raise ValueError(
-            f"unknown device {device!r}; choose one of {', '.join(DEVICES)}"
-        ) from None
+    return names.value("device", device)
 
 
 def _is_fixed(shape: Optional[Tuple[int, ...]]) -> bool:
@@ -240,8 +229,7 @@ class Session(NativeHandle):
     def config(self) -> Dict[str, object]:
         with self._using() as handle:
             c = lib.vmaf_dnn_session_config(handle)
-            names = {v: k for k, v in DEVICES.items()}
-            return {"device": names[c.device], "device_index": c.device_index,
+            return {"device": names.name("device", c.device), "device_index": c.device_index,
                     "threads": c.threads, "fp16_io": bool(c.fp16_io)}
 
     # -- running ------------------------------------------------------------
