@@ -25,6 +25,12 @@ struct VmafDnnContext {
     VdnnTinyModel **model;   /* n_models owned models, in attach order */
     size_t n_models, model_capacity;
     int flushed;
+    /* Frame order. Once a temporal model is attached (one that reads other
+     * frames than the one it scores, or runs behind), frames must come as
+     * first, first + 1, ...: `next` is the one expected. */
+    int temporal;            /* some attached model is temporal */
+    int started;             /* a frame was read */
+    unsigned first, next;
     float *ref_luma, *dist_luma; /* this frame's normalised luma */
     size_t ref_capacity, dist_capacity; /* floats in each */
 
@@ -214,6 +220,133 @@ static int key_taken(void *opaque, const char *key)
     return 0;
 }
 
+/* How deep "requires" may nest (a model requiring a model requiring ...). */
+#define REQUIRE_DEPTH_MAX 4
+
+static int grow_models(VmafDnnContext *ctx)
+{
+    if (ctx->n_models < ctx->model_capacity)
+        return 0;
+    size_t cap = ctx->model_capacity ? 2 * ctx->model_capacity : 4;
+    VdnnTinyModel **grown = realloc(ctx->model, cap * sizeof(*grown));
+    if (!grown)
+        return vdnn_fail(-ENOMEM, "out of memory");
+    ctx->model = grown;
+    ctx->model_capacity = cap;
+    return 0;
+}
+
+/* A model scores frame t once every feature it reads exists: a feature at
+ * offset o from a producer that runs `lag` frames behind exists for frame
+ * t + o once frame t + o + lag has been read, so the model runs
+ * max(o + lag) frames behind (features stored by the caller: lag 0). Only
+ * models that read no picture can run behind: the pictures of an older
+ * frame are gone. */
+static int decide_lag(const VmafDnnContext *ctx, VdnnTinyModel *m)
+{
+    long long lag = 0;
+    const char *why = NULL;
+    for (size_t i = 0; i < vdnn_tiny_model_read_count(m); i++) {
+        int offset;
+        const char *name = vdnn_tiny_model_read(m, i, &offset);
+        if (!name)
+            continue;
+        const VdnnTinyModel *owner = key_owner(ctx, name);
+        const long long need = offset + (long long)(owner ? vdnn_tiny_model_lag(owner) : 0);
+        if (need > lag) {
+            lag = need;
+            why = name;
+        }
+    }
+    if (lag && vdnn_tiny_model_kind(m) != VMAF_DNN_MODEL_FEATURES)
+        return vdnn_fail(-ENOTSUP, "model %s reads pictures and feature \"%s\" of a later frame "
+                         "(it would run %lld frame%s behind); only models that read no picture "
+                         "may look ahead", vdnn_tiny_model_path(m), why, lag,
+                         lag == 1 ? "" : "s");
+    vdnn_tiny_model_set_lag(m, (unsigned)lag);
+    if (vdnn_tiny_model_temporal(m) && ctx->started)
+        return vdnn_fail(-EINVAL, "model %s reads neighbouring frames; attach it before the "
+                         "first frame is read", vdnn_tiny_model_path(m));
+    return 0;
+}
+
+static int attach(VmafDnnContext *ctx, const char *onnx_path, const VmafDnnModelConfig *mcfg,
+                  int depth);
+
+/* "requires" entries are files beside the model: no absolute path, no "..",
+ * so a sidecar cannot pull in models from elsewhere. Each is attached unless
+ * a model of that path is attached already (two VMAF variants share their
+ * features model that way). */
+static int attach_requires(VmafDnnContext *ctx, const char *onnx_path,
+                           const VdnnSidecarStrings *req, const VmafDnnModelConfig *mcfg,
+                           int depth)
+{
+    if (depth >= REQUIRE_DEPTH_MAX)
+        return vdnn_fail(-ELOOP, "model %s: sidecar \"requires\" nests deeper than %d models",
+                         onnx_path, REQUIRE_DEPTH_MAX);
+    const char *slash = strrchr(onnx_path, '/');
+    const size_t dir_len = slash ? (size_t)(slash - onnx_path) + 1 : 0;
+    /* The requirements are attached with the caller's session and resize,
+     * under their own names. */
+    VmafDnnModelConfig sub = *mcfg;
+    sub.name = NULL;
+    for (size_t i = 0; i < req->count; i++) {
+        const char *file = req->items[i];
+        if (file[0] == '/' || strcmp(file, "..") == 0 || strncmp(file, "../", 3) == 0 ||
+            strstr(file, "/../") || (strlen(file) >= 3 && strcmp(file + strlen(file) - 3, "/..") == 0))
+            return vdnn_fail(-EINVAL, "model %s: sidecar \"requires\" entry \"%s\" must be a "
+                             "path inside the model's directory", onnx_path, file);
+        const size_t len = dir_len + strlen(file) + 1;
+        char *path = malloc(len);
+        if (!path)
+            return vdnn_fail(-ENOMEM, "out of memory");
+        snprintf(path, len, "%.*s%s", (int)dir_len, onnx_path, file);
+        int attached = 0, rc = 0;
+        for (size_t k = 0; k < ctx->n_models && !attached; k++)
+            attached = strcmp(vdnn_tiny_model_path(ctx->model[k]), path) == 0;
+        if (!attached)
+            rc = attach(ctx, path, &sub, depth + 1);
+        free(path);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int attach(VmafDnnContext *ctx, const char *onnx_path, const VmafDnnModelConfig *mcfg,
+                  int depth)
+{
+    const VdnnTinyModelOptions opt = {
+        .onnx_path = onnx_path,
+        .session = mcfg->session ? mcfg->session : &ctx->cfg.session,
+        .policy = ctx->cfg.policy,
+        .name = mcfg->name,
+        .resize = mcfg->resize,
+        .context_resize = ctx->cfg.resize,
+        .no_reference = mcfg->no_reference,
+        .key_taken = key_taken,
+        .opaque = ctx,
+    };
+    VdnnTinyModel *m = NULL;
+    int rc = vdnn_tiny_model_open(&m, &opt);
+    if (!rc && vdnn_tiny_model_requires(m)->count) {
+        /* Its keys and lag depend on what the requirements attach: open it
+         * again once they are in. */
+        rc = attach_requires(ctx, onnx_path, vdnn_tiny_model_requires(m), mcfg, depth);
+        vdnn_tiny_model_close(m);
+        m = NULL;
+        if (!rc)
+            rc = vdnn_tiny_model_open(&m, &opt);
+    }
+    if (!rc && !(rc = decide_lag(ctx, m)) && !(rc = grow_models(ctx))) {
+        ctx->model[ctx->n_models++] = m;
+        ctx->temporal |= vdnn_tiny_model_temporal(m);
+        return 0;
+    }
+    vdnn_tiny_model_close(m);
+    return rc;
+}
+
 static int use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
                           const VmafDnnModelConfig *mcfg)
 {
@@ -227,35 +360,21 @@ static int use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
         mcfg = &none;
     if ((rc = check_resize(mcfg->resize, "model config")))
         return rc;
-    if (ctx->n_models == ctx->model_capacity) {
-        size_t cap = ctx->model_capacity ? 2 * ctx->model_capacity : 4;
-        VdnnTinyModel **grown = realloc(ctx->model, cap * sizeof(*grown));
-        if (!grown)
-            return vdnn_fail(-ENOMEM, "out of memory");
-        ctx->model = grown;
-        ctx->model_capacity = cap;
-    }
-    /* A built-in (or any catalog) name stands for its file (catalog.h). */
+    /* A model name stands for its file on the catalog's search path
+     * (catalog.h); "requires" then sit beside that file. */
     char *path = NULL;
     if ((rc = vdnn_catalog_resolve(onnx_path, &path)))
         return rc;
-    const VdnnTinyModelOptions opt = {
-        .onnx_path = path,
-        .session = mcfg->session ? mcfg->session : &ctx->cfg.session,
-        .policy = ctx->cfg.policy,
-        .name = mcfg->name,
-        .resize = mcfg->resize,
-        .context_resize = ctx->cfg.resize,
-        .no_reference = mcfg->no_reference,
-        .key_taken = key_taken,
-        .opaque = ctx,
-    };
-    rc = vdnn_tiny_model_open(&ctx->model[ctx->n_models], &opt);
+    const size_t before = ctx->n_models;
+    const int temporal = ctx->temporal;
+    if ((rc = attach(ctx, path, mcfg, 0))) {
+        /* All or nothing: the requirements attached on the way go too. */
+        while (ctx->n_models > before)
+            vdnn_tiny_model_close(ctx->model[--ctx->n_models]);
+        ctx->temporal = temporal;
+    }
     free(path);
-    if (rc)
-        return rc;
-    ctx->n_models++;
-    return 0;
+    return rc;
 }
 
 int vmaf_dnn_use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
@@ -493,6 +612,21 @@ static void set_frame_in_flight(VmafDnnContext *ctx, int in_flight)
     pthread_mutex_unlock(&ctx->gate);
 }
 
+static const char *first_temporal(const VmafDnnContext *ctx)
+{
+    for (size_t i = 0; i < ctx->n_models; i++)
+        if (vdnn_tiny_model_temporal(ctx->model[i]))
+            return vdnn_tiny_model_path(ctx->model[i]);
+    return "";
+}
+
+/* Runs model m on frame f under cancel's reach. */
+static int run_model(VmafDnnContext *ctx, VdnnTinyModel *m, const VdnnTinyFrame *f)
+{
+    int rc = start_run(ctx, m, f->index);
+    return rc ? rc : end_run(ctx, m, f->index, vdnn_tiny_model_run(m, f, ctx->fc));
+}
+
 static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
                          const VmafDnnPicture *dist, unsigned index)
 {
@@ -504,14 +638,39 @@ static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
     if (index >= VDNN_FEATURE_MAX_FRAMES)
         return vdnn_fail(-ERANGE, "read_pictures: frame %u is beyond the last frame a context "
                          "can hold (%u)", index, VDNN_FEATURE_MAX_FRAMES - 1);
+    if (ctx->temporal && ctx->started && index != ctx->next)
+        return vdnn_fail(-EINVAL, "read_pictures: frame %u comes out of order: model %s reads "
+                         "neighbouring frames, so frames must come one after another; the next "
+                         "one is frame %u", index, first_temporal(ctx), ctx->next);
     VdnnTinyFrame frame = {.index = index};
     if ((rc = check_pictures(ctx, ref, dist)) || (rc = check_unscored(ctx, index)) ||
         (rc = check_frame_budgets(ctx, dist)) || (rc = prepare_frame(ctx, ref, dist, &frame)))
         return rc;
-    for (size_t i = 0; i < ctx->n_models && !rc; i++)
-        if (!(rc = start_run(ctx, ctx->model[i], index)))
-            rc = end_run(ctx, ctx->model[i], index,
-                         vdnn_tiny_model_run(ctx->model[i], &frame, ctx->fc));
+    /* From here on the frame counts as read, failed or not: offsets count
+     * frames, so the sequence moves on and each model keeps its planes. */
+    if (!ctx->started) {
+        ctx->started = 1;
+        ctx->first = index;
+    }
+    ctx->next = index + 1;
+    frame.first = ctx->temporal ? ctx->first : 0;
+    frame.last = index;
+    for (size_t i = 0; i < ctx->n_models && !rc; i++) {
+        VdnnTinyModel *m = ctx->model[i];
+        const unsigned lag = vdnn_tiny_model_lag(m);
+        if (!lag) {
+            rc = run_model(ctx, m, &frame);
+        } else if (index - ctx->first >= lag) {
+            const VdnnTinyFrame late = {.index = index - lag, .first = frame.first,
+                                        .last = index};
+            rc = run_model(ctx, m, &late);
+        }
+    }
+    for (size_t i = 0; i < ctx->n_models; i++) {
+        int kept = vdnn_tiny_model_remember(ctx->model[i], &frame);
+        if (!rc)
+            rc = kept;
+    }
     return rc;
 }
 
@@ -529,15 +688,44 @@ int vmaf_dnn_read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
     return rc;
 }
 
+/* Scores the frames the models that run behind still owe: the last `lag`
+ * frames, reading features past the last frame from the last frame. */
+static int flush_pending(VmafDnnContext *ctx)
+{
+    if (!ctx->started || !ctx->temporal)
+        return 0;
+    const unsigned last = ctx->next - 1;
+    for (size_t i = 0; i < ctx->n_models; i++) {
+        VdnnTinyModel *m = ctx->model[i];
+        const unsigned lag = vdnn_tiny_model_lag(m);
+        if (!lag)
+            continue;
+        const unsigned from = last - ctx->first + 1 > lag ? last - lag + 1 : ctx->first;
+        for (unsigned t = from; t <= last; t++) {
+            const VdnnTinyFrame late = {.index = t, .first = ctx->first, .last = last};
+            int rc = run_model(ctx, m, &late);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
 int vmaf_dnn_flush(VmafDnnContext *ctx)
 {
     vdnn_clear_error();
     if (!ctx)
         return vdnn_fail(-EINVAL, "flush: context is NULL");
     enter(ctx);
-    ctx->flushed = 1;
+    int rc = 0;
+    if (!ctx->flushed) {
+        set_frame_in_flight(ctx, 1);
+        rc = flush_pending(ctx);
+        set_frame_in_flight(ctx, 0);
+        ctx->flushed = 1;
+    }
     leave(ctx);
-    return 0;
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -264,6 +264,128 @@ static int read_range(const Reader *r, VdnnSidecar *sc)
     return rc;
 }
 
+/* ---- input sources ------------------------------------------------------- */
+
+/* Reads integer member "offset" of a source object (0 when absent) into
+ * [lo, hi]. */
+static int read_source_offset(const Reader *r, const VdnnJson *obj, const char *input, int lo,
+                              int hi, int *out)
+{
+    const VdnnJson *v = vdnn_json_member(obj, "offset");
+    *out = 0;
+    if (!v)
+        return 0;
+    double x = vdnn_json_number(v);
+    if (vdnn_json_type(v) != VDNN_JSON_NUMBER || !(x >= lo && x <= hi) || x != (double)(int)x)
+        return fail_key(r, "input_sources", -1, "input \"%s\": \"offset\" must be an integer "
+                        "in [%d, %d]", input, lo, hi);
+    *out = (int)x;
+    return 0;
+}
+
+/* One entry: exactly one of "picture", "value", "feature", plus "offset"
+ * where it applies; any other member is refused so that a typo ("ofset")
+ * cannot silently feed the current frame. */
+static int read_source(const Reader *r, const VdnnJson *obj, VdnnSidecarSource *src)
+{
+    static const char *const pictures[] = {"reference", "distorted"};
+    static const char *const values[] = {"bpc", "width", "height"};
+    const char *input = src->input;
+    if (vdnn_json_type(obj) != VDNN_JSON_OBJECT)
+        return fail_key(r, "input_sources", -1, "input \"%s\" must map to an object, got %s",
+                        input, vdnn_json_type_name(obj));
+    int kinds = 0, has_offset = 0;
+    for (size_t i = 0; i < vdnn_json_count(obj); i++) {
+        size_t len;
+        const char *k = vdnn_json_key_at(obj, i, &len);
+        char quoted[VDNN_JSON_EXCERPT_SIZE];
+        if (strcmp(k, "picture") == 0 || strcmp(k, "value") == 0 || strcmp(k, "feature") == 0)
+            kinds++;
+        else if (strcmp(k, "offset") == 0)
+            has_offset = 1;
+        else
+            return fail_key(r, "input_sources", -1, "input \"%s\": unknown member %s (known: "
+                            "picture, value, feature, offset)", input,
+                            vdnn_json_excerpt(k, len, &quoted));
+    }
+    if (kinds != 1)
+        return fail_key(r, "input_sources", -1, "input \"%s\" needs exactly one of \"picture\", "
+                        "\"value\" and \"feature\"", input);
+    const VdnnJson *v;
+    size_t len;
+    const char *s;
+    if ((v = vdnn_json_member(obj, "value"))) {
+        src->kind = VDNN_SOURCE_VALUE;
+        if (has_offset)
+            return fail_key(r, "input_sources", -1, "input \"%s\": a \"value\" has no "
+                            "\"offset\"", input);
+        s = vdnn_json_string(v, &len);
+        for (size_t i = 0; s && i < COUNT(values); i++)
+            if (strlen(values[i]) == len && memcmp(s, values[i], len) == 0) {
+                src->value = (VdnnSourceValue)i;
+                return 0;
+            }
+        return fail_key(r, "input_sources", -1, "input \"%s\": \"value\" must be \"bpc\", "
+                        "\"width\" or \"height\"", input);
+    }
+    if ((v = vdnn_json_member(obj, "picture"))) {
+        src->kind = VDNN_SOURCE_PICTURE;
+        s = vdnn_json_string(v, &len);
+        int found = 0;
+        for (size_t i = 0; s && i < COUNT(pictures); i++)
+            if (strlen(pictures[i]) == len && memcmp(s, pictures[i], len) == 0) {
+                src->picture = (VdnnSourcePicture)i;
+                found = 1;
+            }
+        if (!found)
+            return fail_key(r, "input_sources", -1, "input \"%s\": \"picture\" must be "
+                            "\"reference\" or \"distorted\"", input);
+        /* Future pictures would hold every frame back; features can look
+         * ahead instead (their models run late, see context.h). */
+        return read_source_offset(r, obj, input, -VMAF_DNN_MAX_FRAME_OFFSET, 0, &src->offset);
+    }
+    src->kind = VDNN_SOURCE_FEATURE;
+    v = vdnn_json_member(obj, "feature");
+    int rc = copy_string(r, "input_sources", -1, v, 1, &src->feature);
+    return rc ? rc
+              : read_source_offset(r, obj, input, -VMAF_DNN_MAX_FRAME_OFFSET,
+                                   VMAF_DNN_MAX_FRAME_OFFSET, &src->offset);
+}
+
+static int read_sources(const Reader *r, VdnnSidecar *sc)
+{
+    const VdnnJson *v = vdnn_json_member(r->doc, "input_sources");
+    if (!v)
+        return 0;
+    if (vdnn_json_type(v) != VDNN_JSON_OBJECT)
+        return fail_key(r, "input_sources", -1, "must be an object, got %s",
+                        vdnn_json_type_name(v));
+    const size_t count = vdnn_json_count(v);
+    if (count > VDNN_SIDECAR_MAX_ENTRIES)
+        return fail_key(r, "input_sources", -1, "has %zu entries, more than %d", count,
+                        VDNN_SIDECAR_MAX_ENTRIES);
+    if (!count)
+        return 0;
+    if (!(sc->sources = calloc(count, sizeof(*sc->sources))))
+        return fail_nomem(r->origin);
+    /* n_sources grows with each entry so that vdnn_sidecar_free() releases
+     * exactly what exists when a later one fails. */
+    for (size_t i = 0; i < count; i++) {
+        VdnnSidecarSource *src = &sc->sources[sc->n_sources++];
+        size_t len;
+        const char *k = vdnn_json_key_at(v, i, &len);
+        if (!len || len > VDNN_SIDECAR_MAX_STRING || memchr(k, '\0', len))
+            return fail_key(r, "input_sources", (long)i, "needs an input name of 1..%d bytes "
+                            "without \\u0000", VDNN_SIDECAR_MAX_STRING);
+        if (!(src->input = strdup(k)))
+            return fail_nomem(r->origin);
+        int rc = read_source(r, vdnn_json_at(v, i), src);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 /* ---- the document -------------------------------------------------------- */
 
 #define STR_(x) #x
@@ -300,7 +422,10 @@ static int read_members(const Reader *r, VdnnSidecar *sc)
                         &sc->higher_is_better)) ||
         (rc = read_range(r, sc)) ||
         /* [slope, intercept] of a per-bit-depth cap on the model's scores */
-        (rc = read_pair(r, "cap_db_per_bpc", &sc->has_cap_db_per_bpc, sc->cap_db_per_bpc)))
+        (rc = read_pair(r, "cap_db_per_bpc", &sc->has_cap_db_per_bpc, sc->cap_db_per_bpc)) ||
+        (rc = read_sources(r, sc)) ||
+        (rc = read_strings(r, "output_keys", 1, &sc->output_keys)) ||
+        (rc = read_strings(r, "requires", 1, &sc->requires)))
         return rc;
     sc->kind = (VdnnSidecarKind)kind;
     sc->resize = (VdnnSidecarResize)resize;
@@ -518,5 +643,12 @@ void vdnn_sidecar_free(VdnnSidecar *sidecar)
     free(sidecar->feature_std);
     free(sidecar->description);
     free(sidecar->meaning);
+    for (size_t i = 0; i < sidecar->n_sources; i++) {
+        free(sidecar->sources[i].input);
+        free(sidecar->sources[i].feature);
+    }
+    free(sidecar->sources);
+    free_strings(&sidecar->output_keys);
+    free_strings(&sidecar->requires);
     free(sidecar);
 }

@@ -35,6 +35,19 @@
  *   "cap_db_per_bpc"    array of two numbers [slope, intercept]: every score
  *                       of the model is capped at slope * bpc + intercept
  *                       (the built-in psnr_y: [6, 12], libvmaf's PSNR cap)
+ *   "input_sources"     object: model input name -> where that input is fed
+ *                       from, one of (no other members; see context.h)
+ *                         {"picture": "reference"|"distorted",
+ *                          "offset": integer in [-VMAF_DNN_MAX_FRAME_OFFSET, 0]}
+ *                         {"value": "bpc"|"width"|"height"}
+ *                         {"feature": non-empty string,
+ *                          "offset": integer in [-VMAF_DNN_MAX_FRAME_OFFSET,
+ *                                                VMAF_DNN_MAX_FRAME_OFFSET]}
+ *                       ("offset" defaults to 0)
+ *   "output_keys"       array of non-empty strings: the exact feature key of
+ *                       each attached output, in slot order
+ *   "requires"          array of non-empty strings: model files, relative to
+ *                       this model's directory, attached before it
  *
  * Strings are at most VDNN_SIDECAR_MAX_STRING bytes of UTF-8 and may not
  * contain NUL (\u0000); arrays hold at most VDNN_SIDECAR_MAX_ENTRIES entries.
@@ -44,6 +57,8 @@
 #define VMAFDNN_SIDECAR_H
 
 #include <stddef.h>
+
+#include "vmafdnn/context.h"
 
 #define VDNN_SIDECAR_MAX_BYTES ((size_t)1 << 20)
 #define VDNN_SIDECAR_MAX_STRING 4096
@@ -62,6 +77,33 @@ typedef enum VdnnSidecarResize {
     VDNN_SIDECAR_RESIZE_NEAREST,
     VDNN_SIDECAR_RESIZE_BICUBIC,
 } VdnnSidecarResize;
+
+/* Where an "input_sources" input is fed from. */
+typedef enum VdnnSourceKind {
+    VDNN_SOURCE_PICTURE = 1, /* a luma plane, this frame's or a past one's */
+    VDNN_SOURCE_VALUE,       /* a number describing the frame */
+    VDNN_SOURCE_FEATURE,     /* a stored feature, this frame's or a neighbour's */
+} VdnnSourceKind;
+
+typedef enum VdnnSourcePicture {
+    VDNN_PICTURE_REFERENCE = 0,
+    VDNN_PICTURE_DISTORTED = 1,
+} VdnnSourcePicture;
+
+typedef enum VdnnSourceValue {
+    VDNN_VALUE_BPC = 0,
+    VDNN_VALUE_WIDTH,  /* of the plane as fed to the model */
+    VDNN_VALUE_HEIGHT,
+} VdnnSourceValue;
+
+typedef struct VdnnSidecarSource {
+    char *input;            /* the model input's name */
+    VdnnSourceKind kind;
+    VdnnSourcePicture picture; /* PICTURE */
+    VdnnSourceValue value;     /* VALUE */
+    char *feature;          /* FEATURE; NULL otherwise */
+    int offset;             /* PICTURE and FEATURE: frame offset */
+} VdnnSidecarSource;
 
 /* A list of strings. present is 1 when the key was in the file (an empty
  * array included); items and every items[i] are owned by the sidecar. */
@@ -99,6 +141,10 @@ typedef struct VdnnSidecar {
     double range[2]; /* [min, max], min < max, when has_range */
     int has_cap_db_per_bpc;
     double cap_db_per_bpc[2]; /* [slope, intercept], when has_cap_db_per_bpc */
+    size_t n_sources;
+    VdnnSidecarSource *sources; /* n_sources, in file order; NULL when none */
+    VdnnSidecarStrings output_keys;
+    VdnnSidecarStrings requires;
 } VdnnSidecar;
 
 /*

@@ -15,8 +15,28 @@
 /* Fallback keys tried per output slot before giving up with -EEXIST. */
 #define TINY_KEY_ATTEMPTS 100
 
-/* Inputs a tiny model can have: two images and one feature vector. */
-#define TINY_MAX_INPUTS 3
+/* Where each image input's plane comes from. */
+typedef struct TinyImageSource {
+    VdnnSourcePicture picture;
+    unsigned back;                 /* frames back: 0 this frame, k: frame t - k */
+} TinyImageSource;
+
+/* A one-value input fed from a "value" or "feature" source. */
+typedef struct TinyScalar {
+    const char *name;              /* owned by the session */
+    const VdnnSidecarSource *src;  /* owned by the sidecar */
+    int64_t shape[4];              /* all 1 */
+    size_t rank;
+    float value;
+} TinyScalar;
+
+/* Past planes of one picture at the model's input size, newest last. */
+typedef struct TinyHistory {
+    unsigned depth;                /* the farthest "offset" back, 0: none kept */
+    unsigned filled;               /* planes held, <= depth */
+    unsigned next;                 /* slot the next frame goes to */
+    float *plane[VMAF_DNN_MAX_FRAME_OFFSET];
+} TinyHistory;
 
 struct VdnnTinyModel {
     char *path;              /* as given */
@@ -26,21 +46,31 @@ struct VdnnTinyModel {
     VmafDnnResize resize;    /* resolved: NONE or a filter */
     uint64_t max_memory_bytes; /* the policy's budget for per-frame buffers; 0: none */
 
-    /* Image inputs: [reference, distorted] (FR) or [distorted] (NR). */
-    size_t n_image;
-    const char *image_name[2];     /* owned by the session */
+    /* Image inputs: those the sidecar's "input_sources" leaves unbound
+     * first ([reference, distorted] or [distorted]), then the sourced ones. */
+    size_t n_image, n_unbound;
+    const char **image_name;       /* n_image names, owned by the session */
+    size_t *image_slot;            /* their input slots */
+    TinyImageSource *image_src;    /* n_image */
+    TinyHistory history[2];        /* by VdnnSourcePicture */
+    size_t history_cap;            /* floats in each history plane */
+    unsigned lag;                  /* frames this model runs behind (context's) */
     size_t n_image_fp16;           /* FLOAT16 ones: the session keeps a half copy */
     int64_t model_h, model_w;      /* -1: symbolic, the first frame's size */
     unsigned locked_h, locked_w;   /* that size; 0 before the first frame */
     int64_t image_shape[4];        /* {1, 1, H, W} of the current frame */
     VdnnResizer resizer;
-    float *resized[2];             /* n_image planes of resized_cap floats */
+    float **resized;               /* n_image planes of resized_cap floats */
     size_t resized_cap;
 
     /* Feature-vector input, filled from the sidecar's "features". */
     const char *vector_name;       /* owned by the session; NULL when none */
     int64_t vector_shape[2];       /* {1, F} */
     float *vector;                 /* F values */
+
+    TinyScalar *scalar;            /* n_scalar "value" and "feature" inputs */
+    size_t n_scalar;
+    VmafDnnInput *feed;            /* one per model input, filled per run */
 
     /* Attached outputs, in slot order. */
     size_t n_out;
@@ -129,48 +159,143 @@ static int check_image_input(const VdnnTinyModel *m, const VmafDnnTensorInfo *in
     return 0;
 }
 
-/* Sorts the inputs into images (model order) and at most one vector, and
- * applies the per-input shape rules. */
-static int classify_inputs(VdnnTinyModel *m, size_t *image_slot, size_t *n_image,
-                           size_t *vector_slot, size_t *n_vector)
+/* The sidecar's "input_sources" entry of input `name`, or NULL. */
+static const VdnnSidecarSource *source_of(const VdnnTinyModel *m, const char *name)
+{
+    for (size_t i = 0; i < m->sc->n_sources; i++)
+        if (strcmp(m->sc->sources[i].input, name) == 0)
+            return &m->sc->sources[i];
+    return NULL;
+}
+
+/* Every "input_sources" entry names an input: a misspelt one would leave
+ * the input it meant to the default rules. */
+static int check_sources_exist(const VdnnTinyModel *m)
 {
     const size_t n = vmaf_dnn_session_input_count(m->session);
-    *n_image = *n_vector = 0;
+    for (size_t e = 0; e < m->sc->n_sources; e++) {
+        size_t i = 0;
+        while (i < n && strcmp(input_info(m, i).name, m->sc->sources[e].input) != 0)
+            i++;
+        if (i == n)
+            return vdnn_fail(-EINVAL, "model %s: sidecar \"input_sources\" names \"%s\", which "
+                             "is not an input of the model", m->path, m->sc->sources[e].input);
+    }
+    return 0;
+}
+
+/* A "value" or "feature" input holds one float: every dim 1 (or symbolic,
+ * fed as 1). */
+static int add_scalar(VdnnTinyModel *m, const VmafDnnTensorInfo *in, const VdnnSidecarSource *src)
+{
+    if (in->type != VMAF_DNN_TYPE_FLOAT && in->type != VMAF_DNN_TYPE_FLOAT16)
+        return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" is fed a number by \"input_sources\" "
+                         "but is not FLOAT or FLOAT16", m->path, in->name);
+    if (!in->shape || in->rank > 4)
+        return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" is fed one number by "
+                         "\"input_sources\"; it needs a known rank of at most 4", m->path,
+                         in->name);
+    TinyScalar *sc = &m->scalar[m->n_scalar++];
+    sc->name = in->name;
+    sc->src = src;
+    sc->rank = in->rank;
+    for (size_t d = 0; d < in->rank; d++) {
+        if (in->shape[d] != 1 && in->shape[d] >= 0)
+            return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" is fed one number by "
+                             "\"input_sources\", but dim %zu is %lld (each must be 1)", m->path,
+                             in->name, d, (long long)in->shape[d]);
+        sc->shape[d] = 1;
+    }
+    return 0;
+}
+
+static void add_image(VdnnTinyModel *m, size_t slot, const VdnnSidecarSource *src)
+{
+    const size_t k = m->n_image++;
+    m->image_slot[k] = slot;
+    m->image_name[k] = input_info(m, slot).name;
+    if (src) {
+        m->image_src[k].picture = src->picture;
+        m->image_src[k].back = (unsigned)-src->offset;
+        TinyHistory *h = &m->history[src->picture];
+        if ((unsigned)-src->offset > h->depth)
+            h->depth = (unsigned)-src->offset;
+    }
+}
+
+/* Sorts the inputs into sourced ones ("input_sources"), unbound images
+ * (model order, at most two) and at most one vector, and applies the
+ * per-input shape rules. Unbound images come first in image_*[]. */
+static int classify_inputs(VdnnTinyModel *m, size_t *vector_slot, size_t *n_vector)
+{
+    const size_t n = vmaf_dnn_session_input_count(m->session);
+    *n_vector = 0;
     if (n == 0)
         return vdnn_fail(-ENOTSUP, "model %s has no inputs", m->path);
-    for (size_t i = 0; i < n; i++) {
-        VmafDnnTensorInfo in = input_info(m, i);
-        int rc;
-        if (in.rank != 4 && in.rank != 2)
-            return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" has rank %zu; tiny models take "
-                             "NCHW images (rank 4) or feature vectors (rank 2)", m->path,
-                             in.name, in.rank);
-        if ((rc = check_batch(m, &in)))
-            return rc;
-        if (in.rank == 2) {
-            if (++*n_vector > 1)
-                return vdnn_fail(-ENOTSUP, "model %s has several feature-vector (rank 2) "
-                                 "inputs; tiny models take at most one", m->path);
-            *vector_slot = i;
-            continue;
+    int rc = check_sources_exist(m);
+    if (rc)
+        return rc;
+    m->image_name = calloc(n, sizeof(*m->image_name));
+    m->image_slot = calloc(n, sizeof(*m->image_slot));
+    m->image_src = calloc(n, sizeof(*m->image_src));
+    m->resized = calloc(n, sizeof(*m->resized));
+    m->scalar = calloc(n, sizeof(*m->scalar));
+    m->feed = calloc(n, sizeof(*m->feed));
+    if (!m->image_name || !m->image_slot || !m->image_src || !m->resized || !m->scalar ||
+        !m->feed)
+        return vdnn_fail(-ENOMEM, "out of memory");
+    /* Two passes so the unbound images keep the first places. */
+    for (int sourced = 0; sourced < 2; sourced++) {
+        for (size_t i = 0; i < n; i++) {
+            VmafDnnTensorInfo in = input_info(m, i);
+            const VdnnSidecarSource *src = source_of(m, in.name);
+            if (!!src != sourced)
+                continue;
+            if (src && src->kind != VDNN_SOURCE_PICTURE) {
+                if ((rc = add_scalar(m, &in, src)))
+                    return rc;
+                continue;
+            }
+            if (in.rank != 4 && (src || in.rank != 2))
+                return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" has rank %zu; tiny models "
+                                 "take NCHW images (rank 4)%s", m->path, in.name, in.rank,
+                                 src ? "" : " or feature vectors (rank 2)");
+            if ((rc = check_batch(m, &in)))
+                return rc;
+            if (in.rank == 2) {
+                if (++*n_vector > 1)
+                    return vdnn_fail(-ENOTSUP, "model %s has several feature-vector (rank 2) "
+                                     "inputs; tiny models take at most one", m->path);
+                *vector_slot = i;
+                continue;
+            }
+            if (!src && m->n_unbound == 2)
+                return vdnn_fail(-ENOTSUP, "model %s has more than two image (rank 4) inputs; "
+                                 "tiny models take one (NR: distorted) or two (FR: reference, "
+                                 "distorted), and any more through the sidecar's "
+                                 "\"input_sources\"", m->path);
+            if ((rc = check_image_input(m, &in, n)))
+                return rc;
+            m->n_unbound += !src;
+            add_image(m, i, src);
         }
-        if (*n_image == 2)
-            return vdnn_fail(-ENOTSUP, "model %s has more than two image (rank 4) inputs; tiny "
-                             "models take one (NR: distorted) or two (FR: reference, "
-                             "distorted)", m->path);
-        if ((rc = check_image_input(m, &in, n)))
-            return rc;
-        image_slot[(*n_image)++] = i;
     }
+    /* Unbound images read this frame: [reference, distorted] or [distorted]. */
+    for (size_t k = 0; k < m->n_unbound; k++)
+        m->image_src[k] = (TinyImageSource){
+            m->n_unbound == 2 && k == 0 ? VDNN_PICTURE_REFERENCE : VDNN_PICTURE_DISTORTED, 0};
     return 0;
 }
 
 /* Decides FR / NR / FEATURES and checks the sidecar and the caller agree. */
 static int decide_kind(VdnnTinyModel *m, size_t n_image, int no_reference)
 {
-    m->kind = n_image == 2 ? VMAF_DNN_MODEL_FR
-              : n_image == 1 ? VMAF_DNN_MODEL_NR
-                             : VMAF_DNN_MODEL_FEATURES;
+    int reads_reference = 0;
+    for (size_t k = 0; k < n_image; k++)
+        reads_reference |= m->image_src[k].picture == VDNN_PICTURE_REFERENCE;
+    m->kind = reads_reference ? VMAF_DNN_MODEL_FR
+              : n_image       ? VMAF_DNN_MODEL_NR
+                              : VMAF_DNN_MODEL_FEATURES;
     /* The sidecar kind describes image inputs; a FEATURES model's kind is the
      * nature of its features, which cannot be checked here. */
     if (n_image && m->sc->kind != VDNN_SIDECAR_KIND_UNSET) {
@@ -182,6 +307,10 @@ static int decide_kind(VdnnTinyModel *m, size_t n_image, int no_reference)
                              "NR models one)", m->path, kind_text(said), n_image,
                              n_image == 1 ? "" : "s");
     }
+    for (size_t i = 0; i < m->n_scalar; i++)
+        if (m->scalar[i].src->kind == VDNN_SOURCE_VALUE && !n_image)
+            return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" is fed a value of the frame, but "
+                             "the model reads no picture", m->path, m->scalar[i].name);
     if (no_reference && m->kind == VMAF_DNN_MODEL_FR)
         return vdnn_fail(-EINVAL, "model %s is full-reference (two image inputs) and cannot be "
                          "attached with no_reference", m->path);
@@ -191,15 +320,12 @@ static int decide_kind(VdnnTinyModel *m, size_t n_image, int no_reference)
 /* Binds the image inputs to [reference, distorted] (or [distorted]): by the
  * sidecar's "input_names" when given, else in model order. Every entry must
  * name an input, whatever the kind. */
-static int bind_images(VdnnTinyModel *m, const size_t *image_slot)
+static int bind_images(VdnnTinyModel *m)
 {
     const VdnnSidecarStrings *names = &m->sc->input_names;
     const size_t n_inputs = vmaf_dnn_session_input_count(m->session);
-    if (!names->count) {
-        for (size_t k = 0; k < m->n_image; k++)
-            m->image_name[k] = input_info(m, image_slot[k]).name;
+    if (!names->count)
         return 0;
-    }
     size_t bound = 0;
     for (size_t e = 0; e < names->count; e++) {
         size_t slot = n_inputs;
@@ -210,26 +336,31 @@ static int bind_images(VdnnTinyModel *m, const size_t *image_slot)
             return vdnn_fail(-EINVAL, "model %s: sidecar \"input_names\" entry \"%s\" is not an "
                              "input of the model", m->path, names->items[e]);
         VmafDnnTensorInfo in = input_info(m, slot);
+        if (source_of(m, in.name))
+            return vdnn_fail(-EINVAL, "model %s: sidecar \"input_names\" lists \"%s\", which "
+                             "\"input_sources\" feeds", m->path, in.name);
         if (in.rank != 4)
             continue; /* the feature vector is fed by its own rule */
         for (size_t k = 0; k < bound; k++)
             if (strcmp(m->image_name[k], in.name) == 0)
                 return vdnn_fail(-EINVAL, "model %s: sidecar \"input_names\" lists \"%s\" twice",
                                  m->path, in.name);
-        m->image_name[bound++] = in.name; /* distinct image inputs: bound <= 2 */
+        m->image_slot[bound] = slot;
+        m->image_name[bound++] = in.name; /* distinct unbound image inputs: bound <= 2 */
     }
-    if (bound != m->n_image)
+    if (bound != m->n_unbound)
         return vdnn_fail(-EINVAL, "model %s: sidecar \"input_names\" lists %zu of the model's %zu "
-                         "image inputs; it must list %s", m->path, bound, m->n_image,
-                         m->n_image == 2   ? "both, as [reference, distorted]"
-                         : m->n_image == 1 ? "it"
-                                           : "none");
+                         "image inputs; it must list %s", m->path, bound, m->n_unbound,
+                         m->n_unbound == 2   ? "both, as [reference, distorted]"
+                         : m->n_unbound == 1 ? "it"
+                                             : "none");
     return 0;
 }
 
 /* The image inputs' H and W (equal in every image input), -1 when symbolic. */
-static int decide_image_size(VdnnTinyModel *m, const size_t *image_slot)
+static int decide_image_size(VdnnTinyModel *m)
 {
+    const size_t *image_slot = m->image_slot;
     VmafDnnTensorInfo first = input_info(m, image_slot[0]);
     m->n_image_fp16 = first.type == VMAF_DNN_TYPE_FLOAT16;
     for (size_t k = 1; k < m->n_image; k++) {
@@ -284,12 +415,11 @@ static int check_fp16(const VdnnTinyModel *m, const VmafDnnTensorInfo *t, const 
 
 static int check_inputs(VdnnTinyModel *m, int no_reference)
 {
-    size_t image_slot[2], n_vector, vector_slot = 0;
-    int rc = classify_inputs(m, image_slot, &m->n_image, &vector_slot, &n_vector);
+    size_t n_vector, vector_slot = 0;
+    int rc = classify_inputs(m, &vector_slot, &n_vector);
     if (rc || (rc = decide_kind(m, m->n_image, no_reference)))
         return rc;
-    if ((rc = bind_images(m, image_slot)) ||
-        (m->n_image && (rc = decide_image_size(m, image_slot))))
+    if ((rc = bind_images(m)) || (m->n_image && (rc = decide_image_size(m))))
         return rc;
     if ((rc = setup_vector(m, vector_slot, n_vector)))
         return rc;
@@ -384,16 +514,21 @@ static int setup_outputs(VdnnTinyModel *m)
 /* ------------------------------------------------------------------------ */
 
 /* Bytes the model's per-frame buffers take for a frame of fw x fh fed at
- * tw x th: the context's fp32 luma planes it reads (one per image input);
- * when `resized`, the resized planes and the resizer's row pass; and the
- * session's FLOAT16 copies of FLOAT16 image inputs. The resizer's tap
- * tables (O(W + H)) are left out. 64-bit: 2 x 3 x 32768^2 x 4 fits. */
+ * tw x th: the context's fp32 luma planes it reads (one per picture read);
+ * when `resized`, the resized planes and the resizer's row pass; the past
+ * planes it keeps ("input_sources" offsets); and the session's FLOAT16
+ * copies of FLOAT16 image inputs. The resizer's tap tables (O(W + H)) are
+ * left out. 64-bit: 2 x 20 x 32768^2 x 4 fits. */
 static uint64_t frame_bytes(const VdnnTinyModel *m, uint64_t fw, uint64_t fh, uint64_t tw,
                             uint64_t th, int resized)
 {
-    uint64_t bytes = m->n_image * fw * fh * sizeof(float);
+    int read[2] = {0, 0};
+    for (size_t k = 0; k < m->n_image; k++)
+        read[m->image_src[k].picture] = 1;
+    uint64_t bytes = (uint64_t)(read[0] + read[1]) * fw * fh * sizeof(float);
     if (resized)
         bytes += m->n_image * tw * th * sizeof(float) + fh * tw * sizeof(float);
+    bytes += (uint64_t)(m->history[0].depth + m->history[1].depth) * tw * th * sizeof(float);
     return bytes + m->n_image_fp16 * tw * th * sizeof(uint16_t);
 }
 
@@ -531,15 +666,38 @@ static int multi_key(VdnnTinyModel *m, size_t slot, const char *base,
     return rc;
 }
 
+/* The sidecar's "output_keys": the keys as written, one per output. No
+ * fallback key: a model that names its features (libvmaf's "adm2", say)
+ * must not have them stored elsewhere, where its readers would not look. */
+static int exact_keys(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
+{
+    const VdnnSidecarStrings *keys = &m->sc->output_keys;
+    if (keys->count != m->n_out)
+        return vdnn_fail(-EINVAL, "model %s: sidecar \"output_keys\" has %zu entries for %zu "
+                         "attached output%s", m->path, keys->count, m->n_out,
+                         m->n_out == 1 ? "" : "s");
+    for (size_t s = 0; s < m->n_out; s++) {
+        if (!key_free(m, s, keys->items[s], opt))
+            return vdnn_fail(-EEXIST, "model %s: feature key \"%s\" (sidecar \"output_keys\") "
+                             "is already taken by another attached model, a stored feature or "
+                             "an earlier output", m->path, keys->items[s]);
+        if (!(m->key[s] = strdup(keys->items[s])))
+            return vdnn_fail(-ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
 static int assign_keys(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
 {
     if (opt->name && !*opt->name)
         return vdnn_fail(-EINVAL, "model %s: the model name given is empty", m->path);
-    char *base = base_name(m, opt->name);
-    if (!base)
-        return vdnn_fail(-ENOMEM, "out of memory");
     int rc = 0;
-    if (m->n_out == 1) {
+    char *base = NULL;
+    if (m->sc->output_keys.present)
+        rc = exact_keys(m, opt);
+    else if (!(base = base_name(m, opt->name)))
+        return vdnn_fail(-ENOMEM, "out of memory");
+    else if (m->n_out == 1) {
         m->key[0] = base;
         if (!key_free(m, 0, base, opt))
             return vdnn_fail(-EEXIST, "model %s: feature key \"%s\" is already taken by another "
@@ -639,8 +797,17 @@ void vdnn_tiny_model_close(VdnnTinyModel *m)
     free(m->outputs);
     free(m->value);
     free(m->vector);
-    free(m->resized[0]);
-    free(m->resized[1]);
+    for (size_t k = 0; m->resized && k < m->n_image; k++)
+        free(m->resized[k]);
+    free(m->resized);
+    for (int p = 0; p < 2; p++)
+        for (unsigned k = 0; k < m->history[p].depth; k++)
+            free(m->history[p].plane[k]);
+    free(m->image_name);
+    free(m->image_slot);
+    free(m->image_src);
+    free(m->scalar);
+    free(m->feed);
     vdnn_resizer_release(&m->resizer);
     vmaf_dnn_session_close(m->session);
     vdnn_sidecar_free(m->sc);
@@ -678,30 +845,85 @@ const char *vdnn_tiny_model_key(const VdnnTinyModel *m, size_t i)
     return i < m->n_out ? m->key[i] : NULL;
 }
 
+const VdnnSidecarStrings *vdnn_tiny_model_requires(const VdnnTinyModel *m)
+{
+    return &m->sc->requires;
+}
+
+size_t vdnn_tiny_model_read_count(const VdnnTinyModel *m)
+{
+    return (m->vector_name ? m->sc->features.count : 0) + m->n_scalar;
+}
+
+const char *vdnn_tiny_model_read(const VdnnTinyModel *m, size_t i, int *offset)
+{
+    const size_t n_vector = m->vector_name ? m->sc->features.count : 0;
+    *offset = 0;
+    if (i < n_vector)
+        return m->sc->features.items[i];
+    const VdnnSidecarSource *src = m->scalar[i - n_vector].src;
+    if (src->kind != VDNN_SOURCE_FEATURE)
+        return NULL;
+    *offset = src->offset;
+    return src->feature;
+}
+
+unsigned vdnn_tiny_model_lag(const VdnnTinyModel *m)
+{
+    return m->lag;
+}
+
+void vdnn_tiny_model_set_lag(VdnnTinyModel *m, unsigned lag)
+{
+    m->lag = lag;
+}
+
+int vdnn_tiny_model_temporal(const VdnnTinyModel *m)
+{
+    if (m->lag || m->history[0].depth || m->history[1].depth)
+        return 1;
+    for (size_t i = 0; i < vdnn_tiny_model_read_count(m); i++) {
+        int offset;
+        if (vdnn_tiny_model_read(m, i, &offset) && offset)
+            return 1;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Running                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* The size the model takes this frame, locking symbolic dims to the first
- * frame's size; *resize is set when the frame must be resized to it. */
+/* The size the model takes a w x h frame at, locking symbolic dims to the
+ * first frame's size. Returns 0 when the frame can be brought to it (*resize
+ * set when it must be resized), -ERANGE when not; sets no error message. */
+static int fit_size(VdnnTinyModel *m, unsigned w, unsigned h, unsigned *tw, unsigned *th,
+                    int *resize)
+{
+    if (!m->locked_w) {
+        m->locked_w = w;
+        m->locked_h = h;
+    }
+    if ((m->model_w < 0 && w != m->locked_w) || (m->model_h < 0 && h != m->locked_h))
+        return -ERANGE;
+    *tw = m->model_w < 0 ? w : (unsigned)m->model_w;
+    *th = m->model_h < 0 ? h : (unsigned)m->model_h;
+    *resize = *tw != w || *th != h;
+    return *resize && m->resize == VMAF_DNN_RESIZE_NONE ? -ERANGE : 0;
+}
+
+/* fit_size with the message. */
 static int target_size(VdnnTinyModel *m, const VdnnTinyFrame *f, unsigned *tw, unsigned *th,
                        int *resize)
 {
-    if (!m->locked_w) {
-        m->locked_w = f->w;
-        m->locked_h = f->h;
-    }
+    if (!fit_size(m, f->w, f->h, tw, th, resize))
+        return 0;
     if ((m->model_w < 0 && f->w != m->locked_w) || (m->model_h < 0 && f->h != m->locked_h))
         return vdnn_fail(-ERANGE, "frame %u is %ux%u; model %s runs at native resolution, which "
                          "its first frame set to %ux%u", f->index, f->w, f->h, m->path,
                          m->locked_w, m->locked_h);
-    *tw = m->model_w < 0 ? f->w : (unsigned)m->model_w;
-    *th = m->model_h < 0 ? f->h : (unsigned)m->model_h;
-    *resize = *tw != f->w || *th != f->h;
-    if (*resize && m->resize == VMAF_DNN_RESIZE_NONE)
-        return vdnn_fail(-ERANGE, "frame %u is %ux%u, model %s takes %ux%u; choose a resize mode",
-                         f->index, f->w, f->h, m->path, *tw, *th);
-    return 0;
+    return vdnn_fail(-ERANGE, "frame %u is %ux%u, model %s takes %ux%u; choose a resize mode",
+                     f->index, f->w, f->h, m->path, *tw, *th);
 }
 
 static int grow_resized(VdnnTinyModel *m, size_t n)
@@ -718,42 +940,155 @@ static int grow_resized(VdnnTinyModel *m, size_t n)
     return 0;
 }
 
-/* Adds the image inputs of this frame to in[], resized when needed. */
-static int feed_images(VdnnTinyModel *m, const VdnnTinyFrame *f, VmafDnnInput *in, size_t *n)
+static const float *frame_plane(const VdnnTinyFrame *f, VdnnSourcePicture p)
 {
-    unsigned tw = 0, th = 0;
-    int resize = 0, rc = target_size(m, f, &tw, &th, &resize);
+    return p == VDNN_PICTURE_REFERENCE ? f->ref : f->dist;
+}
+
+/* The plane `back` frames before this one, at the model's size; NULL when
+ * the history holds none (then the frame itself stands in, as libvmaf's
+ * motion does on its first frame). Farther back than the history reaches
+ * reads the oldest plane held. */
+static const float *past_plane(const VdnnTinyModel *m, VdnnSourcePicture p, unsigned back)
+{
+    const TinyHistory *h = &m->history[p];
+    if (!back || !h->filled)
+        return NULL;
+    if (back > h->filled)
+        back = h->filled;
+    return h->plane[(h->next + h->depth - back) % h->depth];
+}
+
+/* Adds the image inputs of this frame to in[], resized when needed. */
+static int feed_images(VdnnTinyModel *m, const VdnnTinyFrame *f, VmafDnnInput *in, size_t *n,
+                       unsigned *tw, unsigned *th)
+{
+    int resize = 0, rc = target_size(m, f, tw, th, &resize);
     if (rc)
         return rc;
-    if (resize && ((rc = vdnn_resizer_prepare(&m->resizer, m->resize, f->w, f->h, tw, th)) ||
-                   (rc = grow_resized(m, (size_t)tw * th))))
+    if (resize && ((rc = vdnn_resizer_prepare(&m->resizer, m->resize, f->w, f->h, *tw, *th)) ||
+                   (rc = grow_resized(m, (size_t)*tw * *th))))
         return rc;
     m->image_shape[0] = m->image_shape[1] = 1; /* batch folded to 1, one luma plane */
-    m->image_shape[2] = th;
-    m->image_shape[3] = tw;
-    const float *plane[2] = {m->kind == VMAF_DNN_MODEL_FR ? f->ref : f->dist, f->dist};
+    m->image_shape[2] = *th;
+    m->image_shape[3] = *tw;
     for (size_t k = 0; k < m->n_image; k++) {
-        const float *data = plane[k];
-        if (resize) {
-            vdnn_resizer_run(&m->resizer, data, m->resized[k]);
-            data = m->resized[k];
+        const float *data = past_plane(m, m->image_src[k].picture, m->image_src[k].back);
+        if (!data) {
+            data = frame_plane(f, m->image_src[k].picture);
+            if (resize) {
+                vdnn_resizer_run(&m->resizer, data, m->resized[k]);
+                data = m->resized[k];
+            }
         }
         in[(*n)++] = (VmafDnnInput){m->image_name[k], data, m->image_shape, 4};
     }
     return 0;
 }
 
+static void forget_history(VdnnTinyModel *m)
+{
+    m->history[0].filled = m->history[1].filled = 0;
+    m->history[0].next = m->history[1].next = 0;
+}
+
+int vdnn_tiny_model_remember(VdnnTinyModel *m, const VdnnTinyFrame *f)
+{
+    if (!m->history[0].depth && !m->history[1].depth)
+        return 0;
+    unsigned tw, th;
+    int resize;
+    if (fit_size(m, f->w, f->h, &tw, &th, &resize)) {
+        forget_history(m);
+        return 0; /* the frame failed on this model already, with its message */
+    }
+    const size_t n = (size_t)tw * th;
+    int rc = 0;
+    if (resize)
+        rc = vdnn_resizer_prepare(&m->resizer, m->resize, f->w, f->h, tw, th);
+    for (int p = 0; p < 2 && !rc; p++) {
+        TinyHistory *h = &m->history[p];
+        for (unsigned k = 0; k < h->depth && !rc && n > m->history_cap; k++) {
+            float *grown = realloc(h->plane[k], n * sizeof(float));
+            if (!grown)
+                rc = vdnn_fail(-ENOMEM, "model %s: out of memory for its past frames", m->path);
+            else
+                h->plane[k] = grown;
+        }
+    }
+    if (rc) {
+        forget_history(m);
+        return rc;
+    }
+    if (n > m->history_cap)
+        m->history_cap = n;
+    for (int p = 0; p < 2; p++) {
+        TinyHistory *h = &m->history[p];
+        if (!h->depth)
+            continue;
+        const float *src = frame_plane(f, (VdnnSourcePicture)p);
+        if (resize)
+            vdnn_resizer_run(&m->resizer, src, h->plane[h->next]);
+        else
+            memcpy(h->plane[h->next], src, n * sizeof(float));
+        h->next = (h->next + 1) % h->depth;
+        if (h->filled < h->depth)
+            h->filled++;
+    }
+    return 0;
+}
+
+/* Frame `index + offset`, kept inside the frames that exist [first, last]. */
+static unsigned frame_at(const VdnnTinyFrame *f, int offset)
+{
+    const long long at = (long long)f->index + offset;
+    return at < (long long)f->first ? f->first : at > (long long)f->last ? f->last : (unsigned)at;
+}
+
+static int read_feature(const VdnnTinyModel *m, const VdnnFeatureCollector *fc,
+                        const VdnnTinyFrame *f, const char *name, int offset, double *v)
+{
+    const unsigned at = frame_at(f, offset);
+    if (vdnn_feature_collector_get(fc, name, at, v) == 0)
+        return 0;
+    if (at != f->index)
+        return vdnn_fail(-ENOENT, "model %s needs feature \"%s\" of frame %u (offset %+d) for "
+                         "frame %u, which nobody produced", m->path, name, at, offset, f->index);
+    return vdnn_fail(-ENOENT, "model %s needs feature \"%s\" at frame %u, which nobody "
+                     "produced", m->path, name, f->index);
+}
+
+/* Fills the "value" and "feature" inputs. */
+static int feed_scalars(VdnnTinyModel *m, const VdnnFeatureCollector *fc, const VdnnTinyFrame *f,
+                        unsigned tw, unsigned th, VmafDnnInput *in, size_t *n)
+{
+    for (size_t i = 0; i < m->n_scalar; i++) {
+        TinyScalar *sc = &m->scalar[i];
+        const VdnnSidecarSource *src = sc->src;
+        double v = 0;
+        if (src->kind == VDNN_SOURCE_FEATURE) {
+            int rc = read_feature(m, fc, f, src->feature, src->offset, &v);
+            if (rc)
+                return rc;
+        } else {
+            v = src->value == VDNN_VALUE_BPC ? f->bpc : src->value == VDNN_VALUE_WIDTH ? tw : th;
+        }
+        sc->value = (float)v;
+        in[(*n)++] = (VmafDnnInput){sc->name, &sc->value, sc->shape, sc->rank};
+    }
+    return 0;
+}
+
 /* Reads the sidecar's features for this frame into the vector input. */
-static int feed_vector(VdnnTinyModel *m, const VdnnFeatureCollector *fc, unsigned index,
+static int feed_vector(VdnnTinyModel *m, const VdnnFeatureCollector *fc, const VdnnTinyFrame *f,
                        VmafDnnInput *in, size_t *n)
 {
     const VdnnSidecar *sc = m->sc;
     for (size_t i = 0; i < sc->features.count; i++) {
-        const char *name = sc->features.items[i];
         double v;
-        if (vdnn_feature_collector_get(fc, name, index, &v))
-            return vdnn_fail(-ENOENT, "model %s needs feature \"%s\" at frame %u, which nobody "
-                             "produced", m->path, name, index);
+        int rc = read_feature(m, fc, f, sc->features.items[i], 0, &v);
+        if (rc)
+            return rc;
         if (sc->feature_mean)
             v -= sc->feature_mean[i];
         if (sc->feature_std)
@@ -798,13 +1133,16 @@ static int store_scores(const VdnnTinyModel *m, const VdnnTinyFrame *f, VdnnFeat
 
 int vdnn_tiny_model_run(VdnnTinyModel *m, const VdnnTinyFrame *f, VdnnFeatureCollector *fc)
 {
-    VmafDnnInput in[TINY_MAX_INPUTS];
+    VmafDnnInput *in = m->feed;
     size_t n = 0;
+    unsigned tw = 0, th = 0;
     int rc = 0;
     if (m->n_image)
-        rc = feed_images(m, f, in, &n);
+        rc = feed_images(m, f, in, &n, &tw, &th);
     if (!rc && m->vector_name)
-        rc = feed_vector(m, fc, f->index, in, &n);
+        rc = feed_vector(m, fc, f, in, &n);
+    if (!rc)
+        rc = feed_scalars(m, fc, f, tw, th, in, &n);
     if (!rc)
         rc = vmaf_dnn_session_run(m->session, in, n, m->outputs, m->n_out);
     /* Shapes were checked at attach, but a symbolic batch could still make

@@ -16,6 +16,7 @@
 #include "vmafdnn/context.h"
 
 #include "feature_collector.h"
+#include "sidecar.h"
 
 typedef struct VdnnTinyModel VdnnTinyModel;
 
@@ -37,11 +38,16 @@ typedef struct VdnnTinyModelOptions {
 
 /* One frame's luma, normalised (vdnn_plane_normalise), rows contiguous,
  * owned by the caller. ref is NULL when the caller gave no reference; dist
- * is NULL when no picture was given (then w, h and bpc are 0). */
+ * is NULL when no picture was given (then w, h and bpc are 0): always so for
+ * a model that runs behind (lag > 0), which reads features only.
+ * Features at frame offsets are read from frame index + offset kept inside
+ * [first, last]: the sequence's first frame and the last frame read so far
+ * (first = 0, last = index where frames have no order). */
 typedef struct VdnnTinyFrame {
     const float *ref, *dist;
     unsigned w, h, bpc;
     unsigned index;
+    unsigned first, last;
 } VdnnTinyFrame;
 
 /* Opens and checks the model; *out (owned by the caller, released with
@@ -68,6 +74,33 @@ VmafDnnModelKind vdnn_tiny_model_kind(const VdnnTinyModel *m);
 const VmafDnnSession *vdnn_tiny_model_session(const VdnnTinyModel *m);
 size_t vdnn_tiny_model_key_count(const VdnnTinyModel *m);
 const char *vdnn_tiny_model_key(const VdnnTinyModel *m, size_t i); /* NULL out of range */
+
+/* The sidecar's "requires": files attached before this model. */
+const VdnnSidecarStrings *vdnn_tiny_model_requires(const VdnnTinyModel *m);
+
+/* The features the model reads: entry i's name (NULL for an input that is
+ * not a feature, such as a "value" one) and its frame offset. */
+size_t vdnn_tiny_model_read_count(const VdnnTinyModel *m);
+const char *vdnn_tiny_model_read(const VdnnTinyModel *m, size_t i, int *offset);
+
+/* How many frames the model runs behind the frame being read (it scores
+ * frame t - lag); the context decides it from the offsets of the features
+ * the model reads and the lags of their producers. */
+unsigned vdnn_tiny_model_lag(const VdnnTinyModel *m);
+void vdnn_tiny_model_set_lag(VdnnTinyModel *m, unsigned lag);
+
+/* Non-zero when the model reads another frame than the one it scores (past
+ * pictures, features at an offset) or runs behind: its frames must come in
+ * order. */
+int vdnn_tiny_model_temporal(const VdnnTinyModel *m);
+
+/* Keeps this frame's planes that later frames read at a past offset, at the
+ * model's input size; call once for every frame read (whether the model ran
+ * on it or not, so that offsets count frames). A frame the model cannot take
+ * (a size it refuses) clears what it kept: the next frame starts afresh, as
+ * the first one does. Returns 0 or -ENOMEM (then the history is cleared
+ * too). */
+int vdnn_tiny_model_remember(VdnnTinyModel *m, const VdnnTinyFrame *frame);
 
 /* The first of the model's keys that has a value for frame `index`, or
  * NULL when none has: a frame is scored once. */

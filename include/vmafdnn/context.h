@@ -43,6 +43,10 @@
 extern "C" {
 #endif
 
+/* The farthest frame offset a model may read (sidecar "input_sources"):
+ * pictures up to this many frames back, features this many back or ahead. */
+#define VMAF_DNN_MAX_FRAME_OFFSET 8
+
 /* ------------------------------------------------------------------------ */
 /* Pictures                                                                 */
 /* ------------------------------------------------------------------------ */

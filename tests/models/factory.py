@@ -598,6 +598,44 @@ ALL.update({
 })
 
 
+# --- temporal models (frame offsets, "input_sources") ------------------------------------------
+
+def temporal_diff():
+    """cur[1,1,H,W], prev[1,1,H,W], bpc[1] -> motion[1] = mean(cur) - mean(prev), bits[1] = bpc.
+    A sidecar feeds prev from an earlier frame and bpc with the bit depth."""
+    nodes, inits = [], []
+    _mean_to("cur", "mc", nodes, inits, "c")
+    _mean_to("prev", "mp", nodes, inits, "p")
+    nodes += [helper.make_node("Sub", ["mc", "mp"], ["motion"]),
+              helper.make_node("Identity", ["bpc"], ["bits"])]
+    frame = [1, 1, "H", "W"]
+    return make_model(nodes, [tensor("cur", F32, frame), tensor("prev", F32, frame),
+                              tensor("bpc", F32, [1])],
+                      [tensor("motion", F32, [1]), tensor("bits", F32, [1])], inits)
+
+
+def pair_min():
+    """a[1], b[1] -> y[1] = min(a, b) (libvmaf's motion2 from motion at offsets 0 and +1)."""
+    return make_model([helper.make_node("Min", ["a", "b"], ["y"])],
+                      [tensor("a", F32, [1]), tensor("b", F32, [1])], [tensor("y", F32, [1])])
+
+
+def pair_sum():
+    """a[1, 1], b[] -> y[1] = a + b: one-value inputs of other ranks."""
+    shape1 = numpy_helper.from_array(np.array([1], np.int64), "shape1")
+    return make_model([helper.make_node("Add", ["a", "b"], ["s"]),
+                       helper.make_node("Reshape", ["s", "shape1"], ["y"])],
+                      [tensor("a", F32, [1, 1]), tensor("b", F32, [])], [tensor("y", F32, [1])],
+                      [shape1])
+
+
+ALL.update({
+    "temporal_diff": temporal_diff,
+    "pair_min": pair_min,
+    "pair_sum": pair_sum,
+})
+
+
 def write_all(outdir):
     os.makedirs(outdir, exist_ok=True)
     for name, build in ALL.items():
@@ -609,3 +647,4 @@ if __name__ == "__main__":
     write_all(sys.argv[1])
     if len(sys.argv) > 2:
         open(sys.argv[2], "w").close()
+

@@ -1,0 +1,348 @@
+/* Models that read other frames than the one they score (vmafdnn/context.h,
+ * "Frame offsets"): past pictures from a model's history, a bit-depth value
+ * input, features ahead of the frame with delayed emission and flush, frame
+ * order, failures in the middle of a sequence, "output_keys" and "requires".
+ *
+ * usage: test_temporal MODEL_DIR (the models of tests/models/factory.py;
+ * sidecars are written by this test beside copies in a temporary directory).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <vmafdnn/context.h>
+
+#include "check.h"
+
+static char model_dir[PATH_MAX];
+static char tmp_dir[] = "/tmp/vmafdnn-temporal-XXXXXX";
+
+/* Copies model `model` to <tmp>/<as>.onnx with `sidecar` as <tmp>/<as>.json
+ * and returns the .onnx path (a few rotating buffers). */
+static const char *stage(const char *model, const char *as, const char *sidecar)
+{
+    static char ring[8][PATH_MAX + 64];
+    static unsigned next;
+    char *path = ring[next++ % 8], src[PATH_MAX + 64], json[PATH_MAX + 64];
+    snprintf(src, sizeof(src), "%s/%s.onnx", model_dir, model);
+    snprintf(path, sizeof(ring[0]), "%s/%s.onnx", tmp_dir, as);
+    snprintf(json, sizeof(json), "%s/%s.json", tmp_dir, as);
+    FILE *in = fopen(src, "rb"), *out = fopen(path, "wb");
+    char buf[1 << 16];
+    size_t n;
+    while (in && out && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+        fwrite(buf, 1, n, out);
+    if (in)
+        fclose(in);
+    if (out)
+        fclose(out);
+    unlink(json);
+    FILE *f = sidecar ? fopen(json, "w") : NULL;
+    if (f) {
+        fputs(sidecar, f);
+        fclose(f);
+    }
+    return path;
+}
+
+/* A w x h 8-bit picture with every sample `v`. */
+typedef struct Pic {
+    VmafDnnPicture pic;
+    unsigned char buf[64 * 64];
+} Pic;
+
+static void pic_set(Pic *p, unsigned w, unsigned h, unsigned v)
+{
+    memset(p, 0, sizeof(*p));
+    memset(p->buf, (int)v, sizeof(p->buf));
+    p->pic.data[0] = p->buf;
+    p->pic.stride[0] = (ptrdiff_t)w;
+    p->pic.w[0] = w;
+    p->pic.h[0] = h;
+    p->pic.bpc = 8;
+}
+
+static int read_level(VmafDnnContext *ctx, unsigned v, unsigned index)
+{
+    Pic p;
+    pic_set(&p, 8, 8, v);
+    return vmaf_dnn_read_pictures(ctx, NULL, &p.pic, index);
+}
+
+static VmafDnnContext *ctx_new(void)
+{
+    VmafDnnContext *ctx = NULL;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, NULL), 0);
+    return ctx;
+}
+
+static double get(const VmafDnnContext *ctx, const char *name, unsigned index)
+{
+    double v = NAN;
+    if (vmaf_dnn_feature_get(ctx, name, index, &v))
+        return NAN;
+    return v;
+}
+
+#define CHECK_NEAR(got, want)                                                           \
+    do {                                                                                \
+        double g_ = (got), w_ = (want);                                                 \
+        if (fabs(g_ - w_) <= 1e-6) {                                                    \
+            check_passed++;                                                             \
+        } else {                                                                        \
+            check_failed++;                                                             \
+            fprintf(stderr, "%s:%d: %s == %.9g, expected %.9g\n", __FILE__, __LINE__, #got, \
+                    g_, w_);                                                            \
+        }                                                                               \
+    } while (0)
+
+/* prev is fed from the distorted picture `offset` frames back. */
+static const char *diff_sidecar(int offset)
+{
+    static char text[512];
+    snprintf(text, sizeof(text),
+             "{\"native_resolution\": true, \"output_keys\": [\"m\", \"bits\"],"
+             " \"input_sources\": {\"prev\": {\"picture\": \"distorted\", \"offset\": %d},"
+             " \"bpc\": {\"value\": \"bpc\"}}}", offset);
+    return text;
+}
+
+/* "m" of frame t is mean(frame t) - mean(frame t + offset), the earlier one
+ * clamped to the first frame; "bits" is the bit depth. */
+static void test_past_pictures(void)
+{
+    static const unsigned level[] = {10, 40, 30, 100, 0};
+    for (int offset = -1; offset >= -2; offset--) {
+        VmafDnnContext *ctx = ctx_new();
+        CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "diff",
+                                                        diff_sidecar(offset)), NULL), 0);
+        CHECK_STR_CONTAINS(vmaf_dnn_tiny_model_feature_name(ctx, 0, 0), "m");
+        CHECK_EQ_INT(vmaf_dnn_tiny_model_kind(ctx, 0), VMAF_DNN_MODEL_NR);
+        for (unsigned t = 0; t < 5; t++)
+            CHECK_EQ_INT(read_level(ctx, level[t], t), 0);
+        for (unsigned t = 0; t < 5; t++) {
+            const int back = (int)t + offset < 0 ? 0 : (int)t + offset;
+            CHECK_NEAR(get(ctx, "m", t), ((double)level[t] - level[back]) / 255.0);
+            CHECK_NEAR(get(ctx, "bits", t), 8);
+        }
+        CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+        vmaf_dnn_context_close(ctx);
+    }
+}
+
+/* A frame out of order is refused, naming the one expected, and scores
+ * nothing; the expected one still works. */
+static void test_order(void)
+{
+    VmafDnnContext *ctx = ctx_new();
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "diff", diff_sidecar(-1)),
+                                         NULL), 0);
+    CHECK_EQ_INT(read_level(ctx, 10, 5), 0); /* a sequence may start anywhere */
+    CHECK_EQ_INT(read_level(ctx, 20, 7), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "the next one is frame 6");
+    CHECK_EQ_INT(read_level(ctx, 20, 5), -EINVAL);
+    CHECK(isnan(get(ctx, "m", 7)));
+    CHECK_EQ_INT(read_level(ctx, 20, 6), 0);
+    CHECK_NEAR(get(ctx, "m", 5), 0);
+    CHECK_NEAR(get(ctx, "m", 6), 10 / 255.0);
+    /* Its history would miss the frames already read. */
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "diff2", diff_sidecar(-1)),
+                                         NULL), -EEXIST); /* the same keys */
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(
+                     ctx, stage("temporal_diff", "diff3",
+                                "{\"native_resolution\": true,"
+                                " \"input_sources\": {\"prev\": {\"picture\": \"distorted\","
+                                " \"offset\": -1}, \"bpc\": {\"value\": \"bpc\"}}}"), NULL),
+                 -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "before the first frame");
+    vmaf_dnn_context_close(ctx);
+}
+
+static const char *const min_sidecar =
+    "{\"output_keys\": [\"m2\"], \"input_sources\": {\"a\": {\"feature\": \"m\"},"
+    " \"b\": {\"feature\": \"m\", \"offset\": 1}}}";
+
+/* m2[t] = min(m[t], m[t+1]) with m[N] read as m[N-1]: libvmaf's motion2.
+ * The model runs one frame behind, so m2 of frame t appears when frame
+ * t + 1 is read, and the last one at flush. */
+static void test_look_ahead(void)
+{
+    static const unsigned level[] = {10, 50, 60, 20, 200};
+    VmafDnnContext *ctx = ctx_new();
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "diff", diff_sidecar(-1)),
+                                         NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("pair_min", "min", min_sidecar), NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_kind(ctx, 1), VMAF_DNN_MODEL_FEATURES);
+    double m[5];
+    for (unsigned t = 0; t < 5; t++) {
+        CHECK_EQ_INT(read_level(ctx, level[t], t), 0);
+        m[t] = ((double)level[t] - level[t ? t - 1 : 0]) / 255.0;
+        CHECK(isnan(get(ctx, "m2", t)));            /* not yet: needs m[t + 1] */
+        if (t)
+            CHECK_NEAR(get(ctx, "m2", t - 1), fmin(m[t - 1], m[t]));
+    }
+    CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 5);
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    CHECK_NEAR(get(ctx, "m2", 4), m[4]);
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0); /* twice: harmless, nothing runs again */
+    CHECK_EQ_INT(read_level(ctx, 1, 5), -EINVAL);
+    vmaf_dnn_context_close(ctx);
+
+    /* One frame: m2[0] = min(m[0], m[0]) = 0, at flush. */
+    ctx = ctx_new();
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "diff", diff_sidecar(-1)),
+                                         NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("pair_min", "min", min_sidecar), NULL), 0);
+    CHECK_EQ_INT(read_level(ctx, 10, 0), 0);
+    CHECK(isnan(get(ctx, "m2", 0)));
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    CHECK_NEAR(get(ctx, "m2", 0), 0);
+    vmaf_dnn_context_close(ctx);
+}
+
+/* Lags add up along a chain: s reads m2 (one frame behind) one frame ahead,
+ * so it runs two behind; features of the caller count as lag 0; one-value
+ * inputs of rank 2 and 0 are fed too. */
+static void test_chain(void)
+{
+    VmafDnnContext *ctx = ctx_new();
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "diff", diff_sidecar(-1)),
+                                         NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("pair_min", "min", min_sidecar), NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(
+                     ctx, stage("pair_sum", "sum",
+                                "{\"output_keys\": [\"s\"], \"input_sources\": {\"a\": "
+                                "{\"feature\": \"m2\", \"offset\": 1}, \"b\": {\"feature\": "
+                                "\"x\", \"offset\": -1}}}"), NULL), 0);
+    static const unsigned level[] = {0, 255, 0, 255};
+    for (unsigned t = 0; t < 4; t++) {
+        CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "x", t, 100.0 * t), 0);
+        CHECK_EQ_INT(read_level(ctx, level[t], t), 0);
+    }
+    /* m = 0, 1, -1, 1; m2 = 0, -1, -1, 1; s[t] = m2[t+1] + x[t-1] */
+    CHECK_NEAR(get(ctx, "s", 0), -1 + 0);
+    CHECK_NEAR(get(ctx, "s", 1), -1 + 0);
+    CHECK(isnan(get(ctx, "s", 2)));
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    CHECK_NEAR(get(ctx, "s", 2), 1 + 100);
+    CHECK_NEAR(get(ctx, "s", 3), 1 + 200);
+    vmaf_dnn_context_close(ctx);
+
+    /* A picture model cannot run behind. */
+    ctx = ctx_new();
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(
+                     ctx, stage("temporal_diff", "diffx",
+                                "{\"native_resolution\": true, \"input_sources\": {\"bpc\": "
+                                "{\"feature\": \"x\", \"offset\": 1}}}"), NULL), -ENOTSUP);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "only models that read no picture may look ahead");
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_count(ctx), 0);
+    vmaf_dnn_context_close(ctx);
+}
+
+/* A frame that fails in the middle: its own models' scores are missing,
+ * the models that needed them fail once per frame that needed them, and
+ * the sequence goes on; a frame the history model refuses (another size)
+ * restarts its history. */
+static void test_failure_in_the_middle(void)
+{
+    VmafDnnContext *ctx = ctx_new();
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "diff", diff_sidecar(-1)),
+                                         NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("pair_min", "min", min_sidecar), NULL), 0);
+    CHECK_EQ_INT(read_level(ctx, 10, 0), 0);
+    CHECK_EQ_INT(read_level(ctx, 20, 1), 0);
+    Pic big;
+    pic_set(&big, 16, 16, 90);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &big.pic, 2), -ERANGE); /* native size */
+    CHECK(isnan(get(ctx, "m", 2)));
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &big.pic, 2), -EINVAL); /* it counted */
+    CHECK_EQ_INT(read_level(ctx, 50, 3), -ENOENT);  /* m2[2] needs m[2] */
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "feature \"m\" at frame 2");
+    CHECK_NEAR(get(ctx, "m", 3), 0);                /* history restarted at frame 3 */
+    CHECK(isnan(get(ctx, "m2", 1))); /* due at frame 2, whose call stopped at its failure */
+    CHECK_EQ_INT(read_level(ctx, 80, 4), 0);
+    CHECK_NEAR(get(ctx, "m", 4), 30 / 255.0);
+    CHECK_NEAR(get(ctx, "m2", 3), 0);
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    CHECK_NEAR(get(ctx, "m2", 4), 30 / 255.0);
+    vmaf_dnn_context_close(ctx);
+}
+
+/* What temporal_diff needs to attach besides the key under test. */
+#define BPC "\"native_resolution\": true, \"input_sources\": {\"bpc\": {\"value\": \"bpc\"}}"
+
+/* Sidecar errors of the new keys, and "requires". */
+static void test_sidecar_keys(void)
+{
+    static const struct {
+        const char *sidecar;
+        int code;
+        const char *fragment;
+    } bad[] = {
+        {"{\"input_sources\": {\"nope\": {\"value\": \"bpc\"}}}", -EINVAL, "not an input"},
+        {"{\"input_sources\": {\"prev\": {\"picture\": \"distorted\", \"offset\": 1}}}", -EINVAL,
+         "\"offset\" must be an integer in [-8, 0]"},
+        {"{\"input_sources\": {\"prev\": {\"picture\": \"distorted\", \"ofset\": -1}}}", -EINVAL,
+         "unknown member"},
+        {"{\"input_sources\": {\"bpc\": {\"value\": \"bpc\", \"feature\": \"x\"}}}", -EINVAL,
+         "exactly one"},
+        {"{\"input_sources\": {\"bpc\": {\"feature\": \"x\", \"offset\": 9}}}", -EINVAL,
+         "[-8, 8]"},
+        {"{" BPC ", \"output_keys\": [\"a\"]}", -EINVAL,
+         "\"output_keys\" has 1 entries for 2"},
+        {"{" BPC ", \"requires\": [\"../x.onnx\"]}", -EINVAL,
+         "inside the model's directory"},
+        {"{" BPC ", \"requires\": [\"absent.onnx\"]}", -ENOENT, "absent"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        VmafDnnContext *ctx = ctx_new();
+        int rc = vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "bad", bad[i].sidecar), NULL);
+        CHECK_EQ_INT(rc, bad[i].code);
+        CHECK_STR_CONTAINS(vmaf_dnn_last_error(), bad[i].fragment);
+        if (rc != bad[i].code || !strstr(vmaf_dnn_last_error(), bad[i].fragment))
+            fprintf(stderr, "  case %zu: %s\n", i, vmaf_dnn_last_error());
+        CHECK_EQ_INT(vmaf_dnn_tiny_model_count(ctx), 0);
+        vmaf_dnn_context_close(ctx);
+    }
+
+    /* "requires" attaches what a model needs first, once; on failure none. */
+    stage("temporal_diff", "req_diff", diff_sidecar(-1));
+    const char *top = stage("pair_min", "req_min",
+                            "{\"output_keys\": [\"m2\"], \"requires\": [\"req_diff.onnx\"],"
+                            " \"input_sources\": {\"a\": {\"feature\": \"m\"},"
+                            " \"b\": {\"feature\": \"m\", \"offset\": 1}}}");
+    VmafDnnContext *ctx = ctx_new();
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, top, NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_count(ctx), 2);
+    CHECK_STR_CONTAINS(vmaf_dnn_tiny_model_path(ctx, 0), "req_diff.onnx");
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, top, NULL), -EEXIST); /* m2 is taken */
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_count(ctx), 2);
+    CHECK_EQ_INT(read_level(ctx, 0, 0), 0);
+    CHECK_EQ_INT(read_level(ctx, 51, 1), 0);
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    CHECK_NEAR(get(ctx, "m2", 0), 0);
+    CHECK_NEAR(get(ctx, "m2", 1), 0.2);
+    vmaf_dnn_context_close(ctx);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2 || !realpath(argv[1], model_dir) || !mkdtemp(tmp_dir)) {
+        fprintf(stderr, "usage: test_temporal MODEL_DIR\n");
+        return 2;
+    }
+    test_past_pictures();
+    test_order();
+    test_look_ahead();
+    test_chain();
+    test_failure_in_the_middle();
+    test_sidecar_keys();
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmp_dir);
+    return check_report();
+}
