@@ -43,8 +43,10 @@ SSIM_C2 = 0.03 ** 2
 SSIM_STRIP_ROWS = 24
 SSIM_SUBSTRIPS = 3
 SSIM_CHANNELS = 16
-# sharpness_nr's rows per Loop iteration (16..64 measured alike at 1080p, 128 slower).
+# Rows per Loop iteration of psnr_y and sharpness_nr (measured at 1080p: sharpness 16..64 alike,
+# 128 slower; psnr 64..128 alike, as fast as one whole-frame pass without its memory).
 SHARPNESS_STRIP_ROWS = 32
+PSNR_STRIP_ROWS = 64
 
 # 10*log10(1/1e-20) = 200 dB: identical frames give a finite value; the library then caps it at
 # 6*bpc+12 dB like libvmaf (sidecar key cap_db_per_bpc).
@@ -118,13 +120,40 @@ def frame_mean_double(g, x):
     return g.op("ReduceMean", g.op("Cast", x, to=TensorProto.DOUBLE), keepdims=0)
 
 
+def strip_sums(g, inputs, strip_rows, halo, body_fn, name):
+    """Sums over row strips in a Loop, so that a strip's intermediates stay in cache and the peak
+    memory does not grow with the frame. Each iteration slices `strip_rows` + `halo` rows of every
+    input (Slice clamps the last strip) and body_fn(body_graph, sliced_inputs) returns rank-0
+    doubles, summed over the strips. Returns (the totals, [H - halo, W - halo] as int64)."""
+    i64 = lambda v: g.const(v, np.int64)  # noqa: E731
+    valid = g.op("Sub", g.op("Slice", g.op("Shape", inputs[0]), i64([2]), i64([4])), i64(halo))
+    trips = g.op("Div", g.op("Add", g.op("Gather", valid, i64(0)), i64(strip_rows - 1)),
+                 i64(strip_rows))
+    b = Graph("s_")
+    start = b.op("Unsqueeze", b.op("Mul", "s_iter", b.const(strip_rows, np.int64)),
+                 b.const([0], np.int64))
+    end = b.op("Add", start, b.const([strip_rows + halo], np.int64))
+    rows = b.const([2], np.int64)
+    sums = body_fn(b, [b.op("Slice", x, start, end, rows) for x in inputs])
+    carried = [(f"s_sum{i}", TensorProto.DOUBLE) for i in range(len(sums))]
+    body = b.loop_body(name, carried, [b.op("Add", c, v) for (c, _), v in zip(carried, sums)])
+    zeros = [g.const(0.0, np.float64) for _ in sums]
+    totals = g.op("Loop", trips, g.const(True, np.bool_), *zeros, body=body, n_out=len(sums))
+    return (totals if len(sums) > 1 else [totals]), valid
+
+
 def build_psnr_y():
     g = Graph()
-    # The fp32 difference is exact enough (its error is relative to the difference itself); its
-    # square and the mean are taken in double. ReduceSumSquare squares and sums in one pass.
-    err = g.op("Cast", g.op("Sub", "reference", "distorted"), to=TensorProto.DOUBLE)
-    n = g.op("Cast", g.op("Size", "reference"), to=TensorProto.DOUBLE)
-    mse = g.op("Div", g.op("ReduceSumSquare", err, keepdims=0), n)
+
+    def strip_sse(b, planes):
+        # The fp32 difference is exact enough (its error is relative to the difference itself);
+        # it is squared and summed in double, in one ReduceSumSquare.
+        err = b.op("Cast", b.op("Sub", *planes), to=TensorProto.DOUBLE)
+        return [b.op("ReduceSumSquare", err, keepdims=0)]
+
+    (sse,), _ = strip_sums(g, ["reference", "distorted"], PSNR_STRIP_ROWS, 0, strip_sse,
+                           "psnr_strips")
+    mse = g.op("Div", sse, g.op("Cast", g.op("Size", "reference"), to=TensorProto.DOUBLE))
     mse = g.op("Max", mse, g.const(PSNR_MSE_FLOOR, np.float64))
     db = g.op("Mul", g.op("Log", mse), g.const(-10.0 / math.log(10.0), np.float64))
     g.scalar_output(db, "psnr_y")
@@ -223,35 +252,24 @@ def build_ssim_y():
 
 def build_sharpness_nr():
     g = Graph()
-    i64 = lambda v: g.const(v, np.int64)  # noqa: E731
-    valid = g.op("Sub", g.op("Slice", g.op("Shape", "distorted"), i64([2]), i64([4])), i64(2))
-    trips = g.op("Div", g.op("Add", g.op("Gather", valid, i64(0)), i64(SHARPNESS_STRIP_ROWS - 1)),
-                 i64(SHARPNESS_STRIP_ROWS))
 
-    # Row strips in a Loop: the double copies and shifted views of a strip stay in cache (the
-    # whole-frame graph moved ~20 such planes through memory).
-    b = Graph("s_")
-    bi64 = lambda v: b.const(v, np.int64)  # noqa: E731
-    start = b.op("Unsqueeze", b.op("Mul", "s_iter", bi64(SHARPNESS_STRIP_ROWS)), bi64([0]))
-    end = b.op("Add", start, bi64([SHARPNESS_STRIP_ROWS + 2]))  # Slice clamps the last strip
-    # Exact in double: a Laplacian of fp32 samples in [0,1] needs no rounding there, and blurred
-    # content has small Laplacians where fp32 rounding would be a large relative error.
-    x = b.op("Cast", b.op("Slice", "distorted", start, end, bi64([2])), to=TensorProto.DOUBLE)
-    rows, cols = bi64([2]), bi64([3])
-    up = b.op("Slice", x, bi64([0]), bi64([-2]), rows)
-    mid = b.op("Slice", x, bi64([1]), bi64([-1]), rows)
-    down = b.op("Slice", x, bi64([2]), bi64([INT64_MAX]), rows)
-    vertical = b.op("Sub", b.op("Add", up, down), b.op("Mul", mid, b.const(4.0, np.float64)))
-    lap = b.op("Add", b.op("Slice", vertical, bi64([1]), bi64([-1]), cols),
-               b.op("Add", b.op("Slice", mid, bi64([0]), bi64([-2]), cols),
-                    b.op("Slice", mid, bi64([2]), bi64([INT64_MAX]), cols)))
-    s1 = b.op("Add", "s_sum", b.op("ReduceSum", lap, keepdims=0))
-    s2 = b.op("Add", "s_sumsq", b.op("ReduceSumSquare", lap, keepdims=0))
-    body = b.loop_body("sharpness_strips",
-                       [("s_sum", TensorProto.DOUBLE), ("s_sumsq", TensorProto.DOUBLE)], [s1, s2])
-    zero = g.const(0.0, np.float64)
-    total, total_sq = g.op("Loop", trips, g.const(True, np.bool_), zero, zero, body=body, n_out=2)
+    def strip_laplacian_sums(b, planes):
+        bi64 = lambda v: b.const(v, np.int64)  # noqa: E731
+        # Exact in double: a Laplacian of fp32 samples in [0,1] needs no rounding there, and
+        # blurred content has small Laplacians where fp32 rounding would be a large relative error.
+        x = b.op("Cast", planes[0], to=TensorProto.DOUBLE)
+        rows, cols = bi64([2]), bi64([3])
+        up = b.op("Slice", x, bi64([0]), bi64([-2]), rows)
+        mid = b.op("Slice", x, bi64([1]), bi64([-1]), rows)
+        down = b.op("Slice", x, bi64([2]), bi64([INT64_MAX]), rows)
+        vertical = b.op("Sub", b.op("Add", up, down), b.op("Mul", mid, b.const(4.0, np.float64)))
+        lap = b.op("Add", b.op("Slice", vertical, bi64([1]), bi64([-1]), cols),
+                   b.op("Add", b.op("Slice", mid, bi64([0]), bi64([-2]), cols),
+                        b.op("Slice", mid, bi64([2]), bi64([INT64_MAX]), cols)))
+        return [b.op("ReduceSum", lap, keepdims=0), b.op("ReduceSumSquare", lap, keepdims=0)]
 
+    (total, total_sq), valid = strip_sums(g, ["distorted"], SHARPNESS_STRIP_ROWS, 2,
+                                          strip_laplacian_sums, "sharpness_strips")
     # One pass, E[lap^2] - E[lap]^2: in double the cancellation is harmless (the mean Laplacian
     # is a border term, near 0).
     n = g.op("Cast", g.op("ReduceProd", valid, keepdims=0), to=TensorProto.DOUBLE)
