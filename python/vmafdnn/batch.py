@@ -140,7 +140,7 @@ def _normalise_job(item, where: str, base_dir: str) -> dict:
         from . import models as _builtin
         if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
             raise ValueError(f"{where}: 'models' is a list of model paths or built-in names")
-        models = [m if m in _builtin.MODEL_NAMES else path(m) for m in models]
+        models = [path(m) if _builtin.is_path(m) else m for m in models]
     job["models"] = models or None
     for key in ("ref_offset", "dist_offset", "width", "height", "bitdepth"):
         value = job.get(key)
@@ -181,9 +181,13 @@ def _file_identity(path: Optional[str]):
 
 
 def _model_identity(model: str):
+    """The file a model name or path stands for, and its sidecar: a
+    regenerated or replaced model is a new job."""
     from . import models as _builtin
-    if model in _builtin.MODEL_NAMES:
-        return model  # shipped with this version of the package
+    try:
+        model = _builtin.resolve(model)
+    except (OSError, ValueError):
+        return model  # fails in the worker, with the library's message
     identity = _file_identity(model)
     sidecar = os.path.splitext(model)[0] + ".json"
     return [identity, _file_identity(sidecar) if os.path.exists(sidecar) else None]
@@ -363,7 +367,7 @@ class Scorer:
                     for i in range(frames):
                         try:
                             value = ctx.feature(name, base + i)
-                        except LookupError:
+                        except FileNotFoundError:  # ENOENT: no value for that frame
                             continue
                         out.feature_append(name, i, value)
             out.write(path, o["report_format"])
@@ -398,6 +402,7 @@ def _worker_main(conn, options: dict) -> None:
     """A worker process: jobs in, rows out, until None or the pipe closes."""
     scorer = Scorer(options)
     try:
+        conn.send(("ready", os.getpid()))  # imports done: a death from now on is a job's
         while True:
             try:
                 message = conn.recv()
@@ -406,7 +411,7 @@ def _worker_main(conn, options: dict) -> None:
             if message is None:
                 break
             index, job = message
-            conn.send((index, scorer.run(job)))
+            conn.send(("row", index, scorer.run(job)))
     except KeyboardInterrupt:
         pass  # the parent handles Ctrl-C; a worker just ends
     finally:
@@ -420,8 +425,9 @@ class _LocalWorker:
                                name="vmafdnn-batch-worker")
         self.proc.start()
         child.close()
-        self.job = None  # (index, job) in flight
+        self.job = None  # the index of the job in flight
         self.started = 0.0
+        self.ready = False  # it said so: it imported vmafdnn and can score
 
     @property
     def pid(self) -> int:
@@ -511,56 +517,74 @@ class _Dispatcher:
         self.sink(index, row)
 
 
+# Workers in a row that die before they are ready (a broken install, say)
+# before the batch gives up: their jobs are not charged an attempt.
+_STARTUP_FAILURES = 3
+
+
 def _run_local(todo, jobs, options, workers: int, on_event, sink, timeout, stop) -> int:
     # spawn, not fork: a forked child would share the parent's ONNX Runtime
     # threads and handles, which the library refuses (and which deadlock).
     mp = multiprocessing.get_context("spawn")
     d = _Dispatcher(todo, jobs, options, on_event, sink, stop)
     pool = [_LocalWorker(mp, options) for _ in range(min(workers, len(todo)))]
+    startup_failures = 0
     try:
         while d.queue or any(w.job is not None for w in pool):
             for w in pool:
-                if w.job is None and d.queue:
+                # Only a worker that said it is ready gets a job, so a job is
+                # charged an attempt only for deaths while it really ran.
+                if w.ready and w.job is None and d.queue:
                     index = d.take(w.pid)
                     w.job, w.started = index, time.monotonic()
-                    w.conn.send((index, jobs[index]))
-            busy = [w for w in pool if w.job is not None]
+                    try:
+                        w.conn.send((index, jobs[index]))
+                    except OSError:
+                        pass  # it died: its sentinel says so below
             wait_s = _POLL_S
-            if timeout:
-                wait_s = min(wait_s, max(0.0, min(w.started + timeout for w in busy)
-                                         - time.monotonic()))
+            if timeout and any(w.job is not None for w in pool):
+                first = min(w.started for w in pool if w.job is not None)
+                wait_s = min(wait_s, max(0.0, first + timeout - time.monotonic()))
             d.check_stop()
-            ready = set(_wait_any([w.conn for w in busy] + [w.proc.sentinel for w in busy],
+            ready = set(_wait_any([w.conn for w in pool] + [w.proc.sentinel for w in pool],
                                   wait_s))
             for k, w in enumerate(pool):
-                if w.job is None:
-                    continue
                 why = None
                 if w.conn in ready:
                     try:
-                        index, row = w.conn.recv()
+                        message = w.conn.recv()
                     except (EOFError, OSError):
-                        why = None  # the sentinel tells how it died
+                        pass  # it died: the exit status tells how
                     else:
-                        w.job = None
-                        d.done(index, row)
+                        if message[0] == "ready":
+                            w.ready, startup_failures = True, 0
+                        else:
+                            w.job = None
+                            d.done(message[1], message[2])
                         continue
                 if w.conn in ready or w.proc.sentinel in ready:
                     w.proc.join(1)
                     why = _death_text(w.proc.exitcode)
-                elif timeout and time.monotonic() - w.started > timeout:
+                elif timeout and w.job is not None and time.monotonic() - w.started > timeout:
                     why = f"ran past the {timeout:g} s job timeout and was stopped"
-                    w.proc.kill()
-                if why is not None:
-                    index, w.job = w.job, None
-                    w.stop(kill=True)
-                    pool[k] = _LocalWorker(mp, options)
+                if why is None:
+                    continue
+                index, w.job = w.job, None
+                w.stop(kill=True)
+                if not w.ready:
+                    startup_failures += 1
+                    if startup_failures >= _STARTUP_FAILURES:
+                        raise RuntimeError(
+                            f"batch workers cannot start: {startup_failures} in a row {why} "
+                            "before they could score (their error is above)")
+                pool[k] = _LocalWorker(mp, options)
+                if index is not None:
                     if "timeout" in why:  # the same input would hang again
                         d.attempts[index] = d.max_attempts
                     d.lost(index, why)
     finally:
         for w in pool:
-            w.stop(kill=w.job is not None)
+            w.stop(kill=w.job is not None or not w.ready)
     return d.retried
 
 
@@ -977,3 +1001,73 @@ def _with_labels(row: dict, job: dict) -> dict:
     labels = {k: v for k, v in _labels(job).items() if k != "job_key"}
     rest = {k: v for k, v in row.items() if k not in labels}
     return {**labels, **rest}
+
+
+# -- the command line (vmafdnn batch) ------------------------------------------------------
+
+def add_arguments(parser) -> None:
+    """The ``vmafdnn batch`` arguments (cli.py adds the policy flags)."""
+    from . import cli
+    from .context import OUTPUT_FORMATS, RESIZE_MODES
+    from .session import DEVICES, MAX_THREADS
+    parser.add_argument("jobs", metavar="JOBS",
+                        help="job list: CSV with a header row, or JSON Lines (.jsonl)")
+    parser.add_argument("-o", "--output", metavar="RESULTS",
+                        help="results: .parquet, .csv or .jsonl; re-running with the same file "
+                             "skips the jobs already done")
+    parser.add_argument("--workers", type=cli._positive_int, metavar="N",
+                        help=f"worker processes or Ray actors (default: every core, here "
+                             f"{default_workers()}; on Ray, the cluster's CPUs / --threads)")
+    parser.add_argument("--threads", type=cli._thread_count, default=1, metavar="N",
+                        help=f"ONNX Runtime threads per model in each worker, 0..{MAX_THREADS} "
+                             "(default 1)")
+    parser.add_argument("--tiny-model", action="append", dest="models", metavar="PATH",
+                        help="model of jobs without a 'models' column; repeatable (default: "
+                             "psnr_y and ssim_y, sharpness_nr without a reference)")
+    parser.add_argument("--tiny-device", default="auto", type=str.lower, choices=list(DEVICES))
+    parser.add_argument("--tiny-device-index", type=cli._non_negative_int, default=0,
+                        metavar="N")
+    parser.add_argument("--tiny-fp16", action="store_true")
+    parser.add_argument("--tiny-resize", default="none", type=str.lower,
+                        choices=list(RESIZE_MODES))
+    parser.add_argument("--reports", metavar="DIR",
+                        help="also write one per-frame report per job into DIR")
+    parser.add_argument("--report-format", default="json", choices=list(OUTPUT_FORMATS))
+    parser.add_argument("--retries", type=cli._non_negative_int, default=2, metavar="N",
+                        help="tries more of a job whose worker died (default 2)")
+    parser.add_argument("--job-timeout", type=cli._seconds, metavar="SECONDS",
+                        help="local workers: kill a job running longer and fail its row")
+    parser.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS",
+                        help="run on Ray: ray.init(address=ADDRESS) ('auto': the running "
+                             "cluster), without ADDRESS a local instance")
+    parser.add_argument("--gpus-per-worker", type=float, default=0, metavar="G",
+                        help="Ray: GPUs each actor asks for; binds the CUDA EP")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress line and no summary")
+
+
+def run_command(args, policy: dict, printable=str) -> int:
+    """``vmafdnn batch``: 0 when every job succeeded, 1 when some failed."""
+    if args.output is None and args.reports is None:
+        from .scoring import UsageError
+        raise UsageError("give -o RESULTS (and/or --reports DIR): the rows go nowhere else")
+    progress = not args.quiet and sys.stderr.isatty()
+    rows = batch(args.jobs, args.output, models=args.models, workers=args.workers,
+                 threads=args.threads, device=args.tiny_device,
+                 device_index=args.tiny_device_index, fp16_io=args.tiny_fp16,
+                 resize=args.tiny_resize, reports=args.reports,
+                 report_format=args.report_format, retries=args.retries,
+                 timeout=args.job_timeout, ray=args.ray, gpus_per_worker=args.gpus_per_worker,
+                 progress=progress, cancel=args.canceller,
+                 **{k: v for k, v in policy.items() if v is not None})
+    if not args.quiet:
+        rate = rows.ran / rows.elapsed if rows.elapsed > 0 else 0.0
+        print(f"jobs: {len(rows)} ({rows.ran} scored, {rows.skipped} already done, "
+              f"{rows.failed} failed, {rows.retried} retried after a worker died); "
+              f"{rows.frames} frames in {rows.elapsed:.1f} s ({rate:.2f} jobs/s)")
+        for row in rows:
+            if row.get("error"):
+                print(f"failed: {printable(row['distorted'])}: {printable(row['error'])}")
+        if args.output:
+            print(f"results: {printable(args.output)}")
+    return 1 if rows.failed else 0

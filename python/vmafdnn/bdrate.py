@@ -310,3 +310,27 @@ def bdrate_main(results: str, anchor: str, test: str, metric=None, ladder_column
                           result["title_column"], rate_column)
         text += f"\nplot: {plot}"
     return text, result
+
+
+def add_arguments(parser) -> None:
+    """The ``vmafdnn bdrate`` arguments."""
+    parser.add_argument("results", metavar="RESULTS",
+                        help="results of vmafdnn batch (.parquet, .csv or .jsonl)")
+    parser.add_argument("--anchor", required=True, metavar="A", help="the anchor ladder")
+    parser.add_argument("--test", required=True, metavar="B", help="the ladder compared to it")
+    parser.add_argument("--metric", help="quality column (default: the first pooled score)")
+    parser.add_argument("--ladder-column", metavar="COLUMN",
+                        help="column holding A and B (default: the one column that does)")
+    parser.add_argument("--title-column", metavar="COLUMN",
+                        help="one BD-rate per value of COLUMN (default: title, when present)")
+    parser.add_argument("--rate-column", metavar="COLUMN",
+                        help=f"rate column (default: {' or '.join(RATE_COLUMNS)})")
+    parser.add_argument("--plot", metavar="OUT", help="also draw rate-quality curves (.png/.svg)")
+
+
+def run_command(args, printable=str) -> int:
+    text, result = bdrate_main(args.results, args.anchor, args.test, args.metric,
+                               args.ladder_column, args.title_column, args.rate_column,
+                               args.plot)
+    print("\n".join(printable(line) for line in text.splitlines()))
+    return 0 if result["titles"] else 1

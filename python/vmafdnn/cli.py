@@ -6,6 +6,8 @@
     vmafdnn bench MODEL [--device D] [--threads N] [--runs N]
                                                per-run latency
     vmafdnn plot REPORT.json [...] -o OUT.png  per-frame curves of reports
+    vmafdnn batch JOBS.csv -o RESULTS.parquet  a job list on every core or Ray
+    vmafdnn bdrate RESULTS --anchor A --test B BD-rate between two ladders
 
 Errors are one line on stderr ("vmafdnn: error: ..."); the exit status is 2
 for a usage error and 1 for anything that fails while running. SIGINT and
@@ -384,6 +386,16 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--metric", action="append", dest="metrics", metavar="NAME",
                       help="plot only this metric; repeatable (default: all)")
     plot.set_defaults(func=cmd_plot)
+    from . import batch as _batch, bdrate as _bdrate
+    batch = sub.add_parser("batch", help="score a job list (CSV / JSON Lines) on every core "
+                                         "or on Ray (docs/batch.md)")
+    _batch.add_arguments(batch)
+    _policy_args(batch)
+    batch.set_defaults(func=lambda args: _batch.run_command(args, _policy(args), printable))
+    bdrate = sub.add_parser("bdrate", help="BD-rate (PCHIP) between two ladders of batch "
+                                           "results")
+    _bdrate.add_arguments(bdrate)
+    bdrate.set_defaults(func=lambda args: _bdrate.run_command(args, printable))
     return parser
 
 
@@ -586,7 +598,7 @@ def _one_line(error: BaseException) -> str:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        if argv and argv[0] in ("info", "bench", "plot", "models"):
+        if argv and argv[0] in ("info", "bench", "plot", "models", "batch", "bdrate"):
             args = build_parser().parse_args(argv)
         elif not argv:
             raise _UsageExit("no input given")
@@ -594,7 +606,7 @@ def main(argv=None) -> int:
             args = build_score_parser().parse_args(argv)
             _check_score_args(args)
             args.command, args.func = "score", cmd_score
-        if args.command not in ("plot", "models") and not available():
+        if args.command not in ("plot", "models", "bdrate") and not available():
             raise RuntimeError(unavailable_reason())
         args.canceller = Canceller()  # what a SIGINT / SIGTERM cancels
         try:
