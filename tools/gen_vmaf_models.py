@@ -1,6 +1,6 @@
 """Write VMAF (libvmaf's vmaf_v0.6.1 family) as ONNX graphs into a directory.
 
-Usage: python tools/gen_vmaf_models.py OUTDIR [MODELS_DIR]
+Usage: python tools/gen_vmaf_models.py [--library-names] OUTDIR [MODELS_DIR]
 
 MODELS_DIR holds libvmaf's model files (vmaf_v0.6.1.json, vmaf_4k_v0.6.1.json,
 vmaf_v0.6.1neg.json); tools/fetch_vmaf_reference.sh fetches them into the build cache. They are
@@ -539,20 +539,69 @@ def build_svm(model_json, name, enable_transform=False):
     return finish(g, name, inputs, outputs, doc)
 
 
-def sidecar(name, features_graph):
+# The library's attach rules (include/vmafdnn/context.h): the SVM model requires its features
+# and motion2 models, which attach before it; the features model reads the previous reference
+# frame and the bit depth, the motion2 model the next frame's motion (so it and the SVM run one
+# frame behind, the last frame at flush).
+VARIANTS = {
+    # graph name -> (feature key, features graph, motion2 graph, key suffix)
+    "vmaf_v0.6.1": ("vmaf", "vmaf_features", "vmaf_motion2", ""),
+    "vmaf_4k_v0.6.1": ("vmaf_4k", "vmaf_features", "vmaf_motion2", ""),
+    "vmaf_v0.6.1neg": ("vmaf_neg", "vmaf_features_neg", "vmaf_motion2_neg", "_egl_1"),
+}
+MIN_SIZE = 33  # ADM's four DWT levels; libvmaf refuses smaller frames too
+
+
+def features_sidecar(name, suffix):
     return {
         "name": name,
-        "features_model": f"{features_graph}.onnx",
-        "features_inputs": ["reference", "distorted", "reference_prev", "bpc"],
-        "features_outputs": FEATURES,
-        "frame_window": {"past": 1, "future": 1},
-        "temporal": {"motion2": "min(motion[t], motion[t+1]); 0 at t=0; motion[t] at t=N-1"},
-        "svm_inputs": SVM_INPUTS,
-        "outputs": ["vmaf", "vif_scale0", "vif_scale1", "vif_scale2", "vif_scale3", "adm2",
-                    "motion2"],
+        "description": "libvmaf's integer VMAF elementary features of one frame pair",
+        "input_names": ["reference", "distorted"],
+        "input_sources": {"reference_prev": {"picture": "reference", "offset": -1},
+                          "bpc": {"value": "bpc"}},
+        "output_keys": [f + suffix for f in FEATURES],
         "native_resolution": True,
-        "min_size": [33, 33],
+        "min_width": MIN_SIZE,
+        "min_height": MIN_SIZE,
     }
+
+
+def motion2_sidecar(suffix):
+    return {
+        "description": "libvmaf's motion2: min(motion[t], motion[t+1]), motion[N-1] at the end",
+        "input_sources": {"motion": {"feature": "motion" + suffix},
+                          "motion_next": {"feature": "motion" + suffix, "offset": 1}},
+        "output_keys": ["motion2" + suffix],
+    }
+
+
+def sidecar(name, features_graph):
+    key, _, motion2_graph, suffix = VARIANTS[name]
+    return {
+        "name": key,
+        "description": f"libvmaf's {name} (nu-SVR over VIF, ADM2 and motion2)",
+        "requires": [features_graph + ".onnx", motion2_graph + ".onnx"],
+        "input_sources": {f: {"feature": f + suffix} for f in SVM_INPUTS},
+        "output_keys": [key],
+        "higher_is_better": True,
+        "range": [0, 100],
+        # for tools that run the graphs themselves (tests/python/test_vmaf_graphs.py)
+        "features_model": f"{features_graph}.onnx",
+        "features_outputs": FEATURES,
+    }
+
+
+def build_motion2(name):
+    g = G()
+    g.to_output(g.op("Min", "motion", "motion_next"), "motion2")
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1])
+              for n in ("motion", "motion_next")]
+    outputs = [helper.make_tensor_value_info("motion2", TensorProto.FLOAT, [1])]
+    return finish(g, name, inputs, outputs, "libvmaf's motion2 = min(motion[t], motion[t+1])")
+
+
+def write_json(path, obj):
+    write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
 
 
 def write_bytes(path, data):
@@ -569,21 +618,32 @@ def default_models_dir():
 
 
 def main(argv):
+    # --library-names: the SVM models are written under their feature keys (vmaf.onnx,
+    # vmaf_4k.onnx, vmaf_neg.onnx), the names the library's catalog resolves for
+    # `vmafdnn --model vmaf`; their sidecars' "requires" attach the rest.
+    library_names = "--library-names" in argv
+    argv = [a for a in argv if a != "--library-names"]
     if len(argv) not in (2, 3):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     out = argv[1]
     models_dir = argv[2] if len(argv) == 3 else default_models_dir()
     os.makedirs(out, exist_ok=True)
-    for gain, gname in ((100.0, "vmaf_features"), (1.0, "vmaf_features_neg")):
+    for gain, gname, suffix in ((100.0, "vmaf_features", ""),
+                                (1.0, "vmaf_features_neg", "_egl_1")):
         write_bytes(os.path.join(out, gname + ".onnx"),
                     build_features(gain, gname).SerializeToString())
+        write_json(os.path.join(out, gname + ".json"), features_sidecar(gname, suffix))
+    for mname, suffix in (("vmaf_motion2", ""), ("vmaf_motion2_neg", "_egl_1")):
+        write_bytes(os.path.join(out, mname + ".onnx"), build_motion2(mname).SerializeToString())
+        write_json(os.path.join(out, mname + ".json"), motion2_sidecar(suffix))
     for name, (fname, fgraph) in MODEL_FILES.items():
         with open(os.path.join(models_dir, fname)) as f:
             mj = json.load(f)
-        write_bytes(os.path.join(out, name + ".onnx"), build_svm(mj, name).SerializeToString())
-        write_bytes(os.path.join(out, name + ".json"),
-                    (json.dumps(sidecar(name, fgraph), indent=2, sort_keys=True) + "\n").encode())
+        fname_out = VARIANTS[name][0] if library_names else name
+        write_bytes(os.path.join(out, fname_out + ".onnx"),
+                    build_svm(mj, name).SerializeToString())
+        write_json(os.path.join(out, fname_out + ".json"), sidecar(name, fgraph))
     return 0
 
 

@@ -167,7 +167,9 @@ typedef enum VmafDnnModelKind {
 
 /*
  * Opens the ONNX model at `onnx_path` with its sidecar (`<model>.json`
- * beside it, optional), checks that it can be attached, and attaches it:
+ * beside it, optional); `onnx_path` may also be a model name ("psnr_y": no
+ * '/', no ".onnx"), resolved by vmaf_dnn_model_resolve() (catalog.h; an
+ * unknown name is -ENOENT listing the known ones), checks that it can be attached, and attaches it:
  * from then on every vmaf_dnn_read_pictures() runs it and stores its
  * outputs as features. `mcfg` is copied (NULL means all defaults). Several
  * models may be attached; each frame they run in attach order, so a
@@ -212,6 +214,40 @@ typedef enum VmafDnnModelKind {
  *     VmafDnnResize and VmafDnnModelConfig.resize); with NONE the frame
  *     fails with -ERANGE.
  *
+ * Frame offsets and other input sources. The sidecar's "input_sources"
+ * object maps a model input to what feeds it, instead of the rules above:
+ *   {"picture": "reference"|"distorted", "offset": -k}  the luma of frame
+ *       t - k (0 <= k <= VMAF_DNN_MAX_FRAME_OFFSET), an image input like the
+ *       others (same size rules, resized the same way). The model keeps the
+ *       last k planes it needs at its input size (counted in its memory
+ *       budget). Before the sequence has k frames, the oldest one held is
+ *       read, and on its first frame the frame itself (libvmaf's motion is
+ *       0 there).
+ *   {"value": "bpc"|"width"|"height"}  the frame's bit depth, or the width
+ *       or height of the planes as fed to the model; needs a picture.
+ *   {"feature": NAME, "offset": o}  feature NAME of frame t + o
+ *       (|o| <= VMAF_DNN_MAX_FRAME_OFFSET) from this context, frames kept
+ *       inside the sequence: before its first frame reads the first, past
+ *       the last frame reads the last (libvmaf's motion2[N-1] = motion[N-1]).
+ *   "value" and "feature" inputs hold one float: every dim 1 or symbolic.
+ *   Unsourced image inputs keep the rules above ([reference, distorted], or
+ *   [distorted]); the kind is FR when any input reads the reference, NR when
+ *   an image input reads only the distorted picture, else FEATURES.
+ * A model that reads a feature ahead of its frame runs behind: it scores
+ * frame t when frame t + lag is read, where lag is the largest o + (the
+ * producer's lag) over what it reads (features the caller appends: lag 0),
+ * and vmaf_dnn_flush() scores its last `lag` frames. Only models that read
+ * no picture may run behind (else -ENOTSUP). A model that reads past
+ * pictures, features at an offset, or runs behind is temporal: it must be
+ * attached before the context's first frame (-EINVAL after), and from then
+ * on frames must come in order, first, first + 1, ... (any first index).
+ * More sidecar keys: "output_keys" (the exact key of each attached output,
+ * in slot order, no fallback: a taken one is -EEXIST; the name is not used)
+ * and "requires" (model files beside this one, no absolute path or "..",
+ * attached first with the same mcfg but no name, unless a model of that
+ * path is attached already; nesting deeper than 4 is -ELOOP). libvmaf's
+ * VMAF is such a set (docs/vmaf.md).
+ *
  * Feature keys. The model's name is mcfg->name, else the sidecar's "name",
  * else the file name without its directory and a final ".onnx".
  *   - One output: the key is the name.
@@ -234,7 +270,8 @@ typedef enum VmafDnnModelKind {
  * the codes of vmaf_dnn_session_open (-ENOENT, -ENOSYS, -EBADMSG, ...); the
  * sidecar's codes (-EINVAL for a bad key or value, -EBADMSG for bad JSON,
  * -EISDIR, -E2BIG, -EACCES, ...: the message names the file and key);
- * -ENOMEM. On failure nothing is attached.
+ * -ELOOP ("requires" too deep); -ENOMEM. On failure nothing is attached,
+ * the models "requires" attached on the way included.
  */
 VMAF_DNN_API int vmaf_dnn_use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
                                          const VmafDnnModelConfig *mcfg);
@@ -277,8 +314,11 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
 
 /*
  * Scores frame `index`: runs every attached model, in attach order, and
- * stores each output under its key for that frame. Frames may come in any
- * order; each index may be read once.
+ * stores each output under its key for that frame (a model that runs
+ * behind scores frame index - lag instead, see vmaf_dnn_use_tiny_model).
+ * Frames may come in any order, unless a temporal model is attached: then
+ * index must be the one after the previous frame read (-EINVAL naming the
+ * expected one). Each index may be read once.
  *   - `dist` is the distorted picture; NULL only when no attached model
  *     reads pictures (every model is FEATURES).
  *   - `ref` is the reference; NULL only when no attached model is FR.
@@ -287,6 +327,13 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
  * their scores for this frame, it and the ones after it have not; whatever
  * was stored stays valid, and so does a report written afterwards. Reading
  * the same index again is then -EEXIST (the frame is partly scored).
+ * With temporal models the frame still counts as read once the checks
+ * before any model runs have passed: the next frame is index + 1, models
+ * keep its planes as history (a model that could not take the frame's size
+ * starts its history afresh with the next frame), models after the failing
+ * one, those running behind included, skip their frame of this call, and a
+ * model that needs a score the failure left missing fails with -ENOENT on
+ * the call that runs it; later frames score normally.
  *
  * Returns 0; -EINVAL (ctx NULL, the context is flushed, no model attached, a
  * missing or invalid picture); -ERANGE (index >= 2^24, or a frame that does
@@ -308,8 +355,14 @@ VMAF_DNN_API int vmaf_dnn_read_pictures(VmafDnnContext *ctx, const VmafDnnPictur
 
 /* Marks the end of the pictures: later vmaf_dnn_read_pictures,
  * vmaf_dnn_feature_append and vmaf_dnn_use_tiny_model calls return -EINVAL.
- * Scores stay readable and reports writable. Flushing twice is harmless.
- * Returns 0, -EINVAL (ctx NULL). */
+ * First the models that run behind score the frames they still owe (in
+ * attach order, then frame order), reading features past the last frame
+ * from the last frame; this stops at the first failure, leaving the rest
+ * unscored, and vmaf_dnn_context_cancel stops it too. The context is flushed
+ * either way. Scores stay readable and reports writable. Flushing twice is
+ * harmless (nothing runs again).
+ * Returns 0, -EINVAL (ctx NULL), or the codes of vmaf_dnn_read_pictures for
+ * a frame scored here (-ENOENT, -ECANCELED, a session run's code, ...). */
 VMAF_DNN_API int vmaf_dnn_flush(VmafDnnContext *ctx);
 
 /* ------------------------------------------------------------------------ */

@@ -1,0 +1,74 @@
+"""VMAF through the library: the generated VMAF models attached by path (their sidecars attach
+the features and motion2 models, feed the previous reference frame and the bit depth, and run
+motion2 and the SVM one frame behind with the last frame at flush), compared with real libvmaf
+on the clips and within the tolerances of test_vmaf_graphs.py (figures in docs/vmaf.md).
+"""
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import vmafdnn
+
+from test_vmaf_graphs import (CLIPS, FEATURES, TOL, VMAF_MEAN_TOL, compare, generate_models,
+                              fetch_reference, make_clip, run_libvmaf)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    try:
+        return fetch_reference()
+    except (subprocess.CalledProcessError, OSError) as e:
+        pytest.skip(f"libvmaf reference not available (no network?): {e}")
+
+
+@pytest.fixture(scope="module")
+def models(reference, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("vmaf_models"))
+    generate_models(out, reference["VMAF_MODELS"])
+    return out
+
+
+def library_scores(result, key="vmaf", suffix=""):
+    frames = result["frames"]
+    assert [f["frameNum"] for f in frames] == list(range(len(frames)))
+    out = {k: np.array([f["metrics"][k + suffix] for f in frames]) for k in FEATURES}
+    out["vmaf"] = np.array([f["metrics"][key] for f in frames])
+    return out
+
+
+# Three clips cover 8 and 10 bit, an odd size and a scene cut; the rest are in test_vmaf_graphs.
+@pytest.mark.parametrize("clip", ["testsrc2_x264crf35_8bit_odd", "testsrc2_x264crf45_10bit",
+                                  "scenecut_8bit"])
+def test_library_vmaf_matches_libvmaf(clip, reference, models, tmp_path):
+    ref, dist = make_clip(reference["FFMPEG"], clip, str(tmp_path))
+    theirs = run_libvmaf(reference["FFMPEG"], ref, dist, str(tmp_path / "log.json"))
+    result = vmafdnn.score(ref, dist, models=[os.path.join(models, "vmaf_v0.6.1.onnx")])
+    ours = library_scores(result)
+    assert len(ours["vmaf"]) == CLIPS[clip][2]
+    d = compare(ours, theirs)
+    for k, (mx, _) in d.items():
+        assert mx <= TOL[k], f"{clip}: {k} max |d| {mx:.3g} > {TOL[k]} ({d})"
+    assert d["vmaf"][1] <= VMAF_MEAN_TOL, f"{clip}: mean |dVMAF| {d['vmaf'][1]:.3g} ({d})"
+
+
+def test_variants_side_by_side(reference, models, tmp_path):
+    """vmaf and vmaf_4k share one features model; vmaf_neg brings its own (keys *_egl_1)."""
+    ref, dist = make_clip(reference["FFMPEG"], "mandelbrot_x264crf20_8bit", str(tmp_path))
+    paths = [os.path.join(models, n + ".onnx")
+             for n in ("vmaf_v0.6.1", "vmaf_4k_v0.6.1", "vmaf_v0.6.1neg")]
+    result = vmafdnn.score(ref, dist, models=paths)
+    for key, model, suffix in (("vmaf", "version=vmaf_v0.6.1", ""),
+                               ("vmaf_4k", "version=vmaf_4k_v0.6.1", ""),
+                               ("vmaf_neg", "version=vmaf_v0.6.1neg", "_egl_1")):
+        log = tmp_path / f"{key}.json"
+        subprocess.run([reference["FFMPEG"], "-hide_banner", "-loglevel", "error", "-i", dist,
+                        "-i", ref, "-lavfi", f"[0:v][1:v]libvmaf=model={model}:log_fmt=json:"
+                        f"log_path={log}", "-f", "null", "-"], check=True)
+        theirs = np.array([f["metrics"]["vmaf"] for f in json.loads(log.read_text())["frames"]])
+        ours = np.array([f["metrics"][key] for f in result["frames"]])
+        assert np.max(np.abs(ours - theirs)) <= TOL["vmaf"], key
+        assert all(k + suffix in result["frames"][0]["metrics"] for k in FEATURES)
