@@ -690,7 +690,9 @@ static int create_tmp(const Target *t, char *tmp, bool *named)
 {
     int fd = -1;
     *named = false;
-    if (use_tmpfile) {
+    /* Without /proc (some containers) the unnamed file could not be linked
+     * in later: take the fallback from the start. */
+    if (use_tmpfile && access("/proc/self/fd", X_OK) == 0) {
         fd = openat(t->dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
         if (fd >= 0)
             return fd;
