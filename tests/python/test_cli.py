@@ -199,7 +199,7 @@ def test_usage_errors(synth):
     assert_error(vmafdnn_cli("-r", synth.ref, "-d", synth.dist, "--json", "--xml"), 2,
                  "not allowed with")
     assert_error(vmafdnn_cli("-r", synth.ref, "-d", synth.dist, "--tiny-resize", "area"), 2,
-                 "invalid choice")
+                 'unknown resize mode "area"; valid names: none, bilinear')
     assert_error(vmafdnn_cli("-r", synth.ref, "-d", synth.dist, "-h"), 2,
                  "-h/--height: expected one argument")
     # Geometry that contradicts the Y4M header.
