@@ -90,6 +90,38 @@ const char *vmaf_dnn_ort_library_path(void)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Plugin execution providers                                               */
+/* ------------------------------------------------------------------------ */
+
+int vmaf_dnn_register_ep_library(const char *name, const char *path)
+{
+    vdnn_clear_error();
+    return vdnn_ort_register_ep_library(name, path);
+}
+
+size_t vmaf_dnn_ep_library_count(void)
+{
+    return vdnn_ort_ep_library_count();
+}
+
+int vmaf_dnn_ep_library_info(size_t index, VmafDnnEpLibraryInfo *info)
+{
+    vdnn_clear_error();
+    return vdnn_ort_ep_library_info(index, info);
+}
+
+size_t vmaf_dnn_ep_device_count(void)
+{
+    return vdnn_ort_ep_device_count();
+}
+
+int vmaf_dnn_ep_device_info(size_t index, VmafDnnEpDeviceInfo *info)
+{
+    vdnn_clear_error();
+    return vdnn_ort_ep_device_info(index, info);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Configuration                                                            */
 /* ------------------------------------------------------------------------ */
 
@@ -107,7 +139,7 @@ static int check_config(const VmafDnnConfig *in, VmafDnnConfig *out)
         vmaf_dnn_default_config(out);
         return 0;
     }
-    if ((unsigned)in->device > VMAF_DNN_DEVICE_OPENVINO_GPU)
+    if ((unsigned)in->device > VMAF_DNN_DEVICE_POLICY_MIN_POWER)
         return vdnn_fail(-EINVAL, "unknown device %d", (int)in->device);
     if (in->device_index < 0)
         return vdnn_fail(-EINVAL, "device_index must be >= 0 (got %d)", in->device_index);
@@ -122,6 +154,29 @@ static int check_config(const VmafDnnConfig *in, VmafDnnConfig *out)
 /* ------------------------------------------------------------------------ */
 /* Open / close / introspection                                             */
 /* ------------------------------------------------------------------------ */
+
+int vmaf_dnn_device_explain(const VmafDnnConfig *cfg, char *buf, size_t size, size_t *needed)
+{
+    vdnn_clear_error();
+    VmafDnnConfig config;
+    char *text = NULL;
+    if (!buf && size)
+        return vdnn_fail(-EINVAL, "device_explain: buf is NULL");
+    int rc = check_config(cfg, &config);
+    if (rc || (rc = vdnn_ort_explain(&config, &text)))
+        return rc;
+    size_t len = strlen(text);
+    if (needed)
+        *needed = len;
+    if (size)
+        snprintf(buf, size, "%s", text);
+    free(text);
+    if (len >= size)
+        return vdnn_fail(-ENOSPC, "device_explain: the text needs %zu bytes plus the "
+                         "terminator; the buffer has %zu", len, size);
+    return 0;
+}
+
 
 static const char *type_name(VmafDnnElementType t)
 {

@@ -17,8 +17,11 @@
 #define NAME_ITEM(s) s,
 #define NAME_JOIN(s) ", " s
 
-#define DEVICES(X) \
-    X("auto") X("cpu") X("cuda") X("openvino") X("rocm") X("openvino-cpu") X("openvino-gpu")
+#define DEVICES(X)                                                                         \
+    X("auto") X("cpu") X("cuda") X("openvino") X("rocm") X("openvino-cpu") X("openvino-gpu")  \
+    X("webgpu") X("tensorrt-rtx") X("migraphx") X("policy:prefer-cpu") X("policy:prefer-gpu") \
+    X("policy:prefer-npu") X("policy:max-performance") X("policy:max-efficiency")            \
+    X("policy:min-power")
 #define RESIZES(X) X("none") X("bilinear") X("nearest") X("bicubic")
 #define POOLS(X) X("min") X("max") X("mean") X("harmonic_mean")
 #define FORMATS(X) X("json") X("xml") X("csv")

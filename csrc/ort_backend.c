@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <onnxruntime_c_api.h>
 
@@ -414,23 +417,57 @@ static void log_line(Log *log, const char *ep, const char *what, const char *msg
 /* Execution providers                                                      */
 /* ------------------------------------------------------------------------ */
 
-typedef enum EpKind { EP_CPU, EP_CUDA, EP_OPENVINO_GPU, EP_OPENVINO_CPU, EP_ROCM } EpKind;
+/* First ORT API with plugin EP libraries and EP devices (the EP ABI). Older
+ * OrtApi structs end before these members: never read them there. */
+#define ORT_EP_ABI_API 22
+/* First ORT API that tells which EP device a session's inputs live on. */
+#define ORT_SESSION_EP_DEVICE_API 23
 
-static const char *const ep_names[] = {
-    [EP_CPU] = "CPU", [EP_CUDA] = "CUDA", [EP_OPENVINO_GPU] = "OpenVINO:GPU",
-    [EP_OPENVINO_CPU] = "OpenVINO:CPU", [EP_ROCM] = "ROCm",
+/* One step of a device chain. EP_POLICY hands the choice to ORT. */
+typedef enum EpKind {
+    EP_CPU, EP_CUDA, EP_OPENVINO_GPU, EP_OPENVINO_CPU, EP_ROCM, EP_OPENVINO_NPU,
+    EP_TENSORRT_RTX, EP_MIGRAPHX, EP_WEBGPU, EP_POLICY
+} EpKind;
+
+/* name: what attached_ep says when the step binds (a plugin EP device of the
+ * same EP and hardware type gives the same string, see device_attached_name).
+ * ort_ep / hw: the EP devices a plugin offers for this step. */
+static const struct {
+    const char *name;
+    const char *ort_ep;
+    OrtHardwareDeviceType hw;
+} ep_kinds[] = {
+    [EP_CPU] = {"CPU", NULL, OrtHardwareDeviceType_CPU},
+    [EP_CUDA] = {"CUDA", "CUDAExecutionProvider", OrtHardwareDeviceType_GPU},
+    [EP_OPENVINO_GPU] = {"OpenVINO:GPU", "OpenVINOExecutionProvider", OrtHardwareDeviceType_GPU},
+    [EP_OPENVINO_CPU] = {"OpenVINO:CPU", "OpenVINOExecutionProvider", OrtHardwareDeviceType_CPU},
+    [EP_ROCM] = {"ROCm", "ROCMExecutionProvider", OrtHardwareDeviceType_GPU},
+    [EP_OPENVINO_NPU] = {"OpenVINO:NPU", "OpenVINOExecutionProvider", OrtHardwareDeviceType_NPU},
+    [EP_TENSORRT_RTX] = {"NvTensorRTRTX:GPU", "NvTensorRTRTXExecutionProvider",
+                         OrtHardwareDeviceType_GPU},
+    [EP_MIGRAPHX] = {"MIGraphX:GPU", "MIGraphXExecutionProvider", OrtHardwareDeviceType_GPU},
+    [EP_WEBGPU] = {"WebGpu:GPU", "WebGpuExecutionProvider", OrtHardwareDeviceType_GPU},
+    [EP_POLICY] = {"ORT-policy", NULL, OrtHardwareDeviceType_CPU},
 };
 
-/* The order in which each device setting tries EPs. Every list ends with the
- * CPU EP, which is always there: a device is a hint, not a requirement. */
+/* The order in which each device setting tries EPs (vmafdnn.h says why).
+ * Every list ends with the CPU EP, which is always there: a device is a
+ * hint, not a requirement. */
 static const EpKind *ep_order(VmafDnnDevice device, size_t *n)
 {
-    static const EpKind order_auto[] = {EP_CUDA, EP_OPENVINO_GPU, EP_OPENVINO_CPU, EP_ROCM, EP_CPU};
+    static const EpKind order_auto[] = {EP_CUDA, EP_TENSORRT_RTX, EP_OPENVINO_GPU,
+                                        EP_OPENVINO_NPU, EP_OPENVINO_CPU, EP_MIGRAPHX,
+                                        EP_ROCM, EP_WEBGPU, EP_CPU};
     static const EpKind order_cuda[] = {EP_CUDA, EP_CPU};
-    static const EpKind order_openvino[] = {EP_OPENVINO_GPU, EP_OPENVINO_CPU, EP_CPU};
+    static const EpKind order_openvino[] = {EP_OPENVINO_GPU, EP_OPENVINO_NPU, EP_OPENVINO_CPU,
+                                            EP_CPU};
     static const EpKind order_openvino_cpu[] = {EP_OPENVINO_CPU, EP_CPU};
     static const EpKind order_openvino_gpu[] = {EP_OPENVINO_GPU, EP_CPU};
-    static const EpKind order_rocm[] = {EP_ROCM, EP_CPU};
+    static const EpKind order_rocm[] = {EP_ROCM, EP_MIGRAPHX, EP_CPU};
+    static const EpKind order_migraphx[] = {EP_MIGRAPHX, EP_ROCM, EP_CPU};
+    static const EpKind order_webgpu[] = {EP_WEBGPU, EP_CPU};
+    static const EpKind order_tensorrt_rtx[] = {EP_TENSORRT_RTX, EP_CPU};
+    static const EpKind order_policy[] = {EP_POLICY, EP_CPU};
     static const EpKind order_cpu[] = {EP_CPU};
 #define ORDER(list) (*n = sizeof(list) / sizeof(list[0]), list)
     switch (device) {
@@ -440,16 +477,413 @@ static const EpKind *ep_order(VmafDnnDevice device, size_t *n)
     case VMAF_DNN_DEVICE_OPENVINO_CPU: return ORDER(order_openvino_cpu);
     case VMAF_DNN_DEVICE_OPENVINO_GPU: return ORDER(order_openvino_gpu);
     case VMAF_DNN_DEVICE_ROCM: return ORDER(order_rocm);
+    case VMAF_DNN_DEVICE_MIGRAPHX: return ORDER(order_migraphx);
+    case VMAF_DNN_DEVICE_WEBGPU: return ORDER(order_webgpu);
+    case VMAF_DNN_DEVICE_TENSORRT_RTX: return ORDER(order_tensorrt_rtx);
+    case VMAF_DNN_DEVICE_POLICY_PREFER_CPU:
+    case VMAF_DNN_DEVICE_POLICY_PREFER_GPU:
+    case VMAF_DNN_DEVICE_POLICY_PREFER_NPU:
+    case VMAF_DNN_DEVICE_POLICY_MAX_PERFORMANCE:
+    case VMAF_DNN_DEVICE_POLICY_MAX_EFFICIENCY:
+    case VMAF_DNN_DEVICE_POLICY_MIN_POWER:
+        if (ort_api_version >= ORT_EP_ABI_API)
+            return ORDER(order_policy);
+        return ORDER(order_auto); /* the caller logs why */
     case VMAF_DNN_DEVICE_CPU: break;
     }
     return ORDER(order_cpu);
 #undef ORDER
 }
 
-/* Appends one EP to the options; NULL status when it is available. */
-static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnConfig *cfg)
+static int is_policy(VmafDnnDevice d)
+{
+    return d >= VMAF_DNN_DEVICE_POLICY_PREFER_CPU && d <= VMAF_DNN_DEVICE_POLICY_MIN_POWER;
+}
+
+static OrtExecutionProviderDevicePolicy ort_policy(VmafDnnDevice d)
+{
+    switch (d) {
+    case VMAF_DNN_DEVICE_POLICY_PREFER_CPU: return OrtExecutionProviderDevicePolicy_PREFER_CPU;
+    case VMAF_DNN_DEVICE_POLICY_PREFER_GPU: return OrtExecutionProviderDevicePolicy_PREFER_GPU;
+    case VMAF_DNN_DEVICE_POLICY_PREFER_NPU: return OrtExecutionProviderDevicePolicy_PREFER_NPU;
+    case VMAF_DNN_DEVICE_POLICY_MAX_EFFICIENCY:
+        return OrtExecutionProviderDevicePolicy_MAX_EFFICIENCY;
+    case VMAF_DNN_DEVICE_POLICY_MIN_POWER:
+        return OrtExecutionProviderDevicePolicy_MIN_OVERALL_POWER;
+    default: return OrtExecutionProviderDevicePolicy_MAX_PERFORMANCE;
+    }
+}
+
+static const char *hw_name(OrtHardwareDeviceType t)
+{
+    switch (t) {
+    case OrtHardwareDeviceType_GPU: return "GPU";
+    case OrtHardwareDeviceType_NPU: return "NPU";
+    default: return "CPU";
+    }
+}
+
+/* --- Plugin EP libraries and the EP devices ORT offers ------------------- */
+
+/* Everything below is guarded by ep_lock. Entries are only ever added and
+ * their strings never freed: the public info structs hand them out for the
+ * life of the process, and ORT's EP devices live as long as their library
+ * stays registered, which is forever (sessions may use it at any time). */
+typedef struct EpLibrary {
+    char *name, *path;
+    const char *source;
+    int status;
+    char *reason;
+} EpLibrary;
+
+typedef struct EpDevice {
+    const OrtEpDevice *device;
+    const char *library;  /* registration name; NULL: built into ORT */
+    const char *attached; /* attached_ep when a session binds it */
+    int index;            /* among the devices of its EP and hardware type */
+} EpDevice;
+
+static pthread_mutex_t ep_lock = PTHREAD_MUTEX_INITIALIZER;
+static EpLibrary *ep_libs;
+static size_t n_ep_libs;
+static EpDevice *ep_devs;
+static size_t n_ep_devs;
+static int ep_setup_done; /* built-in devices listed, VMAFDNN_EP_LIBRARIES read */
+
+/* Attached names that are not a static string (plugin EPs this file does not
+ * know), interned for the life of the process. */
+#define MAX_INTERNED 32
+static char interned[MAX_INTERNED][96];
+static size_t n_interned;
+
+static const char *intern_locked(const char *name)
+{
+    for (size_t k = 0; k < sizeof(ep_kinds) / sizeof(ep_kinds[0]); k++)
+        if (strcmp(ep_kinds[k].name, name) == 0)
+            return ep_kinds[k].name;
+    for (size_t k = 0; k < n_interned; k++)
+        if (strcmp(interned[k], name) == 0)
+            return interned[k];
+    if (n_interned == MAX_INTERNED)
+        return "plugin"; /* 32 distinct plugin EPs in one process: not a real case */
+    snprintf(interned[n_interned], sizeof(interned[0]), "%s", name);
+    return interned[n_interned++];
+}
+
+/* "OpenVINOExecutionProvider" on a CPU -> "OpenVINO:CPU"; ORT's own CPU EP
+ * -> "CPU". ep_lock held. */
+static const char *device_attached_name(const char *ep_name, OrtHardwareDeviceType hw)
+{
+    static const char suffix[] = "ExecutionProvider";
+    if (strcmp(ep_name, "CPUExecutionProvider") == 0)
+        return ep_kinds[EP_CPU].name;
+    size_t len = strlen(ep_name), sl = sizeof(suffix) - 1;
+    if (len > sl && strcmp(ep_name + len - sl, suffix) == 0)
+        len -= sl;
+    char name[96];
+    snprintf(name, sizeof(name), "%.*s:%s", (int)(len > 80 ? 80 : len), ep_name, hw_name(hw));
+    return intern_locked(name);
+}
+
+/* Adds the devices ORT offers that are not listed yet, crediting them to
+ * `library` (NULL: ORT's own). ep_lock held. */
+static void list_devices_locked(const char *library)
 {
     const OrtApi *a = api();
+    const OrtEpDevice *const *devices = NULL;
+    size_t n = 0;
+    OrtStatus *st = a->GetEpDevices(env, &devices, &n);
+    if (st) {
+        a->ReleaseStatus(st); /* nothing offered is what the list then says */
+        return;
+    }
+    EpDevice *grown = realloc(ep_devs, (n_ep_devs + n + 1) * sizeof(*grown));
+    if (!grown)
+        return;
+    ep_devs = grown;
+    for (size_t i = 0; i < n; i++) {
+        int known = 0;
+        for (size_t j = 0; j < n_ep_devs && !known; j++)
+            known = ep_devs[j].device == devices[i];
+        if (known)
+            continue;
+        const char *ep_name = a->EpDevice_EpName(devices[i]);
+        OrtHardwareDeviceType hw = a->HardwareDevice_Type(a->EpDevice_Device(devices[i]));
+        int index = 0;
+        for (size_t j = 0; j < n_ep_devs; j++)
+            if (strcmp(a->EpDevice_EpName(ep_devs[j].device), ep_name) == 0 &&
+                a->HardwareDevice_Type(a->EpDevice_Device(ep_devs[j].device)) == hw)
+                index++;
+        ep_devs[n_ep_devs++] = (EpDevice){devices[i], library,
+                                          device_attached_name(ep_name, hw), index};
+    }
+}
+
+static char *dup_or_empty(const char *s)
+{
+    char *d = strdup(s ? s : "");
+    return d;
+}
+
+/* Records one registration attempt. ep_lock held. Returns the entry or NULL
+ * (out of memory). */
+static EpLibrary *add_library_locked(const char *name, const char *path, const char *source)
+{
+    EpLibrary *grown = realloc(ep_libs, (n_ep_libs + 1) * sizeof(*grown));
+    if (!grown)
+        return NULL;
+    ep_libs = grown;
+    EpLibrary *lib = &ep_libs[n_ep_libs];
+    lib->name = dup_or_empty(name);
+    lib->path = dup_or_empty(path);
+    lib->reason = NULL;
+    lib->source = source;
+    lib->status = 0;
+    if (!lib->name || !lib->path) {
+        free(lib->name);
+        free(lib->path);
+        return NULL;
+    }
+    n_ep_libs++;
+    return lib;
+}
+
+#define EP_NAME_MAX 127
+
+static int register_locked(const char *name, const char *path, const char *source)
+{
+    if (!name || !*name || !path || !*path)
+        return vdnn_fail(-EINVAL, "plugin EP library: %s is NULL or empty",
+                         !name || !*name ? "the registration name" : "the path");
+    if (strlen(name) > EP_NAME_MAX)
+        return vdnn_fail(-EINVAL, "plugin EP library name is longer than %d bytes", EP_NAME_MAX);
+    for (size_t i = 0; i < n_ep_libs; i++) {
+        EpLibrary *old = &ep_libs[i];
+        if (strcmp(old->name, name) != 0 || old->status == -EEXIST)
+            continue;
+        if (strcmp(old->path, path) != 0)
+            break; /* recorded below as refused */
+        return old->status ? vdnn_fail(old->status, "%s", old->reason) : 0;
+    }
+
+    EpLibrary *lib = add_library_locked(name, path, source);
+    if (!lib)
+        return vdnn_fail(-ENOMEM, "out of memory");
+    int rc = 0;
+    struct stat sb;
+    char resolved[PATH_MAX];
+    OrtStatus *st = NULL;
+    for (size_t i = 0; i + 1 < n_ep_libs; i++)
+        if (strcmp(ep_libs[i].name, name) == 0 && ep_libs[i].status != -EEXIST) {
+            rc = vdnn_fail(-EEXIST, "plugin EP library %s: the name is already registered "
+                           "with %s", path, ep_libs[i].path);
+            break;
+        }
+    if (rc)
+        ;
+    else if (ort_api_version < ORT_EP_ABI_API)
+        rc = vdnn_fail(-ENOTSUP, "plugin EP library %s not registered: ONNX Runtime %s has no "
+                       "plugin execution providers (they need 1.22 or newer)", path,
+                       ort_version_string);
+    else if (stat(path, &sb) != 0)
+        rc = vdnn_fail(errno == ENOENT || errno == ENOTDIR ? -ENOENT : -EACCES,
+                       "plugin EP library %s: %s", path, strerror(errno));
+    else if (S_ISDIR(sb.st_mode))
+        rc = vdnn_fail(-EISDIR, "plugin EP library %s is a directory", path);
+    else if (access(path, R_OK) != 0)
+        rc = vdnn_fail(-EACCES, "plugin EP library %s: %s", path, strerror(errno));
+    else if (!realpath(path, resolved))
+        rc = vdnn_fail(-EACCES, "plugin EP library %s: %s", path, strerror(errno));
+    /* ORT resolves a relative path against its own directory, not ours. */
+    else if ((st = api()->RegisterExecutionProviderLibrary(env, name, resolved))) {
+        rc = vdnn_fail(-EIO, "ONNX Runtime refused plugin EP library %s (%s): %s", path, name,
+                       api()->GetErrorMessage(st));
+        api()->ReleaseStatus(st);
+    } else {
+        list_devices_locked(lib->name);
+    }
+    lib->status = rc;
+    lib->reason = strdup(rc ? vdnn_last_error() : "");
+    return rc;
+}
+
+/* The name of a library given as a bare path: its file name without "lib"
+ * and without ".so" and anything after it. */
+static void name_from_path(const char *path, char *name, size_t size)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (strncmp(base, "lib", 3) == 0 && base[3])
+        base += 3;
+    size_t len = strcspn(base, ".");
+    if (!len)
+        len = strlen(base);
+    snprintf(name, size, "%.*s", (int)(len < size ? len : size - 1), base);
+}
+
+/* VMAFDNN_EP_LIBRARIES: "NAME=PATH" or "PATH" entries separated by ':'.
+ * Failures are kept in the list, never reported: the variable is a wish
+ * list, and a missing library must not stop scoring. ep_lock held. */
+static void register_from_env_locked(void)
+{
+    const char *v = getenv("VMAFDNN_EP_LIBRARIES");
+    if (!v || !*v)
+        return;
+    char *copy = strdup(v), *save = NULL;
+    if (!copy)
+        return;
+    for (char *entry = strtok_r(copy, ":", &save); entry; entry = strtok_r(NULL, ":", &save)) {
+        char name[EP_NAME_MAX + 2];
+        const char *path = entry;
+        char *eq = strchr(entry, '=');
+        if (eq) {
+            *eq = '\0';
+            path = eq + 1;
+            snprintf(name, sizeof(name), "%s", entry);
+        } else {
+            name_from_path(entry, name, sizeof(name));
+        }
+        (void)register_locked(name, path, "env");
+    }
+    free(copy);
+    vdnn_clear_error();
+}
+
+/* Lists ORT's own EP devices and reads VMAFDNN_EP_LIBRARIES, once. ORT must
+ * be loaded. ep_lock held. */
+static void ep_setup_locked(void)
+{
+    if (ep_setup_done)
+        return;
+    ep_setup_done = 1;
+    if (ort_api_version >= ORT_EP_ABI_API)
+        list_devices_locked(NULL);
+    register_from_env_locked();
+}
+
+int vdnn_ort_register_ep_library(const char *name, const char *path)
+{
+    int rc = vdnn_ort_ensure_loaded();
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&ep_lock);
+    ep_setup_locked();
+    rc = register_locked(name, path, "api");
+    pthread_mutex_unlock(&ep_lock);
+    return rc;
+}
+
+/* Takes ep_lock after making sure the lists are set up; 0 or the load error. */
+static int ep_lock_setup(void)
+{
+    int rc = vdnn_ort_ensure_loaded();
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&ep_lock);
+    ep_setup_locked();
+    return 0;
+}
+
+size_t vdnn_ort_ep_library_count(void)
+{
+    if (ep_lock_setup())
+        return 0;
+    size_t n = n_ep_libs;
+    pthread_mutex_unlock(&ep_lock);
+    return n;
+}
+
+int vdnn_ort_ep_library_info(size_t index, VmafDnnEpLibraryInfo *info)
+{
+    if (!info)
+        return vdnn_fail(-EINVAL, "ep_library_info: info is NULL");
+    int rc = ep_lock_setup();
+    if (rc)
+        return rc;
+    if (index >= n_ep_libs) {
+        size_t n = n_ep_libs;
+        pthread_mutex_unlock(&ep_lock);
+        return vdnn_fail(-EINVAL, "EP library index %zu out of range (%zu listed)", index, n);
+    }
+    const EpLibrary *lib = &ep_libs[index];
+    *info = (VmafDnnEpLibraryInfo){lib->name, lib->path, lib->source, lib->status,
+                                   lib->reason ? lib->reason : "out of memory"};
+    pthread_mutex_unlock(&ep_lock);
+    return 0;
+}
+
+size_t vdnn_ort_ep_device_count(void)
+{
+    if (ep_lock_setup())
+        return 0;
+    size_t n = n_ep_devs;
+    pthread_mutex_unlock(&ep_lock);
+    return n;
+}
+
+int vdnn_ort_ep_device_info(size_t index, VmafDnnEpDeviceInfo *info)
+{
+    if (!info)
+        return vdnn_fail(-EINVAL, "ep_device_info: info is NULL");
+    int rc = ep_lock_setup();
+    if (rc)
+        return rc;
+    if (index >= n_ep_devs) {
+        size_t n = n_ep_devs;
+        pthread_mutex_unlock(&ep_lock);
+        return vdnn_fail(-EINVAL, "EP device index %zu out of range (%zu offered)", index, n);
+    }
+    const OrtApi *a = api();
+    const EpDevice *d = &ep_devs[index];
+    const OrtHardwareDevice *hw = a->EpDevice_Device(d->device);
+    *info = (VmafDnnEpDeviceInfo){
+        .ep_name = a->EpDevice_EpName(d->device),
+        .ep_vendor = a->EpDevice_EpVendor(d->device),
+        .device_type = hw_name(a->HardwareDevice_Type(hw)),
+        .device_vendor = a->HardwareDevice_Vendor(hw),
+        .vendor_id = a->HardwareDevice_VendorId(hw),
+        .device_id = a->HardwareDevice_DeviceId(hw),
+        .device_index = d->index,
+        .library = d->library,
+        .attached_name = d->attached,
+    };
+    pthread_mutex_unlock(&ep_lock);
+    return 0;
+}
+
+/* Copies into *out the EP device a plugin offers for step `ep` (the
+ * device_index-th of its EP and hardware type); 0 when there is none. ORT's
+ * EP names are compared without case: vendors have changed capitalisation
+ * between releases. */
+static int find_device(EpKind ep, int device_index, EpDevice *out)
+{
+    const char *want = ep_kinds[ep].ort_ep;
+    if (!want || ort_api_version < ORT_EP_ABI_API)
+        return 0;
+    const OrtApi *a = api();
+    int found = 0;
+    pthread_mutex_lock(&ep_lock);
+    ep_setup_locked();
+    for (size_t i = 0; i < n_ep_devs && !found; i++) {
+        const EpDevice *d = &ep_devs[i];
+        if (strcasecmp(a->EpDevice_EpName(d->device), want) == 0 &&
+            a->HardwareDevice_Type(a->EpDevice_Device(d->device)) == ep_kinds[ep].hw &&
+            d->index == device_index) {
+            *out = *d;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&ep_lock);
+    return found;
+}
+
+/* The EP compiled into ORT for step `ep`; NULL status when it appended. */
+static OrtStatus *append_builtin(OrtSessionOptions *opts, EpKind ep, const VmafDnnConfig *cfg)
+{
+    const OrtApi *a = api();
+    char index[16];
+    snprintf(index, sizeof(index), "%d", cfg->device_index);
+    const char *id_key[] = {"device_id"}, *id_value[] = {index};
     switch (ep) {
     case EP_CUDA: {
         /* The legacy struct works on every supported ORT; its C++ defaults
@@ -464,10 +898,13 @@ static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnCon
         return a->SessionOptionsAppendExecutionProvider_CUDA(opts, &cuda);
     }
     case EP_OPENVINO_GPU:
+    case EP_OPENVINO_NPU:
     case EP_OPENVINO_CPU: {
         char device_type[32];
         if (ep == EP_OPENVINO_CPU)
             snprintf(device_type, sizeof(device_type), "CPU");
+        else if (ep == EP_OPENVINO_NPU)
+            snprintf(device_type, sizeof(device_type), "NPU");
         else if (cfg->device_index > 0)
             snprintf(device_type, sizeof(device_type), "GPU.%d", cfg->device_index);
         else
@@ -490,10 +927,61 @@ static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnCon
         rocm.do_copy_in_default_stream = 1;
         return a->SessionOptionsAppendExecutionProvider_ROCM(opts, &rocm);
     }
+    /* The generic entry point: these EPs' option structs changed between
+     * releases; builds without them answer with a clean error. */
+    case EP_TENSORRT_RTX:
+        return a->SessionOptionsAppendExecutionProvider(opts, "NvTensorRtRtx", id_key, id_value, 1);
+    case EP_MIGRAPHX:
+        return a->SessionOptionsAppendExecutionProvider(opts, "MIGraphX", id_key, id_value, 1);
+    case EP_WEBGPU:
+        return a->SessionOptionsAppendExecutionProvider(opts, "WebGPU", NULL, NULL, 0);
+    case EP_POLICY:
     case EP_CPU:
         break;
     }
     return NULL;
+}
+
+/* Appends step `ep` to `opts`: the EP device a plugin offers for it when
+ * there is one (a plugin is what the user installed for this device), else
+ * the EP compiled into ORT. NULL status when it appended; *attached is then
+ * what the session reports and `how` says which way it bound. */
+static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnConfig *cfg,
+                            const char **attached, char *how, size_t how_size)
+{
+    const OrtApi *a = api();
+    EpDevice dev;
+    *attached = ep_kinds[ep].name;
+    if (ep == EP_POLICY) {
+        snprintf(how, how_size, "ORT's EP selection policy");
+        return a->SessionOptionsSetEpSelectionPolicy(opts, ort_policy(cfg->device));
+    }
+    if (find_device(ep, ep == EP_OPENVINO_CPU ? 0 : cfg->device_index, &dev)) {
+        const char *keys[] = {"precision"}, *values[] = {"FP16"};
+        size_t n = cfg->fp16_io && ep == EP_OPENVINO_GPU ? 1 : 0;
+        *attached = dev.attached;
+        snprintf(how, how_size, "EP device of %s%s%s", a->EpDevice_EpName(dev.device),
+                 dev.library ? " from plugin library " : ", built into ORT",
+                 dev.library ? dev.library : "");
+        return a->SessionOptionsAppendExecutionProvider_V2(opts, env, &dev.device, 1, keys,
+                                                           values, n);
+    }
+    snprintf(how, how_size, "built into ORT");
+    return append_builtin(opts, ep, cfg);
+}
+
+/* Why step `ep` was passed over, for the fallback reason: ORT's answer to
+ * the compiled-in append, and that no plugin offers a device for it. */
+static void log_declined(Log *log, EpKind ep, OrtStatus *st)
+{
+    const OrtApi *a = api();
+    char line[1024];
+    if (ep_kinds[ep].ort_ep && ort_api_version >= ORT_EP_ABI_API)
+        snprintf(line, sizeof(line), "%s (and no plugin EP library offers a %s device of %s)",
+                 a->GetErrorMessage(st), hw_name(ep_kinds[ep].hw), ep_kinds[ep].ort_ep);
+    else
+        snprintf(line, sizeof(line), "%s", a->GetErrorMessage(st));
+    log_line(log, ep_kinds[ep].name, "not available: ", line);
 }
 
 /* The first ORT release measured to fold constants with the session's
@@ -501,6 +989,12 @@ static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnCon
  * their own, past the memory budget: a ConstantOfShape of a constant 3 GiB
  * shape took 6-9 GiB while creating the session. */
 #define ORT_FOLDS_WITH_SESSION_ALLOCATOR 31
+
+static int spin_allowed(void)
+{
+    const char *v = getenv("VMAFDNN_ORT_SPIN");
+    return v && strcmp(v, "1") == 0;
+}
 
 /* Session options with everything but the EP: threads and the folder for
  * external data (needed because ORT gets bytes, not a path). With a memory
@@ -514,6 +1008,14 @@ static int make_options(const VmafDnnConfig *cfg, const char *model_dir, int bud
     if (st)
         return status_error(st, -ENOMEM, "cannot create ORT session options");
     if (cfg->threads > 0 && (st = a->SetIntraOpNumThreads(opts, cfg->threads)))
+        goto fail;
+    /* ORT's pool threads spin after each run by default, taking the cores
+     * from the pools of the next model of the frame: three 1080p built-ins
+     * run one after another took longer on 2 threads than on 1 (issue 12;
+     * figures in docs/execution_providers.md). Without spinning, threads
+     * only ever add speed. VMAFDNN_ORT_SPIN=1 restores ORT's default. */
+    if (!spin_allowed() &&
+        (st = a->AddSessionConfigEntry(opts, "session.intra_op.allow_spinning", "0")))
         goto fail;
     /* Bytes starting like an ORT-format flatbuffer would otherwise be loaded
      * as one, bypassing the ONNX scan done on them. */
@@ -831,47 +1333,99 @@ static int describe_session(VdnnOrtSession *s)
     return 0;
 }
 
-/* Tries the EPs of cfg->device in order; see vmaf_dnn_session_open for the
- * policy. Each attempt starts from fresh options: a failed append may leave
- * provider options behind (OpenVINO:GPU's precision=FP16 made the
- * OpenVINO:CPU attempt fail), so nothing of one attempt may reach the next.
- * On success *ep is the EP that bound. The caller has set current_account. */
+/* Walks the chain of cfg->device up to the first step that appends. Each
+ * attempt starts from fresh options: a failed append may leave provider
+ * options behind (OpenVINO:GPU's precision=FP16 made the OpenVINO:CPU attempt
+ * fail), so nothing of one attempt may reach the next. On success *opts holds
+ * the options of the chosen step (the CPU's at worst), *chosen and *attached
+ * say which, `how` how it bound; every declined step is logged. */
+static int choose_ep(const VmafDnnConfig *cfg, const char *model_dir, int budgeted,
+                     OrtSessionOptions **opts, EpKind *chosen, const char **attached,
+                     char *how, size_t how_size, Log *log)
+{
+    const OrtApi *a = api();
+    size_t n;
+    const EpKind *order = ep_order(cfg->device, &n);
+    int rc;
+    if (is_policy(cfg->device) && order[0] != EP_POLICY)
+        log_line(log, ep_kinds[EP_POLICY].name, "not available: ",
+                 "ONNX Runtime before 1.22 has no EP selection policy; using the AUTO chain");
+    *opts = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if ((rc = make_options(cfg, model_dir, budgeted, opts)))
+            return rc;
+        OrtStatus *st = append_ep(*opts, order[i], cfg, attached, how, how_size);
+        if (!st) {
+            *chosen = order[i];
+            return 0;
+        }
+        log_declined(log, order[i], st);
+        a->ReleaseStatus(st);
+        a->ReleaseSessionOptions(*opts);
+        *opts = NULL;
+    }
+    return vdnn_fail(-EIO, "no execution provider could be appended"); /* lists end in CPU */
+}
+
+/* What ORT's selection policy chose: the EP device of the session's first
+ * input (ORT 1.23 on). "ORT-policy" when ORT cannot tell (1.22), "CPU" when
+ * no EP device holds the input (ORT's CPU EP without one). */
+static const char *policy_choice(OrtSession *session)
+{
+    const OrtApi *a = api();
+    size_t n_inputs = 0;
+    if (ort_api_version < ORT_SESSION_EP_DEVICE_API)
+        return ep_kinds[EP_POLICY].name;
+    OrtStatus *st = a->SessionGetInputCount(session, &n_inputs);
+    const OrtEpDevice *first[1] = {NULL};
+    const OrtEpDevice **devices = n_inputs > 1 ? calloc(n_inputs, sizeof(*devices)) : first;
+    if (st || !devices || !n_inputs) {
+        if (st)
+            a->ReleaseStatus(st);
+        return ep_kinds[n_inputs ? EP_POLICY : EP_CPU].name;
+    }
+    const char *name = ep_kinds[EP_POLICY].name;
+    if ((st = a->SessionGetEpDeviceForInputs(session, devices, n_inputs))) {
+        a->ReleaseStatus(st);
+    } else if (!devices[0]) {
+        name = ep_kinds[EP_CPU].name;
+    } else {
+        pthread_mutex_lock(&ep_lock);
+        name = device_attached_name(a->EpDevice_EpName(devices[0]),
+                                    a->HardwareDevice_Type(a->EpDevice_Device(devices[0])));
+        pthread_mutex_unlock(&ep_lock);
+    }
+    if (devices != first)
+        free((void *)devices);
+    return name;
+}
+
+/* Creates the session on the first EP of cfg->device's chain that appends;
+ * see vmaf_dnn_session_open for the policy. On success *attached names the
+ * EP that bound. The caller has set current_account. */
 static int create_with_fallback(const void *model, size_t len, const char *model_path,
                                 const char *model_dir, const VmafDnnConfig *cfg,
-                                OrtSession **out, EpKind *ep, Log *log)
+                                OrtSession **out, const char **attached, Log *log)
 {
     const OrtApi *a = api();
     const int budgeted = current_account && current_account->limit;
     OrtSessionOptions *opts = NULL;
-    size_t n;
-    const EpKind *order = ep_order(cfg->device, &n);
     EpKind chosen = EP_CPU;
-    OrtStatus *st = NULL;
-    int rc;
-    for (size_t i = 0; i < n; i++) {
-        if ((rc = make_options(cfg, model_dir, budgeted, &opts)))
-            return rc;
-        if (!(st = append_ep(opts, order[i], cfg))) {
-            chosen = order[i];
-            break;
-        }
-        log_line(log, ep_names[order[i]], "not available: ", a->GetErrorMessage(st));
-        a->ReleaseStatus(st);
-        a->ReleaseSessionOptions(opts);
-        opts = NULL;
-    }
-    if (!opts && (rc = make_options(cfg, model_dir, budgeted, &opts))) /* lists end in CPU */
+    char how[256];
+    int rc = choose_ep(cfg, model_dir, budgeted, &opts, &chosen, attached, how, sizeof(how), log);
+    if (rc)
         return rc;
 
-    st = a->CreateSessionFromArray(env, model, len, opts, out);
+    OrtStatus *st = a->CreateSessionFromArray(env, model, len, opts, out);
     a->ReleaseSessionOptions(opts);
     if (st && chosen != EP_CPU && !(current_account && atomic_load(&current_account->refused))) {
         /* The EP appended but cannot run here (e.g. CUDA libraries present,
          * no GPU or driver). One more try on the CPU, same threads. */
-        log_line(log, ep_names[chosen], "session creation failed, retrying on CPU: ",
+        log_line(log, *attached, "session creation failed, retrying on CPU: ",
                  a->GetErrorMessage(st));
         a->ReleaseStatus(st);
         chosen = EP_CPU;
+        *attached = ep_kinds[EP_CPU].name;
         if ((rc = make_options(cfg, model_dir, budgeted, &opts)))
             return rc;
         st = a->CreateSessionFromArray(env, model, len, opts, out);
@@ -890,7 +1444,36 @@ static int create_with_fallback(const void *model, size_t len, const char *model
         a->ReleaseStatus(st);
         return rc;
     }
-    *ep = chosen;
+    if (chosen == EP_POLICY)
+        *attached = policy_choice(*out);
+    return 0;
+}
+
+int vdnn_ort_explain(const VmafDnnConfig *cfg, char **text)
+{
+    int rc = vdnn_ort_ensure_loaded();
+    if (rc)
+        return rc;
+    Log log = {NULL, 0};
+    OrtSessionOptions *opts = NULL;
+    EpKind chosen = EP_CPU;
+    const char *attached = NULL;
+    char how[256];
+    rc = choose_ep(cfg, NULL, 0, &opts, &chosen, &attached, how, sizeof(how), &log);
+    if (opts)
+        api()->ReleaseSessionOptions(opts);
+    if (!rc) {
+        char what[300];
+        snprintf(what, sizeof(what), "(%s)", how);
+        log_line(&log, attached, "selected ", what);
+    }
+    if (!rc && !log.text)
+        rc = vdnn_fail(-ENOMEM, "out of memory");
+    if (rc) {
+        free(log.text);
+        return rc;
+    }
+    *text = log.text;
     return 0;
 }
 
@@ -919,9 +1502,10 @@ int vdnn_ort_session_create(const void *model, size_t len, const char *model_pat
     s->watch.session = s;
 
     Log log = {NULL, 0};
-    EpKind ep = EP_CPU;
+    const char *attached = ep_kinds[EP_CPU].name;
     current_account = acct;
-    rc = create_with_fallback(model, len, model_path, model_dir, cfg, &s->session, &ep, &log);
+    rc = create_with_fallback(model, len, model_path, model_dir, cfg, &s->session, &attached,
+                              &log);
     current_account = NULL;
     OrtStatus *st = NULL;
     if (!rc && (st = a->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault,
@@ -938,7 +1522,7 @@ int vdnn_ort_session_create(const void *model, size_t len, const char *model_pat
         vdnn_ort_session_destroy(s);
         return rc;
     }
-    *attached_ep = ep_names[ep];
+    *attached_ep = attached;
     *fallback_reason = log.text;
     *out = s;
     return 0;

@@ -29,6 +29,22 @@ const char *vdnn_ort_version(void);
 int vdnn_ort_api_version(void);
 const char *vdnn_ort_library_path(void);
 
+/* --- Plugin EP libraries and EP devices (see vmafdnn.h) ------------------ */
+
+/* vmaf_dnn_register_ep_library's contract; loads ORT first. */
+int vdnn_ort_register_ep_library(const char *name, const char *path);
+/* The public list functions' contracts; the first call of any of them (or
+ * of a session open) lists ORT's own EP devices and reads
+ * VMAFDNN_EP_LIBRARIES. The counts are 0 when ORT cannot be loaded. */
+size_t vdnn_ort_ep_library_count(void);
+int vdnn_ort_ep_library_info(size_t index, VmafDnnEpLibraryInfo *info);
+size_t vdnn_ort_ep_device_count(void);
+int vdnn_ort_ep_device_info(size_t index, VmafDnnEpDeviceInfo *info);
+/* The chain of `cfg` (complete) as an open would walk it, without creating a
+ * session: *text (malloc'ed, the caller frees) has the fallback-reason lines
+ * of the declined steps and "<EP>: selected (<how>)". 0, -ENOSYS, -ENOMEM. */
+int vdnn_ort_explain(const VmafDnnConfig *cfg, char **text);
+
 /* --- Sessions ------------------------------------------------------------- */
 
 typedef struct VdnnOrtSession VdnnOrtSession;

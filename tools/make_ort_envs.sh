@@ -24,11 +24,15 @@ set -euo pipefail
 # runtime libraries (cudart, cuBLAS, cuDNN, cuFFT, cuRAND, NVRTC) that the
 # CUDA EP needs to load. Without a GPU the CUDA append then succeeds and
 # session creation fails: the case libvmafdnn retries on the CPU.
+# openvino-plugin: the stock CPU wheel plus OpenVINO as a plugin EP library
+# (ORT >= 1.22's EP ABI), installed the way its vendor documents; vmafdnn
+# finds and registers it by itself (docs/execution_providers.md).
 ENVS=(
     "ort-1.20.1|onnxruntime==1.20.1"
     "ort-1.31.1|onnxruntime==1.31.1"
     "openvino|onnxruntime-openvino==1.24.1"
     "gpu-cu12|onnxruntime-gpu[cuda,cudnn]==1.26.0"
+    "openvino-plugin|onnxruntime==1.32.0 onnxruntime-ep-openvino==1.8.1"
 )
 # Always installed beside ORT: what vmafdnn itself needs at run time.
 BASE_REQUIREMENTS=(numpy cffi)

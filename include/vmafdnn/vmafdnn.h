@@ -151,28 +151,134 @@ VMAF_DNN_API int vmaf_dnn_ort_api_version(void);
 VMAF_DNN_API const char *vmaf_dnn_ort_library_path(void);
 
 /* ------------------------------------------------------------------------ */
+/* Plugin execution providers (ORT >= 1.22)                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Plugin EP libraries (ORT's EP ABI: onnxruntime-ep-openvino, -webgpu,
+ * -nv-tensorrt-rtx, ...) are shared libraries registered with the process's
+ * one ORT environment. Once registered, ORT pairs them with the hardware it
+ * found and offers "EP devices"; sessions bind them through the chains of
+ * VmafDnnDevice. They come from:
+ *   1. vmaf_dnn_register_ep_library();
+ *   2. the environment variable VMAFDNN_EP_LIBRARIES, read once (on the
+ *      first session open or EP query): entries separated by ':', each
+ *      "NAME=PATH" or just "PATH" (the name is then the file name without
+ *      "lib" and ".so..."). Empty entries are skipped;
+ *   3. in the Python package, every installed onnxruntime_ep_* package.
+ * A library that cannot be registered is skipped and its reason kept
+ * (vmaf_dnn_ep_library_info); it never makes a session fail. With ORT 1.20
+ * or 1.21 (no EP ABI) every registration is refused with that reason and the
+ * chains use the compiled-in EPs only, as before.
+ */
+
+/* Registers the plugin EP library at `path` under `name` (a name ORT keys it
+ * by; at most 127 bytes), loading ORT first if needed. Thread-safe; a library
+ * is registered once per process: registering the same name and path again
+ * returns 0 (or the first attempt's error) and changes nothing. Unregistration
+ * does not exist (sessions may use the library until the process ends).
+ * Every outcome is kept in the list of vmaf_dnn_ep_library_info.
+ * Returns 0, -EINVAL (NULL or empty name or path, name too long), -ENOSYS
+ * (ORT cannot be loaded), -ENOENT (no such file), -EISDIR, -EACCES,
+ * -ENOTSUP (the loaded ORT is older than 1.22: no plugin EPs), -EEXIST (the
+ * name is registered with another path), -EIO (ORT refused the library: not
+ * a shared library, not an EP library, or built for an incompatible ORT;
+ * the message carries ORT's reason), -ENOMEM. */
+VMAF_DNN_API int vmaf_dnn_register_ep_library(const char *name, const char *path);
+
+/* One plugin EP library that was given to this process, registered or not. */
+typedef struct VmafDnnEpLibraryInfo {
+    const char *name;   /* registration name */
+    const char *path;   /* as given */
+    const char *source; /* "api", "env" (VMAFDNN_EP_LIBRARIES) */
+    int status;         /* 0: registered; else the negative errno of
+                           vmaf_dnn_register_ep_library */
+    const char *reason; /* "" when registered, else why not */
+} VmafDnnEpLibraryInfo;
+
+/* Number of libraries in the list (reads VMAFDNN_EP_LIBRARIES first when
+ * ORT is loaded and it was not read yet). Thread-safe. */
+VMAF_DNN_API size_t vmaf_dnn_ep_library_count(void);
+/* Describes library `index` (registration order). Strings live as long as
+ * the process. Returns 0, -EINVAL (NULL info, index out of range). */
+VMAF_DNN_API int vmaf_dnn_ep_library_info(size_t index, VmafDnnEpLibraryInfo *info);
+
+/* One EP device ORT offers: an EP paired with a piece of hardware. */
+typedef struct VmafDnnEpDeviceInfo {
+    const char *ep_name;       /* ORT's EP name, "OpenVINOExecutionProvider" */
+    const char *ep_vendor;     /* "Intel" */
+    const char *device_type;   /* "CPU", "GPU" or "NPU" */
+    const char *device_vendor; /* the hardware's vendor, "AMD" */
+    uint32_t vendor_id;        /* PCI vendor id (0 when ORT does not know) */
+    uint32_t device_id;        /* PCI device id (0 when ORT does not know) */
+    int device_index;          /* the n-th device of this EP and type: the
+                                  VmafDnnConfig.device_index that selects it */
+    const char *library;       /* registration name of the plugin library that
+                                  brought it, NULL for an EP built into ORT */
+    const char *attached_name; /* what vmaf_dnn_session_attached_ep() says
+                                  when a session binds it, "OpenVINO:CPU" */
+} VmafDnnEpDeviceInfo;
+
+/* Number of EP devices ORT offers now (0 before ORT 1.22, or when ORT cannot
+ * be loaded). Registering a library may add devices. Thread-safe. */
+VMAF_DNN_API size_t vmaf_dnn_ep_device_count(void);
+/* Describes EP device `index`, in ORT's order. Strings live as long as the
+ * process. Returns 0, -EINVAL (NULL info, index out of range). */
+VMAF_DNN_API int vmaf_dnn_ep_device_info(size_t index, VmafDnnEpDeviceInfo *info);
+
+
+/* ------------------------------------------------------------------------ */
 /* Configuration                                                            */
 /* ------------------------------------------------------------------------ */
 
 /* Where a session should run. A device is a hint, not a requirement: when the
  * requested execution provider (EP) is not available the session opens on the
  * CPU and says so through vmaf_dnn_session_attached_ep() and
- * vmaf_dnn_session_fallback_reason(). Values are append-only. */
+ * vmaf_dnn_session_fallback_reason(). Values are append-only.
+ *
+ * Each step of a chain below binds an EP compiled into the loaded ORT or a
+ * plugin EP library registered with it (vmaf_dnn_register_ep_library): a
+ * step uses the plugin when ORT offers an EP device of that EP and hardware
+ * type (vmaf_dnn_ep_device_info), else the compiled-in EP. device_index picks
+ * the n-th such device (plugins) or is the EP's device id (compiled-in).
+ * Why AUTO's order: discrete accelerators first (CUDA, then TensorRT RTX,
+ * which builds an engine per session: slower to open for models this small),
+ * then OpenVINO (GPU, NPU, then its CPU device, faster than ORT's CPU EP on
+ * many graphs), then AMD (MIGraphX, ROCm), then WebGPU (portable, slowest of
+ * the GPU paths), and ORT's CPU EP, which is always there.
+ * docs/execution_providers.md has the whole table. */
 typedef enum VmafDnnDevice {
-    VMAF_DNN_DEVICE_AUTO = 0,     /* CUDA -> OpenVINO GPU -> OpenVINO CPU -> ROCm -> CPU */
+    VMAF_DNN_DEVICE_AUTO = 0,     /* CUDA -> TensorRT RTX -> OpenVINO GPU -> OpenVINO NPU ->
+                                     OpenVINO CPU -> MIGraphX -> ROCm -> WebGPU -> CPU */
     VMAF_DNN_DEVICE_CPU = 1,      /* ORT's CPU EP */
     VMAF_DNN_DEVICE_CUDA = 2,     /* CUDA EP, device_id = device_index */
-    VMAF_DNN_DEVICE_OPENVINO = 3, /* OpenVINO GPU (GPU.<n> for device_index n > 0), then OpenVINO CPU */
-    VMAF_DNN_DEVICE_ROCM = 4,     /* ROCm EP, device_id = device_index */
+    VMAF_DNN_DEVICE_OPENVINO = 3, /* OpenVINO GPU (GPU.<n> for device_index n > 0), then
+                                     OpenVINO NPU, then OpenVINO CPU */
+    VMAF_DNN_DEVICE_ROCM = 4,     /* ROCm EP, device_id = device_index, then MIGraphX */
     VMAF_DNN_DEVICE_OPENVINO_CPU = 5, /* OpenVINO pinned to its CPU device */
     VMAF_DNN_DEVICE_OPENVINO_GPU = 6, /* OpenVINO pinned to its GPU device */
+    VMAF_DNN_DEVICE_WEBGPU = 7,       /* WebGPU EP (plugin onnxruntime-ep-webgpu) */
+    VMAF_DNN_DEVICE_TENSORRT_RTX = 8, /* NVIDIA TensorRT RTX EP */
+    VMAF_DNN_DEVICE_MIGRAPHX = 9,     /* AMD MIGraphX EP, then ROCm */
+    /* ORT chooses (its EP selection policy, ORT >= 1.22) among every EP
+     * device it offers; attached_ep says what it chose (from ORT 1.23 on;
+     * 1.22 cannot tell and reports "ORT-policy"). Older ORT: the AUTO chain,
+     * with the reason in the fallback reason. device_index is ignored. */
+    VMAF_DNN_DEVICE_POLICY_PREFER_CPU = 10,
+    VMAF_DNN_DEVICE_POLICY_PREFER_GPU = 11,
+    VMAF_DNN_DEVICE_POLICY_PREFER_NPU = 12,
+    VMAF_DNN_DEVICE_POLICY_MAX_PERFORMANCE = 13,
+    VMAF_DNN_DEVICE_POLICY_MAX_EFFICIENCY = 14,
+    VMAF_DNN_DEVICE_POLICY_MIN_POWER = 15,
 } VmafDnnDevice;
 
 typedef struct VmafDnnConfig {
     VmafDnnDevice device; /* see VmafDnnDevice */
     int device_index;     /* GPU ordinal for CUDA / ROCm / OpenVINO GPU; >= 0 */
-    int threads;          /* ORT intra-op threads; 0 = ORT's default;
-                             0..VMAF_DNN_MAX_THREADS */
+    int threads;          /* ORT intra-op threads; 0 = ORT's default (one per
+                             core); 0..VMAF_DNN_MAX_THREADS. The pool does not
+                             spin between runs, so the models of a frame run
+                             one after another never fight over cores */
     int fp16_io;          /* non-zero: fp32 data is cast to/from FLOAT16 model slots,
                              and OpenVINO's GPU device is asked for precision=FP16
                              (its CPU device refuses FP16 and is left at FP32) */
@@ -181,6 +287,18 @@ typedef struct VmafDnnConfig {
 /* Fills `cfg` with the defaults: AUTO, device 0, ORT's default threads, no
  * fp16 I/O. A NULL config given to an open function means these defaults. */
 VMAF_DNN_API void vmaf_dnn_default_config(VmafDnnConfig *cfg);
+
+/* Walks the chain of cfg->device (NULL: defaults) the way an open does, up to
+ * the EP an open would try to create the session on, without creating one,
+ * and writes one line per step into `buf` (at most `size` bytes, always
+ * terminated when size > 0): "<EP>: skipped: <why>" for each step passed
+ * over, then "<EP>: selected (<how>)". An open can still fall back to the
+ * CPU after that if ORT cannot create the session there.
+ * *needed (may be NULL) gets the length of the whole text.
+ * Returns 0, -EINVAL (buf NULL with size > 0, bad cfg), -ENOSYS, -ENOSPC
+ * (the text was cut: see *needed), -ENOMEM. */
+VMAF_DNN_API int vmaf_dnn_device_explain(const VmafDnnConfig *cfg, char *buf,
+                                         size_t size, size_t *needed);
 
 /* ------------------------------------------------------------------------ */
 /* Sessions                                                                 */
@@ -309,8 +427,12 @@ VMAF_DNN_API void vmaf_dnn_session_close(VmafDnnSession *session);
 VMAF_DNN_API void vmaf_dnn_session_cancel(VmafDnnSession *session);
 
 /* The execution provider the session really runs on: "CPU", "CUDA",
- * "OpenVINO:GPU", "OpenVINO:CPU" or "ROCm". Static storage; never NULL for a
- * valid session (NULL for a NULL session). */
+ * "OpenVINO:GPU", "OpenVINO:CPU", "OpenVINO:NPU", "ROCm", "MIGraphX:GPU",
+ * "WebGpu:GPU", "NvTensorRTRTX:GPU"; for a plugin EP, its name as ORT reports
+ * it without "ExecutionProvider", a colon and the hardware type ("OpenVINO:CPU"
+ * for onnxruntime-ep-openvino on the CPU: the same string as the compiled-in
+ * EP on the same device). Static storage (valid for the life of the
+ * process); never NULL for a valid session (NULL for a NULL session). */
 VMAF_DNN_API const char *vmaf_dnn_session_attached_ep(const VmafDnnSession *session);
 
 /* Why the session does not run on the device that was asked for: one line per
