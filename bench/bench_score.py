@@ -16,7 +16,7 @@ writing the JSON report), with one ONNX Runtime thread:
 
 Each configuration runs both contenders alternately for --rounds rounds;
 the best wall time of each is kept (the machines are shared and noisy).
-Peak memory is each child's own ru_maxrss (os.wait4). The pooled means of
+Peak memory is each child's own ru_maxrss (os.wait4, forked by a bare interpreter). The pooled means of
 the two must agree (1e-4), so both did the same work. Configurations: FR
 (psnr_y + ssim_y, the CLI's default) and FR+NR (plus sharpness_nr).
 """
@@ -27,7 +27,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -86,8 +85,10 @@ def baseline(ref_path, dist_path, model_paths, out_path):
 
 # -- the benchmark ------------------------------------------------------------------
 
-def make_clip(directory, size, frames):
-    ff = [shutil.which("ffmpeg") or sys.exit("bench_score.py needs ffmpeg"), "-nostdin",
+def make_clip(directory, size, frames, ffmpeg=None):
+    """ref.y4m (testsrc2) and dist.y4m (its libx264 crf-40 round trip) in `directory`, made once
+    and reused when present (the size and frame count are part of the caller's directory)."""
+    ff = [ffmpeg or shutil.which("ffmpeg") or sys.exit("bench_score.py needs ffmpeg"), "-nostdin",
           "-v", "error", "-y"]
     ref, enc, dist = (os.path.join(directory, n) for n in ("ref.y4m", "dist.mp4", "dist.y4m"))
     if not (os.path.exists(ref) and os.path.exists(dist)):
@@ -99,16 +100,27 @@ def make_clip(directory, size, frames):
     return ref, dist
 
 
+# Linux gives a child the parent's peak RSS at fork as its starting ru_maxrss, so a child forked
+# by this (numpy-sized) process would report at least this process's size. A bare interpreter
+# forks and times the child instead, and prints its exit status, wall time and peak RSS.
+_LAUNCHER = """import os, sys, time
+t0 = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), time.perf_counter() - t0, usage.ru_maxrss)
+"""
+
+
 def timed_child(cmd):
     """(wall seconds, peak RSS in MiB) of one child process, which must succeed."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        sys.exit(f"benchmark child failed ({proc.returncode}): {' '.join(cmd)}")
-    return wall, usage.ru_maxrss / 1024.0
+    out = subprocess.run([sys.executable, "-S", "-c", _LAUNCHER] + cmd, check=True,
+                         stdout=subprocess.PIPE, text=True).stdout.split()
+    if int(out[0]) != 0:
+        sys.exit(f"benchmark child failed ({out[0]}): {' '.join(cmd)}")
+    return float(out[1]), int(out[2]) / 1024.0
 
 
 def pooled_means(path):
