@@ -91,6 +91,9 @@ def main():
               flush=True)
     s, rows = best_batch(jobs, args.rounds, workers=1, reuse=False)
     print(line("local, 1 worker, models reopened per job", s, rows), flush=True)
+    s, rows = best_batch(jobs[:1], args.rounds, workers=1)
+    print(line("local, 1 worker, one job (start-up: spawn, imports, model load)", s, rows),
+          flush=True)
     if not args.no_ray:
         import ray
         t0 = time.perf_counter()

@@ -42,6 +42,7 @@ import os
 import re
 import sys
 import time
+import types
 from collections import OrderedDict, deque
 from multiprocessing.connection import wait as _wait_any
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Union
@@ -993,6 +994,18 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
             pass
     result.elapsed = time.perf_counter() - t0
     return result
+
+
+class _CallableModule(types.ModuleType):
+    """``vmafdnn.batch(jobs, ...)`` calls :func:`batch`, while
+    ``vmafdnn.batch.read_results`` & co. stay reachable: the package can
+    expose the module under the function's name without hiding either."""
+
+    def __call__(self, *args, **kwargs):
+        return batch(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
 
 
 def _with_labels(row: dict, job: dict) -> dict:

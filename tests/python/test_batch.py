@@ -5,6 +5,8 @@ import csv
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -69,7 +71,7 @@ def _check_rows_match_alone(root, jobs, rows):
 def test_local_rows_equal_scoring_each_pair_alone(catalogue, tmp_path):
     root, jobs = catalogue
     out = tmp_path / "results.parquet"
-    rows = vbatch.batch(root / "jobs.csv", out, workers=2)
+    rows = vmafdnn.batch(root / "jobs.csv", out, workers=2)  # the module is callable
     assert (rows.ran, rows.skipped, rows.failed) == (len(jobs), 0, 0)
     _check_rows_match_alone(root, jobs, rows)
     # Two workers for six jobs: models were loaded at most once per worker
@@ -240,6 +242,43 @@ def test_job_lists_and_results_formats(catalogue, tmp_path):
         vbatch.read_jobs([{"reference": "a.y4m"}])
     with pytest.raises(ValueError, match="unknown format"):
         vbatch.batch(jsonl, tmp_path / "out.xlsx")
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "vmafdnn", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_command_line_batch_then_bdrate(catalogue, tmp_path):
+    root, jobs = catalogue
+    # Two "codecs" over the same clips, B labelled at 0.8x A's bitrate: the
+    # same rate-quality curve shifted, so B's BD-rate is exactly -20%.
+    ladder = tmp_path / "ladder.csv"
+    with open(ladder, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["title", "codec", "bitrate", "reference",
+                                          "distorted"])
+        w.writeheader()
+        for j in jobs:
+            for codec, factor in (("A", 1.0), ("B", 0.8)):
+                w.writerow({"title": j["title"], "codec": codec,
+                            "bitrate": float(j["bitrate"]) * factor,
+                            "reference": str(root / j["reference"]),
+                            "distorted": str(root / j["distorted"])})
+    out = tmp_path / "results.parquet"
+    first = _cli("batch", str(ladder), "-o", str(out), "--workers", "2")
+    assert first.returncode == 0, first.stderr
+    assert f"({2 * len(jobs)} scored, 0 already done, 0 failed" in first.stdout
+    again = _cli("batch", str(ladder), "-o", str(out))
+    assert again.returncode == 0 and "(0 scored, 12 already done" in again.stdout
+    bd = _cli("bdrate", str(out), "--anchor", "A", "--test", "B", "--plot",
+              str(tmp_path / "rq.png"))
+    assert bd.returncode == 0, bd.stderr
+    assert "title0: -20.00%" in bd.stdout and "mean over 2 title(s): -20.00%" in bd.stdout
+    assert (tmp_path / "rq.png").stat().st_size > 1000
+    missing = _cli("batch", str(tmp_path / "nope.csv"), "-o", str(out))
+    assert missing.returncode == 1 and "nope.csv" in missing.stderr
+    no_output = _cli("batch", str(ladder))
+    assert no_output.returncode == 2 and "-o RESULTS" in no_output.stderr
 
 
 # -- Ray ------------------------------------------------------------------------------
