@@ -8,7 +8,14 @@
 # installed). Progress goes to stderr; stdout carries KEY=PATH lines:
 #   FFMPEG=...  VMAF_MODELS=...  VMAF_LICENSE=...
 # Running it again only prints the paths.
+#
+#   tools/fetch_vmaf_reference.sh               both (tests, benchmarks)
+#   tools/fetch_vmaf_reference.sh --models-only the model files only (the build
+#                                               generates the vmaf built-ins from
+#                                               them; prints VMAF_MODELS=...)
 set -euo pipefail
+models_only=0
+[ "${1:-}" = --models-only ] && models_only=1
 
 cache_root="${VMAFDNN_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/vmafdnn}"
 dest="$cache_root/ref"
@@ -17,15 +24,25 @@ models="$dest/vmaf_models"
 models_needed=(vmaf_v0.6.1.json vmaf_4k_v0.6.1.json vmaf_v0.6.1neg.json)
 
 have_all() {
-    [ -x "$ffmpeg" ] || return 1
+    [ "$models_only" = 1 ] || [ -x "$ffmpeg" ] || return 1
     for m in "${models_needed[@]}"; do [ -f "$models/$m" ] || return 1; done
-    ls "$models"/LICENSE* >/dev/null 2>&1
+    licence >/dev/null
+}
+
+# The first licence file beside the models (no pipe into an early-exiting
+# reader: under pipefail that can fail at random).
+licence() {
+    local f
+    for f in "$models"/LICENSE*; do
+        [ -f "$f" ] && { echo "$f"; return 0; }
+    done
+    return 1
 }
 
 print_paths() {
-    echo "FFMPEG=$ffmpeg"
+    [ "$models_only" = 1 ] || echo "FFMPEG=$ffmpeg"
     echo "VMAF_MODELS=$models"
-    echo "VMAF_LICENSE=$(ls "$models"/LICENSE* | head -n 1)"
+    echo "VMAF_LICENSE=$(licence)"
 }
 
 if have_all; then print_paths; exit 0; fi
@@ -37,9 +54,12 @@ mkdir -p "$dest"
 work=$(mktemp -d "$dest/fetch.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-echo "fetch_vmaf_reference: downloading imageio-ffmpeg 0.8.1 and ffmpeg-quality-metrics 3.13.0" >&2
-# The FFmpeg inside is a static x86-64 Linux binary: the wheel pip picks for this host is that one.
-"${pip[@]}" download -q --no-deps --only-binary=:all: -d "$work" imageio-ffmpeg==0.8.1 >&2
+if [ "$models_only" = 0 ] && [ ! -x "$ffmpeg" ]; then
+    echo "fetch_vmaf_reference: downloading imageio-ffmpeg 0.8.1" >&2
+    # The FFmpeg inside is a static x86-64 Linux binary: the wheel pip picks for this host is that one.
+    "${pip[@]}" download -q --no-deps --only-binary=:all: -d "$work" imageio-ffmpeg==0.8.1 >&2
+fi
+echo "fetch_vmaf_reference: downloading ffmpeg-quality-metrics 3.13.0" >&2
 "${pip[@]}" download -q --no-deps --only-binary=:all: -d "$work" ffmpeg-quality-metrics==3.13.0 >&2
 
 unzip_one() { # wheel, member path -> stdout
@@ -50,12 +70,15 @@ with zipfile.ZipFile(sys.argv[1]) as z:
 PY
 }
 
-wheel=$(ls "$work"/imageio_ffmpeg-0.8.1-*.whl | head -n 1)
-unzip_one "$wheel" imageio_ffmpeg/binaries/ffmpeg-linux-x86_64-v9.0.2 > "$work/ffmpeg"
-chmod +x "$work/ffmpeg"
-mv "$work/ffmpeg" "$ffmpeg"
+first() { [ -f "$1" ] && echo "$1"; } # the first match of a glob, or nothing
+if [ "$models_only" = 0 ] && [ ! -x "$ffmpeg" ]; then
+    wheel=$(first "$work"/imageio_ffmpeg-0.8.1-*.whl)
+    unzip_one "$wheel" imageio_ffmpeg/binaries/ffmpeg-linux-x86_64-v9.0.2 > "$work/ffmpeg"
+    chmod +x "$work/ffmpeg"
+    mv "$work/ffmpeg" "$ffmpeg"
+fi
 
-wheel=$(ls "$work"/ffmpeg_quality_metrics-3.13.0-*.whl | head -n 1)
+wheel=$(first "$work"/ffmpeg_quality_metrics-3.13.0-*.whl)
 mkdir -p "$models"
 for m in "${models_needed[@]}"; do
     unzip_one "$wheel" "ffmpeg_quality_metrics/vmaf_models/$m" > "$models/$m"

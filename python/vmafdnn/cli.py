@@ -3,6 +3,7 @@
     vmafdnn -r REF -d DIST [options]           score a clip pair (like libvmaf's vmaf)
     vmafdnn -d DIST --no-reference [options]   no-reference scoring
     vmafdnn info MODEL [--device D]            ORT version, attached EP, I/O table
+    vmafdnn info --devices [--device D]        plugin EPs, EP devices, D's chain
     vmafdnn bench MODEL [--device D] [--threads N] [--runs N]
                                                per-run latency
     vmafdnn plot REPORT.json [...] -o OUT.png  per-frame curves of reports
@@ -34,7 +35,8 @@ from . import names
 from ._native import ffi, lib
 from .errors import DnnError
 from .scoring import Canceller, UsageError, score
-from .session import MAX_THREADS, Session
+from .session import (EP_PACKAGE_ERRORS, MAX_THREADS, Session, ep_devices, ep_libraries,
+                      explain_device)
 
 USAGE_EXIT = 2
 RUNTIME_EXIT = 1
@@ -276,7 +278,38 @@ def _shape(shape) -> str:
     return "[" + ", ".join("?" if d < 0 else str(d) for d in shape) + "]"
 
 
+def _print_devices(args) -> None:
+    """Plugin EP libraries, the EP devices ORT offers and the chain of
+    --device: what `vmafdnn info --devices` prints."""
+    print(f"ONNX Runtime {ort_version()} ({printable(ort_library_path())}), "
+          f"API {lib.vmaf_dnn_ort_api_version()}")
+    libraries = ep_libraries()
+    print(f"plugin EP libraries: {len(libraries) or 'none'}")
+    for entry in libraries:
+        state = "registered" if entry["status"] == 0 else f"not registered: {entry['reason']}"
+        print(f"  {printable(entry['name'])} ({entry['source']}) {printable(entry['path'])}: "
+              f"{printable(state)}")
+    for package, why in sorted(EP_PACKAGE_ERRORS.items()):
+        print(f"  {package} (package): not usable: {printable(why)}")
+    devices = ep_devices()
+    print(f"EP devices: {len(devices) or 'none (ONNX Runtime before 1.22 has no EP devices)'}")
+    for d in devices:
+        source = f"plugin {d['library']}" if d["library"] else "built into ORT"
+        print(f"  {d['ep_name']} ({d['ep_vendor']}) on {d['device_type']} {d['device_index']} "
+              f"({d['device_vendor']}, {d['vendor_id']:#06x}:{d['device_id']:#06x}), {source}"
+              f" -> {d['attached_ep']}")
+    print(f"device {args.device}:")
+    for line in explain_device(args.device, args.device_index, args.fp16).splitlines():
+        print(f"  {printable(line)}")
+
+
 def cmd_info(args) -> int:
+    if args.devices:
+        _print_devices(args)
+        if args.model is None:
+            return 0
+    elif args.model is None:
+        raise _UsageExit("info: give a MODEL, or --devices")
     with _open(args) as session:
         print(f"libvmafdnn   {__version__}")
         print(f"ONNX Runtime {ort_version()} ({printable(ort_library_path())})")
@@ -313,9 +346,10 @@ def _print_entry(entry) -> None:
 
 def cmd_models(args) -> int:
     entries = builtin_models.catalog()
+    width = max([len(printable(e.name)) for e in entries] + [14]) + 2
     for entry in entries:
         size = f"{entry.min_size[0]}x{entry.min_size[1]}" if entry.min_size else "?"
-        print(f"{printable(entry.name):<16}{entry.kind or '?':<10}min {size:<8}"
+        print(f"{printable(entry.name):<{width}}{entry.kind or '?':<10}min {size:<8}"
               f"{printable(entry.path)}")
         if entry.meaning and args.verbose:
             print(f"    {printable(entry.meaning)}")
@@ -360,7 +394,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"vmafdnn {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     info = sub.add_parser("info", help="describe a model and where it runs")
-    info.add_argument("model")
+    info.add_argument("model", nargs="?")
+    info.add_argument("--devices", action="store_true",
+                      help="list plugin EP libraries, the EP devices ONNX Runtime offers and "
+                           "why --device's chain passes over each EP")
     _device_args(info)
     info.set_defaults(func=cmd_info)
     bench = sub.add_parser("bench", help="per-run latency of a model")
