@@ -498,8 +498,10 @@ def build_score_parser() -> argparse.ArgumentParser:
     align.add_argument("--dist-offset", type=_non_negative_int, default=0, metavar="N",
                        help="skip the distorted clip's first N frames")
     m = p.add_argument_group("models")
-    m.add_argument("--tiny-model", action="append", dest="models", metavar="PATH",
-                   help="ONNX model (its sidecar .json beside it) or built-in name; repeatable")
+    m.add_argument("--tiny-model", "--model", action="append", dest="models", metavar="NAME",
+                   help="built-in model name (see `vmafdnn models`: psnr_y, ssim_y, "
+                        "sharpness_nr, vmaf, vmaf_4k, vmaf_neg, ...) or an ONNX file (its "
+                        "sidecar .json beside it); repeatable")
     m.add_argument("--tiny-device", default="auto", type=_name_of("device"),
                    choices=names.DEVICE_NAMES,
                    help="execution provider hint (default: auto)")
