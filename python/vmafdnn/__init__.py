@@ -21,7 +21,8 @@ from .errors import (AlreadyExistsError, BusyError, ClosedError, DnnError, Inval
                      RunCancelledError, RuntimeFailureError, RuntimeNotFoundError,
                      RunTimeoutError, SymlinkRefusedError, UnsupportedError)
 from .scoring import Canceller, InputMismatchError, UsageError, score
-from .session import DEVICES, MAX_THREADS, POLICY_KEYWORDS, Session, TensorInfo
+from .session import (DEVICES, EP_PACKAGE_ERRORS, MAX_THREADS, POLICY_KEYWORDS, Session,
+                      TensorInfo, ep_devices, ep_libraries, explain_device, register_ep_library)
 
 __version__ = _ffi.string(_lib.vmaf_dnn_version()).decode()
 
@@ -35,7 +36,8 @@ __all__ = [
     "InputMismatchError", "UsageError", "ModelRuntimeError", "RunTimeoutError",
     "RunCancelledError", "MemoryBudgetError", "SymlinkRefusedError", "PathNotADirectoryError",
     "NameTooLongError", "AlreadyExistsError", "ClosedError", "Canceller", "MAX_THREADS",
-    "POLICY_KEYWORDS",
+    "POLICY_KEYWORDS", "ep_devices", "ep_libraries", "explain_device", "register_ep_library",
+    "EP_PACKAGE_ERRORS",
 ]
 
 

@@ -135,6 +135,119 @@ def _written(arr: np.ndarray, out) -> np.ndarray:
     return arr.reshape(-1)[: out.count].reshape(produced)
 
 
+# -- plugin execution providers ---------------------------------------------------
+
+#: Installed ``onnxruntime_ep_*`` packages that could not give a library path:
+#: package name -> why (registration outcomes are in :func:`ep_libraries`).
+EP_PACKAGE_ERRORS: Dict[str, str] = {}
+
+
+def _ep_package_entries() -> List[str]:
+    """``NAME=PATH`` entries for every installed ``onnxruntime_ep_*`` package
+    (the way ORT's plugin EPs ship: onnxruntime-ep-openvino, -webgpu,
+    -nv-tensorrt-rtx, ...), from each package's ``get_library_path()``."""
+    import importlib
+    import pkgutil
+    entries = []
+    for module in sorted({m.name for m in pkgutil.iter_modules()
+                          if m.name.startswith("onnxruntime_ep_")}):
+        try:
+            path = importlib.import_module(module).get_library_path()
+        except Exception as exc:  # a broken package must not break vmafdnn
+            EP_PACKAGE_ERRORS[module] = f"{type(exc).__name__}: {exc}"
+            continue
+        if ":" in module + str(path) or "=" in module:
+            EP_PACKAGE_ERRORS[module] = f"its library path cannot be listed: {path!r}"
+            continue
+        entries.append(f"{module}={path}")
+    return entries
+
+
+def _announce_ep_packages() -> None:
+    """Adds the installed plugin EP packages to VMAFDNN_EP_LIBRARIES, which
+    the C library reads once, when the first session, context or EP query
+    needs ORT: registration stays lazy (no ORT or OpenVINO start-up at
+    import) and one mechanism serves C, Python and child processes. Entries
+    the user already listed are kept first."""
+    entries = _ep_package_entries()
+    if not entries:
+        return
+    current = os.environ.get("VMAFDNN_EP_LIBRARIES", "")
+    have = set(current.split(":"))
+    added = [e for e in entries if e not in have]
+    if added:
+        os.environ["VMAFDNN_EP_LIBRARIES"] = ":".join(([current] if current else []) + added)
+
+
+if os.environ.get("VMAFDNN_NO_EP_PACKAGES") != "1":
+    _announce_ep_packages()
+
+
+def _text(cdata) -> Optional[str]:
+    return None if cdata == ffi.NULL else ffi.string(cdata).decode("utf-8", "replace")
+
+
+def ep_libraries() -> List[Dict[str, object]]:
+    """Every plugin EP library given to this process, registered or not:
+    ``name``, ``path``, ``source`` ("api", "env": VMAFDNN_EP_LIBRARIES and the
+    installed onnxruntime_ep_* packages), ``status`` (0 or the negative
+    errno) and ``reason`` ("" when registered)."""
+    ensure_ort()
+    info = ffi.new("VmafDnnEpLibraryInfo *")
+    out = []
+    for i in range(lib.vmaf_dnn_ep_library_count()):
+        check(lib.vmaf_dnn_ep_library_info(i, info))
+        out.append({"name": _text(info.name), "path": _text(info.path),
+                    "source": _text(info.source), "status": int(info.status),
+                    "reason": _text(info.reason)})
+    return out
+
+
+def ep_devices() -> List[Dict[str, object]]:
+    """Every EP device ONNX Runtime offers (empty before ORT 1.22): ``ep_name``,
+    ``ep_vendor``, ``device_type`` ("CPU"/"GPU"/"NPU"), ``device_vendor``,
+    ``vendor_id``, ``device_id``, ``device_index`` (the ``device_index`` that
+    selects it), ``library`` (the plugin's registration name, None for an EP
+    built into ORT) and ``attached_ep`` (what a session bound to it reports)."""
+    ensure_ort()
+    info = ffi.new("VmafDnnEpDeviceInfo *")
+    out = []
+    for i in range(lib.vmaf_dnn_ep_device_count()):
+        check(lib.vmaf_dnn_ep_device_info(i, info))
+        out.append({"ep_name": _text(info.ep_name), "ep_vendor": _text(info.ep_vendor),
+                    "device_type": _text(info.device_type),
+                    "device_vendor": _text(info.device_vendor),
+                    "vendor_id": int(info.vendor_id), "device_id": int(info.device_id),
+                    "device_index": int(info.device_index), "library": _text(info.library),
+                    "attached_ep": _text(info.attached_name)})
+    return out
+
+
+def register_ep_library(name: str, path) -> None:
+    """Registers a plugin EP library with ONNX Runtime (once per process; see
+    vmaf_dnn_register_ep_library). Raises the DnnError of the C error."""
+    ensure_ort()
+    check(lib.vmaf_dnn_register_ep_library(c_name(name, "name"), c_path(path)))
+
+
+def explain_device(device: str = "auto", device_index: int = 0, fp16_io: bool = False) -> str:
+    """The chain ``device`` walks as an open would: one line per EP passed
+    over with why, then ``"<EP>: selected (<how>)"``."""
+    ensure_ort()
+    cfg = ffi.new("VmafDnnConfig *")
+    lib.vmaf_dnn_default_config(cfg)
+    cfg.device = device_value(device)
+    cfg.device_index = device_index
+    cfg.fp16_io = 1 if fp16_io else 0
+    needed = ffi.new("size_t *")
+    rc = lib.vmaf_dnn_device_explain(cfg, ffi.NULL, 0, needed)
+    if rc not in (0, -errno.ENOSPC):
+        check(rc)
+    buf = ffi.new("char[]", needed[0] + 1)
+    check(lib.vmaf_dnn_device_explain(cfg, buf, len(buf), needed))
+    return ffi.string(buf).decode("utf-8", "replace")
+
+
 class Session(NativeHandle):
     """An ONNX model opened through libvmafdnn.
 

@@ -14,6 +14,11 @@ A step is a dict with an ``op``:
 
 * ``info``: ``available``, ``ort_version``, ``api_version``,
   ``ort_library_path`` (null when unavailable) and ``unavailable_reason``;
+* ``eps``: ``libraries`` (vmafdnn.ep_libraries()), ``devices``
+  (vmafdnn.ep_devices()), ``explain`` (the chain of ``device``, default
+  auto) and ``package_errors``;
+* ``register``: vmafdnn.register_ep_library(``name``, ``path``); result
+  ``{}`` or ``error``;
 * ``open``: opens ``model`` with ``device``, ``threads``, ``fp16_io``
   (defaults as Session's), then runs it on ``feeds`` (name -> nested lists)
   when given. Result: ``attached_ep``, ``fallback_reason``, ``config``,
@@ -167,11 +172,26 @@ def _open(vmafdnn, step):
     return result
 
 
+def _eps(vmafdnn, step):
+    """Plugin EP libraries, EP devices, the chain of ``device`` (explain)."""
+    return {"libraries": vmafdnn.ep_libraries(), "devices": vmafdnn.ep_devices(),
+            "explain": vmafdnn.explain_device(step.get("device", "auto")),
+            "package_errors": dict(vmafdnn.EP_PACKAGE_ERRORS)}
+
+
+def _register(vmafdnn, step):
+    try:
+        vmafdnn.register_ep_library(step["name"], step["path"])
+    except vmafdnn.DnnError as e:
+        return {"error": {"type": type(e).__name__, "errno": e.errno, "message": e.message}}
+    return {}
+
+
 def _probe_main() -> None:
     steps = json.load(sys.stdin)
     import vmafdnn
 
-    ops = {"info": _info, "open": _open}
+    ops = {"info": _info, "open": _open, "eps": _eps, "register": _register}
     results = []
     for step in steps:
         result, text = _capturing_stderr(lambda: ops[step["op"]](vmafdnn, step))

@@ -28,23 +28,31 @@ ENVS = {
     "ort-1.31.1": ("onnxruntime", "1.31.1"),
     "openvino": ("onnxruntime-openvino", "1.24.1"),
     "gpu-cu12": ("onnxruntime-gpu", "1.26.0"),
+    "openvino-plugin": ("onnxruntime-ep-openvino", "1.8.1"),
 }
+#: The ORT version of environments named after another distribution.
+ORT_VERSION = {"openvino-plugin": "1.32.0"}
 CPU_WHEELS = ["ort-1.20.1", "ort-1.31.1"]
 HEADERS_API_VERSION = 29  # ORT_API_VERSION of the headers libvmafdnn is built with
 
 #: The EPs each device setting tries, in order, before settling on the CPU EP
 #: when none of them is available.
 TRIED_BEFORE_CPU = {
-    "auto": ["CUDA", "OpenVINO:GPU", "OpenVINO:CPU", "ROCm"],
+    "auto": ["CUDA", "NvTensorRTRTX:GPU", "OpenVINO:GPU", "OpenVINO:NPU", "OpenVINO:CPU",
+             "MIGraphX:GPU", "ROCm", "WebGpu:GPU"],
     "cpu": [],
     "cuda": ["CUDA"],
-    "openvino": ["OpenVINO:GPU", "OpenVINO:CPU"],
-    "rocm": ["ROCm"],
+    "openvino": ["OpenVINO:GPU", "OpenVINO:NPU", "OpenVINO:CPU"],
+    "rocm": ["ROCm", "MIGraphX:GPU"],
     "openvino-cpu": ["OpenVINO:CPU"],
     "openvino-gpu": ["OpenVINO:GPU"],
+    "webgpu": ["WebGpu:GPU"],
+    "tensorrt-rtx": ["NvTensorRTRTX:GPU"],
+    "migraphx": ["MIGraphX:GPU", "ROCm"],
 }
 DEVICES = list(TRIED_BEFORE_CPU)
-EP_NAMES = ("OpenVINO:GPU", "OpenVINO:CPU", "CUDA", "ROCm")
+EP_NAMES = ("OpenVINO:GPU", "OpenVINO:NPU", "OpenVINO:CPU", "CUDA", "ROCm", "MIGraphX:GPU",
+            "WebGpu:GPU", "NvTensorRTRTX:GPU", "ORT-policy")
 
 OPENVINO_RTOL = 1e-4  # OpenVINO's CPU plugin vs the CPU EP / numpy
 
@@ -189,7 +197,7 @@ def test_python_finds_the_environments_own_ort(name):
     env = require_env(name)
     info = env.probe([{"op": "info"}])[0]
     assert info["available"], info["unavailable_reason"]
-    assert info["ort_version"] == ENVS[name][1]
+    assert info["ort_version"] == ORT_VERSION.get(name, ENVS[name][1])
     assert_same_place(info["ort_library_path"], env.ort_capi_dir)
 
 
@@ -401,3 +409,204 @@ def test_gpu_wheel_without_cuda_libraries_declines_at_append(models):
     assert result["attached_ep"] == "CPU"
     [(ep, text)] = tried_eps(result["fallback_reason"])
     assert ep == "CUDA" and text.startswith("not available: "), text
+
+
+# --------------------------------------------------------------------------
+# onnxruntime 1.32 + onnxruntime-ep-openvino: a plugin EP installed the way
+# its vendor documents, found and registered by vmafdnn by itself
+# --------------------------------------------------------------------------
+
+PLUGIN_PACKAGE = "onnxruntime_ep_openvino"
+
+
+def host_cpu_is_intel() -> bool:
+    """The OpenVINO plugin pairs only with Intel hardware (it offers an EP
+    device for a hardware device of PCI vendor 0x8086 only), so whether it
+    can bind here is the host's CPU vendor: the independent oracle of the
+    tests below. On other CPUs the same tests assert the fallback instead."""
+    with open("/proc/cpuinfo") as f:
+        return any(line.startswith("vendor_id") and "GenuineIntel" in line for line in f)
+
+
+def builtin_model(env: ort_envs.OrtEnv, name: str) -> str:
+    return os.path.join(env.site_packages, "vmafdnn", "models", name + ".onnx")
+
+
+PLANE_A = RNG.random((1, 1, 64, 96), dtype=np.float32)
+PLANE_B = np.clip(PLANE_A + RNG.normal(0, 0.03, PLANE_A.shape).astype(np.float32), 0, 1)
+BUILTIN_FEEDS = {"psnr_y": {"reference": PLANE_A, "distorted": PLANE_B},
+                 "ssim_y": {"reference": PLANE_A, "distorted": PLANE_B},
+                 "sharpness_nr": {"distorted": PLANE_B}}
+PLUGIN_DEVICES = ["auto", "openvino", "openvino-cpu", "cpu"]
+
+
+@pytest.fixture(scope="module")
+def plugin(models):
+    env = require_env("openvino-plugin")
+    steps = [{"op": "info"}, {"op": "eps"}]
+    steps += [open_step(builtin_model(env, m), d, feeds)
+              for m, feeds in BUILTIN_FEEDS.items() for d in PLUGIN_DEVICES]
+    steps += [open_step(builtin_model(env, "ssim_y"), d, BUILTIN_FEEDS["ssim_y"], fp16_io=True)
+              for d in ("auto", "openvino")]
+    probe = env.probe(steps)
+    opened = {(m, d): probe[2 + i * len(PLUGIN_DEVICES) + j]
+              for i, m in enumerate(BUILTIN_FEEDS) for j, d in enumerate(PLUGIN_DEVICES)}
+    return {"env": env, "info": probe[0], "eps": probe[1], "opened": opened,
+            "fp16": dict(zip(("auto", "openvino"), probe.results[-2:])),
+            "stderr": probe.all_stderr()}
+
+
+def test_plugin_package_is_registered_by_itself(plugin):
+    assert plugin["info"]["ort_version"] == ORT_VERSION["openvino-plugin"]
+    [entry] = [e for e in plugin["eps"]["libraries"] if e["name"] == PLUGIN_PACKAGE]
+    assert entry["status"] == 0, entry["reason"]
+    assert entry["reason"] == "" and entry["source"] == "env"
+    assert entry["path"].endswith("libonnxruntime_providers_openvino_plugin.so")
+    assert plugin["eps"]["package_errors"] == {}
+
+
+def test_plugin_ep_devices_are_listed(plugin):
+    devices = plugin["eps"]["devices"]
+    cpu = [d for d in devices if d["ep_name"] == "CPUExecutionProvider"]
+    assert len(cpu) == 1 and cpu[0]["library"] is None and cpu[0]["attached_ep"] == "CPU"
+    openvino = [d for d in devices if d["ep_name"] == "OpenVINOExecutionProvider"]
+    if host_cpu_is_intel():
+        [dev] = [d for d in openvino if d["device_type"] == "CPU"]
+        assert dev["library"] == PLUGIN_PACKAGE and dev["attached_ep"] == "OpenVINO:CPU"
+        assert dev["ep_vendor"] == "Intel" and dev["device_index"] == 0
+    else:
+        assert openvino == [], "the plugin offered a device on non-Intel hardware"
+
+
+@pytest.mark.parametrize("model", list(BUILTIN_FEEDS))
+@pytest.mark.parametrize("device", ["auto", "openvino", "openvino-cpu"])
+def test_plugin_binds_openvino_on_the_cpu(plugin, model, device):
+    result = assert_opened(plugin["opened"][(model, device)])
+    tried = tried_eps(result["fallback_reason"])
+    if host_cpu_is_intel():
+        assert result["attached_ep"] == "OpenVINO:CPU", result["fallback_reason"]
+        expected = TRIED_BEFORE_CPU[device][:TRIED_BEFORE_CPU[device].index("OpenVINO:CPU")]
+        assert [ep for ep, _ in tried] == expected
+    else:
+        assert result["attached_ep"] == "CPU"
+        assert [ep for ep, _ in tried] == TRIED_BEFORE_CPU[device]
+        [why] = [text for ep, text in tried if ep == "OpenVINO:CPU"]
+        assert "no plugin EP library offers a CPU device of OpenVINOExecutionProvider" in why
+
+
+@pytest.mark.parametrize("model", list(BUILTIN_FEEDS))
+@pytest.mark.parametrize("device", ["auto", "openvino", "openvino-cpu"])
+def test_plugin_builtin_scores_match_the_cpu_ep(plugin, model, device):
+    on_cpu = assert_opened(plugin["opened"][(model, "cpu")])
+    assert on_cpu["attached_ep"] == "CPU" and on_cpu["fallback_reason"] == ""
+    result = assert_opened(plugin["opened"][(model, device)])
+    [(name, values)] = result["outputs"].items()
+    np.testing.assert_allclose(values, on_cpu["outputs"][name], rtol=OPENVINO_RTOL, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", ["auto", "openvino"])
+def test_plugin_fp16_io_binds_too(plugin, device):
+    result = assert_opened(plugin["fp16"][device])
+    assert result["config"]["fp16_io"] is True
+    assert result["attached_ep"] == ("OpenVINO:CPU" if host_cpu_is_intel() else "CPU"), \
+        result["fallback_reason"]
+    on_cpu = plugin["opened"][("ssim_y", "cpu")]["outputs"]["ssim_y"]
+    np.testing.assert_allclose(result["outputs"]["ssim_y"], on_cpu, rtol=OPENVINO_RTOL, atol=1e-4)
+
+
+def test_plugin_explain_says_where_auto_goes(plugin):
+    lines = plugin["eps"]["explain"].splitlines()
+    if host_cpu_is_intel():
+        assert lines[-1] == ("OpenVINO:CPU: selected (EP device of OpenVINOExecutionProvider "
+                             f"from plugin library {PLUGIN_PACKAGE})")
+    else:
+        assert lines[-1] == "CPU: selected (built into ORT)"
+    assert [line.split(": ")[0] for line in lines[:-1]] == \
+        TRIED_BEFORE_CPU["auto"][:len(lines) - 1]
+
+
+def test_plugin_prints_nothing(plugin):
+    assert plugin["stderr"] == ""
+
+
+def test_plugin_package_removed_falls_back_to_cpu_with_the_reason(models):
+    """Without the package (here: not announced, VMAFDNN_NO_EP_PACKAGES=1)
+    nothing offers an OpenVINO device: CPU, and the reason says so."""
+    env = require_env("openvino-plugin")
+    probe = env.probe([{"op": "eps"}, open_step(models.conv_mean, "openvino", {"x": CONV_X})],
+                      env={"VMAFDNN_NO_EP_PACKAGES": "1"})
+    assert [e for e in probe[0]["libraries"] if e["name"] == PLUGIN_PACKAGE] == []
+    assert all(d["library"] is None for d in probe[0]["devices"])
+    result = assert_opened(probe[1])
+    assert result["attached_ep"] == "CPU"
+    tried = dict(tried_eps(result["fallback_reason"]))
+    assert "no plugin EP library offers a CPU device of OpenVINOExecutionProvider" in \
+        tried["OpenVINO:CPU"]
+    np.testing.assert_allclose(result["outputs"]["score"][0], conv_mean_reference(CONV_X),
+                               rtol=1e-6)
+    assert probe.all_stderr() == ""
+
+
+def test_plugin_garbage_library_is_refused_and_cpu_still_works(models, tmp_path):
+    env = require_env("openvino-plugin")
+    garbage = tmp_path / "libgarbage_ep.so"
+    garbage.write_text("not a shared library\n")
+    probe = env.probe([{"op": "eps"},
+                       {"op": "register", "name": "garbage2", "path": str(garbage)},
+                       open_step(models.identity, "cpu", {"x": IDENTITY_X}),
+                       open_step(models.identity, "auto", {"x": IDENTITY_X})],
+                      env={"VMAFDNN_EP_LIBRARIES": f"garbage={garbage}"})
+    [entry] = [e for e in probe[0]["libraries"] if e["name"] == "garbage"]
+    assert entry["status"] == -errno.EIO and entry["source"] == "env"
+    assert "ONNX Runtime refused plugin EP library" in entry["reason"]
+    assert str(garbage) in entry["reason"]
+    error = probe[1]["error"]
+    assert error["errno"] == errno.EIO and str(garbage) in error["message"]
+    # The user's list is kept, and the installed package is still registered.
+    [package] = [e for e in probe[0]["libraries"] if e["name"] == PLUGIN_PACKAGE]
+    assert package["status"] == 0
+    assert assert_opened(probe[2])["outputs"]["y"] == IDENTITY_X.tolist()
+    assert assert_opened(probe[3])["outputs"]["y"] == IDENTITY_X.tolist()
+    assert probe.all_stderr() == ""
+
+
+def test_ort_1_20_still_loads_without_plugin_eps(models, tmp_path):
+    """ORT 1.20 has no EP ABI: registrations are refused with the reason,
+    no EP device is listed, the chains are the compiled-in ones, and the
+    selection-policy devices use the AUTO chain."""
+    env = require_env("ort-1.20.1")
+    library = tmp_path / "libsome_ep.so"
+    library.write_text("never read\n")
+    probe = env.probe([{"op": "eps"}, open_step(models.identity, "auto", {"x": IDENTITY_X}),
+                       open_step(models.identity, "policy:prefer-gpu", {"x": IDENTITY_X})],
+                      env={"VMAFDNN_EP_LIBRARIES": str(library)})
+    [entry] = probe[0]["libraries"]
+    assert entry["name"] == "some_ep" and entry["status"] == -errno.ENOTSUP
+    assert "1.22 or newer" in entry["reason"]
+    assert probe[0]["devices"] == []
+    result = assert_opened(probe[1])
+    assert result["attached_ep"] == "CPU" and result["outputs"]["y"] == IDENTITY_X.tolist()
+    assert [ep for ep, _ in tried_eps(result["fallback_reason"])] == TRIED_BEFORE_CPU["auto"]
+    policy = assert_opened(probe[2])
+    assert policy["attached_ep"] == "CPU"
+    tried = tried_eps(policy["fallback_reason"])
+    assert tried[0] == ("ORT-policy", "not available: ONNX Runtime before 1.22 has no EP "
+                                      "selection policy; using the AUTO chain")
+    assert [ep for ep, _ in tried[1:]] == TRIED_BEFORE_CPU["auto"]
+    assert probe.all_stderr() == ""
+
+
+@pytest.mark.parametrize("name", ["ort-1.31.1", "openvino-plugin"])
+def test_policy_devices_report_what_ort_chose(models, name):
+    env = require_env(name)
+    probe = env.probe([open_step(models.conv_mean, f"policy:{p}", {"x": CONV_X})
+                       for p in ("prefer-cpu", "prefer-gpu", "max-performance")])
+    for result in probe.results:
+        assert_opened(result)
+        chose = result["attached_ep"]
+        assert chose in ("CPU", "OpenVINO:CPU"), chose
+        if chose == "CPU" or not host_cpu_is_intel():
+            assert chose == "CPU"
+        np.testing.assert_allclose(result["outputs"]["score"][0], conv_mean_reference(CONV_X),
+                                   rtol=OPENVINO_RTOL)
+    assert probe.all_stderr() == ""
