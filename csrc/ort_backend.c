@@ -974,13 +974,16 @@ static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnCon
  * the compiled-in append, and that no plugin offers a device for it. */
 static void log_declined(Log *log, EpKind ep, OrtStatus *st)
 {
-    const OrtApi *a = api();
+    const char *msg = api()->GetErrorMessage(st);
+    int len = (int)strlen(msg);
+    while (len && (msg[len - 1] == ' ' || msg[len - 1] == '\n'))
+        len--;
     char line[1024];
     if (ep_kinds[ep].ort_ep && ort_api_version >= ORT_EP_ABI_API)
-        snprintf(line, sizeof(line), "%s (and no plugin EP library offers a %s device of %s)",
-                 a->GetErrorMessage(st), hw_name(ep_kinds[ep].hw), ep_kinds[ep].ort_ep);
+        snprintf(line, sizeof(line), "%.*s (and no plugin EP library offers a %s device of %s)",
+                 len, msg, hw_name(ep_kinds[ep].hw), ep_kinds[ep].ort_ep);
     else
-        snprintf(line, sizeof(line), "%s", a->GetErrorMessage(st));
+        snprintf(line, sizeof(line), "%.*s", len, msg);
     log_line(log, ep_kinds[ep].name, "not available: ", line);
 }
 

@@ -278,7 +278,8 @@ typedef struct VmafDnnConfig {
     int threads;          /* ORT intra-op threads; 0 = ORT's default (one per
                              core); 0..VMAF_DNN_MAX_THREADS. The pool does not
                              spin between runs, so the models of a frame run
-                             one after another never fight over cores */
+                             one after another never fight over cores
+                             (VMAFDNN_ORT_SPIN=1: ORT's spinning default) */
     int fp16_io;          /* non-zero: fp32 data is cast to/from FLOAT16 model slots,
                              and OpenVINO's GPU device is asked for precision=FP16
                              (its CPU device refuses FP16 and is left at FP32) */
