@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 
@@ -43,14 +44,13 @@ def static_ffmpeg(path):
     return imageio_ffmpeg.get_ffmpeg_exe()
 
 
-def contenders(ff, ref, dist, threads, tmp):
+def contenders(ff, cli, ref, dist, threads, tmp):
     out = {name: os.path.join(tmp, f"{name}-{threads}.json") for name in ("vmafdnn", "libvmaf")}
     quiet = [ff, "-nostdin", "-v", "error"]
     features = "name=psnr|name=float_ssim\\:scale=1"
     return out, {
-        "vmafdnn": [sys.executable, "-m", "vmafdnn", "-r", ref, "-d", dist, "--tiny-model",
-                    "psnr_y", "--tiny-model", "ssim_y", "--tiny-threads", str(threads), "-q",
-                    "-o", out["vmafdnn"]],
+        "vmafdnn": cli + ["-r", ref, "-d", dist, "--tiny-model", "psnr_y", "--tiny-model",
+                          "ssim_y", "--tiny-threads", str(threads), "-q", "-o", out["vmafdnn"]],
         "libvmaf": quiet + ["-i", dist, "-i", ref, "-lavfi",
                             f"[0:v][1:v]libvmaf=model='':feature='{features}':n_threads={threads}"
                             f":log_fmt=json:log_path={out['libvmaf']}", "-f", "null", "-"],
@@ -66,9 +66,9 @@ def pooled(path, psnr, ssim):
     return metrics[psnr]["mean"], metrics[ssim]["mean"]
 
 
-def measure(ff, ref, dist, frames, threads, rounds, tmp):
+def measure(ff, cli, ref, dist, frames, threads, rounds, tmp):
     """{contender: (median fps, min fps, max fps, peak RSS MiB)} for one thread count."""
-    out, cmds = contenders(ff, ref, dist, threads, tmp)
+    out, cmds = contenders(ff, cli, ref, dist, threads, tmp)
     walls = {name: [] for name in cmds}
     rss = dict.fromkeys(cmds, 0.0)
     for _ in range(rounds):
@@ -80,27 +80,19 @@ def measure(ff, ref, dist, frames, threads, rounds, tmp):
                                                                        "float_ssim")
     if abs(ours[0] - theirs[0]) > 1e-3:
         sys.exit(f"pooled psnr_y differs: vmafdnn {ours[0]}, libvmaf {theirs[0]}")
-    print(f"  pooled: psnr_y {ours[0]:.4f} (libvmaf {theirs[0]:.4f}), ssim_y {ours[1]:.6f} "
-          f"(libvmaf float_ssim scale=1 {theirs[1]:.6f})")
-    return {name: (frames / statistics.median(w), frames / max(w), frames / min(w), rss[name])
-            for name, w in walls.items()}
+    results = {name: (frames / statistics.median(w), frames / max(w), frames / min(w), rss[name])
+               for name, w in walls.items()}
+    print(f"  {threads} thread(s); pooled psnr_y {ours[0]:.4f} (libvmaf {theirs[0]:.4f}), ssim_y "
+          f"{ours[1]:.6f} (libvmaf float_ssim scale=1 {theirs[1]:.6f})")
+    for name, (fps, lo, hi, peak) in results.items():
+        print(f"    {name:8s} {fps:7.2f} fps (rounds {lo:.2f}-{hi:.2f}), peak RSS {peak:5.0f} MiB")
+    print(f"    vmafdnn/libvmaf: fps {results['vmafdnn'][0] / results['libvmaf'][0]:.2f}x, "
+          f"RSS {results['vmafdnn'][3] / results['libvmaf'][3]:.2f}x; vmafdnn/ffmpeg fps "
+          f"{results['vmafdnn'][0] / results['ffmpeg'][0]:.2f}x", flush=True)
+    return results
 
 
-def report(label, results, threads_list):
-    print(f"{label}")
-    print(f"  {'contender':9s} " + " ".join(f"{f'{t} thr fps (range)':>24s} {'RSS MiB':>8s}"
-                                             for t in threads_list))
-    for name in results[threads_list[0]]:
-        cells = []
-        for t in threads_list:
-            fps, lo, hi, rss = results[t][name]
-            cells.append(f"{f'{fps:.2f} ({lo:.2f}-{hi:.2f})':>24s} {rss:8.0f}")
-        print(f"  {name:9s} " + " ".join(cells))
-    for t in threads_list:
-        r = results[t]
-        print(f"  {t} thr: vmafdnn/libvmaf fps {r['vmafdnn'][0] / r['libvmaf'][0]:.2f}x, "
-              f"RSS {r['vmafdnn'][3] / r['libvmaf'][3]:.2f}x; vmafdnn/ffmpeg fps "
-              f"{r['vmafdnn'][0] / r['ffmpeg'][0]:.2f}x")
+def report_scaling(results, threads_list):
     if len(threads_list) > 1:
         lo, hi = threads_list[0], threads_list[-1]
         print(f"  scaling {lo}->{hi} threads: " + ", ".join(
@@ -116,25 +108,26 @@ def main(argv=None):
     parser.add_argument("--threads", default="1,all", help="comma-separated; all: every CPU")
     parser.add_argument("--dir", help="keep the clips here (reused when present)")
     parser.add_argument("--ffmpeg", help="an FFmpeg with libvmaf (default: imageio-ffmpeg's)")
+    parser.add_argument("--cli", default=f"{sys.executable} -m vmafdnn",
+                        help="the scoring command, split at spaces (default: %(default)s)")
     args = parser.parse_args(argv)
     threads_list = sorted({os.cpu_count() if t == "all" else int(t)
                            for t in args.threads.split(",")})
     ff = static_ffmpeg(args.ffmpeg)
 
-    import onnxruntime
-
-    import vmafdnn
-    print(f"vmafdnn {vmafdnn.__version__}, ONNX Runtime {vmafdnn.ort_version()} (Python "
-          f"{onnxruntime.__version__}); {os.path.basename(ff)}; {os.cpu_count()} CPUs, load "
-          f"{os.getloadavg()[0]:.1f}; {args.frames} frames, median of {args.rounds}")
+    version = subprocess.run(args.cli.split() + ["--version"], capture_output=True, text=True)
+    print(f"{version.stdout.strip() or version.stderr.strip()}; {os.path.basename(ff)}; "
+          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; {args.frames} frames, median of "
+          f"{args.rounds}")
     with tempfile.TemporaryDirectory(prefix="vmafdnn-throughput-") as tmp:
         for size in args.sizes.split(","):
             clip_dir = os.path.join(args.dir or tmp, f"{size}-{args.frames}")
             os.makedirs(clip_dir, exist_ok=True)
             ref, dist = make_clip(clip_dir, size, args.frames, ff)
-            results = {t: measure(ff, ref, dist, args.frames, t, args.rounds, tmp)
-                       for t in threads_list}
-            report(f"{size} 8-bit 4:2:0, psnr + ssim", results, threads_list)
+            print(f"{size} 8-bit 4:2:0, psnr + ssim", flush=True)
+            results = {t: measure(ff, args.cli.split(), ref, dist, args.frames, t, args.rounds,
+                                  tmp) for t in threads_list}
+            report_scaling(results, threads_list)
 
 
 if __name__ == "__main__":
