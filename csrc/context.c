@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "vmafdnn/context.h"
 
@@ -47,6 +49,13 @@ struct VmafDnnContext {
     int frame_in_flight;     /* inside vmaf_dnn_read_pictures */
     int cancelled;           /* this frame was cancelled */
     VdnnTinyModel *running;  /* the model whose run is in flight, or NULL */
+
+    /* What reports say besides scores, as libvmaf measures it: frames read,
+     * wall time from the first read_pictures call to the end of the last
+     * read or flush (fps = processing speed), luma size of the first frame. */
+    unsigned frames_read;
+    struct timespec call_start, clock_start, clock_end;
+    unsigned width, height;
 };
 
 static int check_resize(VmafDnnResize r, const char *what)
@@ -653,6 +662,14 @@ static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
         ctx->first = index;
     }
     ctx->next = index + 1;
+    if (ctx->frames_read++ == 0) {
+        ctx->clock_start = ctx->call_start;
+        const VmafDnnPicture *p = dist ? dist : ref;
+        if (p) {
+            ctx->width = p->w[0];
+            ctx->height = p->h[0];
+        }
+    }
     frame.first = ctx->temporal ? ctx->first : 0;
     frame.last = index;
     for (size_t i = 0; i < ctx->n_models && !rc; i++) {
@@ -681,9 +698,13 @@ int vmaf_dnn_read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
     if (!ctx)
         return vdnn_fail(-EINVAL, "read_pictures: context is NULL");
     enter(ctx);
+    clock_gettime(CLOCK_MONOTONIC, &ctx->call_start);
     set_frame_in_flight(ctx, 1);
+    const unsigned before = ctx->frames_read;
     int rc = read_pictures(ctx, ref, dist, index);
     set_frame_in_flight(ctx, 0);
+    if (ctx->frames_read != before)
+        clock_gettime(CLOCK_MONOTONIC, &ctx->clock_end);
     leave(ctx);
     return rc;
 }
@@ -723,6 +744,8 @@ int vmaf_dnn_flush(VmafDnnContext *ctx)
         rc = flush_pending(ctx);
         set_frame_in_flight(ctx, 0);
         ctx->flushed = 1;
+        if (ctx->frames_read)
+            clock_gettime(CLOCK_MONOTONIC, &ctx->clock_end);
     }
     leave(ctx);
     return rc;
@@ -828,20 +851,41 @@ int vmaf_dnn_feature_pool(const VmafDnnContext *locked_ctx, const char *name,
 /* Reports                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static int report_args(const VmafDnnContext *ctx, const void *target, VmafDnnOutputFormat fmt,
-                       VdnnReportFormat *format, VdnnReportInfo *info)
+static int report_format(VmafDnnOutputFormat fmt, VdnnReportFormat *format)
 {
-    if (!ctx || !target)
-        return vdnn_fail(-EINVAL, "write_output: %s is NULL", !ctx ? "context" : "destination");
     switch (fmt) {
-    case VMAF_DNN_OUTPUT_JSON: *format = VDNN_REPORT_JSON; break;
-    case VMAF_DNN_OUTPUT_XML: *format = VDNN_REPORT_XML; break;
-    case VMAF_DNN_OUTPUT_CSV: *format = VDNN_REPORT_CSV; break;
-    default: return vdnn_fail(-EINVAL, "write_output: unknown format %d", (int)fmt);
+    case VMAF_DNN_OUTPUT_JSON: *format = VDNN_REPORT_JSON; return 0;
+    case VMAF_DNN_OUTPUT_XML: *format = VDNN_REPORT_XML; return 0;
+    case VMAF_DNN_OUTPUT_CSV: *format = VDNN_REPORT_CSV; return 0;
     }
+    return vdnn_fail(-EINVAL, "write_output: unknown format %d", (int)fmt);
+}
+
+/* Caller owns the context. */
+static void report_info(const VmafDnnContext *ctx, unsigned flags, VdnnReportInfo *info)
+{
     vdnn_report_info_default(info);
     info->fps = ctx->cfg.fps;
-    return 0;
+    if (info->fps == 0.0 && ctx->frames_read) {
+        double s = (double)(ctx->clock_end.tv_sec - ctx->clock_start.tv_sec) +
+                   (double)(ctx->clock_end.tv_nsec - ctx->clock_start.tv_nsec) * 1e-9;
+        info->fps = s > 0.0 ? ctx->frames_read / s : 0.0;
+    }
+    info->width = ctx->width;
+    info->height = ctx->height;
+    info->exact = (flags & VMAF_DNN_OUTPUT_EXACT) != 0;
+}
+
+/* `has_target`: the destination (path, FILE, callback, length) is not NULL. */
+static int report_args(const VmafDnnContext *ctx, bool has_target, VmafDnnOutputFormat fmt,
+                       unsigned flags, VdnnReportFormat *format)
+{
+    if (!ctx || !has_target)
+        return vdnn_fail(-EINVAL, "write_output: %s is NULL", !ctx ? "context" : "destination");
+    if (flags & ~(unsigned)VMAF_DNN_OUTPUT_EXACT)
+        return vdnn_fail(-EINVAL, "write_output: unknown flags 0x%x",
+                         flags & ~(unsigned)VMAF_DNN_OUTPUT_EXACT);
+    return report_format(fmt, format);
 }
 
 int vmaf_dnn_write_output(const VmafDnnContext *locked_ctx, const char *path,
@@ -849,11 +893,12 @@ int vmaf_dnn_write_output(const VmafDnnContext *locked_ctx, const char *path,
 {
     vdnn_clear_error();
     VdnnReportFormat format = VDNN_REPORT_JSON;
-    VdnnReportInfo info;
-    int rc = report_args(locked_ctx, path, fmt, &format, &info);
+    int rc = report_args(locked_ctx, path != NULL, fmt, 0, &format);
     if (rc)
         return rc;
     VmafDnnContext *ctx = enter(locked_ctx);
+    VdnnReportInfo info;
+    report_info(ctx, 0, &info);
     rc = vdnn_write_report_path(ctx->fc, format, path, &info);
     leave(ctx);
     return rc;
@@ -864,12 +909,73 @@ int vmaf_dnn_write_output_file(const VmafDnnContext *locked_ctx, FILE *f,
 {
     vdnn_clear_error();
     VdnnReportFormat format = VDNN_REPORT_JSON;
-    VdnnReportInfo info;
-    int rc = report_args(locked_ctx, f, fmt, &format, &info);
+    int rc = report_args(locked_ctx, f != NULL, fmt, 0, &format);
     if (rc)
         return rc;
     VmafDnnContext *ctx = enter(locked_ctx);
+    VdnnReportInfo info;
+    report_info(ctx, 0, &info);
     rc = vdnn_write_report(ctx->fc, format, f, &info);
     leave(ctx);
     return rc;
+}
+
+int vmaf_dnn_write_output_callback(const VmafDnnContext *locked_ctx, VmafDnnOutputFormat fmt,
+                                   unsigned flags, VmafDnnOutputWrite write, void *opaque)
+{
+    vdnn_clear_error();
+    VdnnReportFormat format = VDNN_REPORT_JSON;
+    int rc = report_args(locked_ctx, write != NULL, fmt, flags, &format);
+    if (rc)
+        return rc;
+    VmafDnnContext *ctx = enter(locked_ctx);
+    VdnnReportInfo info;
+    report_info(ctx, flags, &info);
+    rc = vdnn_write_report_callback(ctx->fc, format, write, opaque, &info);
+    leave(ctx);
+    return rc;
+}
+
+/* snprintf-like: keeps the first size - 1 bytes, counts them all. */
+typedef struct Buffer {
+    char *data;
+    size_t size, length;
+} Buffer;
+
+static int buffer_write(void *opaque, const char *data, size_t size)
+{
+    Buffer *b = opaque;
+    if (b->length < b->size) {
+        size_t room = b->size - 1 - b->length;
+        memcpy(b->data + b->length, data, size < room ? size : room);
+    }
+    b->length += size;
+    return 0;
+}
+
+int vmaf_dnn_write_output_buffer(const VmafDnnContext *locked_ctx, VmafDnnOutputFormat fmt,
+                                 unsigned flags, char *buf, size_t size, size_t *length)
+{
+    vdnn_clear_error();
+    if (size && !buf)
+        return vdnn_fail(-EINVAL, "write_output_buffer: buf is NULL but size is %zu", size);
+    VdnnReportFormat format = VDNN_REPORT_JSON;
+    int rc = report_args(locked_ctx, length != NULL, fmt, flags, &format);
+    if (rc)
+        return rc;
+    Buffer b = {.data = buf, .size = size};
+    VmafDnnContext *ctx = enter(locked_ctx);
+    VdnnReportInfo info;
+    report_info(ctx, flags, &info);
+    rc = vdnn_write_report_callback(ctx->fc, format, buffer_write, &b, &info);
+    leave(ctx);
+    if (rc)
+        return rc;
+    if (size)
+        buf[b.length < size ? b.length : size - 1] = '\0';
+    *length = b.length;
+    if (b.length >= size)
+        return vdnn_fail(-ENOBUFS, "write_output_buffer: the report is %zu bytes, the buffer "
+                         "holds %zu with its terminating NUL", b.length, size);
+    return 0;
 }

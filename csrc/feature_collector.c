@@ -359,34 +359,33 @@ bool vdnn_feature_collector_value_at(const VdnnFeatureCollector *fc, size_t feat
 static void pool_feature(const Feature *f, unsigned first, unsigned last,
                          VdnnFeaturePool *out)
 {
-    unsigned n = 0;
-    double min = 0.0, max = 0.0, sum = 0.0, inv_sum = 0.0;
-    bool any_nan = false;
+    unsigned n = 0, numbers = 0;
+    double min = NAN, max = NAN, sum = 0.0, inv_sum = 0.0;
 
     /* i < f->end <= 2^24 bounds the loop even when last is UINT_MAX. */
     for (unsigned i = first; i < f->end && i <= last; i++) {
         if (!f->written[i])
             continue;
         double x = f->value[i];
-        any_nan |= isnan(x);
-        if (n == 0 || x < min)
-            min = x;
-        if (n == 0 || x > max)
-            max = x;
+        n++;
+        /* NaN poisons the sums (mean, harmonic mean) but never wins a
+         * comparison, as in libvmaf's pooling. */
         sum += x;
         inv_sum += 1.0 / (x + 1.0);
-        n++;
+        if (isnan(x))
+            continue;
+        if (numbers == 0 || x < min)
+            min = x;
+        if (numbers == 0 || x > max)
+            max = x;
+        numbers++;
     }
 
     out->count = n;
-    if (n == 0 || any_nan) {
-        out->min = out->max = out->mean = out->harmonic_mean = NAN;
-        return;
-    }
     out->min = min;
     out->max = max;
-    out->mean = sum / n;
-    out->harmonic_mean = n / inv_sum - 1.0;
+    out->mean = n ? sum / n : NAN;
+    out->harmonic_mean = n ? n / inv_sum - 1.0 : NAN;
 }
 
 int vdnn_feature_pool_at(const VdnnFeatureCollector *fc, size_t feature,

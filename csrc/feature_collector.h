@@ -101,9 +101,13 @@ bool vdnn_feature_collector_value_at(const VdnnFeatureCollector *fc, size_t feat
 
 /* Pools feature number `feature` over frames first..last (inclusive; last may
  * exceed the frame count). When no frame in the range has a value, out->count
- * is 0 and the four statistics are NaN. When any contributing value is NaN,
- * all four statistics are NaN: a model that failed on one frame must not
- * produce a plausible-looking mean. Infinities follow IEEE arithmetic.
+ * is 0 and the four statistics are NaN. NaN values (a frame a model could
+ * not score) enter as in libvmaf: mean and harmonic mean become NaN, so a
+ * failed frame never yields a plausible-looking average, while min and max
+ * skip them (NaN only when every value is NaN). libvmaf's min/max are also
+ * NaN when the range's first frame is NaN (its first value seeds the
+ * comparison); that order dependence is not copied. Infinities follow IEEE
+ * arithmetic.
  * Returns 0, -EINVAL (NULL argument, feature out of range, first > last). */
 int vdnn_feature_pool_at(const VdnnFeatureCollector *fc, size_t feature,
                          unsigned first, unsigned last, VdnnFeaturePool *out);

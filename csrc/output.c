@@ -133,6 +133,12 @@ static int check_info(const VdnnReportInfo *info, VdnnReportFormat fmt)
     err = check_names(info->params, sizeof(*info->params), info->n_params, fmt,
                       "report param name");
     for (size_t i = 0; !err && i < info->n_params; i++) {
+        if (strcmp(info->params[i].name, "qualityWidth") == 0 ||
+            strcmp(info->params[i].name, "qualityHeight") == 0)
+            err = vdnn_fail(-EINVAL, "report param name \"%s\" is reserved: the report "
+                            "writes it from the frame size", info->params[i].name);
+    }
+    for (size_t i = 0; !err && i < info->n_params; i++) {
         char what[VDNN_FEATURE_NAME_MAX + 32];
         snprintf(what, sizeof(what), "value of report param \"%s\"", info->params[i].name);
         err = vdnn_text_check(info->params[i].value, REPORT_TEXT_MAX, what);
@@ -226,16 +232,40 @@ static void pool_values(const VdnnFeaturePool *p, double v[4])
     v[3] = p->harmonic_mean;
 }
 
-/* A number with `decimals` digits, or the format's spelling of NaN / Inf (see
- * output.h). */
-static void put_number(FILE *f, VdnnReportFormat fmt, int decimals, double x)
+/* libvmaf writes scores "%.6f", except a value within 1e-6 of an integer
+ * and not equal to it, which gets "%.16f" (seen in its logs: 1.0000005960464478
+ * and 0.0000003382048419 beside 1.000001 and 0.999998): six decimals would
+ * flatten it to the integer, hiding a tiny difference or a tiny score. */
+#define NEAR_INTEGER 1e-6
+
+/* A score, or the format's spelling of NaN / Inf (see output.h). `exact`:
+ * "%.17g", which reads back as the very same double. */
+static void put_number(FILE *f, const Report *r, VdnnReportFormat fmt, double x)
 {
-    if (isfinite(x))
-        fprintf(f, "%.*f", decimals, x);
-    else if (fmt == VDNN_REPORT_JSON)
-        fputs("null", f);
+    if (!isfinite(x)) {
+        if (fmt == VDNN_REPORT_JSON)
+            fputs("null", f);
+        else
+            fputs(isnan(x) ? "nan" : x > 0 ? "inf" : "-inf", f);
+        return;
+    }
+    if (r->info.exact) {
+        fprintf(f, "%.17g", x);
+        return;
+    }
+    double off = fabs(x - rint(x));
+    fprintf(f, off > 0.0 && off < NEAR_INTEGER ? "%.16f" : "%.6f", x);
+}
+
+/* The processing speed: "%.2f" as libvmaf (null in JSON when not finite). */
+static void put_fps(FILE *f, const Report *r, VdnnReportFormat fmt)
+{
+    if (r->info.exact && isfinite(r->info.fps))
+        fprintf(f, "%.17g", r->info.fps);
+    else if (isfinite(r->info.fps))
+        fprintf(f, "%.2f", r->info.fps);
     else
-        fputs(isnan(x) ? "nan" : x > 0 ? "inf" : "-inf", f);
+        put_number(f, r, fmt, r->info.fps);
 }
 
 /* ----------------------------------------------------------------- JSON -- */
@@ -255,12 +285,13 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void json_member(FILE *f, const char *indent, const char *name, double x)
+static void json_member(FILE *f, const Report *r, const char *indent, const char *name,
+                        double x)
 {
     fputs(indent, f);
     json_string(f, name);
     fputs(": ", f);
-    put_number(f, VDNN_REPORT_JSON, 6, x);
+    put_number(f, r, VDNN_REPORT_JSON, x);
 }
 
 static void write_json(Report *r, FILE *f)
@@ -268,7 +299,7 @@ static void write_json(Report *r, FILE *f)
     fputs("{\n  \"version\": ", f);
     json_string(f, r->info.version);
     fputs(",\n  \"fps\": ", f);
-    put_number(f, VDNN_REPORT_JSON, 2, r->info.fps);
+    put_fps(f, r, VDNN_REPORT_JSON);
 
     /* Separators go before each entry so that no entry needs to know whether
      * another follows it (libvmaf's "i > 0" test breaks when frame 0 is
@@ -283,7 +314,7 @@ static void write_json(Report *r, FILE *f)
             if (!r->col[j].present)
                 continue;
             fputs(msep, f);
-            json_member(f, "        ", r->col[j].name, r->col[j].value);
+            json_member(f, r, "        ", r->col[j].name, r->col[j].value);
             msep = ",\n";
         }
         fputs("\n      }\n    }", f);
@@ -299,7 +330,7 @@ static void write_json(Report *r, FILE *f)
         pool_values(&r->col[j].pool, v);
         for (size_t k = 0; k < 4; k++) {
             fputs(k ? ",\n" : "\n", f);
-            json_member(f, "      ", pool_stat_name[k], v[k]);
+            json_member(f, r, "      ", pool_stat_name[k], v[k]);
         }
         fputs("\n    }", f);
     }
@@ -307,7 +338,7 @@ static void write_json(Report *r, FILE *f)
     fputs("\n  },\n  \"aggregate_metrics\": {", f);
     for (size_t k = 0; k < r->info.n_aggregates; k++) {
         fputs(k ? ",\n" : "\n", f);
-        json_member(f, "    ", r->info.aggregates[k].name, r->info.aggregates[k].value);
+        json_member(f, r, "    ", r->info.aggregates[k].name, r->info.aggregates[k].value);
     }
     fputs("\n  }\n}\n", f);
 }
@@ -336,22 +367,27 @@ static void xml_text_attr(FILE *f, const char *name, const char *text)
     fputc('"', f);
 }
 
-static void xml_number_attr(FILE *f, const char *name, int decimals, double x)
+static void xml_number_attr(FILE *f, const Report *r, const char *name, double x)
 {
     fprintf(f, " %s=\"", name);
-    put_number(f, VDNN_REPORT_XML, decimals, x);
+    put_number(f, r, VDNN_REPORT_XML, x);
     fputc('"', f);
 }
 
 static void write_xml(Report *r, FILE *f)
 {
-    fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<VMAF", f);
+    /* No "<?xml ...?>" prolog: libvmaf writes none, and a document without
+     * one is UTF-8 XML 1.0 by definition. */
+    fputs("<VMAF", f);
     xml_text_attr(f, "version", r->info.version);
     fputs(">\n  <params", f);
+    if (r->info.width && r->info.height)
+        fprintf(f, " qualityWidth=\"%u\" qualityHeight=\"%u\"", r->info.width, r->info.height);
     for (size_t k = 0; k < r->info.n_params; k++)
         xml_text_attr(f, r->info.params[k].name, r->info.params[k].value);
-    fputs(" />\n  <fyi", f);
-    xml_number_attr(f, "fps", 2, r->info.fps);
+    fputs(" />\n  <fyi fps=\"", f);
+    put_fps(f, r, VDNN_REPORT_XML);
+    fputc('"', f);
     fputs(" />\n  <frames>\n", f);
 
     unsigned frame;
@@ -359,7 +395,7 @@ static void write_xml(Report *r, FILE *f)
         fprintf(f, "    <frame frameNum=\"%u\"", frame);
         for (size_t j = 0; j < r->n; j++) {
             if (r->col[j].present)
-                xml_number_attr(f, r->col[j].name, 6, r->col[j].value);
+                xml_number_attr(f, r, r->col[j].name, r->col[j].value);
         }
         fputs(" />\n", f);
     }
@@ -371,13 +407,14 @@ static void write_xml(Report *r, FILE *f)
         double v[4];
         pool_values(&r->col[j].pool, v);
         for (size_t k = 0; k < 4; k++)
-            xml_number_attr(f, pool_stat_name[k], 6, v[k]);
+            xml_number_attr(f, r, pool_stat_name[k], v[k]);
         fputs(" />\n", f);
     }
 
     fputs("  </pooled_metrics>\n  <aggregate_metrics", f);
     for (size_t k = 0; k < r->info.n_aggregates; k++)
-        xml_number_attr(f, r->info.aggregates[k].name, 6, r->info.aggregates[k].value);
+        xml_number_attr(f, r, r->info.aggregates[k].name,
+                        r->info.aggregates[k].value);
     fputs(" />\n</VMAF>\n", f);
 }
 
@@ -399,22 +436,24 @@ static void csv_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* Every line ends with a separator, as libvmaf's: readers that split on ','
+ * and drop the last (empty) field read both alike. */
 static void write_csv(Report *r, FILE *f)
 {
-    fputs("Frame", f);
+    fputs("Frame,", f);
     for (size_t j = 0; j < r->n; j++) {
-        fputc(',', f);
         csv_field(f, r->col[j].name);
+        fputc(',', f);
     }
     fputc('\n', f);
 
     unsigned frame;
     while (next_frame(r, &frame)) {
-        fprintf(f, "%u", frame);
+        fprintf(f, "%u,", frame);
         for (size_t j = 0; j < r->n; j++) {
-            fputc(',', f);
             if (r->col[j].present)
-                put_number(f, VDNN_REPORT_CSV, 6, r->col[j].value);
+                put_number(f, r, VDNN_REPORT_CSV, r->col[j].value);
+            fputc(',', f);
         }
         fputc('\n', f);
     }
@@ -475,6 +514,52 @@ int vdnn_write_report(const VdnnFeatureCollector *fc, VdnnReportFormat fmt, FILE
         return err;
     err = emit(&r, fmt, f, NULL);
     report_close(&r);
+    return err;
+}
+
+/* fopencookie's write: all or nothing, so that a callback that says stop
+ * ends the report at once (stdio then sees an error and emit() returns). */
+typedef struct Sink {
+    VdnnReportWrite write;
+    void *opaque;
+    bool stopped;
+} Sink;
+
+static ssize_t sink_write(void *cookie, const char *data, size_t size)
+{
+    Sink *sink = cookie;
+    if (size == 0)
+        return 0;
+    if (sink->stopped || sink->write(sink->opaque, data, size) != 0) {
+        sink->stopped = true;
+        errno = ECANCELED;
+        return -1;
+    }
+    return (ssize_t)size;
+}
+
+int vdnn_write_report_callback(const VdnnFeatureCollector *fc, VdnnReportFormat fmt,
+                               VdnnReportWrite write, void *opaque, const VdnnReportInfo *info)
+{
+    if (!write)
+        return vdnn_fail(-EINVAL, "report write callback is NULL");
+    Report r;
+    int err = report_open(&r, fc, fmt, info);
+    if (err)
+        return err;
+    Sink sink = {.write = write, .opaque = opaque};
+    FILE *f = fopencookie(&sink, "w", (cookie_io_functions_t){.write = sink_write});
+    if (!f) {
+        report_close(&r);
+        return vdnn_fail(-ENOMEM, "out of memory writing the %s report", format_name[fmt]);
+    }
+    err = emit(&r, fmt, f, NULL);
+    if (fclose(f) != 0 && !err)
+        err = -EIO; /* only the callback can fail: sink.stopped says so below */
+    report_close(&r);
+    if (sink.stopped)
+        err = vdnn_fail(-ECANCELED, "the %s report's write callback stopped it",
+                        format_name[fmt]);
     return err;
 }
 

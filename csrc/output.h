@@ -8,10 +8,15 @@
  *     (JSON, XML) or its cell empty (CSV). Missing is never written as 0.
  *   - A feature with no value in the frame range is left out of the report
  *     altogether (no column, no pooled entry).
- *   - Numbers are written "%.6f" (fps "%.2f"), always with '.' as the decimal
- *     point whatever the process's locale.
+ *   - Numbers are written as libvmaf writes them: "%.6f", but "%.16f" for a
+ *     value within 1e-6 of an integer and not equal to it (1.0000005960464478,
+ *     0.0000003382048419), so a tiny value is not flattened to 0 or 1; fps
+ *     "%.2f". With info->exact every number is "%.17g" instead (reads back as
+ *     the same double). Always '.' as the decimal point whatever the locale.
  *   - Pooled metrics (JSON, XML) cover the same frame range, over the frames
  *     that have a value; see vdnn_feature_pool_at() for NaN and gaps.
+ *   - fps is what the caller gives: libvmaf's meaning is the processing speed
+ *     (frames scored per second), not the clip's frame rate.
  *
  * Non-finite values, per format:
  *   - JSON: null (JSON has no NaN/Inf; libvmaf does the same).
@@ -24,8 +29,9 @@
  *          "pooled_metrics": {name: {min, max, mean, harmonic_mean}},
  *          "aggregate_metrics": {name: value}}; strings escaped per RFC 8259
  *          (control characters as \u00XX).
- *   XML:  <?xml version="1.0" encoding="UTF-8"?>, <VMAF version>, <params
- *          name="value" ... />, <fyi fps />, <frames><frame frameNum="0"
+ *   XML:  <VMAF version> (no "<?xml" prolog, as libvmaf), <params
+ *          qualityWidth="W" qualityHeight="H" name="value" ... /> (the size
+ *          when info gives it, then the caller's params), <fyi fps />, <frames><frame frameNum="0"
  *          psnr_y="..." ... /></frames>, <pooled_metrics><metric name min
  *          max mean harmonic_mean /></pooled_metrics>, <aggregate_metrics
  *          name="value" ... />, </VMAF>. Feature, aggregate and param names
@@ -33,9 +39,10 @@
  *          and must not be "frameNum"; otherwise the XML writer refuses with
  *          -EINVAL before writing anything (use JSON or CSV for such names).
  *          Attribute values escape & < > " '.
- *   CSV:  "Frame,<name>,...\n" then "<frame>,<value>,...\n" per frame (no
- *          trailing comma, unlike libvmaf, whose rows also shift when a value
- *          is missing); names containing ',' or '"' are quoted per RFC 4180.
+ *   CSV:  "Frame,<name>,...,\n" then "<frame>,<value>,...,\n" per frame:
+ *          every line ends with ',' as libvmaf's; a missing value is an empty
+ *          cell (libvmaf's rows shift left instead); names containing ',' or
+ *          '"' are quoted per RFC 4180.
  *          CSV carries no version, fps, params, pooled or aggregate metrics.
  *
  * Thread-safety: the writers only read the collector; write after the last
@@ -78,7 +85,12 @@ typedef struct VdnnReportMetric {
 typedef struct VdnnReportInfo {
     const char *version;     /* NULL: "libvmafdnn MAJOR.MINOR.PATCH"; else
                                 vdnn_text_check() rules, up to 4096 bytes */
-    double fps;              /* as libvmaf: 0 when unknown (written as 0.00) */
+    double fps;              /* processing speed, frames per second (libvmaf's
+                                meaning); 0 when unknown (written as 0.00) */
+    unsigned width, height;  /* XML qualityWidth / qualityHeight: the luma size
+                                of the frames scored; 0: left out */
+    bool exact;              /* every number "%.17g" (lossless), for callers
+                                that parse the report back */
     unsigned first_frame;    /* first frame written and pooled */
     unsigned last_frame;     /* last one, inclusive; VDNN_REPORT_LAST_FRAME: all */
     const VdnnReportParam *params; /* n_params entries, XML only; unique names */
@@ -98,6 +110,16 @@ void vdnn_report_info_default(VdnnReportInfo *info);
  * -EIO (writing or flushing failed; the message has the system's reason). */
 int vdnn_write_report(const VdnnFeatureCollector *fc, VdnnReportFormat fmt, FILE *f,
                       const VdnnReportInfo *info);
+
+/* Receives the report in pieces, in order: returns 0, or non-zero to stop
+ * the report (the writer then returns -ECANCELED). */
+typedef int (*VdnnReportWrite)(void *opaque, const char *data, size_t size);
+
+/* Writes the report through `write`, which gets `opaque` with every piece.
+ * Returns the codes of vdnn_write_report (-EINVAL also for a NULL write),
+ * -ECANCELED when the callback stopped it (the pieces before stay given). */
+int vdnn_write_report_callback(const VdnnFeatureCollector *fc, VdnnReportFormat fmt,
+                               VdnnReportWrite write, void *opaque, const VdnnReportInfo *info);
 
 /* Writes the report to `path` atomically, as a careful tool replaces a file:
  *   - A symbolic link at `path` (a chain of them, up to 40) is followed: the

@@ -103,8 +103,9 @@ typedef struct VmafDnnContextConfig {
     VmafDnnResize resize;  /* resize mode of models that set none themselves
                               (neither in their VmafDnnModelConfig nor in
                               their sidecar); DEFAULT means NONE */
-    double fps;            /* frame rate written into reports; 0 = unknown;
-                              finite and >= 0 */
+    double fps;            /* "fps" written into reports instead of the
+                              measured one; 0 (default): the processing
+                              speed, as libvmaf (see Reports); finite, >= 0 */
     const VmafDnnModelPolicy *policy; /* what attached model files may be and
                               contain; NULL: vmaf_dnn_default_model_policy().
                               Borrowed: must outlive the context */
@@ -405,8 +406,9 @@ typedef enum VmafDnnPoolMethod {
 
 /* Pools feature `name` over frames first..last (inclusive; last may exceed
  * the frame count) into *out, over the frames that have a value (missing
- * frames are skipped, never counted as 0). Any NaN value makes the result
- * NaN. Returns 0, -EINVAL (NULL argument, unknown method, first > last),
+ * frames are skipped, never counted as 0). NaN values enter as in libvmaf's
+ * pooling: they make MEAN and HARMONIC_MEAN NaN, and MIN and MAX skip them
+ * (NaN only when every value is NaN). Returns 0, -EINVAL (NULL argument, unknown method, first > last),
  * -ENOENT (no such feature, or no value in the range; *out untouched). */
 VMAF_DNN_API int vmaf_dnn_feature_pool(const VmafDnnContext *ctx, const char *name,
                                        VmafDnnPoolMethod method, unsigned first, unsigned last,
@@ -423,10 +425,24 @@ typedef enum VmafDnnOutputFormat {
 } VmafDnnOutputFormat;
 
 /*
- * Writes every feature of every frame as a libvmaf-compatible report (JSON:
- * version, fps, frames[].metrics, pooled_metrics; XML: the same; CSV: one row
- * per frame), with the context's fps. Missing values are left out, never
- * written as 0; NaN and Inf are null in JSON and nan/inf in XML and CSV.
+ * Writes every feature of every frame as a libvmaf-compatible report, laid
+ * out as libvmaf's own (its tools read ours):
+ *   JSON: version, fps, frames[].metrics, pooled_metrics (min, max, mean,
+ *         harmonic_mean), aggregate_metrics.
+ *   XML:  <VMAF version> (no "<?xml" prolog, as libvmaf), <params
+ *         qualityWidth qualityHeight /> (the luma size of the first frame
+ *         read), <fyi fps />, <frames>, <pooled_metrics>, <aggregate_metrics />.
+ *   CSV:  "Frame,name,...," then one "index,value,...," row per frame: every
+ *         line ends with ',' as libvmaf's.
+ * Numbers are "%.6f" as libvmaf's, except a value within 1e-6 of an integer
+ * and not equal to it, written "%.16f" (libvmaf's rule, so 3.4e-7 is not
+ * written 0.000000). "fps" is libvmaf's: the processing speed, frames read
+ * per second of wall time from the start of the first
+ * vmaf_dnn_read_pictures() to the end of the last one (or of
+ * vmaf_dnn_flush()), "%.2f"; the context config's fps, when non-zero, is
+ * written instead. Missing values are left out (JSON, XML) or an empty cell
+ * (CSV), never written as 0; NaN and Inf are null in JSON and nan/inf in XML
+ * and CSV. What differs from libvmaf's reports is listed in the README.
  * May be called at any time (before flush, after a failed frame) and gives a
  * complete, valid report of what is stored.
  *
@@ -453,6 +469,37 @@ VMAF_DNN_API int vmaf_dnn_write_output(const VmafDnnContext *ctx, const char *pa
                                        VmafDnnOutputFormat fmt);
 VMAF_DNN_API int vmaf_dnn_write_output_file(const VmafDnnContext *ctx, FILE *f,
                                             VmafDnnOutputFormat fmt);
+
+/* Flags of vmaf_dnn_write_output_callback / _buffer. */
+#define VMAF_DNN_OUTPUT_EXACT 1u /* every number "%.17g" instead of libvmaf's
+                                    digits: parses back to the very same double
+                                    (for front ends that read the report) */
+
+/* Receives a report in pieces, in order (`data` is not NUL-terminated and
+ * valid only during the call). Returns 0 to go on, non-zero to stop. */
+typedef int (*VmafDnnOutputWrite)(void *opaque, const char *data, size_t size);
+
+/* Writes the report (see vmaf_dnn_write_output) through `write`, which gets
+ * `opaque` with every piece; for front ends that keep reports in memory or
+ * send them elsewhere. `flags`: 0 or VMAF_DNN_OUTPUT_EXACT. The callback
+ * runs while the context is locked: it must not call into this context.
+ * Returns 0, -EINVAL (ctx or write NULL, unknown format or flags, a name XML
+ * cannot carry), -ECANCELED (the callback returned non-zero: the pieces
+ * given before stay given), -ENOMEM. */
+VMAF_DNN_API int vmaf_dnn_write_output_callback(const VmafDnnContext *ctx,
+                                                VmafDnnOutputFormat fmt, unsigned flags,
+                                                VmafDnnOutputWrite write, void *opaque);
+
+/* Renders the report (see vmaf_dnn_write_output) into `buf` as snprintf
+ * does: at most size - 1 bytes and a terminating NUL (nothing when size is
+ * 0; buf may then be NULL), and *length = the whole report's length without
+ * the NUL. Call with size 0 to learn the size, then with length + 1.
+ * Returns 0, -ENOBUFS (the report did not fit: buf holds its start, *length
+ * its full length), -EINVAL (ctx or length NULL, buf NULL with size > 0,
+ * unknown format or flags, a name XML cannot carry), -ENOMEM. */
+VMAF_DNN_API int vmaf_dnn_write_output_buffer(const VmafDnnContext *ctx,
+                                              VmafDnnOutputFormat fmt, unsigned flags,
+                                              char *buf, size_t size, size_t *length);
 
 #ifdef __cplusplus
 }

@@ -196,9 +196,16 @@ static void test_pooling(void)
     CHECK_EQ_INT(vdnn_feature_pool_at(fc, 0, 6, UINT_MAX, &p), 0);
     CHECK_EQ_INT(p.count, 0);
 
-    /* One NaN poisons every statistic. */
+    /* A NaN frame poisons the sums (as libvmaf's pooling) but never wins
+     * min or max, not even as the range's first frame. */
     CHECK_EQ_INT(vdnn_feature_pool(fc, "n", 0, 2, &p), 0);
     CHECK_EQ_INT(p.count, 3);
+    CHECK(p.min == 1.0 && p.max == 3.0);
+    CHECK(isnan(p.mean) && isnan(p.harmonic_mean));
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "n", 1, 2, &p), 0);
+    CHECK(p.min == 3.0 && p.max == 3.0 && isnan(p.mean));
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "n", 1, 1, &p), 0);
+    CHECK_EQ_INT(p.count, 1);
     CHECK(isnan(p.min) && isnan(p.max) && isnan(p.mean) && isnan(p.harmonic_mean));
     CHECK_EQ_INT(vdnn_feature_pool(fc, "n", 2, 2, &p), 0);
     CHECK(p.mean == 3.0);

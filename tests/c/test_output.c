@@ -20,6 +20,7 @@
 #include "error.h"
 #include "feature_collector.h"
 #include "output.h"
+#include "vmafdnn/context.h"
 
 /* psnr_y on frames 0, 1, 3 (appended out of order), ssim_y on 0 and 3 (NaN),
  * mymodel_score on 1 only; frame 2 has nothing. */
@@ -45,6 +46,8 @@ static VdnnReportInfo sample_info(void)
     VdnnReportInfo info;
     vdnn_report_info_default(&info);
     info.fps = 25.0;
+    info.width = 64;
+    info.height = 48;
     info.aggregates = sample_aggregates;
     info.n_aggregates = 2;
     info.params = sample_params;
@@ -89,8 +92,8 @@ static const char golden_json[] =
     "      \"harmonic_mean\": 32.141824\n"
     "    },\n"
     "    \"ssim_y\": {\n"
-    "      \"min\": null,\n"
-    "      \"max\": null,\n"
+    "      \"min\": 0.900000,\n"
+    "      \"max\": 0.900000,\n"
     "      \"mean\": null,\n"
     "      \"harmonic_mean\": null\n"
     "    },\n"
@@ -108,9 +111,8 @@ static const char golden_json[] =
     "}\n";
 
 static const char golden_xml[] =
-    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
     "<VMAF version=\"libvmafdnn 0.1.0\">\n"
-    "  <params model=\"a&lt;&amp;&gt;&quot;&apos;b\" />\n"
+    "  <params qualityWidth=\"64\" qualityHeight=\"48\" model=\"a&lt;&amp;&gt;&quot;&apos;b\" />\n"
     "  <fyi fps=\"25.00\" />\n"
     "  <frames>\n"
     "    <frame frameNum=\"0\" psnr_y=\"34.123456\" ssim_y=\"0.900000\" />\n"
@@ -120,7 +122,7 @@ static const char golden_xml[] =
     "  <pooled_metrics>\n"
     "    <metric name=\"psnr_y\" min=\"30.500000\" max=\"34.123456\" mean=\"32.207819\" "
     "harmonic_mean=\"32.141824\" />\n"
-    "    <metric name=\"ssim_y\" min=\"nan\" max=\"nan\" mean=\"nan\" harmonic_mean=\"nan\" />\n"
+    "    <metric name=\"ssim_y\" min=\"0.900000\" max=\"0.900000\" mean=\"nan\" harmonic_mean=\"nan\" />\n"
     "    <metric name=\"mymodel_score\" min=\"1.500000\" max=\"1.500000\" mean=\"1.500000\" "
     "harmonic_mean=\"1.500000\" />\n"
     "  </pooled_metrics>\n"
@@ -128,10 +130,10 @@ static const char golden_xml[] =
     "</VMAF>\n";
 
 static const char golden_csv[] =
-    "Frame,psnr_y,ssim_y,mymodel_score\n"
-    "0,34.123456,0.900000,\n"
-    "1,32.000000,,1.500000\n"
-    "3,30.500000,nan,\n";
+    "Frame,psnr_y,ssim_y,mymodel_score,\n"
+    "0,34.123456,0.900000,,\n"
+    "1,32.000000,,1.500000,\n"
+    "3,30.500000,nan,,\n";
 
 /* Renders a report into a malloc'd string (*text, caller frees; "" on error). */
 static int render(const VdnnFeatureCollector *fc, VdnnReportFormat fmt,
@@ -190,9 +192,8 @@ static void test_range_and_defaults(void)
     info.last_frame = 1;
     /* ssim_y has no value in frame 1: no column. */
     check_render(fc, VDNN_REPORT_CSV, &info,
-                 "Frame,psnr_y,mymodel_score\n1,32.000000,1.500000\n");
+                 "Frame,psnr_y,mymodel_score,\n1,32.000000,1.500000,\n");
     check_render(fc, VDNN_REPORT_XML, &info,
-                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                  "<VMAF version=\"libvmafdnn 0.1.0\">\n"
                  "  <params />\n"
                  "  <fyi fps=\"0.00\" />\n"
@@ -224,12 +225,12 @@ static void test_range_and_defaults(void)
     check_render(fc, VDNN_REPORT_JSON, &info, empty_json);
     info.first_frame = 4;
     info.last_frame = VDNN_REPORT_LAST_FRAME;
-    check_render(fc, VDNN_REPORT_CSV, &info, "Frame\n");
+    check_render(fc, VDNN_REPORT_CSV, &info, "Frame,\n");
 
     VdnnFeatureCollector *empty = NULL;
     CHECK_EQ_INT(vdnn_feature_collector_init(&empty), 0);
     check_render(empty, VDNN_REPORT_JSON, NULL, empty_json);
-    check_render(empty, VDNN_REPORT_CSV, NULL, "Frame\n");
+    check_render(empty, VDNN_REPORT_CSV, NULL, "Frame,\n");
     vdnn_feature_collector_free(empty);
 
     /* NULL info and NULL version mean the defaults; fps NaN is null. */
@@ -267,13 +268,13 @@ static void test_awkward_names(void)
     CHECK_EQ_INT(render(fc, VDNN_REPORT_JSON, NULL, &got), 0);
     CHECK_STR_CONTAINS(got, "        \"a\\\"b\\\\c\": 1.000000\n");
     CHECK_STR_CONTAINS(got, "        \"my,model\": -0.250000,\n"
-                            "        \"qualit\xc3\xa9\": 0.000000\n");
+                            "        \"qualit\xc3\xa9\": 0.0000000010000000\n");
     CHECK_STR_CONTAINS(got, "    \"a\\\"b\\\\c\": {\n");
     free(got);
     check_render(fc, VDNN_REPORT_CSV, NULL,
-                 "Frame,\"a\"\"b\\c\",\"my,model\",qualit\xc3\xa9\n"
-                 "0,1.000000,,\n"
-                 "1,,-0.250000,0.000000\n");
+                 "Frame,\"a\"\"b\\c\",\"my,model\",qualit\xc3\xa9,\n"
+                 "0,1.000000,,,\n"
+                 "1,,-0.250000,0.0000000010000000,\n");
     /* XML attribute names cannot carry these: refused before writing. */
     check_refused(fc, VDNN_REPORT_XML, NULL, -EINVAL,
                   "feature name \"a\"b\\c\" cannot be an XML attribute name");
@@ -282,7 +283,7 @@ static void test_awkward_names(void)
     CHECK_EQ_INT(vdnn_feature_collector_init(&fc), 0);
     CHECK_EQ_INT(vdnn_feature_collector_append(fc, "frameNum", 0, 1.0), 0);
     check_refused(fc, VDNN_REPORT_XML, NULL, -EINVAL, "\"frameNum\" clashes");
-    check_render(fc, VDNN_REPORT_CSV, NULL, "Frame,frameNum\n0,1.000000\n");
+    check_render(fc, VDNN_REPORT_CSV, NULL, "Frame,frameNum,\n0,1.000000,\n");
     vdnn_feature_collector_free(fc);
 
     /* A feature outside the range is not in the report, so it cannot make
@@ -384,6 +385,159 @@ static void test_locale(void)
     CHECK(strcmp(buf, "1,5") == 0);
     setlocale(LC_NUMERIC, "C");
     vdnn_feature_collector_free(fc);
+}
+
+
+/* libvmaf's digits: "%.6f", but "%.16f" within 1e-6 of an integer (not on
+ * it). The expected strings are what libvmaf 86da14d wrote for such values
+ * (integer_vif_scale1, motion3) or follow from the same rule. */
+static void test_number_rule(void)
+{
+    static const struct {
+        double x;
+        const char *text;
+    } cases[] = {
+        {1.0000005960464478, "1.0000005960464478"}, /* libvmaf log */
+        {0.0000003382048419, "0.0000003382048419"}, /* libvmaf log */
+        {2.0000004768371582, "2.0000004768371582"}, /* libvmaf log: any integer */
+        {1.0000012, "1.000001"},                    /* 1.2e-6 away: six digits */
+        {0.999998, "0.999998"},
+        {1.0, "1.000000"},
+        {0.0, "0.000000"},
+        {60.0, "60.000000"},
+        {-1e-9, "-0.0000000010000000"},
+        {42.5, "42.500000"},
+        {1e-6, "0.000001"},                         /* the bound itself: six */
+    };
+    VdnnFeatureCollector *fc = NULL;
+    CHECK_EQ_INT(vdnn_feature_collector_init(&fc), 0);
+    for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        CHECK_EQ_INT(vdnn_feature_collector_append(fc, "x", i, cases[i].x), 0);
+    char *got = NULL;
+    CHECK_EQ_INT(render(fc, VDNN_REPORT_CSV, NULL, &got), 0);
+    for (unsigned i = 0; got && i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char row[64];
+        snprintf(row, sizeof(row), "\n%u,%s,\n", i, cases[i].text);
+        CHECK_STR_CONTAINS(got, row);
+    }
+    free(got);
+
+    /* exact: every number reads back as the same double. */
+    VdnnReportInfo info;
+    vdnn_report_info_default(&info);
+    info.exact = true;
+    info.fps = 1.0 / 3.0;
+    CHECK_EQ_INT(render(fc, VDNN_REPORT_JSON, &info, &got), 0);
+    CHECK_STR_CONTAINS(got, "\"fps\": 0.33333333333333331,");
+    CHECK_STR_CONTAINS(got, "\"x\": 1.0000005960464478\n");
+    CHECK_STR_CONTAINS(got, "\"x\": 1.0000012\n");
+    free(got);
+    vdnn_feature_collector_free(fc);
+}
+
+typedef struct Pieces {
+    char text[4096];
+    size_t length;
+    int calls;
+    bool stop; /* refuse every piece */
+} Pieces;
+
+static int take_piece(void *opaque, const char *data, size_t size)
+{
+    Pieces *p = opaque;
+    if (p->stop)
+        return 1;
+    p->calls++;
+    if (p->length + size < sizeof(p->text)) {
+        memcpy(p->text + p->length, data, size);
+        p->length += size;
+        p->text[p->length] = '\0';
+    }
+    return 0;
+}
+
+/* The callback writer gives the same bytes as the FILE writer; a callback
+ * that says stop ends the report with -ECANCELED. */
+static void test_callback(void)
+{
+    VdnnFeatureCollector *fc = sample_collector();
+    VdnnReportInfo info = sample_info();
+    Pieces p = {0};
+    CHECK_EQ_INT(vdnn_write_report_callback(fc, VDNN_REPORT_XML, take_piece, &p, &info), 0);
+    CHECK(strcmp(p.text, golden_xml) == 0);
+    CHECK(p.calls >= 1);
+
+    Pieces stop = {.stop = true};
+    CHECK_EQ_INT(vdnn_write_report_callback(fc, VDNN_REPORT_JSON, take_piece, &stop, &info),
+                 -ECANCELED);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "callback stopped it");
+    CHECK_EQ_INT(vdnn_write_report_callback(fc, VDNN_REPORT_JSON, NULL, &p, &info), -EINVAL);
+
+    /* qualityWidth / qualityHeight come from the size; a param cannot
+     * repeat them. */
+    static const VdnnReportParam clash[] = {{"qualityWidth", "1"}};
+    info.params = clash;
+    info.n_params = 1;
+    check_refused(fc, VDNN_REPORT_XML, &info, -EINVAL, "\"qualityWidth\" is reserved");
+    vdnn_feature_collector_free(fc);
+}
+
+
+/* The public in-memory writers: snprintf-like buffer (size query, exact
+ * fit, truncation), callback, exact flag, fps override, refusals. */
+static void test_context_buffer(void)
+{
+    VmafDnnContext *ctx = NULL;
+    VmafDnnContextConfig cfg;
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.fps = 12.5;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "tiny", 0, 3.382048419e-7), 0);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "tiny", 1, 0.1), 0);
+
+    size_t length = 0;
+    CHECK_EQ_INT(vmaf_dnn_write_output_buffer(ctx, VMAF_DNN_OUTPUT_CSV, 0, NULL, 0, &length),
+                 -ENOBUFS);
+    static const char csv[] = "Frame,tiny,\n0,0.0000003382048419,\n1,0.100000,\n";
+    CHECK_EQ_INT(length, strlen(csv));
+    char buf[2048];
+    CHECK_EQ_INT(vmaf_dnn_write_output_buffer(ctx, VMAF_DNN_OUTPUT_CSV, 0, buf, length + 1,
+                                              &length), 0);
+    CHECK(strcmp(buf, csv) == 0);
+    memset(buf, 'x', sizeof(buf));
+    CHECK_EQ_INT(vmaf_dnn_write_output_buffer(ctx, VMAF_DNN_OUTPUT_CSV, 0, buf, 8, &length),
+                 -ENOBUFS);
+    CHECK(strcmp(buf, "Frame,t") == 0);
+    CHECK_EQ_INT(length, strlen(csv));
+    CHECK_STR_CONTAINS(vdnn_last_error(), "holds 8");
+
+    CHECK_EQ_INT(vmaf_dnn_write_output_buffer(ctx, VMAF_DNN_OUTPUT_JSON, VMAF_DNN_OUTPUT_EXACT,
+                                              buf, sizeof(buf), &length), 0);
+    CHECK_STR_CONTAINS(buf, "\"fps\": 12.5,");
+    CHECK_STR_CONTAINS(buf, "\"tiny\": 3.3820484190000002e-07\n");
+
+    Pieces p = {0};
+    CHECK_EQ_INT(vmaf_dnn_write_output_callback(ctx, VMAF_DNN_OUTPUT_XML, 0, take_piece, &p), 0);
+    CHECK_STR_CONTAINS(p.text, "<VMAF version=");
+    CHECK_STR_CONTAINS(p.text, "  <params />\n  <fyi fps=\"12.50\" />\n");
+    Pieces stop = {.stop = true};
+    CHECK_EQ_INT(vmaf_dnn_write_output_callback(ctx, VMAF_DNN_OUTPUT_XML, 0, take_piece, &stop),
+                 -ECANCELED);
+
+    CHECK_EQ_INT(vmaf_dnn_write_output_buffer(ctx, VMAF_DNN_OUTPUT_CSV, 0, NULL, 4, &length),
+                 -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_write_output_buffer(ctx, VMAF_DNN_OUTPUT_CSV, 0, buf, 4, NULL),
+                 -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_write_output_buffer(ctx, VMAF_DNN_OUTPUT_CSV, 2, buf, 4, &length),
+                 -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "unknown flags 0x2");
+    CHECK_EQ_INT(vmaf_dnn_write_output_buffer(ctx, (VmafDnnOutputFormat)7, 0, buf, 4, &length),
+                 -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_write_output_callback(ctx, VMAF_DNN_OUTPUT_CSV, 0, NULL, NULL),
+                 -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_write_output_buffer(NULL, VMAF_DNN_OUTPUT_CSV, 0, buf, 4, &length),
+                 -EINVAL);
+    vmaf_dnn_context_close(ctx);
 }
 
 /* ----------------------------------------------------------- path writer -- */
@@ -758,6 +912,9 @@ int main(void)
     test_golden();
     test_range_and_defaults();
     test_awkward_names();
+    test_number_rule();
+    test_callback();
+    test_context_buffer();
     test_refusals();
     test_stream_errors();
     test_locale();
