@@ -610,3 +610,26 @@ def test_policy_devices_report_what_ort_chose(models, name):
         np.testing.assert_allclose(result["outputs"]["score"][0], conv_mean_reference(CONV_X),
                                    rtol=OPENVINO_RTOL)
     assert probe.all_stderr() == ""
+
+
+def test_cli_info_devices_says_where_auto_goes():
+    env = require_env("openvino-plugin")
+    import subprocess
+    proc = subprocess.run([env.python, "-m", "vmafdnn", "info", "--devices"],
+                          capture_output=True, text=True, timeout=300, cwd="/",
+                          env={k: v for k, v in os.environ.items()
+                               if k not in ("VMAFDNN_ORT_LIBRARY", "PYTHONPATH",
+                                            "VMAFDNN_EP_LIBRARIES")})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("ONNX Runtime 1.32.0 (")
+    assert lines[1] == "plugin EP libraries: 1"
+    assert lines[2].startswith(f"  {PLUGIN_PACKAGE} (env) ")
+    assert lines[2].endswith("libonnxruntime_providers_openvino_plugin.so: registered")
+    assert "  CPUExecutionProvider (Microsoft) on CPU 0 " in proc.stdout
+    assert "device auto:" in lines
+    expected = ("  OpenVINO:CPU: selected (EP device of OpenVINOExecutionProvider from plugin "
+                f"library {PLUGIN_PACKAGE})" if host_cpu_is_intel()
+                else "  CPU: selected (built into ORT)")
+    assert lines[-1] == expected
+    assert proc.stderr == ""
