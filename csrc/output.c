@@ -238,6 +238,16 @@ static void pool_values(const VdnnFeaturePool *p, double v[4])
  * flatten it to the integer, hiding a tiny difference or a tiny score. */
 #define NEAR_INTEGER 1e-6
 
+/* "%.17g", kept a float to JSON readers: 60 becomes "60.0". */
+static void put_exact(FILE *f, double x)
+{
+    char buf[40];
+    snprintf(buf, sizeof(buf), "%.17g", x);
+    fputs(buf, f);
+    if (!strpbrk(buf, ".e"))
+        fputs(".0", f);
+}
+
 /* A score, or the format's spelling of NaN / Inf (see output.h). `exact`:
  * "%.17g", which reads back as the very same double. */
 static void put_number(FILE *f, const Report *r, VdnnReportFormat fmt, double x)
@@ -250,7 +260,7 @@ static void put_number(FILE *f, const Report *r, VdnnReportFormat fmt, double x)
         return;
     }
     if (r->info.exact) {
-        fprintf(f, "%.17g", x);
+        put_exact(f, x);
         return;
     }
     double off = fabs(x - rint(x));
@@ -261,7 +271,7 @@ static void put_number(FILE *f, const Report *r, VdnnReportFormat fmt, double x)
 static void put_fps(FILE *f, const Report *r, VdnnReportFormat fmt)
 {
     if (r->info.exact && isfinite(r->info.fps))
-        fprintf(f, "%.17g", r->info.fps);
+        put_exact(f, r->info.fps);
     else if (isfinite(r->info.fps))
         fprintf(f, "%.2f", r->info.fps);
     else

@@ -12,7 +12,7 @@
  *     value within 1e-6 of an integer and not equal to it (1.0000005960464478,
  *     0.0000003382048419), so a tiny value is not flattened to 0 or 1; fps
  *     "%.2f". With info->exact every number is "%.17g" instead (reads back as
- *     the same double). Always '.' as the decimal point whatever the locale.
+ *     the same double; ".0" added to an integral one, so it stays a float). Always '.' as the decimal point whatever the locale.
  *   - Pooled metrics (JSON, XML) cover the same frame range, over the frames
  *     that have a value; see vdnn_feature_pool_at() for NaN and gaps.
  *   - fps is what the caller gives: libvmaf's meaning is the processing speed

@@ -470,10 +470,10 @@ VMAF_DNN_API int vmaf_dnn_write_output(const VmafDnnContext *ctx, const char *pa
 VMAF_DNN_API int vmaf_dnn_write_output_file(const VmafDnnContext *ctx, FILE *f,
                                             VmafDnnOutputFormat fmt);
 
-/* Flags of vmaf_dnn_write_output_callback / _buffer. */
-#define VMAF_DNN_OUTPUT_EXACT 1u /* every number "%.17g" instead of libvmaf's
-                                    digits: parses back to the very same double
-                                    (for front ends that read the report) */
+/* Flag of vmaf_dnn_write_output_callback / _buffer: every number "%.17g"
+ * (".0" added to an integral one) instead of libvmaf's digits, so it parses
+ * back to the very same double (for front ends that read the report back). */
+#define VMAF_DNN_OUTPUT_EXACT 1
 
 /* Receives a report in pieces, in order (`data` is not NUL-terminated and
  * valid only during the call). Returns 0 to go on, non-zero to stop. */

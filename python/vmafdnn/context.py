@@ -18,9 +18,9 @@ layouts are copied. Failures raise the DnnError subclass of the C code, with
 the C message.
 """
 import errno
+import json
 import operator
 import os
-import tempfile
 from typing import Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
@@ -67,6 +67,11 @@ def format_for_path(path, fmt: Optional[str] = None) -> str:
         return names.name("format", names.value("format", fmt))
     ext = os.path.splitext(os.fspath(path))[1].lower().lstrip(".") if path is not None else ""
     return ext if ext in OUTPUT_FORMATS else "json"
+
+
+def _nan_for_null(values: Dict[str, Optional[float]]) -> Dict[str, float]:
+    """JSON has no NaN: the writer's null is a score that is not a number."""
+    return {k: float("nan") if v is None else v for k, v in values.items()}
 
 
 def _model_path(model) -> str:
@@ -185,7 +190,8 @@ class Context(NativeHandle):
     ``device``, ``device_index``, ``threads`` and ``fp16_io`` are the session
     settings of every model attached without its own; ``resize`` (none,
     bilinear, nearest, bicubic) applies to models whose sidecar names none;
-    ``fps`` is the frame rate written into reports (None: unknown, 0). The
+    ``fps`` is written into reports instead of the measured processing speed
+    (None: measured, frames scored per second, libvmaf's meaning). The
     keyword-only ``policy`` arguments are those of :class:`vmafdnn.Session`
     (``model_dir``, ``max_model_bytes``, ``allowed_ops``, ``max_loop_nodes``,
     ``max_nodes``, ``max_subgraph_depth``, ``max_memory_bytes``,
@@ -365,50 +371,44 @@ class Context(NativeHandle):
         with self._using() as handle:
             check(lib.vmaf_dnn_write_output(handle, c_report, c_fmt))
 
+    def render(self, fmt: str = "json", exact: bool = False) -> str:
+        """The report as text, rendered by the C writer (the same bytes
+        :meth:`write` puts in a file); ``exact``: every number with 17
+        significant digits, so it parses back to the same double."""
+        c_fmt = OUTPUT_FORMATS[format_for_path(None, fmt)]
+        flags = lib.VMAF_DNN_OUTPUT_EXACT if exact else 0
+        length = ffi.new("size_t *")
+        size = 1 << 16
+        with self._using() as handle:
+            # One lock for the size query and the rendering: one state.
+            while True:
+                buf = ffi.new("char[]", size)
+                rc = lib.vmaf_dnn_write_output_buffer(handle, c_fmt, flags, buf, size, length)
+                if rc != -errno.ENOBUFS:
+                    check(rc)
+                    return ffi.unpack(buf, length[0]).decode("utf-8")
+                size = length[0] + 1
+
     def write_file(self, fileobj, fmt: str = "json") -> None:
         """Writes the report to an open file object (text or binary)."""
-        with tempfile.TemporaryDirectory(prefix="vmafdnn-report-") as tmp:
-            path = os.path.join(tmp, "report")
-            self.write(path, format_for_path(None, fmt))
-            with open(path, "rb") as f:
-                data = f.read()
+        text = self.render(fmt)
         try:
-            fileobj.write(data)
+            fileobj.write(text.encode("utf-8"))
         except TypeError:  # a text stream
-            fileobj.write(data.decode("utf-8"))
+            fileobj.write(text)
 
     def report(self) -> Dict[str, object]:
-        """The report as plain Python data, in the JSON report's layout
-        (full precision, NaN as float nan) plus the attached models."""
-        frames = []
-        value = ffi.new("double *")
-        methods = [(m, POOL_METHODS[m]) for m in ("min", "max", "mean", "harmonic_mean")]
-        # One lock for the whole report, so that it is one consistent state.
-        with self._using() as handle:
-            names = self._feature_names(handle)
-            encoded = [n.encode("utf-8") for n in names]
-            for i in range(lib.vmaf_dnn_frame_count(handle)):
-                metrics = {}
-                for name, c_feature in zip(names, encoded):
-                    if lib.vmaf_dnn_feature_get(handle, c_feature, i, value) == 0:
-                        metrics[name] = value[0]
-                if metrics:
-                    frames.append({"frameNum": i, "metrics": metrics})
-            pooled = {}
-            for name, c_feature in zip(names, encoded):
-                pooled[name] = {}
-                for method, c_method in methods:
-                    check(lib.vmaf_dnn_feature_pool(handle, c_feature, c_method, 0, _LAST_FRAME,
-                                                    value))
-                    pooled[name][method] = value[0]
-        return {
-            "version": REPORT_VERSION,
-            "fps": self.fps,
-            "frames": frames,
-            "pooled_metrics": pooled,
-            "aggregate_metrics": {},
-            "models": [dict(m._asdict(), features=list(m.features)) for m in self._models],
-        }
+        """The report as plain Python data: the C writer's JSON report read
+        back (every number exact, NaN and Inf as null become float nan)
+        plus the attached models."""
+        data = json.loads(self.render("json", exact=True))
+        for frame in data["frames"]:
+            frame["metrics"] = _nan_for_null(frame["metrics"])
+        data["pooled_metrics"] = {name: _nan_for_null(stats)
+                                  for name, stats in data["pooled_metrics"].items()}
+        data["aggregate_metrics"] = _nan_for_null(data["aggregate_metrics"])
+        data["models"] = [dict(m._asdict(), features=list(m.features)) for m in self._models]
+        return data
 
     def __repr__(self) -> str:
         if self._handle is None:

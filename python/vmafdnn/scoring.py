@@ -12,7 +12,6 @@ import json
 import math
 import os
 import threading
-from fractions import Fraction
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -294,7 +293,9 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     feature-vector models and appear in the report (metrics named like a
     model's output are skipped: the model computes them).
     ``progress(frames_done, total_or_None)`` is called after every frame.
-    ``fps``: the frame rate put in the report (default: the distorted input's).
+    ``fps``: written into the report's "fps" instead of the measured
+    processing speed (default: measured, frames scored per second, which is
+    what libvmaf's "fps" means; it is not the clip's frame rate).
 
     Alignment (all off by default): ``scale`` scales each distorted frame to
     the reference frame's size (bicubic, FFmpeg's swscale); ``ref_offset`` /
@@ -345,8 +346,6 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
             _check_inputs(ref, dist, scale)
             if scale:
                 dist.scale_like(ref)
-        if fps is None and dist.fps is not None:
-            fps = float(Fraction(dist.fps))
         cancel = cancel if cancel is not None else Canceller()
         with Context(device=device, device_index=device_index, threads=threads,
                      fp16_io=fp16_io, resize=resize, fps=fps, **policy) as ctx:

@@ -514,7 +514,11 @@ static void test_context_buffer(void)
     CHECK_EQ_INT(vmaf_dnn_write_output_buffer(ctx, VMAF_DNN_OUTPUT_JSON, VMAF_DNN_OUTPUT_EXACT,
                                               buf, sizeof(buf), &length), 0);
     CHECK_STR_CONTAINS(buf, "\"fps\": 12.5,");
-    CHECK_STR_CONTAINS(buf, "\"tiny\": 3.3820484190000002e-07\n");
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "whole", 0, 60.0), 0);
+    CHECK_EQ_INT(vmaf_dnn_write_output_buffer(ctx, VMAF_DNN_OUTPUT_JSON, VMAF_DNN_OUTPUT_EXACT,
+                                              buf, sizeof(buf), &length), 0);
+    CHECK_STR_CONTAINS(buf, "\"whole\": 60.0\n");
+    CHECK_STR_CONTAINS(buf, "\"tiny\": 3.3820484190000002e-07,\n");
 
     Pieces p = {0};
     CHECK_EQ_INT(vmaf_dnn_write_output_callback(ctx, VMAF_DNN_OUTPUT_XML, 0, take_piece, &p), 0);
