@@ -102,7 +102,8 @@ def make_clip(directory, size, frames, ffmpeg=None):
 
 # Linux gives a child the parent's peak RSS at fork as its starting ru_maxrss, so a child forked
 # by this (numpy-sized) process would report at least this process's size. A bare interpreter
-# forks and times the child instead, and prints its exit status, wall time and peak RSS.
+# forks and times the child instead, and prints its exit status, wall time, peak RSS and CPU
+# seconds (user + system, all threads: on a loaded machine the steadier measure of work).
 _LAUNCHER = """import os, sys, time
 t0 = time.perf_counter()
 pid = os.fork()
@@ -110,17 +111,18 @@ if pid == 0:
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     os.execvp(sys.argv[1], sys.argv[1:])
 _, status, usage = os.wait4(pid, 0)
-print(os.waitstatus_to_exitcode(status), time.perf_counter() - t0, usage.ru_maxrss)
+print(os.waitstatus_to_exitcode(status), time.perf_counter() - t0, usage.ru_maxrss,
+      usage.ru_utime + usage.ru_stime)
 """
 
 
 def timed_child(cmd):
-    """(wall seconds, peak RSS in MiB) of one child process, which must succeed."""
+    """(wall seconds, peak RSS in MiB, CPU seconds) of one child process, which must succeed."""
     out = subprocess.run([sys.executable, "-S", "-c", _LAUNCHER] + cmd, check=True,
                          stdout=subprocess.PIPE, text=True).stdout.split()
     if int(out[0]) != 0:
         sys.exit(f"benchmark child failed ({out[0]}): {' '.join(cmd)}")
-    return float(out[1]), int(out[2]) / 1024.0
+    return float(out[1]), int(out[2]) / 1024.0, float(out[3])
 
 
 def pooled_means(path):
@@ -142,7 +144,7 @@ def compare(label, names, ref, dist, frames, rounds, tmp):
     best = {name: (float("inf"), 0.0) for name in contenders}
     for _ in range(rounds):
         for name, cmd in contenders.items():
-            wall, rss = timed_child(cmd)
+            wall, rss, _ = timed_child(cmd)
             best[name] = (min(best[name][0], wall), max(best[name][1], rss))
     ours, theirs = pooled_means(cli_out), pooled_means(base_out)
     for key in theirs:

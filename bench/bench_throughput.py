@@ -16,9 +16,9 @@ crf-40 round trip, made with the static FFmpeg 9.0.2 of the imageio-ffmpeg 0.8.1
             (FFmpeg's own filters: 8x8-block SSIM, not the Gaussian one, on all planes)
 
 Each is a whole process timed from start to exit (start-up, model load, reading and scoring),
-its peak RSS taken from os.wait4. The contenders take turns for --rounds rounds; the median wall
-time and the largest peak RSS count, and the spread of the rounds is printed (the machines these
-run on are shared). "all" is os.cpu_count(). The pooled luma PSNR of vmafdnn and libvmaf must
+its peak RSS and CPU time (all threads) taken from os.wait4. The contenders take turns for
+--rounds rounds; the median wall time, the median CPU time per frame and the largest peak RSS
+count, and the spread of the rounds is printed (the machines these run on are shared). "all" is os.cpu_count(). The pooled luma PSNR of vmafdnn and libvmaf must
 agree (1e-3 dB); the SSIMs differ by definition and are printed.
 """
 import argparse
@@ -70,11 +70,13 @@ def measure(ff, cli, ref, dist, frames, threads, rounds, tmp):
     """{contender: (median fps, min fps, max fps, peak RSS MiB)} for one thread count."""
     out, cmds = contenders(ff, cli, ref, dist, threads, tmp)
     walls = {name: [] for name in cmds}
+    cpus = {name: [] for name in cmds}
     rss = dict.fromkeys(cmds, 0.0)
     for _ in range(rounds):
         for name, cmd in cmds.items():
-            wall, peak = timed_child(cmd)
+            wall, peak, cpu = timed_child(cmd)
             walls[name].append(wall)
+            cpus[name].append(cpu)
             rss[name] = max(rss[name], peak)
     ours, theirs = pooled(out["vmafdnn"], "psnr_y", "ssim_y"), pooled(out["libvmaf"], "psnr_y",
                                                                        "float_ssim")
@@ -85,7 +87,9 @@ def measure(ff, cli, ref, dist, frames, threads, rounds, tmp):
     print(f"  {threads} thread(s); pooled psnr_y {ours[0]:.4f} (libvmaf {theirs[0]:.4f}), ssim_y "
           f"{ours[1]:.6f} (libvmaf float_ssim scale=1 {theirs[1]:.6f})")
     for name, (fps, lo, hi, peak) in results.items():
-        print(f"    {name:8s} {fps:7.2f} fps (rounds {lo:.2f}-{hi:.2f}), peak RSS {peak:5.0f} MiB")
+        cpu_ms = 1000 * statistics.median(cpus[name]) / frames
+        print(f"    {name:8s} {fps:7.2f} fps (rounds {lo:.2f}-{hi:.2f}), peak RSS {peak:5.0f} MiB, "
+              f"CPU {cpu_ms:6.1f} ms/frame")
     print(f"    vmafdnn/libvmaf: fps {results['vmafdnn'][0] / results['libvmaf'][0]:.2f}x, "
           f"RSS {results['vmafdnn'][3] / results['libvmaf'][3]:.2f}x; vmafdnn/ffmpeg fps "
           f"{results['vmafdnn'][0] / results['ffmpeg'][0]:.2f}x", flush=True)
