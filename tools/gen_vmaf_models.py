@@ -244,7 +244,8 @@ def finish(g, name, inputs, outputs, doc):
 
 # --- motion ---------------------------------------------------------------------------------------
 
-def int_pass(g, xs, taps, nch, horizontal, rnd, div, stride=1, mode_after="reflect"):
+def int_pass(g, xs, taps, nch, horizontal, rnd, div, stride=1, mode_after="reflect",
+             exact=True):
     """One pass of libvmaf's integer filtering on strips [1, nch, L, W] (g.strips), vertical
     (the strips carry the mirrored halo) or horizontal (mirrored here: reflect before,
     mode_after after): (sum(tap * x) + rnd) >> shift with integer taps (over 65536), integer
@@ -252,8 +253,21 @@ def int_pass(g, xs, taps, nch, horizontal, rnd, div, stride=1, mode_after="refle
 
     Bit-exact in float32: x is split into x // 256 and x % 256, each filtered sum stays below
     2^24 (taps sum to 65536), and floor((256*hi + lo + rnd) / (256*div)) is computed as
-    floor((hi + floor((lo + rnd) / 256)) / div), every intermediate below 2^24."""
+    floor((hi + floor((lo + rnd) / 256)) / div), every intermediate below 2^24.
+
+    exact=False filters x directly in fp32: exact for 8-bit samples (sums below 2^24); used
+    where a last-bit difference at 10+ bits does not reach the feature (motion, VIF scale 0's
+    means: measured <= 7e-7 on the 10-bit clips). The decimations feed every higher scale and
+    keep the split (without it vif_scale3 moves by 1e-5 at 10 bit, 5e-4 when the 1/256-level
+    frames of the higher scales are filtered unsplit)."""
     k = len(taps)
+    if not exact:
+        t = np.asarray(taps, np.float32)
+        kern = np.repeat(t.reshape(1, 1, k) if horizontal else t.reshape(1, k, 1), nch // STRIPS, 0)
+        strides = (1, stride) if horizontal else (stride, 1)
+        v = g.pad(xs, 3, k // 2, k // 2, "reflect", mode_after) if horizontal else xs
+        s = g.op("Add", g.dw(v, kern, strides), rnd)
+        return g.op("Floor", g.op("Div", s, g.op("Mul", div, g.f(256.0))))
     hi = g.op("Floor", g.op("Mul", xs, g.f(1.0 / 256.0)))
     lo = g.op("Sub", xs, g.op("Mul", hi, g.f(256.0)))
     t = np.asarray(taps, np.float32)
@@ -273,8 +287,9 @@ def motion_score(g, ref_int, prev_int, rnd_v, div_v, mode_after):
     xs, ho = g.strips(g.op("Concat", ref_int, prev_int, axis=0), 2, len(MOTION_TAPS),
                       pad=(r, r, "reflect", mode_after))
     n = 2 * STRIPS
-    tmp = int_pass(g, xs, MOTION_TAPS, n, False, rnd_v, div_v)
-    blur = int_pass(g, tmp, MOTION_TAPS, n, True, g.f(32768.0), g.f(256.0), mode_after=mode_after)
+    tmp = int_pass(g, xs, MOTION_TAPS, n, False, rnd_v, div_v, exact=False)
+    blur = int_pass(g, tmp, MOTION_TAPS, n, True, g.f(32768.0), g.f(256.0), mode_after=mode_after,
+                    exact=False)
     a, b = g.op("Split", blur, axis=1, n_out=2)
     sad = g.sum_double(g.unstrips(g.op("Abs", g.op("Sub", a, b)), 1, 1, ho))
     # libvmaf: (float)(sad / 256.) / (w * h), the quotient in double
@@ -287,10 +302,11 @@ def motion_score(g, ref_int, prev_int, rnd_v, div_v, mode_after):
 
 # --- VIF ------------------------------------------------------------------------------------------
 
-def vif_scale(g, xi, yi, centre, taps, rnd_v, div_v, gain_limit):
+def vif_scale(g, xi, yi, centre, taps, rnd_v, div_v, gain_limit, raw):
     """num, den (double scalars) of one VIF scale. xi, yi: [1, 1, h, w] integer frames (raw
     samples at scale 0, libvmaf's uint16 frames in 1/256 of a level above); rnd_v, div_v: the
-    rounding of the vertical pass of the means for that input; centre: an integer level.
+    rounding of the vertical pass of the means for that input; centre: an integer level;
+    raw: the inputs are raw samples (scale 0).
     Everything runs on one set of row strips of both frames (halo included)."""
     k = len(taps)
     r = k // 2
@@ -302,7 +318,7 @@ def vif_scale(g, xi, yi, centre, taps, rnd_v, div_v, gain_limit):
     tv, th = t.reshape(1, k, 1), t.reshape(1, 1, k)
     # the means: libvmaf rounds their vertical pass to 1/256 of a level; next to sigma_nsq = 2
     # that is no detail (2 * mu * 2^-9), so that pass is emulated exactly
-    tmp = int_pass(g, xs, taps, n, False, rnd_v, div_v)
+    tmp = int_pass(g, xs, taps, n, False, rnd_v, div_v, exact=not raw)
     tmp = g.op("Sub", g.op("Mul", tmp, g.f(1.0 / 256.0)), centre)
     qx, qy = g.op("Split", g.dw(tmp, np.repeat(th, 2, axis=0)), axis=1, n_out=2)
     # the moments in fp32 on centred levels (libvmaf rounds the second moments to 2^-16 only);
@@ -374,7 +390,8 @@ def vif_features(g, xi, yi, centre, rnd_v, div_v, gain_limit):
             xi, yi = g.op("Split", both, axis=0, n_out=2)
             # from here on the frames are uint16 in 1/256 of a level
             rnd_v, div_v = g.f(32768.0), g.f(256.0)
-        num, den = vif_scale(g, xi, yi, centre, VIF_TAPS[scale], rnd_v, div_v, gain_limit)
+        num, den = vif_scale(g, xi, yi, centre, VIF_TAPS[scale], rnd_v, div_v, gain_limit,
+                             scale == 0)
         # libvmaf stores num and den as float and divides in float
         num = g.op("Cast", num, to=TensorProto.FLOAT)
         den = g.op("Cast", den, to=TensorProto.FLOAT)
