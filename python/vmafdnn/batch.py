@@ -34,9 +34,7 @@ options).
 import csv
 import errno as _errno
 import hashlib
-import io
 import json
-import math
 import multiprocessing
 import os
 import re
@@ -45,7 +43,7 @@ import time
 import types
 from collections import OrderedDict, deque
 from multiprocessing.connection import wait as _wait_any
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Callable, Dict, List, Optional, Sequence, Union
 
 __all__ = ["batch", "read_jobs", "read_results", "write_results", "BatchResult", "JOB_FIELDS",
            "POOL_SUFFIXES"]
@@ -306,6 +304,9 @@ class Scorer:
         row["models"] = ";".join(os.fspath(m) for m in models)
         raw = {"width": job.get("width"), "height": job.get("height"),
                "pix_fmt": job.get("pix_fmt")}
+        row["file_kbps"] = None
+        if o["reports"]:
+            return self._score_with_report(job, row, models, raw)
         inputs = []
         try:
             dist = scoring._Input("distorted", job["distorted"], job.get("bitdepth"), raw,
@@ -337,16 +338,52 @@ class Scorer:
             row["frames"] = frames
             self._pool(slot.ctx, window.base, frames, row)
             row["attached_ep"] = _ep_text(slot.ctx.models)
-            if o["reports"]:
-                self._write_report(slot.ctx, window.base, frames, fps, job, row)
             row["score_s"] = time.perf_counter() - t1
-            size = _file_identity(job["distorted"])
-            if (fps and size and size[1] and type(dist.reader).__name__ == "MediaReader"):
-                seconds = (frames + (job.get("dist_offset") or 0)) / fps
-                row["file_kbps"] = size[1] * 8 / 1000 / seconds
+            if type(dist.reader).__name__ == "MediaReader":
+                row["file_kbps"] = _file_kbps(job, frames, fps)
         finally:
             for side in inputs:
                 side.close()
+
+    def _score_with_report(self, job: dict, row: dict, models, raw: dict) -> None:
+        """A job with a per-frame report: vmafdnn.score() in a context of
+        its own, so the report is the one a single-pair run writes (its XML
+        names the frame size read, its fps the clip's). Until the C API can
+        empty a context for the next clip (vmaf_dnn_context_reset, see
+        docs/batch.md) this reopens the models for every job."""
+        from . import scoring
+        o = self.options
+        path = report_path(o["reports"], job, job["job_key"], o["report_format"])
+        t1 = time.perf_counter()
+        result = scoring.score(
+            job["reference"], job["distorted"], models, device=o["device"],
+            device_index=o["device_index"], threads=o["threads"], fp16_io=o["fp16_io"],
+            resize=o["resize"], output=path, fmt=o["report_format"],
+            bitdepth=job.get("bitdepth"), scale=job["scale"],
+            ref_offset=job.get("ref_offset") or 0, dist_offset=job.get("dist_offset") or 0,
+            **raw, **o["policy"])
+        row["score_s"] = time.perf_counter() - t1
+        row["load_s"] = None  # inside score(), not measured apart
+        row["frames"] = frames = len(result["frames"])
+        # The report's "fps" is the processing speed: the row's is the clip's.
+        from fractions import Fraction
+
+        from .video import open_video
+        with open_video(job["distorted"], bitdepth=job.get("bitdepth"), **raw) as dist:
+            row.update(width=dist.width, height=dist.height,
+                       fps=float(Fraction(dist.fps)) if getattr(dist, "fps", None) else None)
+            media = type(dist).__name__ == "MediaReader"
+        if job["scale"]:
+            with open_video(job["reference"], bitdepth=job.get("bitdepth"), **raw) as ref:
+                row.update(width=ref.width, height=ref.height)
+        for name, pooled in result["pooled_metrics"].items():
+            for method, suffix in POOL_SUFFIXES.items():
+                row[name + suffix] = pooled[method]
+        row["attached_ep"] = _ep_text([_Attached(m["path"], m["attached_ep"])
+                                       for m in result["models"]])
+        row["report"] = path
+        if media:
+            row["file_kbps"] = _file_kbps(job, frames, row["fps"])
 
     @staticmethod
     def _pool(ctx, base: int, frames: int, row: dict) -> None:
@@ -355,25 +392,6 @@ class Scorer:
                 for method, suffix in POOL_SUFFIXES.items():
                     row[name + suffix] = ctx.pool(name, method, base, base + frames - 1)
 
-    def _write_report(self, ctx, base: int, frames: int, fps, job: dict, row: dict) -> None:
-        """The job's per-frame report, as score(output=...) writes it: its
-        values are copied, renumbered from 0, into a context without models
-        (no session to open) whose C writer makes the usual formats."""
-        from .context import Context
-        o = self.options
-        path = report_path(o["reports"], job, job["job_key"], o["report_format"])
-        with Context(fps=fps) as out:
-            for model in ctx.models:
-                for name in model.features:
-                    for i in range(frames):
-                        try:
-                            value = ctx.feature(name, base + i)
-                        except FileNotFoundError:  # ENOENT: no value for that frame
-                            continue
-                        out.feature_append(name, i, value)
-            out.write(path, o["report_format"])
-        row["report"] = path
-
 
 def report_path(folder: str, job: dict, key: str, fmt: str) -> str:
     """``<folder>/<distorted name>-<key>.<fmt>``: stable across runs (resume
@@ -381,6 +399,20 @@ def report_path(folder: str, job: dict, key: str, fmt: str) -> str:
     stem = os.path.splitext(os.path.basename(job["distorted"]))[0]
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", stem)[:80] or "job"
     return os.path.join(folder, f"{stem}-{key[:12]}.{fmt}")
+
+
+class _Attached:
+    def __init__(self, path: str, attached_ep: str):
+        self.path, self.attached_ep = path, attached_ep
+
+
+def _file_kbps(job: dict, frames: int, fps) -> Optional[float]:
+    """A compressed file's rate: its size over the duration of its frames
+    (those dropped by dist_offset included)."""
+    size = _file_identity(job["distorted"])
+    if not fps or not size or not size[1]:
+        return None
+    return size[1] * 8 / 1000 / ((frames + (job.get("dist_offset") or 0)) / fps)
 
 
 def _ep_text(models) -> str:
@@ -880,8 +912,9 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
 
     ``models``: the models of jobs that name none (default: psnr_y and
     ssim_y, sharpness_nr without a reference). ``workers``: processes (or
-    Ray actors); default every core (every CPU of the Ray cluster divided by
-    ``threads``). ``threads``: ONNX Runtime threads of each model in each
+    Ray actors); default every core (of the machine, or of the Ray cluster)
+    divided by ``threads``. Local workers are started with ``spawn``: a
+    script calling this needs the usual ``if __name__ == "__main__":``. ``threads``: ONNX Runtime threads of each model in each
     worker (default 1: whole jobs in parallel scale better than threads
     within a frame). ``device``, ``device_index``, ``fp16_io``, ``resize``
     and the ``policy`` keywords (``model_dir``, ``max_memory_bytes``,
@@ -976,7 +1009,8 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
                 if gpus_per_worker:
                     raise ValueError("gpus_per_worker is for Ray; locally use device=")
                 result.retried = _run_local(todo, job_list, options,
-                                            workers or default_workers(), on_event, sink,
+                                            workers or max(1, default_workers() //
+                                                           max(1, threads)), on_event, sink,
                                             timeout, stop)
     finally:
         if cancel is not None:
@@ -1029,8 +1063,8 @@ def add_arguments(parser) -> None:
                         help="results: .parquet, .csv or .jsonl; re-running with the same file "
                              "skips the jobs already done")
     parser.add_argument("--workers", type=cli._positive_int, metavar="N",
-                        help=f"worker processes or Ray actors (default: every core, here "
-                             f"{default_workers()}; on Ray, the cluster's CPUs / --threads)")
+                        help=f"worker processes or Ray actors (default: the cores, here "
+                             f"{default_workers()}, or the Ray cluster's CPUs, over --threads)")
     parser.add_argument("--threads", type=cli._thread_count, default=1, metavar="N",
                         help=f"ONNX Runtime threads per model in each worker, 0..{MAX_THREADS} "
                              "(default 1)")
