@@ -1,6 +1,7 @@
 """VMAF throughput: the ONNX graphs of tools/gen_vmaf_models.py on ONNX Runtime against libvmaf.
 
-Usage: python bench/bench_vmaf.py [--size 1920x1080] [--frames 20] [--threads 1]
+Usage: python bench/bench_vmaf.py [--size 1920x1080] [--frames 20] [--threads 1] [--repeat 3]
+                                  [--models DIR ...]
 
 Both sides are timed as whole processes on the same y4m pair (testsrc2 and its x264 crf 30
 encode, generated once into a temporary directory), decoding included:
@@ -9,7 +10,10 @@ encode, generated once into a temporary directory), decoding included:
   graphs   a Python process reading the y4m luma, running vmaf_features.onnx per frame and
            vmaf_v0.6.1.onnx per frame on the CPU provider with N intra-op threads (spinning off),
            motion2 by the driver of tests/python/test_vmaf_graphs.py.
-Prints fps of each and the ratio graphs / libvmaf.
+The contenders run interleaved --repeat times (the machine is shared: medians, and the spread
+as noise); --models runs the graphs of further directories (say an older generator's output)
+beside the fresh ones. Prints median fps, the min-max range, peak RSS (per process, from wait4)
+and the ratio graphs / libvmaf.
 """
 
 import argparse
@@ -36,9 +40,18 @@ print(float(out["vmaf"].mean()))
 
 
 def timed(cmd):
-    t0 = time.perf_counter()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return time.perf_counter() - t0, out
+    """Wall seconds, CPU seconds, peak RSS (MiB) and stdout of one whole process (waited for
+    with wait4, which gives that process's own CPU time and peak RSS)."""
+    with tempfile.TemporaryFile("w+") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        dt = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            raise RuntimeError(f"{cmd[:3]} exited with {proc.returncode}")
+        out.seek(0)
+        return dt, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0, out.read()
 
 
 def main():
@@ -46,6 +59,9 @@ def main():
     ap.add_argument("--size", default="1920x1080")
     ap.add_argument("--frames", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--models", action="append", default=[],
+                    help="a further directory of generated graphs to time beside fresh ones")
     args = ap.parse_args()
 
     ref_tools = T.fetch_reference()
@@ -62,20 +78,36 @@ def main():
         subprocess.run(q + ["-i", mp4, "-pix_fmt", "yuv420p", dist], check=True)
 
         log = os.path.join(tmp, "log.json")
-        t_lib, _ = timed([ff, "-hide_banner", "-loglevel", "error", "-i", dist, "-i", ref,
-                          "-lavfi", f"[0:v][1:v]libvmaf=model=version=vmaf_v0.6.1:log_fmt=json:"
-                                    f"log_path={log}:n_threads={args.threads}",
-                          "-f", "null", "-"])
-        code = GRAPHS_PROCESS.format(tests=os.path.join(ROOT, "tests", "python"), ref=ref,
-                                     dist=dist, models=models, threads=args.threads)
-        t_onnx, out = timed([sys.executable, "-c", code])
+        contenders = {"libvmaf vmaf_v0.6.1": [
+            ff, "-hide_banner", "-loglevel", "error", "-i", dist, "-i", ref, "-lavfi",
+            f"[0:v][1:v]libvmaf=model=version=vmaf_v0.6.1:log_fmt=json:log_path={log}:"
+            f"n_threads={args.threads}", "-f", "null", "-"]}
+        for label, mdir in [("ONNX graphs (ORT)", models)] + [(d, d) for d in args.models]:
+            code = GRAPHS_PROCESS.format(tests=os.path.join(ROOT, "tests", "python"), ref=ref,
+                                         dist=dist, models=mdir, threads=args.threads)
+            contenders[label] = [sys.executable, "-c", code]
+        runs = {k: [] for k in contenders}
+        for _ in range(args.repeat):
+            for name, cmd in contenders.items():
+                runs[name].append(timed(cmd))
 
-    fps_lib, fps_onnx = args.frames / t_lib, args.frames / t_onnx
-    print(f"{args.size}, {args.frames} frames, {args.threads} thread(s), whole processes")
-    print(f"libvmaf vmaf_v0.6.1 : {fps_lib:7.2f} fps ({t_lib:.2f} s)")
-    print(f"ONNX graphs (ORT)   : {fps_onnx:7.2f} fps ({t_onnx:.2f} s), mean VMAF {float(out):.4f}")
-    print(f"ratio graphs/libvmaf: {fps_onnx / fps_lib:.3f}")
-
+    print(f"{args.size}, {args.frames} frames, {args.threads} thread(s), whole processes, "
+          f"median of {args.repeat} interleaved runs [min-max]; fps by wall time, and by the "
+          f"process's CPU time (steadier where other jobs share the cores)")
+    fps, cfps = {}, {}
+    for name, rs in runs.items():
+        f = sorted(args.frames / r[0] for r in rs)
+        c = sorted(args.frames / r[1] for r in rs)
+        fps[name], cfps[name] = f[len(f) // 2], c[len(c) // 2]
+        rss = max(r[2] for r in rs)
+        extra = "" if name.startswith("libvmaf") else f", mean VMAF {float(rs[0][3]):.4f}"
+        print(f"{name:22s}: {fps[name]:6.2f} fps [{f[0]:.2f}-{f[-1]:.2f}], CPU {cfps[name]:6.2f} "
+              f"fps [{c[0]:.2f}-{c[-1]:.2f}], peak RSS {rss:5.0f} MiB{extra}")
+    lib = "libvmaf vmaf_v0.6.1"
+    for name in fps:
+        if name != lib:
+            print(f"ratio {name} / libvmaf: {fps[name] / fps[lib]:.3f} (wall), "
+                  f"{cfps[name] / cfps[lib]:.3f} (CPU)")
 
 if __name__ == "__main__":
     main()

@@ -307,23 +307,25 @@ def vif_scale(g, xi, yi, centre, taps, rnd_v, div_v, gain_limit, raw):
     samples at scale 0, libvmaf's uint16 frames in 1/256 of a level above); rnd_v, div_v: the
     rounding of the vertical pass of the means for that input; centre: an integer level;
     raw: the inputs are raw samples (scale 0).
-    Everything runs on one set of row strips of both frames (halo included)."""
+    Each frame runs on its own row strips (halo included), one depthwise Conv per map."""
     k = len(taps)
     r = k // 2
     n = 2 * STRIPS
-    # columns mirrored once here, rows through the strips' indices: no padded copies later
-    xy = g.pad(g.op("Concat", xi, yi, axis=0), 3, r, r)
-    xs, ho = g.strips(xy, 2, k, pad=(r, r, "reflect", "reflect"))
     t = np.asarray(taps, np.float32) / np.float32(65536.0)
     tv, th = t.reshape(1, k, 1), t.reshape(1, 1, k)
-    # the means: libvmaf rounds their vertical pass to 1/256 of a level; next to sigma_nsq = 2
-    # that is no detail (2 * mu * 2^-9), so that pass is emulated exactly
-    tmp = int_pass(g, xs, taps, n, False, rnd_v, div_v, exact=not raw)
-    tmp = g.op("Sub", g.op("Mul", tmp, g.f(1.0 / 256.0)), centre)
-    qx, qy = g.op("Split", g.dw(tmp, np.repeat(th, 2, axis=0)), axis=1, n_out=2)
-    # the moments in fp32 on centred levels (libvmaf rounds the second moments to 2^-16 only);
-    # one Conv per map (no Concat/Split copies)
-    x, y = g.op("Split", g.op("Sub", g.op("Div", xs, div_v), centre), axis=1, n_out=2)
+    q, m = [], []
+    for f in (xi, yi):
+        # columns mirrored once here, rows through the strips' indices: no padded copies later;
+        # each frame on its own strips, so no Concat/Split copies either
+        xs, ho = g.strips(g.pad(f, 3, r, r), 1, k, pad=(r, r, "reflect", "reflect"))
+        # the means: libvmaf rounds their vertical pass to 1/256 of a level; next to
+        # sigma_nsq = 2 that is no detail (2 * mu * 2^-9), so that pass is emulated exactly
+        tmp = int_pass(g, xs, taps, STRIPS, False, rnd_v, div_v, exact=not raw)
+        q.append(g.dw(g.op("Sub", g.op("Mul", tmp, g.f(1.0 / 256.0)), centre), th))
+        # the moments in fp32 on centred levels (libvmaf rounds the second moments to 2^-16)
+        m.append(g.op("Sub", g.op("Div", xs, div_v), centre))
+    qx, qy = q
+    x, y = m
     e = g.op("Sub", x, y)
     mx, my, fxx, fyy, fee = (g.dw(g.dw(v, tv), th) for v in
                              (x, y, g.op("Mul", x, x), g.op("Mul", y, y), g.op("Mul", e, e)))
@@ -360,11 +362,7 @@ def vif_scale(g, xi, yi, centre, taps, rnd_v, div_v, gain_limit, raw):
     num_px = g.op("Where", log_branch, num_log,
                   g.op("Sub", g.f(1.0), g.op("Mul", s2, g.f(VIF_SIGMA_MAX_INV))))
     den_px = g.op("Where", log_branch, den_log, g.f(1.0))
-    both = g.unstrips(g.op("Concat", num_px, den_px, axis=1), 2, 1, ho)
-    sums = g.op("ReduceSum", g.op("Cast", both, to=TensorProto.DOUBLE), g.i([1, 2, 3]),
-                keepdims=0)
-    num, den = g.op("Split", sums, axis=0, n_out=2)
-    return g.op("Reshape", num, g.i([])), g.op("Reshape", den, g.i([]))
+    return tuple(g.sum_double(g.unstrips(v, 1, 1, ho)) for v in (num_px, den_px))
 
 
 def vif_downsample(g, xy, taps, rnd_v, div_v):
@@ -402,21 +400,23 @@ def vif_features(g, xi, yi, centre, rnd_v, div_v, gain_limit):
 # --- ADM ------------------------------------------------------------------------------------------
 
 def dwt2(g, x):
-    """One db2 level of [2, 1, h, w] -> (a, h, v, d), each [1, 2, ceil(h/2), ceil(w/2)].
+    """One db2 level of [2, 1, h, w] -> (a, h, v, d), each [2, 1, ceil(h/2), ceil(w/2)].
     Mirror: row -1 = row 1, row h = row h-1, row h+1 = row h-2 (and the same for columns);
-    the second after-sample only matters for odd sizes and is cropped away otherwise."""
+    the second after-sample only matters for odd sizes and is cropped away otherwise.
+    Columns are mirrored before the strips and each band has its own pair of Convs, so no
+    channel Concat/Split copies the bands."""
     lo = np.asarray(DB2_LO, np.float32) / 32768.0
     hi = np.asarray(DB2_HI, np.float32) / 32768.0
-    xs, ho = g.strips(x, 2, 4, 2, pad=(1, 2, "reflect", "symmetric"))
-    # channel blocks: vertical lo, hi (each both frames) ...
-    v = g.dw(g.op("Concat", xs, xs, axis=1),
-             np.stack([lo, lo, hi, hi]).reshape(4, 4, 1), (2, 1))
-    vp = g.pad(v, 3, 1, 2, "reflect", "symmetric")
-    # ... then horizontal lo, hi: blocks (lo_h lo_v, lo_h hi_v, hi_h lo_v, hi_h hi_v)
-    out = g.dw(g.op("Concat", vp, vp, axis=1),
-               np.stack([lo] * 4 + [hi] * 4).reshape(8, 1, 4), (1, 2))
-    out = g.unstrips(out, 4, 2, ho)
-    a, h, v, d = g.op("Split", out, axis=0, n_out=4)
+    xs, ho = g.strips(g.pad(x, 3, 1, 2, "reflect", "symmetric"), 2, 4, 2,
+                      pad=(1, 2, "reflect", "symmetric"))
+    bands = []
+    for tv in (lo, hi):
+        v = g.dw(xs, np.repeat(tv.reshape(1, 4, 1), 2, axis=0), (2, 1))
+        for th in (lo, hi):
+            b = g.dw(v, np.repeat(th.reshape(1, 1, 4), 2, axis=0), (1, 2))
+            bands.append(g.unstrips(b, 2, 1, ho))
+    # (lo_v lo_h, lo_v hi_h, hi_v lo_h, hi_v hi_h) as libvmaf's (a, v, h, d)
+    a, v, h, d = bands
     return a, h, v, d
 
 
@@ -477,14 +477,16 @@ def adm_scale(g, o, t, scale, gain_limit):
     thr_in = inner(thr)
     num = den = None
     third = g.d(1.0 / 3.0)
+    def cube_sum(x):
+        # cubes in fp32 (2^-23 relative each), summed in double: half the traffic of cubing
+        # in double, ~1e-7 in adm2
+        return g.op("Add", g.op("Pow", g.sum_double(g.op("Mul", g.op("Mul", x, x), x)),
+                                third), add)
+
     for rb, ob, f in zip(restored, o, rf):
-        x = g.op("Relu", g.op("Sub", g.op("Abs", g.op("Mul", inner(rb), g.f(f))), thr_in))
-        c = g.op("Cast", x, to=TensorProto.DOUBLE)
-        nb = g.op("Add", g.op("Pow", g.op("ReduceSum", g.op("Mul", g.op("Mul", c, c), c),
-                                          keepdims=0), third), add)
-        c = g.op("Cast", g.op("Abs", g.op("Mul", inner(ob), g.f(f))), to=TensorProto.DOUBLE)
-        db = g.op("Add", g.op("Pow", g.op("ReduceSum", g.op("Mul", g.op("Mul", c, c), c),
-                                          keepdims=0), third), add)
+        nb = cube_sum(g.op("Relu", g.op("Sub", g.op("Abs", g.op("Mul", inner(rb), g.f(f))),
+                                        thr_in)))
+        db = cube_sum(g.op("Abs", g.op("Mul", inner(ob), g.f(f))))
         num = nb if num is None else g.op("Add", num, nb)
         den = db if den is None else g.op("Add", den, db)
     return num, den
@@ -495,13 +497,13 @@ def adm2(g, x, y, gain_limit):
     num = den = None
     for scale in range(4):
         a, bh, bv, bd = dwt2(g, both)
-        oh, th = g.op("Split", bh, axis=1, n_out=2)
-        ov, tv = g.op("Split", bv, axis=1, n_out=2)
-        od, td = g.op("Split", bd, axis=1, n_out=2)
+        oh, th = g.op("Split", bh, axis=0, n_out=2)
+        ov, tv = g.op("Split", bv, axis=0, n_out=2)
+        od, td = g.op("Split", bd, axis=0, n_out=2)
         n, d = adm_scale(g, (oh, ov, od), (th, tv, td), scale, gain_limit)
         num = n if num is None else g.op("Add", num, n)
         den = d if den is None else g.op("Add", den, d)
-        both = g.op("Reshape", a, g.i([2, 1, -1, 0]))
+        both = a
     # libvmaf zeroes num/den below 1e-10 * w*h/1080p and returns 1 for den == 0; both sums hold
     # 12 terms of cbrt(area/32) > 0, so neither case can occur and the ratio is all there is.
     return g.op("Div", num, den)
