@@ -884,7 +884,7 @@ static void check_reports(VmafDnnContext *ctx)
     snprintf(path, sizeof(path), "%s/report.csv", tmp_dir);
     CHECK_EQ_INT(vmaf_dnn_write_output(ctx, path, VMAF_DNN_OUTPUT_CSV), 0);
     text = slurp(path, &len);
-    static const char csv[] = "Frame,f0,f1,fv\n0,1.000000,2.000000,21.000000\n1,5.000000,,\n";
+    static const char csv[] = "Frame,f0,f1,fv,\n0,1.000000,2.000000,21.000000,\n1,5.000000,,,\n";
     CHECK(text && strcmp(text, csv) == 0);
     if (text && strcmp(text, csv))
         fprintf(stderr, "csv: %s", text);

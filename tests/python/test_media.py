@@ -251,7 +251,7 @@ def test_scoring_an_mp4_equals_scoring_ffmpegs_decode_of_it(pair, request):
     from_mp4 = vmafdnn.score(clips.ref, clips.encoded)
     from_y4m = vmafdnn.score(clips.ref, clips.dist)
     assert from_mp4["frames"] == from_y4m["frames"]
-    assert from_mp4["fps"] == 25.0
+    assert from_mp4["fps"] > 0  # processing speed, as in libvmaf
 
 
 @needs_ort

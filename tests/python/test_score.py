@@ -90,7 +90,7 @@ def test_ssim_matches_skimage(request, clip_name):
 
 def test_result_layout(scored8, clips8):
     assert scored8["version"] == vmafdnn.context.REPORT_VERSION
-    assert scored8["fps"] == 25.0  # the distorted Y4M's frame rate
+    assert scored8["fps"] > 0  # libvmaf's meaning: frames scored per second
     assert [f["frameNum"] for f in scored8["frames"]] == list(range(clips8.frames))
     assert set(scored8["pooled_metrics"]) == {"psnr_y", "ssim_y"}
     for pooled in scored8["pooled_metrics"].values():
@@ -135,7 +135,7 @@ def test_arrays_and_frames_give_the_same_scores(clips8, clips10, scored8, scored
     deep = vmafdnn.score(luma_planes(clips10.ref), luma_planes(clips10.dist), bitdepth=10,
                          threads=1)
     assert deep["frames"] == scored10["frames"]
-    assert from_arrays["fps"] == 0.0  # unknown without a Y4M header
+    assert from_arrays["fps"] > 0  # processing speed, known for arrays too
     with pytest.raises(vmafdnn.UsageError, match="bitdepth"):
         vmafdnn.score(luma_planes(clips10.ref), luma_planes(clips10.dist))
 
@@ -154,7 +154,7 @@ def test_models_argument(clips8, scored8, models, tmp_path):
     only_ssim = vmafdnn.score(clips8.ref, clips8.dist, models="ssim_y", threads=1)
     assert set(only_ssim["pooled_metrics"]) == {"ssim_y"}
     assert metric(only_ssim, "ssim_y") == metric(scored8, "ssim_y")
-    three = vmafdnn.score(clips8.ref, clips8.dist, models=list(vmafdnn.models.MODEL_NAMES),
+    three = vmafdnn.score(clips8.ref, clips8.dist, models=["psnr_y", "ssim_y", "sharpness_nr"],
                           threads=1)
     assert set(three["pooled_metrics"]) == {"psnr_y", "ssim_y", "sharpness_nr"}
     with pytest.raises(vmafdnn.UsageError, match="at least one model"):
@@ -308,10 +308,10 @@ def test_reports_in_every_format_agree(clips8, tmp_path):
     assert results["xml"]["frames"] == result["frames"] == results["csv"]["frames"]
     explicit = tmp_path / "report.out"
     vmafdnn.score(clips8.ref, clips8.dist, output=explicit, fmt="xml", models="psnr_y")
-    assert explicit.read_text().startswith("<?xml")
+    assert explicit.read_text().startswith("<VMAF version=")
 
     from_json = json.loads(outputs["json"].read_text())
-    assert from_json["version"] == result["version"] and from_json["fps"] == 25.0
+    assert from_json["version"] == result["version"] and from_json["fps"] > 0
     for got, want in zip(from_json["frames"], result["frames"]):
         assert got["frameNum"] == want["frameNum"]
         for k, v in want["metrics"].items():
@@ -322,7 +322,7 @@ def test_reports_in_every_format_agree(clips8, tmp_path):
 
     root = ET.parse(outputs["xml"]).getroot()
     assert root.get("version") == result["version"]
-    assert float(root.find("fyi").get("fps")) == 25.0
+    assert float(root.find("fyi").get("fps")) > 0
     frames = root.find("frames").findall("frame")
     assert [int(f.get("frameNum")) for f in frames] == list(range(clips8.frames))
     for el, frame in zip(frames, from_json["frames"]):
