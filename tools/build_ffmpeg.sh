@@ -23,6 +23,8 @@
 #   ffmpeg/lib-build/    meson build of libvmafdnn; ffmpeg/prefix/ its install,
 #                        with the built-in models in prefix/share/vmafdnn/models
 #   ffmpeg/dav1d/        the unpacked libdav1d .debs
+#   ffmpeg/ort-link/     links to the onnxruntime wheel's libraries (9.0:
+#                        FFmpeg's own ONNX Runtime backend links them)
 #   ffmpeg/<version>/    src/ (source package, pristine tree), tree/ (the
 #                        patched tree ffmpeg is built in), bin/ffmpeg
 #   ffmpeg/bin/ffmpeg    a link to the default version's binary
@@ -172,7 +174,8 @@ build_lib() {
         meson setup "$cache/lib-build" "$here" -Dprefix="$prefix" \
             -Dpython=disabled -Dtests=false >&2
     fi
-    meson install -C "$cache/lib-build" >/dev/null
+    meson install -C "$cache/lib-build" > "$cache/lib-build/install.log" 2>&1 ||
+        { tail -n 40 "$cache/lib-build/install.log" >&2; die "building libvmafdnn failed (log above)"; }
     local pc
     pc=$(find "$prefix" -name libvmafdnn.pc -print -quit)
     pcdir=$(dirname "$pc")
@@ -293,9 +296,13 @@ print(sorted(glob.glob(os.path.join(os.path.dirname(onnxruntime.__file__), "capi
     ort_include=$(bash "$here/tools/fetch_ort_headers.sh" 2>/dev/null) ||:
     if [ -f "${ort_lib:-/nonexistent}" ] && [ -f "${ort_include:-/nonexistent}/onnxruntime_c_api.h" ]; then
         # The wheel ships only libonnxruntime.so.1.N.M: the links give the
-        # linker its -lonnxruntime and the loader the soname (.so.1).
+        # linker its -lonnxruntime and the loader the soname (.so.1); ORT
+        # looks for its provider libraries beside the path it was loaded by.
         ort_link=$cache/ort-link
         mkdir -p "$ort_link"
+        for f in "$(dirname "$(readlink -f "$ort_lib")")"/libonnxruntime*.so*; do
+            ln -sfn "$f" "$ort_link/$(basename "$f")"
+        done
         ln -sfn "$(readlink -f "$ort_lib")" "$ort_link/libonnxruntime.so"
         ln -sfn "$(readlink -f "$ort_lib")" "$ort_link/libonnxruntime.so.1"
         configure_args+=(--enable-libonnxruntime --enable-filter=dnn_processing
