@@ -37,7 +37,7 @@ __all__ = [
     "RunCancelledError", "MemoryBudgetError", "SymlinkRefusedError", "PathNotADirectoryError",
     "NameTooLongError", "AlreadyExistsError", "ClosedError", "Canceller", "MAX_THREADS",
     "POLICY_KEYWORDS", "ep_devices", "ep_libraries", "explain_device", "register_ep_library",
-    "EP_PACKAGE_ERRORS",
+    "EP_PACKAGE_ERRORS", "batch", "bdrate",
 ]
 
 
@@ -64,3 +64,8 @@ def ort_library_path() -> str:
     if not available():
         raise RuntimeNotFoundError(_errno.ENOSYS, _last_error())
     return _ffi.string(_lib.vmaf_dnn_ort_library_path()).decode()
+
+
+# Last: both use the names above. The batch module is itself callable, so
+# vmafdnn.batch(jobs, ...) runs a batch and vmafdnn.batch.read_results reads one.
+from . import batch, bdrate  # noqa: E402,F401
