@@ -657,7 +657,17 @@ def sidecar(name, features_graph):
     key, _, motion2_graph, suffix = VARIANTS[name]
     return {
         "name": key,
+        # What a caller gives the whole model (its requirements read both
+        # pictures); the SVM graph itself reads features only.
+        "kind": "fr",
         "description": f"libvmaf's {name} (nu-SVR over VIF, ADM2 and motion2)",
+        "meaning": (
+            "VMAF: predicted mean opinion score of the distorted video against the reference "
+            "on a 0-100 scale (libvmaf's model and features, recomputed as ONNX graphs). Higher "
+            "is better; ~93+ is commonly read as visually transparent, 20 points as roughly one "
+            "rating-scale step. Frames are scored at their own resolution, luma only."),
+        "min_width": MIN_SIZE,
+        "min_height": MIN_SIZE,
         "requires": [features_graph + ".onnx", motion2_graph + ".onnx"],
         "input_sources": {f: {"feature": f + suffix} for f in SVM_INPUTS},
         "output_keys": [key],
