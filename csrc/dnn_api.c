@@ -2,6 +2,7 @@
  * slots, fp16 and integer conversions, and the plane helpers. ORT itself is
  * reached only through ort_backend.h. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -252,19 +253,23 @@ static int init_slots(VmafDnnSession *s)
     return 0;
 }
 
-/* A plain decimal environment value (at most `max`), else `fallback`. */
-static uint64_t env_u64(const char *name, uint64_t fallback)
+/* A plain decimal environment value of at most `max`, else `fallback`. A
+ * value past the field it lands in is ignored like any other garbage rather
+ * than cut to that field's width: VMAFDNN_MAX_RUN_MS=4294967296 would
+ * otherwise become 0, which switches the time budget off. */
+static uint64_t env_u64(const char *name, uint64_t max, uint64_t fallback)
 {
     const char *v = getenv(name);
     if (!v || !*v)
         return fallback;
     uint64_t x = 0;
     for (; *v; v++) {
-        if (*v < '0' || *v > '9' || x > (UINT64_MAX - 9) / 10)
+        const uint64_t digit = (uint64_t)(*v - '0');
+        if (*v < '0' || *v > '9' || x > (UINT64_MAX - digit) / 10)
             return fallback;
-        x = x * 10 + (uint64_t)(*v - '0');
+        x = x * 10 + digit;
     }
-    return x;
+    return x <= max ? x : fallback;
 }
 
 void vmaf_dnn_default_model_policy(VmafDnnModelPolicy *p)
@@ -278,8 +283,10 @@ void vmaf_dnn_default_model_policy(VmafDnnModelPolicy *p)
     p->max_loop_nodes = VMAF_DNN_MAX_LOOP_NODES;
     p->max_nodes = VMAF_DNN_DEFAULT_MAX_NODES;
     p->max_subgraph_depth = VMAF_DNN_MAX_SUBGRAPH_DEPTH;
-    p->max_memory_bytes = env_u64("VMAFDNN_MAX_MEMORY_BYTES", VMAF_DNN_DEFAULT_MAX_MEMORY_BYTES);
-    p->max_run_ms = (unsigned)env_u64("VMAFDNN_MAX_RUN_MS", VMAF_DNN_DEFAULT_MAX_RUN_MS);
+    p->max_memory_bytes = env_u64("VMAFDNN_MAX_MEMORY_BYTES", UINT64_MAX,
+                                  VMAF_DNN_DEFAULT_MAX_MEMORY_BYTES);
+    p->max_run_ms =
+        (unsigned)env_u64("VMAFDNN_MAX_RUN_MS", UINT_MAX, VMAF_DNN_DEFAULT_MAX_RUN_MS);
 }
 
 /* The scan policy of a model policy (which vdnn_scan_policy_check keeps from

@@ -231,8 +231,27 @@ static OrtLoggingLevel log_level(void)
     return ORT_LOGGING_LEVEL_FATAL;
 }
 
+/* dlopen() opens a path with a blocking open(2) and reads it: a FIFO with no
+ * writer would hang it forever, /dev/zero feed it without end. Only a
+ * regular file (or a bare name, which the loader searches for itself) is
+ * handed over. 0, or -1 with errno set (EINVAL: not a regular file). */
+static int loadable_file(const char *path, struct stat *sb)
+{
+    if (stat(path, sb) != 0)
+        return -1;
+    if (!S_ISREG(sb->st_mode)) {
+        errno = S_ISDIR(sb->st_mode) ? EISDIR : EINVAL;
+        return -1;
+    }
+    return 0;
+}
+
 static int load_locked(const char *path)
 {
+    struct stat sb;
+    if (strchr(path, '/') && loadable_file(path, &sb) != 0)
+        return vdnn_fail(-ENOSYS, "cannot load ONNX Runtime from %s (%s); " INSTALL_HINT, path,
+                         errno == EINVAL ? "not a regular file" : strerror(errno));
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!handle)
         return vdnn_fail(-ENOSYS, "cannot load ONNX Runtime from %s (%s); " INSTALL_HINT,
@@ -685,11 +704,11 @@ static int register_locked(const char *name, const char *path, const char *sourc
         rc = vdnn_fail(-ENOTSUP, "plugin EP library %s not registered: ONNX Runtime %s has no "
                        "plugin execution providers (they need 1.22 or newer)", path,
                        ort_version_string);
-    else if (stat(path, &sb) != 0)
-        rc = vdnn_fail(errno == ENOENT || errno == ENOTDIR ? -ENOENT : -EACCES,
-                       "plugin EP library %s: %s", path, strerror(errno));
-    else if (S_ISDIR(sb.st_mode))
-        rc = vdnn_fail(-EISDIR, "plugin EP library %s is a directory", path);
+    else if (loadable_file(path, &sb) != 0)
+        rc = errno == EISDIR || errno == EINVAL
+                 ? vdnn_fail(-EISDIR, "plugin EP library %s is not a regular file", path)
+                 : vdnn_fail(errno == ENOENT || errno == ENOTDIR ? -ENOENT : -EACCES,
+                             "plugin EP library %s: %s", path, strerror(errno));
     else if (access(path, R_OK) != 0)
         rc = vdnn_fail(-EACCES, "plugin EP library %s: %s", path, strerror(errno));
     else if (!realpath(path, resolved))

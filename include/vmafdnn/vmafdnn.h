@@ -130,8 +130,8 @@ VMAF_DNN_API const char *vmaf_dnn_last_error(void);
 /* Loads ORT from `path` (a shared library exporting OrtGetApiBase).
  * Thread-safe. Once ORT is loaded, later calls change nothing: they return 0
  * when `path` is the library already loaded, -EBUSY otherwise.
- * Returns 0, -EINVAL (path NULL), -ENOSYS (cannot be loaded, has no
- * OrtGetApiBase, or is older than 1.20), -EBUSY. */
+ * Returns 0, -EINVAL (path NULL), -ENOSYS (cannot be loaded, is not a
+ * regular file, has no OrtGetApiBase, or is older than 1.20), -EBUSY. */
 VMAF_DNN_API int vmaf_dnn_load_ort(const char *path);
 
 /* 1 when ORT is (or can now be) loaded, 0 otherwise; never fails. Tries the
@@ -179,7 +179,9 @@ VMAF_DNN_API const char *vmaf_dnn_ort_library_path(void);
  * does not exist (sessions may use the library until the process ends).
  * Every outcome is kept in the list of vmaf_dnn_ep_library_info.
  * Returns 0, -EINVAL (NULL or empty name or path, name too long), -ENOSYS
- * (ORT cannot be loaded), -ENOENT (no such file), -EISDIR, -EACCES,
+ * (ORT cannot be loaded), -ENOENT (no such file), -EISDIR (not a regular
+ * file: a directory, FIFO or device, refused before dlopen could block on
+ * it), -EACCES,
  * -ENOTSUP (the loaded ORT is older than 1.22: no plugin EPs), -EEXIST (the
  * name is registered with another path), -EIO (ORT refused the library: not
  * a shared library, not an EP library, or built for an incompatible ORT;
@@ -374,7 +376,7 @@ typedef struct VmafDnnModelPolicy {
 
 /* Fills `p` with the defaults above (reading VMAFDNN_MODEL_DIR,
  * VMAFDNN_MAX_MEMORY_BYTES and VMAFDNN_MAX_RUN_MS; a value that is not a
- * plain decimal number is ignored). */
+ * plain decimal number, or does not fit its field, is ignored). */
 VMAF_DNN_API void vmaf_dnn_default_model_policy(VmafDnnModelPolicy *p);
 
 /*
