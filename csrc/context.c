@@ -33,8 +33,10 @@ struct VmafDnnContext {
     int temporal;            /* some attached model is temporal */
     int started;             /* a frame was read */
     unsigned first, next;
-    float *ref_luma, *dist_luma; /* this frame's normalised luma */
-    size_t ref_capacity, dist_capacity; /* floats in each */
+    float *plane[2][3];      /* this frame's normalised planes, by
+                              * [VdnnSourcePicture][VdnnSourcePlane]: those
+                              * some model reads */
+    size_t plane_capacity[2][3]; /* floats in each */
 
     /* Serialisation. A public call owns the context from enter() to leave()
      * (`busy`); `gate` is held only briefly, to update the fields below, so
@@ -171,8 +173,9 @@ void vmaf_dnn_context_close(VmafDnnContext *ctx)
         vdnn_tiny_model_close(ctx->model[i]);
     free(ctx->model);
     vdnn_feature_collector_free(ctx->fc);
-    free(ctx->ref_luma);
-    free(ctx->dist_luma);
+    for (int p = 0; p < 2; p++)
+        for (int i = 0; i < 3; i++)
+            free(ctx->plane[p][i]);
     pthread_cond_destroy(&ctx->turn);
     pthread_mutex_destroy(&ctx->gate);
     free(ctx);
@@ -492,6 +495,36 @@ static int check_picture(const VmafDnnPicture *p, const char *which)
     return rc;
 }
 
+/* The chroma planes a model reads are there, of one size in both pictures. */
+static int check_chroma(const VmafDnnContext *ctx, const VmafDnnPicture *ref,
+                        const VmafDnnPicture *dist)
+{
+    static const char *const plane[3] = {"Y", "U", "V"};
+    for (size_t m = 0; m < ctx->n_models; m++) {
+        const unsigned bits = vdnn_tiny_model_planes(ctx->model[m]);
+        for (int i = 1; i < 3; i++) {
+            const int reads_ref = !!(bits & (1u << (VDNN_PICTURE_REFERENCE * 3 + i)));
+            const int reads_dist = !!(bits & (1u << (VDNN_PICTURE_DISTORTED * 3 + i)));
+            if (!reads_ref && !reads_dist)
+                continue;
+            const VmafDnnPicture *missing = reads_dist && !dist->data[i] ? dist
+                                            : reads_ref && !ref->data[i]  ? ref
+                                                                          : NULL;
+            if (missing)
+                return vdnn_fail(-EINVAL, "read_pictures: model %s reads plane %s of the %s "
+                                 "picture, which has none (data[%d] is NULL)",
+                                 vdnn_tiny_model_path(ctx->model[m]), plane[i],
+                                 missing == ref ? "reference" : "distorted", i);
+            if (reads_ref && (ref->w[i] != dist->w[i] || ref->h[i] != dist->h[i]))
+                return vdnn_fail(-EINVAL, "read_pictures: plane %s is %ux%u in the reference, "
+                                 "%ux%u in the distorted picture; model %s reads both, they "
+                                 "must match", plane[i], ref->w[i], ref->h[i], dist->w[i],
+                                 dist->h[i], vdnn_tiny_model_path(ctx->model[m]));
+        }
+    }
+    return 0;
+}
+
 /* Checks the pictures against what the attached models read. */
 static int check_pictures(const VmafDnnContext *ctx, const VmafDnnPicture *ref,
                           const VmafDnnPicture *dist)
@@ -515,7 +548,7 @@ static int check_pictures(const VmafDnnContext *ctx, const VmafDnnPicture *ref,
         return vdnn_fail(-EINVAL, "read_pictures: the reference is %ux%u at %u bits, the "
                          "distorted picture %ux%u at %u bits; they must match", ref->w[0],
                          ref->h[0], ref->bpc, dist->w[0], dist->h[0], dist->bpc);
-    return 0;
+    return check_chroma(ctx, ref, dist);
 }
 
 /* A frame is read once: refuse it before running anything if any model
@@ -531,39 +564,45 @@ static int check_unscored(const VmafDnnContext *ctx, unsigned index)
     return 0;
 }
 
-static int needs_kind(const VmafDnnContext *ctx, VmafDnnModelKind kind)
+/* The planes the attached models read (vdnn_tiny_model_planes bits). */
+static unsigned planes_read(const VmafDnnContext *ctx)
 {
+    unsigned bits = 0;
     for (size_t i = 0; i < ctx->n_models; i++)
-        if (vdnn_tiny_model_kind(ctx->model[i]) == kind)
-            return 1;
-    return 0;
+        bits |= vdnn_tiny_model_planes(ctx->model[i]);
+    return bits;
 }
 
-/* Normalises the luma planes the models read into the frame. */
+/* Normalises the planes the models read into the frame. */
 static int prepare_frame(VmafDnnContext *ctx, const VmafDnnPicture *ref,
                          const VmafDnnPicture *dist, VdnnTinyFrame *f)
 {
+    static const char *const what[2][3] = {
+        {"reference luma plane", "reference U plane", "reference V plane"},
+        {"distorted luma plane", "distorted U plane", "distorted V plane"}};
     if (!dist)
         return 0;
-    f->w = dist->w[0];
-    f->h = dist->h[0];
+    for (int i = 0; i < 3; i++) {
+        f->w[i] = dist->data[i] ? dist->w[i] : 0;
+        f->h[i] = dist->data[i] ? dist->h[i] : 0;
+    }
     f->bpc = dist->bpc;
-    const int want_dist = needs_kind(ctx, VMAF_DNN_MODEL_FR) || needs_kind(ctx, VMAF_DNN_MODEL_NR);
-    if (!want_dist)
-        return 0;
     /* Only the planes some model reads: the memory budget counts these. */
-    const size_t n = (size_t)f->w * f->h;
-    int rc = vdnn_grow_floats(&ctx->dist_luma, &ctx->dist_capacity, n, "distorted luma plane");
-    if (rc)
-        return rc;
-    vdnn_plane_normalise(dist->data[0], dist->stride[0], f->w, f->h, f->bpc, ctx->dist_luma);
-    f->dist = ctx->dist_luma;
-    if (needs_kind(ctx, VMAF_DNN_MODEL_FR)) {
-        rc = vdnn_grow_floats(&ctx->ref_luma, &ctx->ref_capacity, n, "reference luma plane");
-        if (rc)
-            return rc;
-        vdnn_plane_normalise(ref->data[0], ref->stride[0], f->w, f->h, f->bpc, ctx->ref_luma);
-        f->ref = ctx->ref_luma;
+    const unsigned bits = planes_read(ctx);
+    for (int p = 0; p < 2; p++) {
+        const VmafDnnPicture *pic = p == VDNN_PICTURE_REFERENCE ? ref : dist;
+        for (int i = 0; i < 3; i++) {
+            if (!(bits & (1u << (p * 3 + i))))
+                continue;
+            const size_t n = (size_t)pic->w[i] * pic->h[i];
+            int rc = vdnn_grow_floats(&ctx->plane[p][i], &ctx->plane_capacity[p][i], n,
+                                      what[p][i]);
+            if (rc)
+                return rc;
+            vdnn_plane_normalise(pic->data[i], pic->stride[i], pic->w[i], pic->h[i], pic->bpc,
+                                 ctx->plane[p][i]);
+            f->plane[p][i] = ctx->plane[p][i];
+        }
     }
     return 0;
 }
@@ -575,7 +614,7 @@ static int check_frame_budgets(const VmafDnnContext *ctx, const VmafDnnPicture *
     if (!dist)
         return 0;
     for (size_t i = 0; i < ctx->n_models; i++) {
-        int rc = vdnn_tiny_model_check_frame(ctx->model[i], dist->w[0], dist->h[0]);
+        int rc = vdnn_tiny_model_check_frame(ctx->model[i], dist->w, dist->h);
         if (rc)
             return rc;
     }

@@ -289,12 +289,13 @@ static int read_source_offset(const Reader *r, const VdnnJson *obj, const char *
 static int read_source(const Reader *r, const VdnnJson *obj, VdnnSidecarSource *src)
 {
     static const char *const pictures[] = {"reference", "distorted"};
+    static const char *const planes[] = {"y", "u", "v"};
     static const char *const values[] = {"bpc", "width", "height"};
     const char *input = src->input;
     if (vdnn_json_type(obj) != VDNN_JSON_OBJECT)
         return fail_key(r, "input_sources", -1, "input \"%s\" must map to an object, got %s",
                         input, vdnn_json_type_name(obj));
-    int kinds = 0, has_offset = 0;
+    int kinds = 0, has_offset = 0, has_plane = 0;
     for (size_t i = 0; i < vdnn_json_count(obj); i++) {
         size_t len;
         const char *k = vdnn_json_key_at(obj, i, &len);
@@ -303,9 +304,11 @@ static int read_source(const Reader *r, const VdnnJson *obj, VdnnSidecarSource *
             kinds++;
         else if (strcmp(k, "offset") == 0)
             has_offset = 1;
+        else if (strcmp(k, "plane") == 0)
+            has_plane = 1;
         else
             return fail_key(r, "input_sources", -1, "input \"%s\": unknown member %s (known: "
-                            "picture, value, feature, offset)", input,
+                            "picture, plane, value, feature, offset)", input,
                             vdnn_json_excerpt(k, len, &quoted));
     }
     if (kinds != 1)
@@ -314,6 +317,9 @@ static int read_source(const Reader *r, const VdnnJson *obj, VdnnSidecarSource *
     const VdnnJson *v;
     size_t len;
     const char *s;
+    if (has_plane && !vdnn_json_member(obj, "picture"))
+        return fail_key(r, "input_sources", -1, "input \"%s\": \"plane\" belongs to a "
+                        "\"picture\" source", input);
     if ((v = vdnn_json_member(obj, "value"))) {
         src->kind = VDNN_SOURCE_VALUE;
         if (has_offset)
@@ -340,6 +346,19 @@ static int read_source(const Reader *r, const VdnnJson *obj, VdnnSidecarSource *
         if (!found)
             return fail_key(r, "input_sources", -1, "input \"%s\": \"picture\" must be "
                             "\"reference\" or \"distorted\"", input);
+        src->plane = VDNN_PLANE_Y;
+        if ((v = vdnn_json_member(obj, "plane"))) {
+            s = vdnn_json_string(v, &len);
+            found = 0;
+            for (size_t i = 0; s && i < COUNT(planes); i++)
+                if (strlen(planes[i]) == len && memcmp(s, planes[i], len) == 0) {
+                    src->plane = (VdnnSourcePlane)i;
+                    found = 1;
+                }
+            if (!found)
+                return fail_key(r, "input_sources", -1, "input \"%s\": \"plane\" must be "
+                                "\"y\", \"u\" or \"v\"", input);
+        }
         /* Future pictures would hold every frame back; features can look
          * ahead instead (their models run late, see context.h). */
         return read_source_offset(r, obj, input, -VMAF_DNN_MAX_FRAME_OFFSET, 0, &src->offset);

@@ -38,12 +38,13 @@
  *   "input_sources"     object: model input name -> where that input is fed
  *                       from, one of (no other members; see context.h)
  *                         {"picture": "reference"|"distorted",
+ *                          "plane": "y"|"u"|"v",
  *                          "offset": integer in [-VMAF_DNN_MAX_FRAME_OFFSET, 0]}
  *                         {"value": "bpc"|"width"|"height"}
  *                         {"feature": non-empty string,
  *                          "offset": integer in [-VMAF_DNN_MAX_FRAME_OFFSET,
  *                                                VMAF_DNN_MAX_FRAME_OFFSET]}
- *                       ("offset" defaults to 0)
+ *                       ("offset" defaults to 0, "plane" to "y")
  *   "output_keys"       array of non-empty strings: the exact feature key of
  *                       each attached output, in slot order
  *   "requires"          array of non-empty strings: model files, relative to
@@ -80,7 +81,7 @@ typedef enum VdnnSidecarResize {
 
 /* Where an "input_sources" input is fed from. */
 typedef enum VdnnSourceKind {
-    VDNN_SOURCE_PICTURE = 1, /* a luma plane, this frame's or a past one's */
+    VDNN_SOURCE_PICTURE = 1, /* a plane, this frame's or a past one's */
     VDNN_SOURCE_VALUE,       /* a number describing the frame */
     VDNN_SOURCE_FEATURE,     /* a stored feature, this frame's or a neighbour's */
 } VdnnSourceKind;
@@ -89,6 +90,13 @@ typedef enum VdnnSourcePicture {
     VDNN_PICTURE_REFERENCE = 0,
     VDNN_PICTURE_DISTORTED = 1,
 } VdnnSourcePicture;
+
+/* A picture's plane, as VmafDnnPicture numbers them. */
+typedef enum VdnnSourcePlane {
+    VDNN_PLANE_Y = 0,
+    VDNN_PLANE_U = 1,
+    VDNN_PLANE_V = 2,
+} VdnnSourcePlane;
 
 typedef enum VdnnSourceValue {
     VDNN_VALUE_BPC = 0,
@@ -100,6 +108,7 @@ typedef struct VdnnSidecarSource {
     char *input;            /* the model input's name */
     VdnnSourceKind kind;
     VdnnSourcePicture picture; /* PICTURE */
+    VdnnSourcePlane plane;     /* PICTURE */
     VdnnSourceValue value;     /* VALUE */
     char *feature;          /* FEATURE; NULL otherwise */
     int offset;             /* PICTURE and FEATURE: frame offset */

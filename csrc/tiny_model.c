@@ -2,6 +2,7 @@
  * tiny-model rules (documented on vmaf_dnn_use_tiny_model), decides how its
  * inputs are fed and what its outputs are called, and runs it per frame. */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,7 @@ struct VdnnTinyModel {
     /* Image inputs: those the sidecar's "input_sources" leaves unbound
      * first ([reference, distorted] or [distorted]), then the sourced ones. */
     size_t n_image, n_unbound;
+    VdnnSourcePlane plane;         /* the plane every image input reads */
     const char **image_name;       /* n_image names, owned by the session */
     size_t *image_slot;            /* their input slots */
     TinyImageSource *image_src;    /* n_image */
@@ -209,8 +211,18 @@ static int add_scalar(VdnnTinyModel *m, const VmafDnnTensorInfo *in, const VdnnS
     return 0;
 }
 
-static void add_image(VdnnTinyModel *m, size_t slot, const VdnnSidecarSource *src)
+/* Every image input reads the same plane: each plane has its own size (4:2:0
+ * chroma is a quarter of luma), and a model's image inputs share one H x W. */
+static int add_image(VdnnTinyModel *m, size_t slot, const VdnnSidecarSource *src)
 {
+    static const char *const names[] = {"Y", "U", "V"};
+    const VdnnSourcePlane plane = src ? src->plane : VDNN_PLANE_Y;
+    if (m->n_image && plane != m->plane)
+        return vdnn_fail(-ENOTSUP, "model %s: image input \"%s\" reads plane %s, \"%s\" plane "
+                         "%s; the image inputs of one model read one plane (planes differ in "
+                         "size): attach a model per plane", m->path, input_info(m, slot).name,
+                         names[plane], m->image_name[0], names[m->plane]);
+    m->plane = plane;
     const size_t k = m->n_image++;
     m->image_slot[k] = slot;
     m->image_name[k] = input_info(m, slot).name;
@@ -221,6 +233,7 @@ static void add_image(VdnnTinyModel *m, size_t slot, const VdnnSidecarSource *sr
         if ((unsigned)-src->offset > h->depth)
             h->depth = (unsigned)-src->offset;
     }
+    return 0;
 }
 
 /* Sorts the inputs into sourced ones ("input_sources"), unbound images
@@ -276,8 +289,9 @@ static int classify_inputs(VdnnTinyModel *m, size_t *vector_slot, size_t *n_vect
                                  "\"input_sources\"", m->path);
             if ((rc = check_image_input(m, &in, n)))
                 return rc;
+            if ((rc = add_image(m, i, src)))
+                return rc;
             m->n_unbound += !src;
-            add_image(m, i, src);
         }
     }
     /* Unbound images read this frame: [reference, distorted] or [distorted]. */
@@ -513,8 +527,8 @@ static int setup_outputs(VdnnTinyModel *m)
 /* Memory budget of the per-frame buffers                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Bytes the model's per-frame buffers take for a frame of fw x fh fed at
- * tw x th: the context's fp32 luma planes it reads (one per picture read);
+/* Bytes the model's per-frame buffers take for a plane of fw x fh fed at
+ * tw x th: the context's fp32 planes it reads (one per picture read);
  * when `resized`, the resized planes and the resizer's row pass; the past
  * planes it keeps ("input_sources" offsets); and the session's FLOAT16
  * copies of FLOAT16 image inputs. The resizer's tap tables (O(W + H)) are
@@ -557,10 +571,12 @@ static int check_attach_budget(const VdnnTinyModel *m)
                         when, 0);
 }
 
-int vdnn_tiny_model_check_frame(const VdnnTinyModel *m, unsigned w, unsigned h)
+int vdnn_tiny_model_check_frame(const VdnnTinyModel *m, const unsigned pw[3],
+                                const unsigned ph[3])
 {
     if (!m->n_image)
         return 0;
+    const unsigned w = pw[m->plane], h = ph[m->plane];
     const unsigned tw = m->model_w < 0 ? w : (unsigned)m->model_w;
     const unsigned th = m->model_h < 0 ? h : (unsigned)m->model_h;
     const int resized = (tw != w || th != h) && m->resize != VMAF_DNN_RESIZE_NONE;
@@ -868,6 +884,20 @@ const char *vdnn_tiny_model_read(const VdnnTinyModel *m, size_t i, int *offset)
     return src->feature;
 }
 
+unsigned vdnn_tiny_model_planes(const VdnnTinyModel *m)
+{
+    unsigned bits = 0;
+    for (size_t k = 0; k < m->n_image; k++)
+        bits |= 1u << (m->image_src[k].picture * 3 + m->plane);
+    return bits;
+}
+
+void vdnn_tiny_model_min_size(const VdnnTinyModel *m, unsigned *w, unsigned *h)
+{
+    *w = m->sc->has_min_width ? (unsigned)m->sc->min_width : 1;
+    *h = m->sc->has_min_height ? (unsigned)m->sc->min_height : 1;
+}
+
 unsigned vdnn_tiny_model_lag(const VdnnTinyModel *m)
 {
     return m->lag;
@@ -916,14 +946,15 @@ static int fit_size(VdnnTinyModel *m, unsigned w, unsigned h, unsigned *tw, unsi
 static int target_size(VdnnTinyModel *m, const VdnnTinyFrame *f, unsigned *tw, unsigned *th,
                        int *resize)
 {
-    if (!fit_size(m, f->w, f->h, tw, th, resize))
+    const unsigned w = f->w[m->plane], h = f->h[m->plane];
+    if (!fit_size(m, w, h, tw, th, resize))
         return 0;
-    if ((m->model_w < 0 && f->w != m->locked_w) || (m->model_h < 0 && f->h != m->locked_h))
+    if ((m->model_w < 0 && w != m->locked_w) || (m->model_h < 0 && h != m->locked_h))
         return vdnn_fail(-ERANGE, "frame %u is %ux%u; model %s runs at native resolution, which "
-                         "its first frame set to %ux%u", f->index, f->w, f->h, m->path,
+                         "its first frame set to %ux%u", f->index, w, h, m->path,
                          m->locked_w, m->locked_h);
     return vdnn_fail(-ERANGE, "frame %u is %ux%u, model %s takes %ux%u; choose a resize mode",
-                     f->index, f->w, f->h, m->path, *tw, *th);
+                     f->index, w, h, m->path, *tw, *th);
 }
 
 static int grow_resized(VdnnTinyModel *m, size_t n)
@@ -940,9 +971,10 @@ static int grow_resized(VdnnTinyModel *m, size_t n)
     return 0;
 }
 
-static const float *frame_plane(const VdnnTinyFrame *f, VdnnSourcePicture p)
+static const float *frame_plane(const VdnnTinyModel *m, const VdnnTinyFrame *f,
+                                VdnnSourcePicture p)
 {
-    return p == VDNN_PICTURE_REFERENCE ? f->ref : f->dist;
+    return f->plane[p][m->plane];
 }
 
 /* The plane `back` frames before this one, at the model's size; NULL when
@@ -966,7 +998,8 @@ static int feed_images(VdnnTinyModel *m, const VdnnTinyFrame *f, VmafDnnInput *i
     int resize = 0, rc = target_size(m, f, tw, th, &resize);
     if (rc)
         return rc;
-    if (resize && ((rc = vdnn_resizer_prepare(&m->resizer, m->resize, f->w, f->h, *tw, *th)) ||
+    if (resize && ((rc = vdnn_resizer_prepare(&m->resizer, m->resize, f->w[m->plane],
+                                              f->h[m->plane], *tw, *th)) ||
                    (rc = grow_resized(m, (size_t)*tw * *th))))
         return rc;
     m->image_shape[0] = m->image_shape[1] = 1; /* batch folded to 1, one luma plane */
@@ -975,7 +1008,7 @@ static int feed_images(VdnnTinyModel *m, const VdnnTinyFrame *f, VmafDnnInput *i
     for (size_t k = 0; k < m->n_image; k++) {
         const float *data = past_plane(m, m->image_src[k].picture, m->image_src[k].back);
         if (!data) {
-            data = frame_plane(f, m->image_src[k].picture);
+            data = frame_plane(m, f, m->image_src[k].picture);
             if (resize) {
                 vdnn_resizer_run(&m->resizer, data, m->resized[k]);
                 data = m->resized[k];
@@ -984,6 +1017,15 @@ static int feed_images(VdnnTinyModel *m, const VdnnTinyFrame *f, VmafDnnInput *i
         in[(*n)++] = (VmafDnnInput){m->image_name[k], data, m->image_shape, 4};
     }
     return 0;
+}
+
+/* A picture smaller than the model's receptive field (its sidecar's
+ * min_width x min_height): the model is not run on it. */
+static int too_small(const VdnnTinyModel *m, const VdnnTinyFrame *f)
+{
+    unsigned w, h;
+    vdnn_tiny_model_min_size(m, &w, &h);
+    return m->n_image && (f->w[m->plane] < w || f->h[m->plane] < h);
 }
 
 static void forget_history(VdnnTinyModel *m)
@@ -998,14 +1040,15 @@ int vdnn_tiny_model_remember(VdnnTinyModel *m, const VdnnTinyFrame *f)
         return 0;
     unsigned tw, th;
     int resize;
-    if (fit_size(m, f->w, f->h, &tw, &th, &resize)) {
+    const unsigned fw = f->w[m->plane], fh = f->h[m->plane];
+    if (too_small(m, f) || fit_size(m, fw, fh, &tw, &th, &resize)) {
         forget_history(m);
         return 0; /* the frame failed on this model already, with its message */
     }
     const size_t n = (size_t)tw * th;
     int rc = 0;
     if (resize)
-        rc = vdnn_resizer_prepare(&m->resizer, m->resize, f->w, f->h, tw, th);
+        rc = vdnn_resizer_prepare(&m->resizer, m->resize, fw, fh, tw, th);
     for (int p = 0; p < 2 && !rc; p++) {
         TinyHistory *h = &m->history[p];
         for (unsigned k = 0; k < h->depth && !rc && n > m->history_cap; k++) {
@@ -1026,7 +1069,7 @@ int vdnn_tiny_model_remember(VdnnTinyModel *m, const VdnnTinyFrame *f)
         TinyHistory *h = &m->history[p];
         if (!h->depth)
             continue;
-        const float *src = frame_plane(f, (VdnnSourcePicture)p);
+        const float *src = frame_plane(m, f, (VdnnSourcePicture)p);
         if (resize)
             vdnn_resizer_run(&m->resizer, src, h->plane[h->next]);
         else
@@ -1109,15 +1152,17 @@ const char *vdnn_tiny_model_scored_key(const VdnnTinyModel *m, const VdnnFeature
 }
 
 /* Appends the outputs, all or none: the keys are checked before the first
- * append (which then fails only for lack of memory). */
-static int store_scores(const VdnnTinyModel *m, const VdnnTinyFrame *f, VdnnFeatureCollector *fc)
+ * append (which then fails only for lack of memory). `missing`: NaN for
+ * every output (a frame the model cannot score). */
+static int store_scores(const VdnnTinyModel *m, const VdnnTinyFrame *f, VdnnFeatureCollector *fc,
+                        int missing)
 {
     const char *scored = vdnn_tiny_model_scored_key(m, fc, f->index);
     if (scored)
         return vdnn_fail(-EEXIST, "model %s: feature \"%s\" already has a value for frame %u",
                          m->path, scored, f->index);
     for (size_t s = 0; s < m->n_out; s++) {
-        double v = m->value[s];
+        double v = missing ? NAN : m->value[s];
         if (m->sc->has_cap_db_per_bpc) {
             /* Written so that NaN stays NaN (fmin would replace it). */
             const double cap = m->sc->cap_db_per_bpc[0] * f->bpc + m->sc->cap_db_per_bpc[1];
@@ -1137,6 +1182,8 @@ int vdnn_tiny_model_run(VdnnTinyModel *m, const VdnnTinyFrame *f, VdnnFeatureCol
     size_t n = 0;
     unsigned tw = 0, th = 0;
     int rc = 0;
+    if (too_small(m, f))
+        return store_scores(m, f, fc, 1);
     if (m->n_image)
         rc = feed_images(m, f, in, &n, &tw, &th);
     if (!rc && m->vector_name)
@@ -1153,5 +1200,5 @@ int vdnn_tiny_model_run(VdnnTinyModel *m, const VdnnTinyFrame *f, VdnnFeatureCol
                 return vdnn_fail(-ENOTSUP, "model %s: output \"%s\" gave %zu values at frame %u; "
                                  "attached tiny models must output scalars", m->path,
                                  m->outputs[s].name, m->outputs[s].count, f->index);
-    return rc ? rc : store_scores(m, f, fc);
+    return rc ? rc : store_scores(m, f, fc, 0);
 }

@@ -36,16 +36,18 @@ typedef struct VdnnTinyModelOptions {
     void *opaque;
 } VdnnTinyModelOptions;
 
-/* One frame's luma, normalised (vdnn_plane_normalise), rows contiguous,
- * owned by the caller. ref is NULL when the caller gave no reference; dist
- * is NULL when no picture was given (then w, h and bpc are 0): always so for
- * a model that runs behind (lag > 0), which reads features only.
+/* One frame's planes, normalised (vdnn_plane_normalise), rows contiguous,
+ * owned by the caller: plane[picture][plane] (VdnnSourcePicture,
+ * VdnnSourcePlane) is set for the planes some model reads
+ * (vdnn_tiny_model_planes), NULL otherwise; w[i] x h[i] is plane i's size.
+ * With no picture (then w, h and bpc are 0) every plane is NULL: always so
+ * for a model that runs behind (lag > 0), which reads features only.
  * Features at frame offsets are read from frame index + offset kept inside
  * [first, last]: the sequence's first frame and the last frame read so far
  * (first = 0, last = index where frames have no order). */
 typedef struct VdnnTinyFrame {
-    const float *ref, *dist;
-    unsigned w, h, bpc;
+    const float *plane[2][3];
+    unsigned w[3], h[3], bpc;
     unsigned index;
     unsigned first, last;
 } VdnnTinyFrame;
@@ -62,12 +64,22 @@ void vdnn_tiny_model_close(VdnnTinyModel *m);
  * (vmaf_dnn_session_cancel). Thread-safe; the caller keeps m alive. */
 void vdnn_tiny_model_cancel(VdnnTinyModel *m);
 
-/* Checks that the model's per-frame buffers for a w x h frame (the fp32
- * luma planes it reads, resize scratch when the frame will be resized,
+/* Checks that the model's per-frame buffers for a frame whose planes are
+ * w[i] x h[i] (the fp32 planes it reads, resize scratch when the frame will be resized,
  * FLOAT16 copies) fit the policy's max_memory_bytes, before any of them is
  * allocated. Native-resolution models meet their real size here first.
  * Returns 0 or -EDQUOT naming the input, the sizes and the bytes. */
-int vdnn_tiny_model_check_frame(const VdnnTinyModel *m, unsigned w, unsigned h);
+int vdnn_tiny_model_check_frame(const VdnnTinyModel *m, const unsigned w[3],
+                                const unsigned h[3]);
+
+/* The planes the model's image inputs read: bit picture * 3 + plane
+ * (VdnnSourcePicture, VdnnSourcePlane) for each; 0 for a FEATURES model. */
+unsigned vdnn_tiny_model_planes(const VdnnTinyModel *m);
+
+/* The smallest plane the model scores (its sidecar's min_width and
+ * min_height, 1 where absent): a smaller frame gets NaN for every output
+ * of the model instead of a run (see vdnn_tiny_model_run). */
+void vdnn_tiny_model_min_size(const VdnnTinyModel *m, unsigned *w, unsigned *h);
 
 const char *vdnn_tiny_model_path(const VdnnTinyModel *m);
 VmafDnnModelKind vdnn_tiny_model_kind(const VdnnTinyModel *m);
@@ -110,7 +122,9 @@ const char *vdnn_tiny_model_scored_key(const VdnnTinyModel *m, const VdnnFeature
 /* Runs the model on one frame: feeds the planes its kind needs (the caller
  * checked they are there) and its features from fc, and appends every output
  * to fc under its key, all or none: when vdnn_tiny_model_scored_key() finds
- * a key, nothing is appended. Returns 0, -ERANGE (a frame that does not
+ * a key, nothing is appended. A frame whose plane is smaller than the
+ * model's minimum size (vdnn_tiny_model_min_size) is not run: every output
+ * gets NaN for it (libvmaf writes its SSIM of such a frame as null). Returns 0, -ERANGE (a frame that does not
  * fit), -ENOENT (a missing feature), -ENOTSUP (a non-scalar result), -EEXIST
  * (a key already has this frame), -ENOMEM, or a session run's code. */
 int vdnn_tiny_model_run(VdnnTinyModel *m, const VdnnTinyFrame *frame, VdnnFeatureCollector *fc);

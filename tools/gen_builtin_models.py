@@ -289,6 +289,107 @@ def build_sharpness_nr():
                    "Variance of the 3x3 Laplacian of the luma plane, valid region.")
 
 
+# ---- libvmaf-compatible variants: the graphs above, fed or prefixed differently --------------
+
+def renamed(model, name, output, doc):
+    """`model` with its graph, single output and doc string renamed (the node that wrote the old
+    output writes the new one)."""
+    graph = model.graph
+    old = graph.output[0].name
+    for node in graph.node:
+        for i, out in enumerate(node.output):
+            if out == old:
+                node.output[i] = output
+    graph.output[0].name = output
+    graph.name = name
+    graph.doc_string = doc
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def build_psnr_chroma(name):
+    """psnr_y's graph under another name: the sidecar's input_sources feed it a chroma plane (at
+    its own resolution, normalised like luma), which is how libvmaf's psnr computes psnr_cb and
+    psnr_cr."""
+    plane = "Cb (U)" if name == "psnr_cb" else "Cr (V)"
+    return renamed(build_psnr_y(), name, name,
+                   f"PSNR of the {plane} plane: 10*log10(1/MSE) on [0,1] data, MSE floored at "
+                   "1e-20.")
+
+
+def libvmaf_decimate(g, x):
+    """libvmaf's float_ssim downscaling of x [1, 1, H, W]: scale s = max(1, round(min(H, W) /
+    256)) (halves rounded up, as iqa's _round), then on each axis of length N, N // s + N % 2
+    samples (iqa's _iqa_decimate sizes, quirk included), sample i the mean of the s taps
+    i*s - s//2 .. i*s - s//2 + s - 1 (iqa's even-kernel centring: for s = 2, taps i*s - 1 and
+    i*s), mirrored at the borders as KBND_SYMMETRIC does (-1 -> 0, N -> N - 1). The two axes are
+    separable (a box of equal weights, mirrored per coordinate). Box sums come from a running sum
+    in double over the frame padded by s on each side, so the cost does not grow with s."""
+    i64 = lambda v: g.const(v, np.int64)  # noqa: E731
+    shape = g.op("Shape", x)
+    hw = g.op("Slice", shape, i64([2]), i64([4]))
+    least = g.op("Cast", g.op("ReduceMin", hw, keepdims=0), to=TensorProto.DOUBLE)
+    rounded = g.op("Floor", g.op("Add", g.op("Div", least, g.const(256.0, np.float64)),
+                                 g.const(0.5, np.float64)))
+    s = g.op("Max", g.op("Cast", rounded, to=TensorProto.INT64), i64(1))
+    half = g.op("Div", s, i64(2))
+    y = g.op("Cast", x, to=TensorProto.DOUBLE)
+    for axis in (2, 3):
+        n = g.op("Gather", shape, i64(axis))
+        # Mirrored positions -s .. n + s - 1, then their running sums.
+        pos = g.op("Range", g.op("Neg", s), g.op("Add", n, s), i64(1))
+        below = g.op("Sub", i64(-1), pos)
+        above = g.op("Sub", g.op("Sub", g.op("Mul", n, i64(2)), i64(1)), pos)
+        mirrored = g.op("Where", g.op("Less", pos, i64(0)), below,
+                        g.op("Where", g.op("GreaterOrEqual", pos, n), above, pos))
+        running = g.op("CumSum", g.op("Gather", y, mirrored, axis=axis), i64(axis))
+        odd = g.op("Sub", n, g.op("Mul", g.op("Div", n, i64(2)), i64(2)))  # Mod is not allowed
+        count = g.op("Add", g.op("Div", n, s), odd)
+        # First tap of output i in padded coordinates: i*s - s//2 + s; the box sum is
+        # running[first + s - 1] - running[first - 1].
+        first = g.op("Add", g.op("Sub", g.op("Mul", g.op("Range", i64(0), count, i64(1)), s),
+                                 half), s)
+        last = g.op("Sub", g.op("Add", first, s), i64(1))
+        before = g.op("Sub", first, i64(1))
+        y = g.op("Sub", g.op("Gather", running, last, axis=axis),
+                 g.op("Gather", running, before, axis=axis))
+    area = g.op("Cast", g.op("Mul", s, s), to=TensorProto.DOUBLE)
+    return g.op("Cast", g.op("Div", y, area), to=TensorProto.FLOAT)
+
+
+def build_float_ssim():
+    """ssim_y's graph on frames downscaled as libvmaf's float_ssim does by default (scale=0,
+    automatic): libvmaf_decimate in front, the full-resolution frames as inputs."""
+    model = build_ssim_y()
+    graph = model.graph
+    pre = Graph("dec_")
+    scaled = {}
+    for name in ("reference", "distorted"):
+        out = libvmaf_decimate(pre, name)
+        scaled[name] = f"{name}_scaled"
+        pre.nodes.append(helper.make_node("Identity", [out], [scaled[name]], name=f"dec_{name}"))
+    body = list(graph.node)
+    for node in body:
+        _rename_inputs(node, scaled)
+    del graph.node[:]
+    graph.node.extend(pre.nodes + body)
+    graph.initializer.extend(pre.inits)
+    return renamed(model, "float_ssim", "float_ssim",
+                   "libvmaf float_ssim: frames decimated by max(1, round(min(w,h)/256)) (box "
+                   "filter, iqa's taps), then ssim_y's SSIM.")
+
+
+def _rename_inputs(node, names):
+    """Renames the inputs of node, and of every node in its subgraphs (outer-scope reads)."""
+    for i, name in enumerate(node.input):
+        if name in names:
+            node.input[i] = names[name]
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.GRAPH:
+            for sub in attr.g.node:
+                _rename_inputs(sub, names)
+
+
 def sidecars():
     return {
         "psnr_y": {
@@ -369,10 +470,48 @@ def sidecars():
     }
 
 
+def chroma_sources(plane):
+    return {p: {"picture": p, "plane": plane} for p in ("reference", "distorted")}
+
+
+def libvmaf_sidecars(meta):
+    """Sidecars of the libvmaf-compatible variants, built on those of psnr_y and ssim_y."""
+    psnr = {k: v for k, v in meta["psnr_y"].items()
+            if k not in ("input_names", "output_names", "name", "meaning", "description")}
+    chroma = ("PSNR of a chroma plane at its own resolution (4:2:0: a quarter of luma), "
+              "normalised by 2^bpc-1 like luma and capped at 6*bpc+12 dB, as libvmaf's psnr "
+              "feature computes psnr_cb and psnr_cr.")
+    cb = dict(psnr, name="psnr_cb", input_sources=chroma_sources("u"),
+              description="Cb (U) plane: " + chroma,
+              meaning=("PSNR of the distorted Cb (U) plane against the reference, in dB; read "
+                       "like psnr_y (higher is closer, the cap means identical planes)."))
+    full = dict(psnr, name="psnr", input_sources=chroma_sources("v"),
+                output_keys=["psnr_cr"], requires=["psnr_y.onnx", "psnr_cb.onnx"],
+                description=("libvmaf's psnr feature: psnr_y, psnr_cb and psnr_cr, each plane at "
+                             "its own resolution and capped at 6*bpc+12 dB. Attaching it attaches "
+                             "psnr_y and psnr_cb (\"requires\") and scores the Cr (V) plane as "
+                             "psnr_cr itself; the frames must carry their U and V planes."),
+                meaning=("PSNR per plane in dB (psnr_y, psnr_cb, psnr_cr); higher is closer to "
+                         "the reference, the cap (60 dB at 8 bits) means identical planes."))
+    ssim = {k: v for k, v in meta["ssim_y"].items()
+            if k not in ("output_names", "name", "description")}
+    float_ssim = dict(ssim, name="float_ssim", description=(
+        "libvmaf's float_ssim with its default (automatic) downscaling: both frames decimated by "
+        "scale = max(1, round(min(w,h)/256)) (4 at 1080p, 1 below 384 lines) with iqa's box "
+        "filter (scale x scale taps starting scale/2 before each kept sample, mirrored at the "
+        "borders; w/scale + w%2 by h/scale + h%2 samples), then ssim_y's SSIM (11x11 Gaussian, "
+        "sigma 1.5, valid region). Agrees with libvmaf's float_ssim within ~1e-3 (libvmaf rounds "
+        "its Gaussian taps to 6 decimals); ssim_y is the same without the downscaling."))
+    return {"psnr_cb": cb, "psnr": full, "float_ssim": float_ssim}
+
+
 BUILDERS = {
     "psnr_y": build_psnr_y,
     "ssim_y": build_ssim_y,
     "sharpness_nr": build_sharpness_nr,
+    "psnr_cb": lambda: build_psnr_chroma("psnr_cb"),
+    "psnr": lambda: build_psnr_chroma("psnr_cr"),
+    "float_ssim": build_float_ssim,
 }
 
 
@@ -390,6 +529,7 @@ def main(argv):
     outdir = argv[1]
     os.makedirs(outdir, exist_ok=True)
     meta = sidecars()
+    meta.update(libvmaf_sidecars(meta))
     for name, build in BUILDERS.items():
         write_bytes(os.path.join(outdir, name + ".onnx"), build().SerializeToString())
         text = json.dumps(meta[name], indent=2) + "\n"

@@ -29,7 +29,7 @@ from . import models as _builtin
 from . import names
 from ._native import NativeHandle, c_name, c_path, check, decode_name, ensure_ort, ffi, lib
 from .errors import InvalidArgumentError, RangeError
-from .session import device_value, model_policy
+from .session import MAX_DEVICE_INDEX, MAX_THREADS, config_int, device_value, model_policy
 from .video import Frame
 
 __all__ = ["Context", "ModelInfo", "RESIZE_MODES", "POOL_METHODS", "OUTPUT_FORMATS",
@@ -87,61 +87,72 @@ def _session_config(cfg, device, device_index, threads, fp16_io) -> None:
     if device is not None:
         cfg.device = device_value(device)
     if device_index is not None:
-        cfg.device_index = int(device_index)
+        cfg.device_index = config_int("device_index", device_index, MAX_DEVICE_INDEX)
     if threads is not None:
-        cfg.threads = int(threads)
+        cfg.threads = config_int("threads", threads, MAX_THREADS)
     if fp16_io is not None:
         cfg.fp16_io = bool(fp16_io)
 
 
 class _Picture:
-    """A reusable VmafDnnPicture filled from a Frame or a 2-D luma array.
-
-    Only the luma plane is passed (models read nothing else, so U and V are
-    left NULL rather than checked for nothing)."""
+    """A reusable VmafDnnPicture filled from a Frame (Y, U and V: models may
+    read chroma, such as psnr's psnr_cb and psnr_cr) or a 2-D luma array (U
+    and V left NULL)."""
 
     def __init__(self):
         self.c = ffi.new("VmafDnnPicture *")
-        self._keep = None  # the buffer (or array) whose memory c.data[0] points at
+        self._keep = None  # the arrays (and buffers) whose memory c.data[] points at
 
     def fill(self, picture, bitdepth: Optional[int], what: str):
         if isinstance(picture, Frame):
-            plane, bpc = picture.y, picture.bitdepth
+            planes, bpc = picture.planes(), picture.bitdepth
         else:
             plane = picture if type(picture) is np.ndarray else np.asarray(picture)
-            bpc = _array_bitdepth(plane, bitdepth, what)
-        if plane.ndim != 2:
-            raise InvalidArgumentError(
-                errno.EINVAL, f"{what}: expected a 2-D luma plane, got shape {plane.shape}")
-        itemsize = 1 if bpc == 8 else 2
-        if plane.dtype.itemsize != itemsize or plane.dtype.kind != "u":
-            raise InvalidArgumentError(
-                errno.EINVAL, f"{what}: {bpc}-bit samples must be "
-                              f"{'uint8' if bpc == 8 else 'uint16'}, got {plane.dtype}")
-        if not plane.dtype.isnative:
-            plane = plane.astype(plane.dtype.newbyteorder("="))
-        if plane.flags.c_contiguous:
-            buf, stride = ffi.from_buffer(plane), plane.shape[1] * itemsize
-        elif plane.strides[1] == itemsize and plane.strides[0] >= plane.shape[1] * itemsize:
-            # Rows contiguous but spaced (a crop): the address and row stride
-            # are enough; the array is kept alive below for the call.
-            buf = ffi.cast("const void *", plane.__array_interface__["data"][0])
-            stride = plane.strides[0]
-        else:
-            plane = np.ascontiguousarray(plane)
-            buf, stride = ffi.from_buffer(plane), plane.shape[1] * itemsize
-        self._keep = (plane, buf)
+            planes, bpc = (plane,), _array_bitdepth(plane, bitdepth, what)
         c = self.c
-        c.data[0] = buf
-        c.stride[0] = stride
-        c.w[0] = plane.shape[1]
-        c.h[0] = plane.shape[0]
+        keep = []
+        for i in range(3):
+            if i >= len(planes):
+                c.data[i] = ffi.NULL
+                continue
+            plane, buf, stride = _plane_buffer(planes[i], bpc, what)
+            keep.append((plane, buf))
+            c.data[i] = buf
+            c.stride[i] = stride
+            c.w[i] = plane.shape[1]
+            c.h[i] = plane.shape[0]
+        self._keep = keep
         c.bpc = bpc
         return c
 
     def release(self) -> None:
         self._keep = None
-        self.c.data[0] = ffi.NULL
+        for i in range(3):
+            self.c.data[i] = ffi.NULL
+
+
+def _plane_buffer(plane: np.ndarray, bpc: int, what: str):
+    """(array, address, row stride in bytes) of one plane, copied only when its
+    rows are not contiguous."""
+    if plane.ndim != 2:
+        raise InvalidArgumentError(
+            errno.EINVAL, f"{what}: expected a 2-D luma plane, got shape {plane.shape}")
+    itemsize = 1 if bpc == 8 else 2
+    if plane.dtype.itemsize != itemsize or plane.dtype.kind != "u":
+        raise InvalidArgumentError(
+            errno.EINVAL, f"{what}: {bpc}-bit samples must be "
+                          f"{'uint8' if bpc == 8 else 'uint16'}, got {plane.dtype}")
+    if not plane.dtype.isnative:
+        plane = plane.astype(plane.dtype.newbyteorder("="))
+    if plane.flags.c_contiguous:
+        return plane, ffi.from_buffer(plane), plane.shape[1] * itemsize
+    if plane.strides[1] == itemsize and plane.strides[0] >= plane.shape[1] * itemsize:
+        # Rows contiguous but spaced (a crop): the address and row stride are
+        # enough; the array is kept alive by the caller for the call.
+        return (plane, ffi.cast("const void *", plane.__array_interface__["data"][0]),
+                plane.strides[0])
+    plane = np.ascontiguousarray(plane)
+    return plane, ffi.from_buffer(plane), plane.shape[1] * itemsize
 
 
 def _frame_index(index, clamp: bool = False) -> int:
