@@ -34,7 +34,7 @@ from . import models as builtin_models
 from . import names
 from ._native import ffi, lib
 from .errors import DnnError
-from .scoring import Canceller, UsageError, score
+from .scoring import Canceller, UsageError, refuse_overwrite, score
 from .session import (EP_PACKAGE_ERRORS, MAX_THREADS, Session, ep_devices, ep_libraries,
                       explain_device)
 
@@ -438,6 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_plot(args) -> int:
     from .plot import plot_reports
+    refuse_overwrite(args.output, "plot", {f"input report {r}": r for r in args.reports})
     plot_reports(args.reports, args.output, labels=args.labels, metrics=args.metrics)
     print(f"plot: {args.output}")
     return 0
@@ -586,6 +587,10 @@ def _check_score_args(args) -> None:
 
 
 def cmd_score(args) -> int:
+    refuse_overwrite(args.plot, "plot", {"reference input": args.reference,
+                                         "distorted input": args.distorted,
+                                         "features file": args.features,
+                                         "report": args.output})
     if args.plot is not None:
         from .plot import check_output
         check_output(args.plot)

@@ -10,7 +10,10 @@ import io
 import itertools
 import json
 import math
+import operator
 import os
+import stat
+import sys
 import threading
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -22,7 +25,14 @@ from .errors import RunCancelledError
 from .video import Frame, VideoFormatError, Y4MReader, describe_reader, open_video
 
 __all__ = ["score", "Canceller", "InputMismatchError", "UsageError", "load_features",
-           "DEFAULT_FR_MODELS", "DEFAULT_NR_MODELS"]
+           "refuse_overwrite", "DEFAULT_FR_MODELS", "DEFAULT_NR_MODELS",
+           "MAX_FEATURES_FILE_BYTES"]
+
+#: Largest features file load_features() reads: it is parsed whole, so an
+#: endless source (``--features /dev/zero``, a pipe that never closes) must
+#: end in an error, not in the OOM killer. A libvmaf JSON report of a
+#: two-hour 60 fps clip with 20 metrics is about 350 MB.
+MAX_FEATURES_FILE_BYTES = 1 << 30
 
 #: Built-in models used when ``models`` is None (the C library's default sets).
 DEFAULT_FR_MODELS = tuple(_builtin.default_models())
@@ -214,13 +224,67 @@ def _check_inputs(ref: _Input, dist: _Input, scale: bool) -> None:
             "instant of the other: convert one first (ffmpeg -i IN -r RATE ...)")
 
 
+def _file_identity(source):
+    """What names the file ``source`` (a path or an open file object) writes
+    or reads: (device, inode) of an existing regular file, the resolved path
+    of one that does not exist yet; None for stdin, pipes, devices and
+    iterables, which a report cannot overwrite."""
+    try:
+        if isinstance(source, (str, bytes, os.PathLike)):
+            if os.fsdecode(source) == "-":
+                return None
+            try:
+                st = os.stat(source)
+            except FileNotFoundError:
+                return os.path.realpath(source)
+        elif hasattr(source, "fileno"):
+            st = os.fstat(source.fileno())
+        else:
+            return None
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+def refuse_overwrite(output, what: str, inputs: Dict[str, object]) -> None:
+    """Raises UsageError when ``output`` (a path about to be written) is the
+    same file as one of ``inputs`` ({role: source}, sources or other
+    outputs), whatever the spelling: ``-o ref.y4m`` would replace the
+    reference with a report (existing files are compared by device and inode,
+    so links and relative paths are caught too)."""
+    if output is None:
+        return
+    target = _file_identity(output)
+    if target is None:
+        return
+    for role, source in inputs.items():
+        if source is not None and _file_identity(source) == target:
+            raise UsageError(f"the {what} {os.fsdecode(output)} is also the {role}; writing it "
+                             "would destroy that: choose another path")
+
+
+def _offset(value, name: str) -> int:
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+    if not 0 <= value <= sys.maxsize:
+        raise UsageError(f"{name} must be 0..{sys.maxsize} frames, got {value}")
+    return value
+
+
 def load_features(path) -> Dict[int, Dict[str, float]]:
     """Per-frame metrics of a libvmaf JSON report: {frameNum: {name: value}}
-    (null values become NaN)."""
+    (null values become NaN). At most MAX_FEATURES_FILE_BYTES are read."""
     name = os.fspath(path)
     try:
         with open(name, "rb") as f:
-            data = json.loads(f.read().decode("utf-8"))
+            raw = f.read(MAX_FEATURES_FILE_BYTES + 1)
+        if len(raw) > MAX_FEATURES_FILE_BYTES:
+            raise ValueError(f"features file {name} is larger than {MAX_FEATURES_FILE_BYTES} "
+                             "bytes (MAX_FEATURES_FILE_BYTES); an endless source such as a "
+                             "device or an open pipe is not a report")
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise ValueError(f"features file {name}: not UTF-8 text ({e.reason})") from None
     except json.JSONDecodeError as e:
@@ -320,7 +384,8 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     differ in size, bit depth, frame rate or frame count (the message
     describes both inputs; a count mismatch stops at the first frame one
     input lacks, reading at most one frame past the shorter one), UsageError (a ValueError) for
-    arguments that cannot work together, VideoFormatError for malformed
+    arguments that cannot work together (an ``output`` that is one of the
+    input files is refused before anything is read), VideoFormatError for malformed
     video, and the DnnError subclasses of the C library (bad model, missing
     feature, ...).
     """
@@ -331,6 +396,11 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     if _is_stdin(reference) and _is_stdin(distorted):
         raise UsageError("reference and distorted cannot both be read from stdin ('-')")
     out_fmt = format_for_path(output, fmt) if output is not None or fmt is not None else None
+    refuse_overwrite(output, "report", {"reference input": reference,
+                                        "distorted input": distorted,
+                                        "features file": features})
+    ref_offset, dist_offset = _offset(ref_offset, "ref_offset"), _offset(dist_offset,
+                                                                          "dist_offset")
     pushed = load_features(features) if features is not None else {}
     model_list = _model_list(models, no_reference)
 

@@ -76,6 +76,23 @@ _POLICY_INTS = {"max_model_bytes": "size_t", "max_loop_nodes": "unsigned",
                 "max_memory_bytes": "uint64_t", "max_run_ms": "unsigned"}
 
 
+def config_int(key: str, value, top: int) -> int:
+    """A VmafDnnConfig integer (``threads``, ``device_index``) checked before
+    cffi sees it: cffi would cut 1.5 to 1, take "4" through int(), and raise
+    a bare OverflowError for 2**40. Out of 0..top is InvalidArgumentError,
+    as C says for threads and device_index out of range."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{key} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if not 0 <= value <= top:
+        raise InvalidArgumentError(errno.EINVAL, f"{key} must be 0..{top} (got {value})")
+    return value
+
+
+#: Largest device_index (a C int).
+MAX_DEVICE_INDEX = (1 << (8 * ffi.sizeof("int") - 1)) - 1
+
+
 def _policy_int(key: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{key} must be an integer, got {type(value).__name__}")
@@ -284,8 +301,8 @@ class Session(NativeHandle):
         ensure_ort()
         cfg = ffi.new("VmafDnnConfig *")
         cfg.device = device_value(device)
-        cfg.device_index = int(device_index)
-        cfg.threads = int(threads)
+        cfg.device_index = config_int("device_index", device_index, MAX_DEVICE_INDEX)
+        cfg.threads = config_int("threads", threads, MAX_THREADS)
         cfg.fp16_io = bool(fp16_io)
         c_policy, keep_alive = model_policy(**policy)
         c_model = c_path(path, "model path")
