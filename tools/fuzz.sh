@@ -91,9 +91,20 @@ python_for_y4m() {
         "$venv/bin/python" -m pip install -q --disable-pip-version-check atheris numpy >&2 ||
             say "atheris could not be installed"
     fi
-    if "$venv/bin/python" -c 'import atheris, numpy' 2>/dev/null; then
+    if ! "$venv/bin/python" -c 'import atheris, numpy' 2>/dev/null; then
+        echo "$python"
+        return
+    fi
+    # The readers import the package's native module, so the package itself
+    # is installed there too: editable, in a build directory of its own.
+    say "installing vmafdnn (editable, build/fuzz-env) into $venv"
+    if "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+            meson-python meson ninja cffi onnx >&2 &&
+       "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
+            --no-deps -Cbuild-dir=build/fuzz-env -e "$repo" >&2; then
         echo "$venv/bin/python"
     else
+        say "vmafdnn could not be installed into $venv"
         echo "$python"
     fi
 }
