@@ -12,8 +12,10 @@
 # any input that crashed, hung, leaked or ran out of memory go to
 # ${VMAFDNN_FUZZ_DIR:-build-fuzz}/ (replay one: build-fuzz/fuzz_sidecar FILE, or
 # python tests/fuzz/fuzz_y4m.py FILE). clang (with libFuzzer) and atheris are
-# installed when missing; atheris lives in its own virtual environment under
-# ${VMAFDNN_CACHE_DIR:-~/.cache/vmafdnn}/envs/fuzz. When atheris cannot be
+# installed when missing (clang through apt-get, system-wide: no Python
+# package ships libFuzzer); atheris lives in its own virtual environment under
+# ${VMAFDNN_CACHE_DIR:-~/.cache/vmafdnn}/envs/fuzz, with this checkout
+# installed editable beside it (build dir build/fuzz-env). When atheris cannot be
 # installed, fuzz_y4m runs as plain random mutation without coverage guidance,
 # and the summary says so.
 #
