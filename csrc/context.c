@@ -436,6 +436,19 @@ VmafDnnModelKind vmaf_dnn_tiny_model_kind(const VmafDnnContext *ctx, size_t mode
     return m ? vdnn_tiny_model_kind(m) : VMAF_DNN_MODEL_INVALID;
 }
 
+int vmaf_dnn_tiny_model_min_size(const VmafDnnContext *ctx, size_t model, unsigned *width,
+                                 unsigned *height)
+{
+    vdnn_clear_error();
+    if (!width || !height)
+        return vdnn_fail(-EINVAL, "tiny_model_min_size: %s is NULL", !width ? "width" : "height");
+    const VdnnTinyModel *m = model_at(ctx, model);
+    if (!m)
+        return vdnn_fail(-EINVAL, "tiny_model_min_size: no model %zu", model);
+    vdnn_tiny_model_min_size(m, width, height);
+    return 0;
+}
+
 size_t vmaf_dnn_tiny_model_feature_count(const VmafDnnContext *ctx, size_t model)
 {
     const VdnnTinyModel *m = model_at(ctx, model);

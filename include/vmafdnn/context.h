@@ -54,7 +54,10 @@ extern "C" {
 /*
  * One frame as planes in the caller's memory; the library only reads them
  * during vmaf_dnn_read_pictures() and never keeps a pointer.
- * Models read the luma plane (index 0) only. Rules, checked on every read
+ * Models read the luma plane (index 0), and U or V where a sidecar's
+ * "input_sources" asks for them ("plane", see vmaf_dnn_use_tiny_model; a
+ * model that reads one needs it non-NULL, of one size in both pictures).
+ * Rules, checked on every read
  * (-EINVAL with a message naming the picture and plane):
  *   - bpc is 8..16. bpc 8: one uint8_t per sample; bpc 9..16: one uint16_t
  *     per sample (native endianness), so data[] and stride[] must be even.
@@ -109,10 +112,25 @@ typedef struct VmafDnnContextConfig {
     const VmafDnnModelPolicy *policy; /* what attached model files may be and
                               contain; NULL: vmaf_dnn_default_model_policy().
                               Borrowed: must outlive the context */
+    int threads;           /* the threads the context may use in all,
+                              0..VMAF_DNN_MAX_THREADS. 0 (default): as
+                              before, one frame at a time, each session with
+                              its own config's intra-op threads. 1: one frame
+                              at a time, every session on one intra-op
+                              thread. N > 1: N frames in flight, each on a
+                              worker thread with its own copy of every model
+                              on one intra-op thread (measured faster than N
+                              intra-op threads: docs/throughput.md); a
+                              context with a temporal model (one that reads
+                              other frames, see vmaf_dnn_use_tiny_model)
+                              scores one frame at a time on N intra-op
+                              threads instead. Non-zero replaces the
+                              session configs' threads. See
+                              vmaf_dnn_read_pictures for frames in flight */
 } VmafDnnContextConfig;
 
 /* Fills `cfg` with the defaults: vmaf_dnn_default_config() sessions, resize
- * NONE, fps 0. A NULL config given to vmaf_dnn_context_open means these.
+ * NONE, fps 0, threads 0. A NULL config given to vmaf_dnn_context_open means these.
  * NULL cfg: no-op. */
 VMAF_DNN_API void vmaf_dnn_default_context_config(VmafDnnContextConfig *cfg);
 
@@ -121,18 +139,40 @@ VMAF_DNN_API void vmaf_dnn_default_context_config(VmafDnnContextConfig *cfg);
  * vmaf_dnn_context_close. Loads no ONNX Runtime yet: that happens on the
  * first vmaf_dnn_use_tiny_model().
  * Returns 0, -EINVAL (out NULL, unknown resize value, fps negative or not
- * finite), -ENOMEM. */
+ * finite, threads outside 0..VMAF_DNN_MAX_THREADS), -ENOMEM. */
 VMAF_DNN_API int vmaf_dnn_context_open(VmafDnnContext **out, const VmafDnnContextConfig *cfg);
 
 /* Releases the context, its models (and their sessions) and its scores.
  * Every string and session handed out by the context becomes invalid.
- * Waits for a call in flight on another thread (see Thread-safety above).
+ * Waits for a call in flight on another thread (see Thread-safety above)
+ * and for the frames in flight (threads > 1), whose failures go unreported.
  * NULL is a no-op. */
 VMAF_DNN_API void vmaf_dnn_context_close(VmafDnnContext *ctx);
 
+/* Empties the context for the next clip while keeping its models: drops
+ * every stored value (model outputs and appended features), the frame
+ * count, the first-frame size, the speed measurement, the flushed state and
+ * a frame failure not yet reported (threads > 1), after the frames in
+ * flight have finished. The attached models stay, with their open ONNX
+ * Runtime sessions; the context then scores a new clip from any frame index
+ * (from frame 0 as if just opened with those models attached). Models that
+ * keep state between frames are opened afresh (from the same file, with the
+ * same keys): temporal models (their past planes go) and models with
+ * "native_resolution" (they take the size of the next first frame).
+ * Feature names handed out before become invalid. Serialised with the
+ * context's other calls (one in flight on another thread finishes first).
+ * Returns 0; -EINVAL (ctx NULL); -ENOMEM; when a model must be opened
+ * afresh, the codes of vmaf_dnn_use_tiny_model (the file was removed or
+ * changed since; -EIO when it no longer yields the same keys). On failure
+ * nothing is dropped (the frames in flight have finished, and their
+ * scores are stored). */
+VMAF_DNN_API int vmaf_dnn_context_reset(VmafDnnContext *ctx);
+
 /* Stops the model run in flight in vmaf_dnn_read_pictures() (if any) on
  * another thread: that call returns -ECANCELED and the frame is left partly
- * scored, as after any failed frame. Later calls are not affected. Callable
+ * scored, as after any failed frame. With threads > 1 it stops every frame
+ * in flight: each fails with -ECANCELED, reported as vmaf_dnn_read_pictures
+ * says. Later calls are not affected. Callable
  * from any thread without taking the context's lock; not async-signal-safe.
  * NULL is a no-op. */
 VMAF_DNN_API void vmaf_dnn_context_cancel(VmafDnnContext *ctx);
@@ -217,9 +257,13 @@ typedef enum VmafDnnModelKind {
  *
  * Frame offsets and other input sources. The sidecar's "input_sources"
  * object maps a model input to what feeds it, instead of the rules above:
- *   {"picture": "reference"|"distorted", "offset": -k}  the luma of frame
- *       t - k (0 <= k <= VMAF_DNN_MAX_FRAME_OFFSET), an image input like the
- *       others (same size rules, resized the same way). The model keeps the
+ *   {"picture": "reference"|"distorted", "plane": "y"|"u"|"v",
+ *    "offset": -k}  a plane ("y", the default, or chroma at its own size,
+ *       normalised like luma) of frame t - k (0 <= k <=
+ *       VMAF_DNN_MAX_FRAME_OFFSET), an image input like the others (same
+ *       size rules, resized the same way). All image inputs of one model
+ *       read the same plane (planes differ in size; else -ENOTSUP): libvmaf's
+ *       psnr is the built-in psnr, which "requires" psnr_y and psnr_cb. The model keeps the
  *       last k planes it needs at its input size (counted in its memory
  *       budget). Before the sequence has k frames, the oldest one held is
  *       read, and on its first frame the frame itself (libvmaf's motion is
@@ -289,6 +333,16 @@ VMAF_DNN_API const char *vmaf_dnn_tiny_model_path(const VmafDnnContext *ctx, siz
 /* What the model reads; VMAF_DNN_MODEL_INVALID for a bad context or index. */
 VMAF_DNN_API VmafDnnModelKind vmaf_dnn_tiny_model_kind(const VmafDnnContext *ctx, size_t model);
 
+/* The smallest plane the model scores, from its sidecar's "min_width" and
+ * "min_height" (1 where absent): its receptive field, e.g. 11x11 for
+ * ssim_y's window. A frame below it is not run through the model: each of
+ * its outputs gets NaN for that frame (reports write null, as libvmaf does
+ * for its SSIM of such a frame) and the other models score it; front ends
+ * use this to warn, naming the model and its minimum. Returns 0, or -EINVAL
+ * (a NULL argument, or no model at that index). */
+VMAF_DNN_API int vmaf_dnn_tiny_model_min_size(const VmafDnnContext *ctx, size_t model,
+                                              unsigned *width, unsigned *height);
+
 /* Number of feature keys the model writes (one per attached output); 0 for
  * a bad context or index. */
 VMAF_DNN_API size_t vmaf_dnn_tiny_model_feature_count(const VmafDnnContext *ctx, size_t model);
@@ -324,6 +378,8 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
  *     reads pictures (every model is FEATURES).
  *   - `ref` is the reference; NULL only when no attached model is FR.
  *   - When both are given, their luma sizes and bpc must match.
+ *   - A frame smaller than a model's minimum (vmaf_dnn_tiny_model_min_size)
+ *     is not an error: that model stores NaN for it, the others score it.
  * Stops at the first model that fails: the models before it have stored
  * their scores for this frame, it and the ones after it have not; whatever
  * was stored stays valid, and so does a report written afterwards. Reading

@@ -1101,6 +1101,75 @@ static void test_builtin_models(void)
     vmaf_dnn_context_close(ctx);
 }
 
+/* Borrows plane 0 of `u` and `v` as the U and V planes of `y`. */
+static void pic_set_chroma(TestPic *y, const TestPic *u, const TestPic *v)
+{
+    const TestPic *c[2] = {u, v};
+    for (int i = 1; i < 3; i++) {
+        y->pic.data[i] = c[i - 1]->pic.data[0];
+        y->pic.stride[i] = c[i - 1]->pic.stride[0];
+        y->pic.w[i] = c[i - 1]->pic.w[0];
+        y->pic.h[i] = c[i - 1]->pic.h[0];
+    }
+}
+
+/* psnr reads U and V at their own (4:2:0) size; frames below a model's
+ * min_width x min_height get NaN from it and the others still score. */
+static void test_builtin_chroma_and_small_frames(void)
+{
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, builtin("psnr"), NULL);
+    attach_ok(ctx, builtin("ssim_y"), NULL);
+    CHECK_EQ_INT((int)vmaf_dnn_tiny_model_count(ctx), 4); /* psnr_y, psnr_cb, psnr (cr), ssim_y */
+    TestPic ry = pic_const(64, 48, 8, 100), dy = pic_const(64, 48, 8, 101);
+    TestPic ru = pic_const(32, 24, 8, 50), du = pic_const(32, 24, 8, 52);
+    TestPic rv = pic_const(32, 24, 8, 200), dv = pic_const(32, 24, 8, 204);
+    /* Without U and V the chroma models say what they miss. */
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &ry.pic, &dy.pic, 0), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "plane U of the distorted picture");
+    pic_set_chroma(&ry, &ru, &rv);
+    pic_set_chroma(&dy, &du, &dv);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &ry.pic, &dy.pic, 0), 0);
+    CHECK_NEAR(get(ctx, "psnr_y", 0), 20.0 * log10(255.0 / 1.0), 1e-4);
+    CHECK_NEAR(get(ctx, "psnr_cb", 0), 20.0 * log10(255.0 / 2.0), 1e-4);
+    CHECK_NEAR(get(ctx, "psnr_cr", 0), 20.0 * log10(255.0 / 4.0), 1e-4);
+    /* Chroma planes of other sizes in the two pictures are refused. */
+    TestPic su = pic_const(30, 24, 8, 50);
+    pic_set_chroma(&ry, &su, &rv);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &ry.pic, &dy.pic, 1), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "plane U is 30x24 in the reference");
+    pic_free(&ry);
+    pic_free(&dy);
+    vmaf_dnn_context_close(ctx);
+
+    /* 10x10: psnr scores, ssim_y (11x11 window) gets NaN, the run goes on. */
+    ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, builtin("ssim_y"), NULL);
+    attach_ok(ctx, builtin("psnr_y"), NULL);
+    TestPic sr = pic_const(10, 10, 8, 100), sd = pic_const(10, 10, 8, 101);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &sr.pic, &sd.pic, 0), 0);
+    CHECK(isnan(get(ctx, "ssim_y", 0)));
+    CHECK_NEAR(get(ctx, "psnr_y", 0), 20.0 * log10(255.0), 1e-4);
+    /* A native-resolution model did not lock onto the frame it skipped. */
+    TestPic br = pic_const(16, 16, 8, 100);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &br.pic, &br.pic, 1), -ERANGE); /* psnr_y: 10x10 */
+    VmafDnnContext *ssim = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ssim, builtin("ssim_y"), NULL);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ssim, &sr.pic, &sd.pic, 0), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ssim, &br.pic, &br.pic, 1), 0);
+    CHECK_NEAR(get(ssim, "ssim_y", 1), 1.0, 1e-6);
+    unsigned mw = 0, mh = 0;
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_min_size(ssim, 0, &mw, &mh), 0);
+    CHECK_EQ_INT((int)mw, 11);
+    CHECK_EQ_INT((int)mh, 11);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_min_size(ssim, 1, &mw, &mh), -EINVAL);
+    vmaf_dnn_context_close(ssim);
+    TestPic *all[] = {&ru, &du, &rv, &dv, &su, &sr, &sd, &br};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        pic_free(all[i]);
+    vmaf_dnn_context_close(ctx);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -1132,6 +1201,7 @@ int main(int argc, char **argv)
     if (argc > 2) {
         builtin_dir = argv[2];
         test_builtin_models();
+        test_builtin_chroma_and_small_frames();
     }
     remove_tmp_dir();
     return check_report();

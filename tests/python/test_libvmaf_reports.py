@@ -182,3 +182,114 @@ def test_tiny_values_are_not_flattened():
         report = ctx.report()  # exact: the same doubles back
         assert [f["metrics"]["sharpness_nr"] for f in report["frames"]] == [
             3.382048419e-7, 1.0000005960464478, 0.5]
+
+
+# ---- psnr (y, cb, cr), float_ssim's automatic downscaling, frames below a model's minimum ------
+
+from vmafdnn.video import Frame  # noqa: E402
+
+CHROMA = {"420": (2, 2), "444": (1, 1)}
+
+
+def planes_clip(out, w, h, bpc, chroma, frames, seed):
+    """Reference and distorted Frames (Y, U, V) with different errors per plane, and both as raw
+    .yuv files; the last frame's U plane is identical (its psnr_cb hits the cap)."""
+    rng = np.random.default_rng(seed)
+    dtype = np.uint8 if bpc == 8 else np.dtype("<u2")
+    peak = (1 << bpc) - 1
+    sx, sy = CHROMA[chroma]
+    shapes = [(h, w), (-(-h // sy), -(-w // sx)), (-(-h // sy), -(-w // sx))]
+    yy, xx = np.mgrid[0:h, 0:w]
+    refs, dists = [], []
+    for t in range(frames):
+        ref, dist = [], []
+        for p, shape in enumerate(shapes):
+            base = rng.integers(0, peak + 1, shape) if p else (
+                peak / 2 + peak / 4 * np.sin(xx / (6 + t)) * np.cos(yy / 9))
+            ref_p = np.clip(base + rng.normal(0, peak / 40, shape), 0, peak).astype(dtype)
+            spread = (peak // 50 + 1) * (p + 1)
+            noise = 0 if (p == 1 and t == frames - 1) else rng.integers(-spread, spread + 1, shape)
+            dist_p = np.clip(ref_p.astype(np.int64) + noise, 0, peak).astype(dtype)
+            ref.append(ref_p)
+            dist.append(dist_p)
+        refs.append(Frame(y=ref[0], u=ref[1], v=ref[2], bitdepth=bpc, index=t, chroma=chroma))
+        dists.append(Frame(y=dist[0], u=dist[1], v=dist[2], bitdepth=bpc, index=t,
+                           chroma=chroma))
+    for name, clip_frames in (("ref", refs), ("dist", dists)):
+        with open(out / f"{name}.yuv", "wb") as f:
+            for fr in clip_frames:
+                for plane in fr.planes():
+                    f.write(plane.tobytes())
+    return refs, dists
+
+
+def libvmaf_json(ffmpeg, clip_dir, w, h, pix_fmt, feature):
+    log = clip_dir / "libvmaf.json"
+    raw = ["-f", "rawvideo", "-pix_fmt", pix_fmt, "-s", f"{w}x{h}"]
+    subprocess.run([ffmpeg, "-hide_banner", "-loglevel", "error",
+                    *raw, "-i", str(clip_dir / "dist.yuv"), *raw, "-i", str(clip_dir / "ref.yuv"),
+                    "-lavfi", f"[0][1]libvmaf=model='':feature='{feature}'"
+                    f":log_fmt=json:log_path={log}", "-f", "null", "-"],
+                   check=True, capture_output=True)
+    return json.loads(log.read_text())
+
+
+def our_json(models, refs, dists):
+    with vmafdnn.Context(threads=1) as ctx:
+        for m in models:
+            ctx.use_model(m)
+        for i, (r, d) in enumerate(zip(refs, dists)):
+            ctx.read_pictures(r, d, i)
+        ctx.flush()
+        return json.loads(ctx.render("json"))
+
+
+@pytest.mark.parametrize("bpc,chroma", [(8, "420"), (10, "420"), (8, "444"), (10, "444")])
+def test_psnr_planes_match_libvmaf(reference, tmp_path, bpc, chroma):
+    """The psnr built-in reports psnr_y, psnr_cb and psnr_cr, each plane at its own resolution,
+    capped at 6*bpc+12 dB, within 1e-4 dB of libvmaf's psnr feature."""
+    w, h = 96, 70
+    refs, dists = planes_clip(tmp_path, w, h, bpc, chroma, 3, seed=bpc)
+    pix_fmt = f"yuv{chroma}p" + ("" if bpc == 8 else f"{bpc}le")
+    theirs = libvmaf_json(reference["FFMPEG"], tmp_path, w, h, pix_fmt, "name=psnr")
+    ours = our_json(["psnr"], refs, dists)
+    keys = ["psnr_y", "psnr_cb", "psnr_cr"]
+    assert [k for k in ours["frames"][0]["metrics"]] == keys
+    for a, b in zip(ours["frames"], theirs["frames"]):
+        for k in keys:
+            assert a["metrics"][k] == pytest.approx(b["metrics"][k], abs=1e-4), (k, a, b)
+    # The identical U plane of the last frame sits at the cap, as libvmaf's.
+    assert ours["frames"][-1]["metrics"]["psnr_cb"] == 6 * bpc + 12
+    # Chroma really is read at its own size: a luma-sized model could not tell cb from cr.
+    assert ours["frames"][0]["metrics"]["psnr_cb"] != ours["frames"][0]["metrics"]["psnr_cr"]
+
+
+@pytest.mark.parametrize("w,h", [(1920, 1080), (640, 360), (1282, 721)])
+def test_float_ssim_matches_libvmaf_default(reference, tmp_path, w, h):
+    """float_ssim (libvmaf's automatic downscaling: scale 4 at 1080p, 3 at 1282x721 with its odd
+    height, 1 at 640x360) within 2e-3 of libvmaf's default float_ssim; ssim_y, without the
+    downscaling, is measurably elsewhere at 1080p."""
+    refs, dists = planes_clip(tmp_path, w, h, 8, "420", 2, seed=w)
+    theirs = libvmaf_json(reference["FFMPEG"], tmp_path, w, h, "yuv420p", "name=float_ssim")
+    ours = our_json(["float_ssim", "ssim_y"], refs, dists)
+    for a, b in zip(ours["frames"], theirs["frames"]):
+        # Measured: within 1e-6 where the frames are decimated, 3e-5 at scale 1 (libvmaf's
+        # rounded Gaussian taps); 2e-4 still tells the taps' centring apart.
+        assert a["metrics"]["float_ssim"] == pytest.approx(b["metrics"]["float_ssim"], abs=2e-4)
+        if w == 1920:
+            assert abs(a["metrics"]["ssim_y"] - b["metrics"]["float_ssim"]) > 1e-2
+
+
+def test_frames_below_a_models_minimum(reference, tmp_path):
+    """10x10 frames: psnr scores them (as libvmaf does), ssim_y's 11x11 window cannot, so its
+    values are null like libvmaf's float_ssim there, and the run goes on."""
+    refs, dists = planes_clip(tmp_path, 10, 10, 8, "420", 2, seed=7)
+    theirs = libvmaf_json(reference["FFMPEG"], tmp_path, 10, 10, "yuv420p",
+                          "name=psnr|name=float_ssim\\:scale=1")
+    ours = our_json(["psnr", "ssim_y"], refs, dists)
+    for a, b in zip(ours["frames"], theirs["frames"]):
+        for k in ("psnr_y", "psnr_cb", "psnr_cr"):
+            assert a["metrics"][k] == pytest.approx(b["metrics"][k], abs=1e-4)
+        assert b["metrics"]["float_ssim"] is None
+        assert a["metrics"]["ssim_y"] is None
+    assert ours["pooled_metrics"]["ssim_y"]["mean"] is None
