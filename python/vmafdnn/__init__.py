@@ -17,6 +17,7 @@ from .errors import (AlreadyExistsError, BusyError, ClosedError, DnnError, Inval
                      InvalidModelError, MemoryBudgetError, ModelNotFoundError,
                      ModelRuntimeError, ModelTooLargeError, NameTooLongError,
                      NotARegularFileError, OutOfMemoryError, OutputTooSmallError,
+                     ReportBufferTooSmallError,
                      PathNotADirectoryError, PermissionDeniedError, RangeError,
                      RunCancelledError, RuntimeFailureError, RuntimeNotFoundError,
                      RunTimeoutError, SymlinkRefusedError, UnsupportedError)
@@ -31,7 +32,8 @@ __all__ = [
     "TensorInfo", "DEVICES", "fp32_to_fp16", "fp16_to_fp32", "DnnError",
     "InvalidArgumentError", "ModelNotFoundError", "PermissionDeniedError",
     "NotARegularFileError", "ModelTooLargeError", "InvalidModelError", "UnsupportedError",
-    "RuntimeNotFoundError", "OutputTooSmallError", "BusyError", "OutOfMemoryError",
+    "RuntimeNotFoundError", "OutputTooSmallError", "ReportBufferTooSmallError", "BusyError",
+    "OutOfMemoryError",
     "RangeError", "RuntimeFailureError", "__version__", "Context", "ModelInfo", "score",
     "InputMismatchError", "UsageError", "ModelRuntimeError", "RunTimeoutError",
     "RunCancelledError", "MemoryBudgetError", "SymlinkRefusedError", "PathNotADirectoryError",

@@ -62,6 +62,10 @@ class OutputTooSmallError(DnnError, BufferError):
     """ENOSPC: an output buffer is too small (handled inside Session.run)."""
 
 
+class ReportBufferTooSmallError(DnnError, BufferError):
+    """ENOBUFS: a report buffer is too small (handled inside Context.render)."""
+
+
 class BusyError(DnnError, RuntimeError):
     """EBUSY: the resource is in use (e.g. ORT already loaded from elsewhere)."""
 
@@ -134,6 +138,7 @@ _BY_ERRNO = {
     _errno.ENOTSUP: UnsupportedError,
     _errno.ENOSYS: RuntimeNotFoundError,
     _errno.ENOSPC: OutputTooSmallError,
+    _errno.ENOBUFS: ReportBufferTooSmallError,
     _errno.EBUSY: BusyError,
     _errno.ENOMEM: OutOfMemoryError,
     _errno.ERANGE: RangeError,
