@@ -67,6 +67,8 @@ PRODUCER = "vmafdnn-gen_vmaf_models"
 INT64_MIN = -INT64_MAX - 1
 # Row strips per frame stacked as channels (g.strips): 16 is AVX-512's NCHWc block.
 STRIPS = 16
+# Output rows per strip of each VIF scale's Loop (STRIPS strips per iteration).
+VIF_STRIP_ROWS = [8, 8, 8, 8]
 
 MODEL_FILES = {
     # graph name -> (model file, features graph)
@@ -306,66 +308,123 @@ def motion_score(g, ref_int, prev_int, rnd_v, div_v, mode_after):
 
 # --- VIF ------------------------------------------------------------------------------------------
 
-def vif_scale(g, xi, yi, centre, taps, rnd_v, div_v, gain_limit, raw):
-    """num, den (double scalars) of one VIF scale. xi, yi: [1, 1, h, w] integer frames (raw
-    samples at scale 0, libvmaf's uint16 frames in 1/256 of a level above); rnd_v, div_v: the
-    rounding of the vertical pass of the means for that input; centre: an integer level;
-    raw: the inputs are raw samples (scale 0).
-    Each frame runs on its own row strips (halo included), one depthwise Conv per map."""
+def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, raw, scale):
+    """num, den (double scalars) of one VIF scale. xi, yi: [1, 1, h, w] frames in levels,
+    centred on the integer level `centre` (at scale 0 from the raw samples, above from
+    libvmaf's uint16 frames in 1/256 of a level); rnd: the rounding of the vertical pass of the
+    means in that pass's 1/256-level sums; raw: scale 0.
+    The statistic runs in a Loop over slabs of STRIPS row strips of VIF_STRIP_ROWS[scale] rows
+    (the strips stacked as channels, each with its halo, one depthwise Conv per map): a slab's
+    ~60 intermediates stay in cache instead of streaming whole frames through memory."""
     k = len(taps)
     r = k // 2
     t = np.asarray(taps, np.float32) / np.float32(65536.0)
     tv, th = t.reshape(1, k, 1), t.reshape(1, 1, k)
-    q, m = [], []
-    for f in (xi, yi):
-        # columns mirrored once here, rows through the strips' indices: no padded copies later;
-        # each frame on its own strips, so no Concat/Split copies either
-        xs, ho = g.strips(g.pad(f, 3, r, r), 1, k, pad=(r, r, "reflect", "reflect"))
-        # the means: libvmaf rounds their vertical pass to 1/256 of a level; next to
-        # sigma_nsq = 2 that is no detail (2 * mu * 2^-9), so that pass is emulated exactly
-        tmp = int_pass(g, xs, taps, STRIPS, False, rnd_v, div_v, exact=not raw)
-        q.append(g.dw(g.op("Sub", g.op("Mul", tmp, g.f(1.0 / 256.0)), centre), th))
-        # the moments in fp32 on centred levels (libvmaf rounds the second moments to 2^-16)
-        m.append(g.op("Sub", g.op("Div", xs, div_v), centre))
-    qx, qy = q
-    x, y = m
+    # columns mirrored once here, rows through the strips' Gather indices (no padded copies)
+    xp, yp = g.pad(xi, 3, r, r), g.pad(yi, 3, r, r)
+    h = g.op("Reshape", g.dims(xi)[0], g.i([]))
+    rows = g.op("Min", h, g.i(VIF_STRIP_ROWS[scale]))          # output rows per strip
+    per_iter = g.op("Mul", rows, g.i(STRIPS))
+    trips = g.op("Div", g.op("Sub", g.op("Add", h, per_iter), g.i(1)), per_iter)
+    last_start = g.op("Sub", h, rows)
+    offsets = g.op("Mul", g.op("Range", g.i(0), g.i(STRIPS), g.i(1)), rows)
+    window = g.op("Unsqueeze", g.op("Sub", g.op("Range", g.i(0), g.op("Add", rows, g.i(2 * r)),
+                                                g.i(1)), g.i(r)), g.i([0]))        # [1, L]
+    row_ids = g.op("Unsqueeze", g.op("Range", g.i(0), rows, g.i(1)), g.i([0]))    # [1, rows]
+    mirror_end = g.op("Sub", g.op("Mul", h, g.i(2)), g.i(2))
+
+    b = G(f"v{scale}_")
+    want = b.op("Add", b.op("Mul", f"v{scale}_iter", per_iter), offsets)        # [STRIPS]
+    # every strip has rows + 2r input rows: one that would run off the bottom starts earlier
+    # and leaves out the rows an earlier strip already counted
+    start = b.op("Min", want, last_start)
+    keep = b.op("GreaterOrEqual", row_ids, b.op("Unsqueeze", b.op("Sub", want, start), b.i([1])))
+    idx = b.op("Add", b.op("Unsqueeze", start, b.i([1])), window)               # [STRIPS, L]
+    idx = b.op("Abs", idx)                                     # reflect above row 0
+    idx = b.op("Where", b.op("Less", idx, h), idx, b.op("Sub", mirror_end, idx))  # and below
+    ti = np.asarray(taps, np.float32)
+    mx, my, qx, qy, x, y = [], [], [], [], [], []
+    for f, means, rounded, moments in ((xp, mx, qx, x), (yp, my, qy, y)):
+        xs = b.op("Squeeze", b.op("Gather", f, idx, axis=2), b.i([1]))      # [1, S, L, W+2r]
+        moments.append(xs)
+        # The means: libvmaf rounds their vertical pass to 1/256 of a level (next to
+        # sigma_nsq = 2 that is no detail, 2 * mu * 2^-9, so that pass is emulated exactly),
+        # and the same vertical sums give the unrounded means: v = sum(tap * x) / 256 in
+        # 1/256-level units, exact in fp32 at 8 bit (integer sums below 2^24). The frames are
+        # centred on an integer level, which leaves floor(v + rnd) - 256 * centre unchanged.
+        if raw:
+            # scale 0: centred levels straight from the frame, filtered unsplit (exact at 8
+            # bit; at 10 bit within 7e-7 in the features)
+            v = b.dw(xs, ti.reshape(1, k, 1) / np.float32(256.0))
+            tmp = b.op("Floor", b.op("Add", v, rnd))
+        else:
+            # scales 1-3: centred levels with 8 fractional bits, split into the integer level
+            # and the fraction so that every filtered sum stays below 2^24 and the rounded
+            # pass is bit-exact: floor((256 hi + lo + rnd) / 65536) as
+            # floor((hi + floor(lo / 256 + rnd / 256)) / 256) with lo / 256 the fraction
+            hi = b.op("Floor", xs)
+            sh = b.dw(hi, ti.reshape(1, k, 1))
+            sf = b.dw(b.op("Sub", xs, hi), ti.reshape(1, k, 1))
+            tmp = b.op("Floor", b.op("Mul", b.op("Add", sh, b.op("Floor", b.op("Add", sf, rnd))),
+                                     b.f(1.0 / 256.0)))
+            v = b.op("Add", sh, sf)                            # 65536 * the vertical mean
+        # the units (and the taps' 1/65536) folded into the horizontal taps
+        means.append(b.dw(v, th / np.float32(256.0 if raw else 65536.0)))
+        rounded.append(b.dw(tmp, th / np.float32(256.0)))
+    g_outer, g = g, b
+    (mx,), (my,), (qx,), (qy,), (x,), (y,) = mx, my, qx, qy, x, y
     e = g.op("Sub", x, y)
-    mx, my, fxx, fyy, fee = (g.dw(g.dw(v, tv), th) for v in
-                             (x, y, g.op("Mul", x, x), g.op("Mul", y, y), g.op("Mul", e, e)))
-    # centred variances (shift-invariant, small cancellation); the covariance from Var(x - y),
-    # accurate where the frames are close
-    s1 = g.op("Sub", fxx, g.op("Mul", mx, mx))
-    s2 = g.op("Sub", fyy, g.op("Mul", my, my))
-    de = g.op("Sub", mx, my)
-    s12 = g.op("Mul", g.op("Sub", g.op("Add", s1, s2), g.op("Sub", fee, g.op("Mul", de, de))),
-               g.f(0.5))
-    # libvmaf subtracts its rounded means from uncentred second moments, which is no longer
-    # shift-invariant: add back m^2 - q^2 = (m - q)(m + q) and m_x m_y - q_x q_y uncentred
+    # -fee straight from its Conv (negated taps), for the n-ary Sum below
+    fxx, fyy, nfee = (g.dw(g.dw(v, tv * sign), th) for v, sign in
+                      ((g.op("Mul", x, x), 1), (g.op("Mul", y, y), 1), (g.op("Mul", e, e), -1)))
+    # libvmaf subtracts its rounded means q from uncentred second moments, which is not
+    # shift-invariant: on levels centred on c that is sigma1^2 = E[x^2] - q_x^2 + 2c (m_x - q_x),
+    # sigma12 = E[xy] - q_x q_y + c (m_x - q_x + m_y - q_y) with E[xy] from Var(x - y),
+    # (E[x^2] + E[y^2] - E[(x-y)^2]) / 2, accurate where the frames are close. The centred
+    # moments keep the cancellation small.
     c2 = g.op("Mul", centre, g.f(2.0))
     dx, dy = g.op("Sub", mx, qx), g.op("Sub", my, qy)
-    s1 = g.op("Add", s1, g.op("Mul", dx, g.op("Add", g.op("Add", mx, qx), c2)))
-    s2 = g.op("Add", s2, g.op("Mul", dy, g.op("Add", g.op("Add", my, qy), c2)))
-    s2 = g.op("Max", s2, g.f(0.0))
-    cross = g.op("Sub", g.op("Mul", mx, my), g.op("Mul", qx, qy))
-    s12 = g.op("Add", s12, g.op("Add", cross, g.op("Mul", g.op("Add", dx, dy), centre)))
+    s1 = g.op("Add", g.op("Sub", fxx, g.op("Mul", qx, qx)), g.op("Mul", dx, c2))
+    s2 = g.op("Add", g.op("Sub", fyy, g.op("Mul", qy, qy)), g.op("Mul", dy, c2))
+    s2 = g.op("Relu", s2)
+    s12 = g.op("Sub", g.op("Mul", g.op("Sum", fxx, fyy, nfee), g.f(0.5)), g.op("Mul", qx, qy))
+    s12 = g.op("Add", s12, g.op("Mul", g.op("Add", dx, dy), centre))
 
+    # libvmaf's statistic per pixel, in natural logs (the sums are scaled by 1/ln 2 outside):
+    #   sigma1^2 >= nsq: den = log2(1 + sigma1^2 / nsq), and where sigma12 > 0 and sigma2^2 > 0
+    #     num = log2(1 + g^2 sigma1^2 / (sv + nsq)), g = min(sigma12 / sigma1^2, gain limit),
+    #     sv = max(sigma2^2 - sigma12^2 / sigma1^2, 0);
+    #   else den = 1, num = 1 - sigma2^2 * 4 / 255^2.
+    # With t = sigma12^2 / sigma1^2 = g^2 sigma1^2 below the limit, g^2 sigma1^2 is
+    # min(t, limit^2 sigma1^2); a sigma12 gated to 0 (Relu, and 0 where sigma2^2 = 0) makes
+    # t = 0 and num = log(1) = 0. den: max(sigma1^2, nsq) makes the else branch's 1 come out
+    # of the same log (log2(1 + nsq / nsq) = 1).
     nsq = g.f(VIF_SIGMA_NSQ)
-    inv_ln2 = g.f(1.0 / math.log(2.0))
     log_branch = g.op("GreaterOrEqual", s1, nsq)
     s1_safe = g.op("Max", s1, nsq)
-    den_log = g.op("Sub", g.op("Mul", g.op("Log", g.op("Add", s1_safe, nsq)), inv_ln2), g.f(1.0))
-    gain = g.op("Div", s12, s1_safe)
-    sv = g.op("Max", g.op("Sub", s2, g.op("Mul", gain, s12)), g.f(0.0))
-    gain = g.op("Min", gain, g.f(gain_limit))
-    base = g.op("Add", sv, nsq)
-    gain_term = g.op("Mul", g.op("Mul", gain, gain), s1_safe)
-    num_log = g.op("Mul", g.op("Log", g.op("Div", g.op("Add", base, gain_term), base)), inv_ln2)
-    has_num = g.op("And", g.op("Greater", s12, g.f(0.0)), g.op("Greater", s2, g.f(0.0)))
-    num_log = g.op("Where", has_num, num_log, g.f(0.0))
+    den_px = g.op("Log", g.op("Add", g.op("Mul", s1_safe, g.f(1.0 / VIF_SIGMA_NSQ)), g.f(1.0)))
+    s12 = g.op("Where", g.op("Greater", s2, g.f(0.0)), g.op("Relu", s12), g.f(0.0))
+    t = g.op("Div", g.op("Mul", s12, s12), s1_safe)
+    base = g.op("Add", g.op("Relu", g.op("Sub", s2, t)), nsq)
+    gain_term = g.op("Min", t, g.op("Mul", s1_safe, g.f(gain_limit * gain_limit)))
+    num_log = g.op("Log", g.op("Add", g.op("Div", gain_term, base), g.f(1.0)))
+    ln2 = math.log(2.0)
     num_px = g.op("Where", log_branch, num_log,
-                  g.op("Sub", g.f(1.0), g.op("Mul", s2, g.f(VIF_SIGMA_MAX_INV))))
-    den_px = g.op("Where", log_branch, den_log, g.f(1.0))
-    return tuple(g.sum_double(g.unstrips(v, 1, 1, ho)) for v in (num_px, den_px))
+                  g.op("Sub", g.f(ln2), g.op("Mul", s2, g.f(VIF_SIGMA_MAX_INV * ln2))))
+
+    def owned_sum(v):
+        # [1, S, rows, w] -> per-row sums in double -> the rows this strip owns
+        per_row = g.op("ReduceSum", g.op("Cast", v, to=TensorProto.DOUBLE), g.i([0, 3]),
+                       keepdims=0)
+        return g.op("ReduceSum", g.op("Where", keep, per_row, g.d(0.0)), keepdims=0)
+
+    carried = [(f"v{scale}_num", TensorProto.DOUBLE), (f"v{scale}_den", TensorProto.DOUBLE)]
+    body = b.loop_body(f"vif{scale}_strips", carried,
+                       [g.op("Add", c, owned_sum(v)) for (c, _), v in zip(carried, (num_px,
+                                                                                    den_px))])
+    g = g_outer
+    sums = g.op("Loop", trips, g.const(True, np.bool_), g.d(0.0), g.d(0.0), body=body, n_out=2)
+    return tuple(g.op("Mul", v, g.d(1.0 / math.log(2.0))) for v in sums)
 
 
 def vif_downsample(g, xy, taps, rnd_v, div_v):
@@ -382,17 +441,21 @@ def vif_downsample(g, xy, taps, rnd_v, div_v):
     return g.op("Slice", v, g.i([0]), g.op("Div", w, two), g.i([3]))
 
 
-def vif_features(g, xi, yi, centre, rnd_v, div_v, gain_limit):
+def vif_features(g, xi, yi, xc, yc, centre, rnd_v, div_v, gain_limit):
+    """xi, yi: the raw integer frames; xc, yc: the same in levels, centred on `centre`."""
     scores = []
+    both = g.op("Concat", xi, yi, axis=0)
     for scale in range(4):
+        # rounding of the means' vertical pass in its 1/256-level sums (see vif_scale)
+        rnd = g.op("Div", rnd_v, g.op("Mul", div_v, g.f(256.0)))
         if scale:
-            both = vif_downsample(g, g.op("Concat", xi, yi, axis=0), VIF_TAPS[scale], rnd_v,
-                                  div_v)
-            xi, yi = g.op("Split", both, axis=0, n_out=2)
-            # from here on the frames are uint16 in 1/256 of a level
-            rnd_v, div_v = g.f(32768.0), g.f(256.0)
-        num, den = vif_scale(g, xi, yi, centre, VIF_TAPS[scale], rnd_v, div_v, gain_limit,
-                             scale == 0)
+            # libvmaf's uint16 frames in 1/256 of a level from here on
+            both = vif_downsample(g, both, VIF_TAPS[scale], rnd_v, div_v)
+            rnd_v, div_v, rnd = g.f(32768.0), g.f(256.0), g.f(128.0)
+            xc, yc = g.op("Split", g.op("Sub", g.op("Mul", both, g.f(1.0 / 256.0)), centre),
+                          axis=0, n_out=2)
+        num, den = vif_scale(g, xc, yc, taps=VIF_TAPS[scale], rnd=rnd, gain_limit=gain_limit,
+                             raw=scale == 0, scale=scale, centre=centre)
         # libvmaf stores num and den as float and divides in float
         num = g.op("Cast", num, to=TensorProto.FLOAT)
         den = g.op("Cast", den, to=TensorProto.FLOAT)
@@ -533,8 +596,9 @@ def build_features(gain_limit, name):
     ref8 = g.op("Div", ref_i, to8)
     dis8 = g.op("Div", dis_i, to8)
     centre = g.op("Round", g.op("ReduceMean", ref8, keepdims=1))
-    vifs = vif_features(g, ref_i, dis_i, centre, rnd_v, to8, gain_limit)
-    adm = adm2(g, g.op("Sub", ref8, centre), g.op("Sub", dis8, centre), gain_limit)
+    ref_c, dis_c = g.op("Sub", ref8, centre), g.op("Sub", dis8, centre)
+    vifs = vif_features(g, ref_i, dis_i, ref_c, dis_c, centre, rnd_v, to8, gain_limit)
+    adm = adm2(g, ref_c, dis_c, gain_limit)
 
     for v, n in zip(vifs + [adm, motion], FEATURES):
         g.to_output(v, n)
