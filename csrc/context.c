@@ -15,6 +15,7 @@
 #include "catalog.h"
 #include "error.h"
 #include "feature_collector.h"
+#include "frame_pool.h"
 #include "context_internal.h"
 #include "output.h"
 #include "resize.h"
@@ -25,6 +26,7 @@ struct VmafDnnContext {
     VmafDnnContextConfig cfg;
     VdnnFeatureCollector *fc;
     VdnnTinyModel **model;   /* n_models owned models, in attach order */
+    VdnnModelRecipe **recipe; /* how each was attached (frame_pool.h) */
     size_t n_models, model_capacity;
     int flushed;
     /* Frame order. Once a temporal model is attached (one that reads other
@@ -58,6 +60,12 @@ struct VmafDnnContext {
     unsigned frames_read;
     struct timespec call_start, clock_start, clock_end;
     unsigned width, height;
+
+    /* Frames in flight (threads > 1, no temporal model): opened at the
+     * first frame, dropped when a model is attached. Set and cleared under
+     * `gate`, for cancel. */
+    VdnnFramePool *pool;
+    VdnnFramePending pending; /* first unreported failure of such a frame */
 };
 
 static int check_resize(VmafDnnResize r, const char *what)
@@ -72,7 +80,7 @@ static int check_resize(VmafDnnResize r, const char *what)
 /* ------------------------------------------------------------------------ */
 
 /* Waits until no other call owns the context, then owns it. */
-static VmafDnnContext *enter(const VmafDnnContext *locked_ctx)
+static VmafDnnContext *enter_call(const VmafDnnContext *locked_ctx)
 {
     VmafDnnContext *ctx = (VmafDnnContext *)locked_ctx; /* see `gate` */
     pthread_mutex_lock(&ctx->gate);
@@ -82,6 +90,18 @@ static VmafDnnContext *enter(const VmafDnnContext *locked_ctx)
     ctx->waiting--;
     ctx->busy = 1;
     pthread_mutex_unlock(&ctx->gate);
+    return ctx;
+}
+
+static void settle(VmafDnnContext *ctx);
+
+/* enter_call, then the frames in flight finish and their scores are
+ * stored: every call but vmaf_dnn_read_pictures sees the context as if each
+ * frame had been scored in its own read_pictures call. */
+static VmafDnnContext *enter(const VmafDnnContext *locked_ctx)
+{
+    VmafDnnContext *ctx = enter_call(locked_ctx);
+    settle(ctx);
     return ctx;
 }
 
@@ -131,6 +151,9 @@ int vmaf_dnn_context_open(VmafDnnContext **out, const VmafDnnContextConfig *cfg)
         if (!isfinite(cfg->fps) || cfg->fps < 0)
             return vdnn_fail(-EINVAL, "context config: fps must be finite and >= 0 (got %g)",
                              cfg->fps);
+        if (cfg->threads < 0 || cfg->threads > VMAF_DNN_MAX_THREADS)
+            return vdnn_fail(-EINVAL, "context config: threads must be 0..%d (got %d)",
+                             VMAF_DNN_MAX_THREADS, cfg->threads);
         config = *cfg;
     }
     VmafDnnContext *ctx = calloc(1, sizeof(*ctx));
@@ -169,9 +192,13 @@ void vmaf_dnn_context_close(VmafDnnContext *ctx)
     while (ctx->busy || ctx->waiting)
         pthread_cond_wait(&ctx->turn, &ctx->gate);
     pthread_mutex_unlock(&ctx->gate);
-    for (size_t i = 0; i < ctx->n_models; i++)
+    vdnn_frame_pool_close(ctx->pool);
+    for (size_t i = 0; i < ctx->n_models; i++) {
         vdnn_tiny_model_close(ctx->model[i]);
+        vdnn_model_recipe_free(ctx->recipe[i]);
+    }
     free(ctx->model);
+    free(ctx->recipe);
     vdnn_feature_collector_free(ctx->fc);
     for (int p = 0; p < 2; p++)
         for (int i = 0; i < 3; i++)
@@ -194,6 +221,8 @@ void vmaf_dnn_context_cancel(VmafDnnContext *ctx)
         if (ctx->running)
             vdnn_tiny_model_cancel(ctx->running);
     }
+    if (ctx->pool)
+        vdnn_frame_pool_cancel(ctx->pool);
     pthread_mutex_unlock(&ctx->gate);
 }
 
@@ -204,6 +233,137 @@ static int check_open(const VmafDnnContext *ctx, const char *what)
     if (ctx->flushed)
         return vdnn_fail(-EINVAL, "%s: the context is flushed", what);
     return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Frames in flight and reset (frame_pool.h)                                */
+/* ------------------------------------------------------------------------ */
+
+static void note_merged(VmafDnnContext *ctx, unsigned merged)
+{
+    /* The speed in reports counts until the last frame's scores exist. */
+    if (merged)
+        clock_gettime(CLOCK_MONOTONIC, &ctx->clock_end);
+}
+
+static void settle(VmafDnnContext *ctx)
+{
+    if (!ctx->pool)
+        return;
+    unsigned merged = 0;
+    vdnn_frame_pool_drain(ctx->pool, ctx->fc, &merged);
+    note_merged(ctx, merged);
+}
+
+/* Closes the pool, whose frames were settled. Caller owns the context. */
+static void drop_pool(VmafDnnContext *ctx)
+{
+    pthread_mutex_lock(&ctx->gate);
+    VdnnFramePool *p = ctx->pool;
+    ctx->pool = NULL;
+    pthread_mutex_unlock(&ctx->gate);
+    vdnn_frame_pool_close(p);
+}
+
+/* Before a frame is taken: with threads > 1 and no temporal model, the pool
+ * exists and has a free slot, and an earlier frame's failure is returned
+ * now, before this frame is taken. Which call that is depends only on the
+ * calls made (a slot is freed by waiting for the oldest frame), never on
+ * which worker finished first. */
+static int pool_ready(VmafDnnContext *ctx)
+{
+    if (ctx->cfg.threads < 2 || ctx->temporal)
+        return 0;
+    if (!ctx->pool) {
+        const VdnnFramePoolSetup setup = {
+            .model = ctx->model,
+            .recipe = ctx->recipe,
+            .n_models = ctx->n_models,
+            .policy = ctx->cfg.policy,
+            .context_resize = ctx->cfg.resize,
+            .workers = (unsigned)ctx->cfg.threads,
+            .pending = &ctx->pending,
+        };
+        VdnnFramePool *p = NULL;
+        int rc = vdnn_frame_pool_open(&p, &setup);
+        if (rc)
+            return rc;
+        pthread_mutex_lock(&ctx->gate);
+        ctx->pool = p;
+        pthread_mutex_unlock(&ctx->gate);
+    }
+    unsigned merged = 0;
+    vdnn_frame_pool_make_room(ctx->pool, ctx->fc, &merged);
+    note_merged(ctx, merged);
+    return vdnn_frame_pending_take(&ctx->pending);
+}
+
+/* The models that keep state between frames, opened afresh into fresh[]
+ * (NULL for the others). All or nothing. */
+static int reopen_stateful(const VmafDnnContext *ctx, VdnnTinyModel **fresh)
+{
+    for (size_t i = 0; i < ctx->n_models; i++) {
+        if (!vdnn_tiny_model_stateful(ctx->model[i]))
+            continue;
+        int rc = vdnn_tiny_model_reopen(&fresh[i], ctx->model[i], ctx->recipe[i],
+                                        ctx->cfg.policy, ctx->cfg.resize, 0);
+        if (rc) {
+            for (size_t k = 0; k < i; k++)
+                vdnn_tiny_model_close(fresh[k]);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static int context_reset(VmafDnnContext *ctx)
+{
+    VdnnTinyModel **fresh = calloc(ctx->n_models ? ctx->n_models : 1, sizeof(*fresh));
+    if (!fresh)
+        return vdnn_fail(-ENOMEM, "out of memory");
+    VdnnFeatureCollector *fc = NULL;
+    int rc = reopen_stateful(ctx, fresh);
+    if (!rc && (rc = vdnn_feature_collector_init(&fc))) {
+        for (size_t i = 0; i < ctx->n_models; i++)
+            vdnn_tiny_model_close(fresh[i]);
+    }
+    if (rc) {
+        free(fresh);
+        return rc;
+    }
+    for (size_t i = 0; i < ctx->n_models; i++)
+        if (fresh[i]) {
+            vdnn_tiny_model_close(ctx->model[i]);
+            ctx->model[i] = fresh[i];
+        }
+    free(fresh);
+    vdnn_feature_collector_free(ctx->fc);
+    ctx->fc = fc;
+    /* A pool that cannot start afresh is opened again at the next frame. */
+    if (ctx->pool && vdnn_frame_pool_restart(ctx->pool)) {
+        drop_pool(ctx);
+        vdnn_clear_error();
+    }
+    ctx->flushed = 0;
+    ctx->started = 0;
+    ctx->first = ctx->next = 0;
+    ctx->frames_read = 0;
+    ctx->width = ctx->height = 0;
+    memset(&ctx->clock_start, 0, sizeof(ctx->clock_start));
+    memset(&ctx->clock_end, 0, sizeof(ctx->clock_end));
+    memset(&ctx->pending, 0, sizeof(ctx->pending));
+    return 0;
+}
+
+int vmaf_dnn_context_reset(VmafDnnContext *ctx)
+{
+    vdnn_clear_error();
+    if (!ctx)
+        return vdnn_fail(-EINVAL, "context_reset: context is NULL");
+    enter(ctx);
+    int rc = context_reset(ctx);
+    leave(ctx);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -240,7 +400,10 @@ static int grow_models(VmafDnnContext *ctx)
     if (ctx->n_models < ctx->model_capacity)
         return 0;
     size_t cap = ctx->model_capacity ? 2 * ctx->model_capacity : 4;
-    VdnnTinyModel **grown = realloc(ctx->model, cap * sizeof(*grown));
+    VdnnModelRecipe **recipes = realloc(ctx->recipe, cap * sizeof(*recipes));
+    if (recipes)
+        ctx->recipe = recipes;
+    VdnnTinyModel **grown = recipes ? realloc(ctx->model, cap * sizeof(*grown)) : NULL;
     if (!grown)
         return vdnn_fail(-ENOMEM, "out of memory");
     ctx->model = grown;
@@ -328,9 +491,13 @@ static int attach_requires(VmafDnnContext *ctx, const char *onnx_path,
 static int attach(VmafDnnContext *ctx, const char *onnx_path, const VmafDnnModelConfig *mcfg,
                   int depth)
 {
+    /* threads is the total: it replaces every session's own count. */
+    VmafDnnConfig session = *(mcfg->session ? mcfg->session : &ctx->cfg.session);
+    if (ctx->cfg.threads)
+        session.threads = ctx->cfg.threads;
     const VdnnTinyModelOptions opt = {
         .onnx_path = onnx_path,
-        .session = mcfg->session ? mcfg->session : &ctx->cfg.session,
+        .session = &session,
         .policy = ctx->cfg.policy,
         .name = mcfg->name,
         .resize = mcfg->resize,
@@ -350,7 +517,9 @@ static int attach(VmafDnnContext *ctx, const char *onnx_path, const VmafDnnModel
         if (!rc)
             rc = vdnn_tiny_model_open(&m, &opt);
     }
-    if (!rc && !(rc = decide_lag(ctx, m)) && !(rc = grow_models(ctx))) {
+    if (!rc && !(rc = decide_lag(ctx, m)) && !(rc = grow_models(ctx)) &&
+        !(rc = vdnn_model_recipe_new(&ctx->recipe[ctx->n_models], mcfg->name, &session,
+                                     mcfg->resize, mcfg->no_reference))) {
         ctx->model[ctx->n_models++] = m;
         ctx->temporal |= vdnn_tiny_model_temporal(m);
         return 0;
@@ -381,8 +550,11 @@ static int use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
     const int temporal = ctx->temporal;
     if ((rc = attach(ctx, path, mcfg, 0))) {
         /* All or nothing: the requirements attached on the way go too. */
-        while (ctx->n_models > before)
-            vdnn_tiny_model_close(ctx->model[--ctx->n_models]);
+        while (ctx->n_models > before) {
+            --ctx->n_models;
+            vdnn_tiny_model_close(ctx->model[ctx->n_models]);
+            vdnn_model_recipe_free(ctx->recipe[ctx->n_models]);
+        }
         ctx->temporal = temporal;
     }
     free(path);
@@ -396,6 +568,10 @@ int vmaf_dnn_use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
     if (!ctx)
         return vdnn_fail(-EINVAL, "use_tiny_model: context is NULL");
     enter(ctx);
+    /* The workers hold copies of the models attached so far (and a pointer
+     * to the model array, which attaching may move): they start afresh with
+     * the next frame. */
+    drop_pool(ctx);
     int rc = use_tiny_model(ctx, onnx_path, mcfg);
     leave(ctx);
     return rc;
@@ -703,9 +879,12 @@ static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
         return vdnn_fail(-EINVAL, "read_pictures: frame %u comes out of order: model %s reads "
                          "neighbouring frames, so frames must come one after another; the next "
                          "one is frame %u", index, first_temporal(ctx), ctx->next);
+    if ((rc = pool_ready(ctx)))
+        return rc;
     VdnnTinyFrame frame = {.index = index};
     if ((rc = check_pictures(ctx, ref, dist)) || (rc = check_unscored(ctx, index)) ||
-        (rc = check_frame_budgets(ctx, dist)) || (rc = prepare_frame(ctx, ref, dist, &frame)))
+        (rc = check_frame_budgets(ctx, dist)) || (rc = prepare_frame(ctx, ref, dist, &frame)) ||
+        (ctx->pool && (rc = vdnn_frame_pool_check(ctx->pool, &frame))))
         return rc;
     /* From here on the frame counts as read, failed or not: offsets count
      * frames, so the sequence moves on and each model keeps its planes. */
@@ -724,6 +903,8 @@ static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
     }
     frame.first = ctx->temporal ? ctx->first : 0;
     frame.last = index;
+    if (ctx->pool)
+        return vdnn_frame_pool_submit(ctx->pool, &frame, ctx->fc);
     for (size_t i = 0; i < ctx->n_models && !rc; i++) {
         VdnnTinyModel *m = ctx->model[i];
         const unsigned lag = vdnn_tiny_model_lag(m);
@@ -749,7 +930,7 @@ int vmaf_dnn_read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
     vdnn_clear_error();
     if (!ctx)
         return vdnn_fail(-EINVAL, "read_pictures: context is NULL");
-    enter(ctx);
+    enter_call(ctx);
     clock_gettime(CLOCK_MONOTONIC, &ctx->call_start);
     set_frame_in_flight(ctx, 1);
     const unsigned before = ctx->frames_read;
@@ -799,6 +980,10 @@ int vmaf_dnn_flush(VmafDnnContext *ctx)
         if (ctx->frames_read)
             clock_gettime(CLOCK_MONOTONIC, &ctx->clock_end);
     }
+    /* An earlier frame's failure comes first: it happened first. */
+    const int earlier = vdnn_frame_pending_take(&ctx->pending);
+    if (earlier)
+        rc = earlier;
     leave(ctx);
     return rc;
 }

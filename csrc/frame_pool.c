@@ -1,0 +1,604 @@
+/* Frames in flight (frame_pool.h): model copies per worker, slots holding a
+ * frame's normalised planes, and the merge of results into the context's
+ * feature store in submission order, so that what a caller observes (the
+ * scores, the order of feature names, which call reports a failure) does
+ * not depend on which worker finished first. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "frame_pool.h"
+
+/* ------------------------------------------------------------------------ */
+/* Recipes and copies of a model                                            */
+/* ------------------------------------------------------------------------ */
+
+int vdnn_model_recipe_new(VdnnModelRecipe **out, const char *name, const VmafDnnConfig *session,
+                          VmafDnnResize resize, int no_reference)
+{
+    VdnnModelRecipe *r = calloc(1, sizeof(*r));
+    if (!r || (name && !(r->name = strdup(name)))) {
+        free(r);
+        return vdnn_fail(-ENOMEM, "out of memory");
+    }
+    r->session = *session;
+    r->resize = resize;
+    r->no_reference = no_reference;
+    *out = r;
+    return 0;
+}
+
+void vdnn_model_recipe_free(VdnnModelRecipe *r)
+{
+    if (!r)
+        return;
+    free(r->name);
+    free(r);
+}
+
+/* key_taken of a copy: every key but the original's own. The copy tries the
+ * same candidates in the same order as the original did (same file, sidecar
+ * and name), so the first one not "taken" is the original's key of that
+ * slot: the copy ends up with exactly the original's keys, whatever other
+ * models and features the context holds now. */
+static int not_original_key(void *opaque, const char *key)
+{
+    const VdnnTinyModel *original = opaque;
+    for (size_t k = 0; k < vdnn_tiny_model_key_count(original); k++)
+        if (strcmp(vdnn_tiny_model_key(original, k), key) == 0)
+            return 0;
+    return 1;
+}
+
+int vdnn_tiny_model_reopen(VdnnTinyModel **out, const VdnnTinyModel *m,
+                           const VdnnModelRecipe *r, const VmafDnnModelPolicy *policy,
+                           VmafDnnResize context_resize, int threads)
+{
+    VmafDnnConfig session = r->session;
+    if (threads > 0)
+        session.threads = threads;
+    const VdnnTinyModelOptions opt = {
+        .onnx_path = vdnn_tiny_model_path(m),
+        .session = &session,
+        .policy = policy,
+        .name = r->name,
+        .resize = r->resize,
+        .context_resize = context_resize,
+        .no_reference = r->no_reference,
+        .key_taken = not_original_key,
+        .opaque = (void *)m,
+    };
+    VdnnTinyModel *copy = NULL;
+    int rc = vdnn_tiny_model_open(&copy, &opt);
+    if (rc)
+        return rc;
+    int same = vdnn_tiny_model_key_count(copy) == vdnn_tiny_model_key_count(m);
+    for (size_t k = 0; same && k < vdnn_tiny_model_key_count(m); k++)
+        same = strcmp(vdnn_tiny_model_key(copy, k), vdnn_tiny_model_key(m, k)) == 0;
+    if (!same) {
+        vdnn_tiny_model_close(copy);
+        return vdnn_fail(-EIO, "model %s: opened again, it no longer has the keys it was "
+                         "attached with (was the file or its sidecar replaced?)",
+                         vdnn_tiny_model_path(m));
+    }
+    vdnn_tiny_model_set_lag(copy, vdnn_tiny_model_lag(m));
+    *out = copy;
+    return 0;
+}
+
+/* Attach refuses a symbolic image height or width unless the sidecar says
+ * "native_resolution", so a rank-4 input with one is such a model (a rank-4
+ * "value" input of symbolic dims is taken for one too: opening it again is
+ * merely wasted work). */
+static int native_resolution(const VdnnTinyModel *m)
+{
+    const VmafDnnSession *s = vdnn_tiny_model_session(m);
+    for (size_t i = 0; i < vmaf_dnn_session_input_count(s); i++) {
+        VmafDnnTensorInfo in;
+        if (!vmaf_dnn_session_input_info(s, i, &in) && in.rank == 4 &&
+            (in.shape[2] < 0 || in.shape[3] < 0))
+            return 1;
+    }
+    return 0;
+}
+
+int vdnn_tiny_model_stateful(const VdnnTinyModel *m)
+{
+    return vdnn_tiny_model_temporal(m) || native_resolution(m);
+}
+
+int vdnn_frame_pending_take(VdnnFramePending *pending)
+{
+    const int rc = pending->rc;
+    if (!rc)
+        return 0;
+    if (pending->more)
+        vdnn_fail(rc, "frame %u (scored in flight): %s (and %u later frame%s failed)",
+                  pending->frame, pending->message, pending->more,
+                  pending->more == 1 ? "" : "s");
+    else
+        vdnn_fail(rc, "frame %u (scored in flight): %s", pending->frame, pending->message);
+    pending->rc = 0;
+    pending->more = 0;
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The pool                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef enum SlotState { SLOT_FREE, SLOT_QUEUED, SLOT_RUNNING, SLOT_DONE } SlotState;
+
+/* A caller-appended feature of the slot's frame (FEATURES models read them). */
+typedef struct SlotFeature {
+    const char *name; /* owned by the context's store, which outlives the slot's use */
+    double value;
+} SlotFeature;
+
+typedef struct Slot {
+    SlotState state;
+    unsigned long long seq;  /* submission number: merges go in this order */
+    VdnnTinyFrame frame;     /* planes point into buf */
+    float *buf[2][3];
+    size_t cap[2][3];        /* floats */
+    SlotFeature *feature;
+    size_t n_feature, feature_cap;
+    int cancelled;
+    unsigned worker;         /* the worker whose store holds the results */
+    int rc;
+    char message[1024];
+} Slot;
+
+typedef struct Worker {
+    struct VdnnFramePool *pool;
+    unsigned id;
+    pthread_t thread;
+    int started;
+    VdnnTinyModel **model;   /* the pool's n_models copies */
+    VdnnFeatureCollector *fc;
+    VdnnTinyModel *running;  /* under the pool's lock: for cancel */
+} Worker;
+
+struct VdnnFramePool {
+    VdnnFramePoolSetup setup;
+    uint64_t max_memory_bytes; /* 0: no budget */
+    int reads_features;        /* some model reads features: slots carry them */
+    int native;                /* some model locks its size at the first frame */
+    unsigned first_w[3], first_h[3]; /* that size; first_w[0] == 0: none yet */
+    pthread_mutex_t lock;
+    pthread_cond_t work;       /* a slot was queued, or stop */
+    pthread_cond_t done;       /* a slot is done */
+    int stop;
+    unsigned long long next_seq;
+    unsigned n_slots;
+    Slot *slot;
+    unsigned n_workers;
+    Worker *worker;
+};
+
+unsigned vdnn_frame_pool_slots(const VdnnFramePool *p)
+{
+    return p->n_slots;
+}
+
+/* The queued slot submitted first, or NULL. Under the lock. */
+static Slot *next_queued(VdnnFramePool *p)
+{
+    Slot *best = NULL;
+    for (unsigned i = 0; i < p->n_slots; i++)
+        if (p->slot[i].state == SLOT_QUEUED && (!best || p->slot[i].seq < best->seq))
+            best = &p->slot[i];
+    return best;
+}
+
+/* The occupied slot submitted first, or NULL. Under the lock. */
+static Slot *oldest(VdnnFramePool *p)
+{
+    Slot *best = NULL;
+    for (unsigned i = 0; i < p->n_slots; i++)
+        if (p->slot[i].state != SLOT_FREE && (!best || p->slot[i].seq < best->seq))
+            best = &p->slot[i];
+    return best;
+}
+
+/* Publishes the model about to run so that cancel can stop it, unless the
+ * frame was cancelled already; then withdraws it. As in the serial path
+ * (context.c), a cancel that came while the model ran fails the frame even
+ * when the run finished: it may have landed before ORT's run began. */
+static int run_model(Worker *w, Slot *s, VdnnTinyModel *m)
+{
+    VdnnFramePool *p = w->pool;
+    pthread_mutex_lock(&p->lock);
+    const int before = s->cancelled;
+    w->running = before ? NULL : m;
+    pthread_mutex_unlock(&p->lock);
+    if (before)
+        return vdnn_fail(-ECANCELED, "read_pictures: frame %u was cancelled before model %s ran",
+                         s->frame.index, vdnn_tiny_model_path(m));
+    int rc = vdnn_tiny_model_run(m, &s->frame, w->fc);
+    pthread_mutex_lock(&p->lock);
+    const int during = s->cancelled;
+    w->running = NULL;
+    pthread_mutex_unlock(&p->lock);
+    if (!rc && during)
+        return vdnn_fail(-ECANCELED, "read_pictures: frame %u was cancelled while model %s ran "
+                         "(its scores are kept)", s->frame.index, vdnn_tiny_model_path(m));
+    return rc;
+}
+
+/* Scores one frame as the serial path does: every model in attach order,
+ * stopping at the first failure. */
+static int score_frame(Worker *w, Slot *s)
+{
+    for (size_t i = 0; i < s->n_feature; i++) {
+        const SlotFeature *f = &s->feature[i];
+        if (vdnn_feature_collector_has(w->fc, f->name, s->frame.index))
+            continue; /* the frame came before and failed before any model stored */
+        int rc = vdnn_feature_collector_append(w->fc, f->name, s->frame.index, f->value);
+        if (rc)
+            return rc;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < w->pool->setup.n_models && !rc; i++)
+        rc = run_model(w, s, w->model[i]);
+    return rc;
+}
+
+static void *worker_main(void *arg)
+{
+    Worker *w = arg;
+    VdnnFramePool *p = w->pool;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        Slot *s = NULL;
+        while (!p->stop && !(s = next_queued(p)))
+            pthread_cond_wait(&p->work, &p->lock);
+        if (!s)
+            break;
+        s->state = SLOT_RUNNING;
+        s->worker = w->id;
+        pthread_mutex_unlock(&p->lock);
+        vdnn_clear_error();
+        const int rc = score_frame(w, s);
+        pthread_mutex_lock(&p->lock);
+        s->rc = rc;
+        if (rc)
+            snprintf(s->message, sizeof(s->message), "%s", vdnn_last_error());
+        s->state = SLOT_DONE;
+        pthread_cond_broadcast(&p->done);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* Moves a done slot's scores into fc and frees the slot. Under the lock (the
+ * stores have locks of their own, never held while taking the pool's). */
+static void merge(VdnnFramePool *p, Slot *s, VdnnFeatureCollector *fc)
+{
+    const Worker *w = &p->worker[s->worker];
+    const unsigned index = s->frame.index;
+    int rc = s->rc;
+    for (size_t i = 0; i < p->setup.n_models; i++) {
+        const VdnnTinyModel *m = w->model[i];
+        for (size_t k = 0; k < vdnn_tiny_model_key_count(m); k++) {
+            const char *key = vdnn_tiny_model_key(m, k);
+            double v;
+            if (!vdnn_feature_collector_has(w->fc, key, index) ||
+                vdnn_feature_collector_get(w->fc, key, index, &v))
+                continue;
+            int stored = vdnn_feature_collector_append(fc, key, index, v);
+            if (stored && !rc) {
+                rc = stored;
+                snprintf(s->message, sizeof(s->message), "%s", vdnn_last_error());
+            }
+        }
+    }
+    VdnnFramePending *pending = p->setup.pending;
+    if (rc && pending->rc) {
+        pending->more++;
+    } else if (rc) {
+        pending->rc = rc;
+        pending->frame = index;
+        memcpy(pending->message, s->message, sizeof(pending->message));
+    }
+    s->state = SLOT_FREE;
+    s->n_feature = 0;
+}
+
+static void wait_merge(VdnnFramePool *p, Slot *s, VdnnFeatureCollector *fc, unsigned *merged)
+{
+    while (s->state != SLOT_DONE)
+        pthread_cond_wait(&p->done, &p->lock);
+    merge(p, s, fc);
+    ++*merged;
+}
+
+void vdnn_frame_pool_make_room(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *merged)
+{
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        unsigned used = 0;
+        for (unsigned i = 0; i < p->n_slots; i++)
+            used += p->slot[i].state != SLOT_FREE;
+        if (used < p->n_slots)
+            break;
+        wait_merge(p, oldest(p), fc, merged);
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+void vdnn_frame_pool_drain(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *merged)
+{
+    pthread_mutex_lock(&p->lock);
+    Slot *s;
+    while ((s = oldest(p)))
+        wait_merge(p, s, fc, merged);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Bytes of one slot's planes for frame f. */
+static uint64_t frame_bytes(const VdnnTinyFrame *f)
+{
+    uint64_t bytes = 0;
+    for (int pic = 0; pic < 2; pic++)
+        for (int i = 0; i < 3; i++)
+            if (f->plane[pic][i])
+                bytes += (uint64_t)f->w[i] * f->h[i] * sizeof(float);
+    return bytes;
+}
+
+int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f)
+{
+    VdnnFramePool *pool = (VdnnFramePool *)p; /* the lock only */
+    pthread_mutex_lock(&pool->lock);
+    int queued = 0;
+    for (unsigned i = 0; i < p->n_slots && !queued; i++)
+        queued = p->slot[i].state != SLOT_FREE && p->slot[i].frame.index == f->index;
+    pthread_mutex_unlock(&pool->lock);
+    if (queued)
+        return vdnn_fail(-EEXIST, "read_pictures: frame %u was already read (it is being "
+                         "scored)", f->index);
+    const uint64_t bytes = frame_bytes(f) * p->n_slots;
+    if (p->max_memory_bytes && bytes > p->max_memory_bytes)
+        return vdnn_fail(-EDQUOT, "read_pictures: %u frames in flight of %ux%u need %llu bytes "
+                         "of fp32 planes, above the policy's max_memory_bytes of %llu; use "
+                         "fewer threads", p->n_slots, f->w[0], f->h[0],
+                         (unsigned long long)bytes, (unsigned long long)p->max_memory_bytes);
+    if (p->native && p->first_w[0] && f->w[0] &&
+        (memcmp(f->w, p->first_w, sizeof(f->w)) || memcmp(f->h, p->first_h, sizeof(f->h)))) {
+        for (size_t i = 0; i < p->setup.n_models; i++)
+            if (native_resolution(p->setup.model[i]))
+                return vdnn_fail(-ERANGE, "frame %u is %ux%u; model %s runs at native "
+                                 "resolution, which its first frame set to %ux%u", f->index,
+                                 f->w[0], f->h[0], vdnn_tiny_model_path(p->setup.model[i]),
+                                 p->first_w[0], p->first_h[0]);
+    }
+    return 0;
+}
+
+static int copy_features(Slot *s, const VdnnFeatureCollector *fc, unsigned index)
+{
+    const size_t n = vdnn_feature_collector_feature_count(fc);
+    for (size_t i = 0; i < n; i++) {
+        double v;
+        if (!vdnn_feature_collector_value_at(fc, i, index, &v))
+            continue;
+        if (s->n_feature == s->feature_cap) {
+            size_t cap = s->feature_cap ? 2 * s->feature_cap : 8;
+            SlotFeature *grown = realloc(s->feature, cap * sizeof(*grown));
+            if (!grown)
+                return vdnn_fail(-ENOMEM, "out of memory");
+            s->feature = grown;
+            s->feature_cap = cap;
+        }
+        s->feature[s->n_feature++] =
+            (SlotFeature){vdnn_feature_collector_feature_name(fc, i), v};
+    }
+    return 0;
+}
+
+int vdnn_frame_pool_submit(VdnnFramePool *p, const VdnnTinyFrame *f,
+                           const VdnnFeatureCollector *fc)
+{
+    /* Only the owner queues slots and only it frees them, so a free slot
+     * stays free while it is filled outside the lock. */
+    pthread_mutex_lock(&p->lock);
+    Slot *s = NULL;
+    for (unsigned i = 0; i < p->n_slots && !s; i++)
+        if (p->slot[i].state == SLOT_FREE)
+            s = &p->slot[i];
+    pthread_mutex_unlock(&p->lock);
+    if (!s)
+        return vdnn_fail(-EAGAIN, "read_pictures: no free frame slot (internal)");
+    s->frame = *f;
+    for (int pic = 0; pic < 2; pic++)
+        for (int i = 0; i < 3; i++) {
+            if (!f->plane[pic][i])
+                continue;
+            const size_t n = (size_t)f->w[i] * f->h[i];
+            if (n > s->cap[pic][i]) {
+                float *grown = realloc(s->buf[pic][i], n * sizeof(float));
+                if (!grown)
+                    return vdnn_fail(-ENOMEM, "out of memory for a frame in flight");
+                s->buf[pic][i] = grown;
+                s->cap[pic][i] = n;
+            }
+            memcpy(s->buf[pic][i], f->plane[pic][i], n * sizeof(float));
+            s->frame.plane[pic][i] = s->buf[pic][i];
+        }
+    s->n_feature = 0;
+    int rc = p->reads_features ? copy_features(s, fc, f->index) : 0;
+    if (rc)
+        return rc;
+    if (!p->first_w[0] && f->w[0]) {
+        memcpy(p->first_w, f->w, sizeof(f->w));
+        memcpy(p->first_h, f->h, sizeof(f->h));
+    }
+    pthread_mutex_lock(&p->lock);
+    s->seq = p->next_seq++;
+    s->cancelled = 0;
+    s->rc = 0;
+    s->state = SLOT_QUEUED;
+    pthread_cond_signal(&p->work);
+    pthread_mutex_unlock(&p->lock);
+    return 0;
+}
+
+void vdnn_frame_pool_cancel(VdnnFramePool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    for (unsigned i = 0; i < p->n_slots; i++)
+        if (p->slot[i].state == SLOT_QUEUED || p->slot[i].state == SLOT_RUNNING)
+            p->slot[i].cancelled = 1;
+    for (unsigned i = 0; i < p->n_workers; i++)
+        if (p->worker[i].running)
+            vdnn_tiny_model_cancel(p->worker[i].running);
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void close_models(Worker *w, size_t n)
+{
+    for (size_t i = 0; w->model && i < n; i++)
+        vdnn_tiny_model_close(w->model[i]);
+    free(w->model);
+    w->model = NULL;
+}
+
+/* Opens the worker's copies of every model (one intra-op thread each: the
+ * frame-level workers are the parallelism) and its store. */
+static int open_worker(VdnnFramePool *p, Worker *w)
+{
+    const VdnnFramePoolSetup *s = &p->setup;
+    w->model = calloc(s->n_models ? s->n_models : 1, sizeof(*w->model));
+    if (!w->model)
+        return vdnn_fail(-ENOMEM, "out of memory");
+    int rc = vdnn_feature_collector_init(&w->fc);
+    for (size_t i = 0; i < s->n_models && !rc; i++)
+        rc = vdnn_tiny_model_reopen(&w->model[i], s->model[i], s->recipe[i], s->policy,
+                                    s->context_resize, 1);
+    return rc;
+}
+
+static uint64_t policy_memory(const VmafDnnModelPolicy *policy)
+{
+    VmafDnnModelPolicy defaults;
+    if (!policy) {
+        vmaf_dnn_default_model_policy(&defaults);
+        policy = &defaults;
+    }
+    return policy->max_memory_bytes;
+}
+
+int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
+{
+    VdnnFramePool *p = calloc(1, sizeof(*p));
+    if (!p)
+        return vdnn_fail(-ENOMEM, "out of memory");
+    p->setup = *setup;
+    p->max_memory_bytes = policy_memory(setup->policy);
+    for (size_t i = 0; i < setup->n_models; i++) {
+        p->reads_features |= vdnn_tiny_model_read_count(setup->model[i]) > 0;
+        p->native |= native_resolution(setup->model[i]);
+    }
+    p->n_workers = setup->workers;
+    /* One frame more than workers: the caller prepares the next frame while
+     * every worker runs one (docs/throughput.md). */
+    p->n_slots = setup->workers + 1;
+    p->slot = calloc(p->n_slots, sizeof(*p->slot));
+    p->worker = calloc(p->n_workers, sizeof(*p->worker));
+    if (!p->slot || !p->worker) {
+        free(p->slot);
+        free(p->worker);
+        free(p);
+        return vdnn_fail(-ENOMEM, "out of memory");
+    }
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->work, NULL);
+    pthread_cond_init(&p->done, NULL);
+    int rc = 0;
+    for (unsigned i = 0; i < p->n_workers && !rc; i++) {
+        Worker *w = &p->worker[i];
+        w->pool = p;
+        w->id = i;
+        rc = open_worker(p, w);
+    }
+    for (unsigned i = 0; i < p->n_workers && !rc; i++) {
+        Worker *w = &p->worker[i];
+        if (pthread_create(&w->thread, NULL, worker_main, w))
+            rc = vdnn_fail(-EAGAIN, "read_pictures: cannot start frame worker %u of %u", i + 1,
+                           p->n_workers);
+        else
+            w->started = 1;
+    }
+    if (rc) {
+        vdnn_frame_pool_close(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+void vdnn_frame_pool_close(VdnnFramePool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    for (unsigned i = 0; i < p->n_slots; i++)
+        while (p->slot[i].state == SLOT_QUEUED || p->slot[i].state == SLOT_RUNNING)
+            pthread_cond_wait(&p->done, &p->lock);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->lock);
+    for (unsigned i = 0; i < p->n_workers; i++) {
+        Worker *w = &p->worker[i];
+        if (w->started)
+            pthread_join(w->thread, NULL);
+        close_models(w, p->setup.n_models);
+        vdnn_feature_collector_free(w->fc);
+    }
+    for (unsigned i = 0; i < p->n_slots; i++) {
+        for (int pic = 0; pic < 2; pic++)
+            for (int k = 0; k < 3; k++)
+                free(p->slot[i].buf[pic][k]);
+        free(p->slot[i].feature);
+    }
+    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->work);
+    pthread_mutex_destroy(&p->lock);
+    free(p->slot);
+    free(p->worker);
+    free(p);
+}
+
+int vdnn_frame_pool_restart(VdnnFramePool *p)
+{
+    const VdnnFramePoolSetup *s = &p->setup;
+    memset(p->first_w, 0, sizeof(p->first_w));
+    memset(p->first_h, 0, sizeof(p->first_h));
+    /* The workers wait for work: nothing of theirs is in use. */
+    for (unsigned i = 0; i < p->n_workers; i++) {
+        Worker *w = &p->worker[i];
+        VdnnFeatureCollector *fresh = NULL;
+        int rc = vdnn_feature_collector_init(&fresh);
+        if (rc)
+            return rc;
+        vdnn_feature_collector_free(w->fc);
+        w->fc = fresh;
+        for (size_t k = 0; k < s->n_models; k++) {
+            if (!vdnn_tiny_model_stateful(w->model[k]))
+                continue;
+            VdnnTinyModel *again = NULL;
+            rc = vdnn_tiny_model_reopen(&again, s->model[k], s->recipe[k], s->policy,
+                                        s->context_resize, 1);
+            if (rc)
+                return rc;
+            vdnn_tiny_model_close(w->model[k]);
+            w->model[k] = again;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,116 @@
+/* Internal: frames in flight. A context with `threads` > 1 and no temporal
+ * model hands each frame, once its planes are checked and normalised, to a
+ * pool of worker threads; every worker owns a copy of each attached model
+ * (its own ORT session, one intra-op thread) and a private feature store,
+ * and the frame's scores are moved into the context's store by the thread
+ * that owns the context, oldest frame first. docs/throughput.md says why
+ * (measurements) and vmaf_dnn_read_pictures() what a caller sees.
+ *
+ * Thread-safety: every function but vdnn_frame_pool_cancel is called by the
+ * thread that owns the context (between the context's enter and leave);
+ * vdnn_frame_pool_cancel may be called from any thread.
+ */
+#ifndef VMAFDNN_FRAME_POOL_H
+#define VMAFDNN_FRAME_POOL_H
+
+#include <stddef.h>
+
+#include "vmafdnn/context.h"
+
+#include "feature_collector.h"
+#include "tiny_model.h"
+
+/* How an attached model was attached, so that it can be opened again: for a
+ * worker's own copy, or afresh on vmaf_dnn_context_reset. */
+typedef struct VdnnModelRecipe {
+    char *name;             /* VmafDnnModelConfig.name, owned; NULL: none */
+    VmafDnnConfig session;  /* the session config it was opened with */
+    VmafDnnResize resize;   /* VmafDnnModelConfig.resize */
+    int no_reference;
+} VdnnModelRecipe;
+
+/* *out: a new recipe (free with vdnn_model_recipe_free). Returns 0, -ENOMEM. */
+int vdnn_model_recipe_new(VdnnModelRecipe **out, const char *name, const VmafDnnConfig *session,
+                          VmafDnnResize resize, int no_reference);
+void vdnn_model_recipe_free(VdnnModelRecipe *r);
+
+/* Opens model `m` again from its recipe as an independent instance with the
+ * very same feature keys and lag; `threads` > 0 replaces the recipe's
+ * intra-op thread count. Returns vdnn_tiny_model_open's codes, or -EIO when
+ * the file no longer yields the same keys. */
+int vdnn_tiny_model_reopen(VdnnTinyModel **out, const VdnnTinyModel *m,
+                           const VdnnModelRecipe *r, const VmafDnnModelPolicy *policy,
+                           VmafDnnResize context_resize, int threads);
+
+/* Non-zero when the model keeps state from frame to frame beyond its
+ * session: past planes (temporal) or a size locked by its first frame
+ * (a symbolic image height or width: "native_resolution"). */
+int vdnn_tiny_model_stateful(const VdnnTinyModel *m);
+
+/* The first failure of a frame scored in flight that no call reported yet
+ * (the context owns it; the pool fills it). */
+typedef struct VdnnFramePending {
+    int rc;                 /* 0: none */
+    unsigned frame, more;   /* the failed frame; later failed frames */
+    char message[1024];
+} VdnnFramePending;
+
+/* Returns the pending failure as a call's result (message recorded for the
+ * calling thread) and clears it; 0 when there is none. */
+int vdnn_frame_pending_take(VdnnFramePending *pending);
+
+typedef struct VdnnFramePool VdnnFramePool;
+
+typedef struct VdnnFramePoolSetup {
+    VdnnTinyModel *const *model;          /* the context's models (keys read) */
+    VdnnModelRecipe *const *recipe;       /* one per model */
+    size_t n_models;
+    const VmafDnnModelPolicy *policy;     /* NULL: the default policy */
+    VmafDnnResize context_resize;
+    unsigned workers;                     /* 2..VMAF_DNN_MAX_THREADS */
+    VdnnFramePending *pending;            /* outlives the pool */
+} VdnnFramePoolSetup;
+
+/* Opens every model once per worker and starts the workers. Returns 0, the
+ * codes of vdnn_tiny_model_reopen, -ENOMEM, -EAGAIN (no thread could be
+ * started). */
+int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup);
+
+/* Waits for every frame in flight (their scores are dropped), stops the
+ * workers and closes their models. NULL-safe. */
+void vdnn_frame_pool_close(VdnnFramePool *p);
+
+/* Frames the pool holds at most (queued, running or done and not merged). */
+unsigned vdnn_frame_pool_slots(const VdnnFramePool *p);
+
+/* Makes room for one more frame: while every slot is taken, waits for the
+ * oldest frame and merges it into fc. *merged += frames merged. */
+void vdnn_frame_pool_make_room(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *merged);
+
+/* Waits for every frame in flight and merges them into fc, oldest first.
+ * *merged += frames merged. */
+void vdnn_frame_pool_drain(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *merged);
+
+/* Checks a prepared frame before it counts as read: frame `index` is not in
+ * flight already (-EEXIST), the slots' buffers for its planes fit the
+ * policy's max_memory_bytes (-EDQUOT), and a native-resolution model gets
+ * the size of the first frame (-ERANGE), as vdnn_tiny_model_run would say. */
+int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f);
+
+/* Copies the frame's planes, and the features fc holds for its index when a
+ * model reads features, into a free slot (vdnn_frame_pool_make_room first)
+ * and queues it. Returns 0, -ENOMEM. */
+int vdnn_frame_pool_submit(VdnnFramePool *p, const VdnnTinyFrame *f,
+                           const VdnnFeatureCollector *fc);
+
+/* Cancels every frame queued or running now (each fails with -ECANCELED);
+ * frames submitted later run normally. Any thread. */
+void vdnn_frame_pool_cancel(VdnnFramePool *p);
+
+/* For vmaf_dnn_context_reset, on a drained pool: empties the workers'
+ * feature stores and opens their stateful models afresh. Returns 0, the
+ * codes of vdnn_tiny_model_reopen, -ENOMEM; on failure the pool must be
+ * closed. */
+int vdnn_frame_pool_restart(VdnnFramePool *p);
+
+#endif

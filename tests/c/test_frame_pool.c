@@ -1,0 +1,400 @@
+/* Frames in flight (VmafDnnContextConfig.threads > 1) and
+ * vmaf_dnn_context_reset: scores equal to one-frame-at-a-time scoring,
+ * failures reported by a call that depends only on the calls made, cancel
+ * and close with frames in flight, and reset keeping sessions.
+ * Usage: test_frame_pool MODEL_DIR (tests/models/factory.py's output). */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <vmafdnn/context.h>
+
+#include "check.h"
+
+static char model_dir[1024];
+static char tmp_dir[] = "/tmp/vmafdnn-frame-pool-XXXXXX";
+
+static const char *model(const char *name)
+{
+    static char path[4][PATH_MAX];
+    static int turn;
+    turn = (turn + 1) % 4;
+    snprintf(path[turn], sizeof(path[turn]), "%s/%s.onnx", model_dir, name);
+    return path[turn];
+}
+
+/* A w x h 8-bit picture whose samples depend on the frame index. */
+typedef struct Frame {
+    uint8_t *y;
+    VmafDnnPicture pic;
+} Frame;
+
+static void frame_make(Frame *f, unsigned w, unsigned h, unsigned seed)
+{
+    f->y = malloc((size_t)w * h);
+    for (size_t i = 0; i < (size_t)w * h; i++)
+        f->y[i] = (uint8_t)((i * 7 + seed * 31 + (i / w) * seed) & 0xff);
+    memset(&f->pic, 0, sizeof(f->pic));
+    f->pic.data[0] = f->y;
+    f->pic.stride[0] = w;
+    f->pic.w[0] = w;
+    f->pic.h[0] = h;
+    f->pic.bpc = 8;
+}
+
+static VmafDnnContext *open_ctx(int threads)
+{
+    VmafDnnContextConfig cfg;
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.threads = threads;
+    VmafDnnContext *ctx = NULL;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
+    return ctx;
+}
+
+#define FRAMES 12
+
+/* Frames in flight give the very values, keys and feature order of the
+ * one-at-a-time context, for frames read in any order. */
+static void test_same_scores(void)
+{
+    static const unsigned order[FRAMES] = {3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10};
+    double want[2][FRAMES];
+    char names[2][64] = {{0}};
+    for (int pass = 0; pass < 3; pass++) {
+        const int threads = pass == 0 ? 0 : pass == 1 ? 2 : 3;
+        VmafDnnContext *ctx = open_ctx(threads);
+        CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("fr_diff"), NULL), 0);
+        CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("nr_mean"), NULL), 0);
+        for (unsigned k = 0; k < FRAMES; k++) {
+            Frame ref, dist;
+            frame_make(&ref, 8, 8, order[k]);
+            frame_make(&dist, 8, 8, order[k] * 3 + 1);
+            CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &ref.pic, &dist.pic, order[k]), 0);
+            free(ref.y);
+            free(dist.y);
+        }
+        CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+        CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), FRAMES);
+        CHECK_EQ_INT(vmaf_dnn_feature_count(ctx), 2);
+        for (size_t f = 0; f < 2; f++) {
+            const char *name = vmaf_dnn_feature_name(ctx, f);
+            if (pass == 0)
+                snprintf(names[f], sizeof(names[f]), "%s", name);
+            else
+                CHECK(name && strcmp(name, names[f]) == 0);
+            for (unsigned i = 0; i < FRAMES; i++) {
+                double v = -1;
+                CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, names[f], i, &v), 0);
+                if (pass == 0)
+                    want[f][i] = v;
+                else
+                    CHECK(v == want[f][i]);
+            }
+        }
+        vmaf_dnn_context_close(ctx);
+    }
+}
+
+/* Scores are readable right after read_pictures returns: other calls wait
+ * for the frames in flight. A frame in flight cannot be read twice. */
+static void test_settled_reads(void)
+{
+    VmafDnnContext *ctx = open_ctx(2);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("nr_mean"), NULL), 0);
+    Frame d;
+    frame_make(&d, 8, 8, 5);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &d.pic, 0), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &d.pic, 0), -EEXIST);
+    double v = -1;
+    CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "nr_mean", 0, &v), 0);
+    CHECK(v >= 0 && v <= 1);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &d.pic, 0), -EEXIST);
+    free(d.y);
+    vmaf_dnn_context_close(ctx);
+}
+
+/* A frame that fails on a worker (16x16 for an 8x8 model, no resize) is
+ * reported by the call that needs its slot: with 2 workers (3 slots) the
+ * read of the third frame after it, whatever the timing; that call does not
+ * take its own frame, which can be read again. */
+static void test_failure_reported_deterministically(void)
+{
+    for (int round = 0; round < 3; round++) {
+        VmafDnnContext *ctx = open_ctx(2);
+        CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("nr_mean"), NULL), 0);
+        Frame good, bad;
+        frame_make(&good, 8, 8, 1);
+        frame_make(&bad, 16, 16, 2);
+        for (unsigned i = 0; i < 6; i++)
+            CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, i == 3 ? &bad.pic : &good.pic, i), 0);
+        CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &good.pic, 6), -ERANGE);
+        CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "frame 3");
+        CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &good.pic, 6), 0);
+        CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &bad.pic, 7), 0);
+        /* The last frame's failure comes with flush. */
+        CHECK_EQ_INT(vmaf_dnn_flush(ctx), -ERANGE);
+        CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "frame 7");
+        CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+        double v;
+        CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "nr_mean", 3, &v), -ENOENT);
+        CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "nr_mean", 6, &v), 0);
+        CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 7);
+        free(good.y);
+        free(bad.y);
+        vmaf_dnn_context_close(ctx);
+    }
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* slow_chain runs about a second a frame: cancel stops both frames in
+ * flight, and a frame read after the cancel is scored. */
+static void test_cancel_in_flight(void)
+{
+    VmafDnnContext *ctx = open_ctx(2);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("slow_chain"), NULL), 0);
+    Frame d;
+    frame_make(&d, 512, 512, 3);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &d.pic, 0), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &d.pic, 1), 0);
+    sleep_ms(100);
+    const double t0 = now_s();
+    vmaf_dnn_context_cancel(ctx);
+    double v;
+    CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "slow_chain", 0, &v), -ENOENT); /* waits */
+    const double waited = now_s() - t0;
+    printf("cancel: frames in flight stopped in %.3f s\n", waited);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &d.pic, 2), -ECANCELED);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "frame 0");
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "1 later frame");
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &d.pic, 2), 0);
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "slow_chain", 2, &v), 0);
+    free(d.y);
+    vmaf_dnn_context_close(ctx);
+}
+
+/* Close with frames queued and running waits for them (TSan and ASan see
+ * no use after free), also while another thread cancels. */
+static void sleep_ms(long ms);
+
+static void *cancel_later(void *arg)
+{
+    sleep_ms(50);
+    vmaf_dnn_context_cancel(arg);
+    return NULL;
+}
+
+static void test_close_in_flight(void)
+{
+    for (int with_cancel = 0; with_cancel < 2; with_cancel++) {
+        VmafDnnContext *ctx = open_ctx(2);
+        CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("slow_chain"), NULL), 0);
+        Frame d;
+        frame_make(&d, 512, 512, 4);
+        for (unsigned i = 0; i < 3; i++)
+            CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &d.pic, i), 0);
+        pthread_t t;
+        if (with_cancel)
+            pthread_create(&t, NULL, cancel_later, ctx);
+        else
+            vmaf_dnn_context_cancel(ctx); /* keeps the test short */
+        if (with_cancel)
+            pthread_join(t, NULL);
+        vmaf_dnn_context_close(ctx);
+        free(d.y);
+        CHECK(1);
+    }
+}
+
+/* Reset: everything stored goes, the models and their sessions stay, and
+ * the next clip scores as in a new context; flush no longer blocks reads. */
+static void test_reset(int threads)
+{
+    VmafDnnContext *ctx = open_ctx(threads);
+    CHECK_EQ_INT(vmaf_dnn_context_reset(NULL), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("fr_diff"), NULL), 0);
+    const VmafDnnSession *session = vmaf_dnn_tiny_model_session(ctx, 0);
+    double first[4];
+    for (int clip = 0; clip < 2; clip++) {
+        CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "label", 0, clip), 0);
+        for (unsigned i = 0; i < 4; i++) {
+            Frame r, d;
+            frame_make(&r, 8, 8, i);
+            frame_make(&d, 8, 8, i + 9);
+            CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &r.pic, &d.pic, i), 0);
+            free(r.y);
+            free(d.y);
+        }
+        CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+        CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 4);
+        for (unsigned i = 0; i < 4; i++) {
+            double v;
+            CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "fr_diff", i, &v), 0);
+            if (clip == 0)
+                first[i] = v;
+            else
+                CHECK(v == first[i]);
+        }
+        size_t len = 0;
+        CHECK_EQ_INT(vmaf_dnn_write_output_buffer(ctx, VMAF_DNN_OUTPUT_CSV, 0, NULL, 0, &len),
+                     -ENOBUFS);
+        CHECK(len > 20);
+        CHECK_EQ_INT(vmaf_dnn_context_reset(ctx), 0);
+        CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 0);
+        CHECK_EQ_INT(vmaf_dnn_feature_count(ctx), 0);
+        CHECK_EQ_INT(vmaf_dnn_tiny_model_count(ctx), 1);
+        CHECK(vmaf_dnn_tiny_model_session(ctx, 0) == session);
+        char buf[256];
+        CHECK_EQ_INT(vmaf_dnn_write_output_buffer(ctx, VMAF_DNN_OUTPUT_JSON, 0, buf, sizeof(buf),
+                                                  &len), 0);
+        CHECK_STR_CONTAINS(buf, "\"fps\": 0.00,\n  \"frames\": [\n  ]");
+    }
+    vmaf_dnn_context_close(ctx);
+}
+
+static void copy_file(const char *src, const char *dst)
+{
+    FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+    char buf[4096];
+    size_t n;
+    while (in && out && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+        fwrite(buf, 1, n, out);
+    if (in)
+        fclose(in);
+    if (out)
+        fclose(out);
+}
+
+/* A native-resolution model takes the size of the first frame after a reset
+ * (before reset, another size is -ERANGE, with or without frames in flight). */
+static void test_reset_native(int threads)
+{
+    char path[PATH_MAX], side[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/native.onnx", tmp_dir);
+    snprintf(side, sizeof(side), "%s/native.json", tmp_dir);
+    copy_file(model("symbolic_hw_mean"), path);
+    FILE *f = fopen(side, "w");
+    fputs("{\"native_resolution\": true}\n", f);
+    fclose(f);
+    VmafDnnContext *ctx = open_ctx(threads);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, path, NULL), 0);
+    Frame big, small;
+    frame_make(&big, 16, 12, 1);
+    frame_make(&small, 8, 6, 2);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &big.pic, 0), 0);
+    int rc = vmaf_dnn_read_pictures(ctx, NULL, &small.pic, 1);
+    if (rc == 0)
+        rc = vmaf_dnn_flush(ctx);
+    CHECK_EQ_INT(rc, -ERANGE);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "native resolution");
+    CHECK_EQ_INT(vmaf_dnn_context_reset(ctx), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &small.pic, 0), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &small.pic, 1), 0);
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    double v;
+    CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "native", 1, &v), 0);
+    free(big.y);
+    free(small.y);
+    vmaf_dnn_context_close(ctx);
+    unlink(path);
+    unlink(side);
+}
+
+static void test_config(void)
+{
+    VmafDnnContextConfig cfg;
+    vmaf_dnn_default_context_config(&cfg);
+    CHECK_EQ_INT(cfg.threads, 0);
+    VmafDnnContext *ctx = NULL;
+    cfg.threads = -1;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+    cfg.threads = VMAF_DNN_MAX_THREADS + 1;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "threads");
+    CHECK(ctx == NULL);
+    /* threads replaces the sessions' own intra-op count. */
+    ctx = open_ctx(3);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("nr_mean"), NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_session_config(vmaf_dnn_tiny_model_session(ctx, 0))->threads, 3);
+    vmaf_dnn_context_close(ctx);
+}
+
+/* The slots' planes count against the policy's memory budget: 3 slots of
+ * 2 x 256 x 256 fp32 planes (1.5 MiB) do not fit 1 MiB, one frame does. */
+static void test_budget(void)
+{
+    VmafDnnModelPolicy policy;
+    vmaf_dnn_default_model_policy(&policy);
+    policy.max_memory_bytes = 1 << 20;
+    VmafDnnContextConfig cfg;
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.policy = &policy;
+    cfg.resize = VMAF_DNN_RESIZE_BILINEAR;
+    for (int threads = 1; threads <= 2; threads++) {
+        cfg.threads = threads;
+        VmafDnnContext *ctx = NULL;
+        CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
+        int rc = vmaf_dnn_use_tiny_model(ctx, model("fr_diff"), NULL);
+        CHECK_EQ_INT(rc, 0);
+        if (rc) {
+            printf("attach under 1 MiB: %s\n", vmaf_dnn_last_error());
+            vmaf_dnn_context_close(ctx);
+            continue;
+        }
+        Frame r, d;
+        frame_make(&r, 256, 256, 1);
+        frame_make(&d, 256, 256, 2);
+        rc = vmaf_dnn_read_pictures(ctx, &r.pic, &d.pic, 0);
+        CHECK_EQ_INT(rc, threads == 1 ? 0 : -EDQUOT);
+        if (threads > 1)
+            CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "frames in flight");
+        free(r.y);
+        free(d.y);
+        vmaf_dnn_context_close(ctx);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s MODEL_DIR\n", argv[0]);
+        return 2;
+    }
+    snprintf(model_dir, sizeof(model_dir), "%s", argv[1]);
+    if (!mkdtemp(tmp_dir)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    test_config();
+    test_same_scores();
+    test_settled_reads();
+    test_failure_reported_deterministically();
+    test_budget();
+    test_reset(0);
+    test_reset(2);
+    test_reset_native(0);
+    test_reset_native(2);
+    test_cancel_in_flight();
+    test_close_in_flight();
+    rmdir(tmp_dir);
+    return check_report();
+}
