@@ -76,16 +76,19 @@ _POLICY_INTS = {"max_model_bytes": "size_t", "max_loop_nodes": "unsigned",
                 "max_memory_bytes": "uint64_t", "max_run_ms": "unsigned"}
 
 
-def config_int(key: str, value, top: int) -> int:
+def config_int(key: str, value, top: int, limits: Optional[str] = None) -> int:
     """A VmafDnnConfig integer (``threads``, ``device_index``) checked before
     cffi sees it: cffi would cut 1.5 to 1, take "4" through int(), and raise
     a bare OverflowError for 2**40. Out of 0..top is InvalidArgumentError,
-    as C says for threads and device_index out of range."""
+    worded as C words it (``limits``: how C states the range, default
+    "0..top"), also for a context, whose C open leaves the check to the
+    first attach."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{key} must be an integer, got {type(value).__name__} {value!r}")
     value = int(value)
     if not 0 <= value <= top:
-        raise InvalidArgumentError(errno.EINVAL, f"{key} must be 0..{top} (got {value})")
+        raise InvalidArgumentError(errno.EINVAL,
+                                   f"{key} must be {limits or f'0..{top}'} (got {value})")
     return value
 
 
@@ -301,7 +304,7 @@ class Session(NativeHandle):
         ensure_ort()
         cfg = ffi.new("VmafDnnConfig *")
         cfg.device = device_value(device)
-        cfg.device_index = config_int("device_index", device_index, MAX_DEVICE_INDEX)
+        cfg.device_index = config_int("device_index", device_index, MAX_DEVICE_INDEX, ">= 0")
         cfg.threads = config_int("threads", threads, MAX_THREADS)
         cfg.fp16_io = bool(fp16_io)
         c_policy, keep_alive = model_policy(**policy)

@@ -121,7 +121,7 @@ def test_config_integers_are_checked_not_cut(opener, models):
     for bad in (-1, vmafdnn.MAX_THREADS + 1, 2 ** 40):
         with pytest.raises(vmafdnn.InvalidArgumentError, match="threads must be 0..256"):
             open_with(threads=bad)
-    for bad in (-1, 2 ** 40):
+    for bad in (-1, 2 ** 40, -2 ** 40):
         with pytest.raises(vmafdnn.InvalidArgumentError, match="device_index must be"):
             open_with(device_index=bad)
     with open_with(threads=np.int64(1)) as handle:
