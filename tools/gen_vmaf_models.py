@@ -67,8 +67,12 @@ PRODUCER = "vmafdnn-gen_vmaf_models"
 INT64_MIN = -INT64_MAX - 1
 # Row strips per frame stacked as channels (g.strips): 16 is AVX-512's NCHWc block.
 STRIPS = 16
-# Output rows per strip of each VIF scale's Loop (STRIPS strips per iteration).
-VIF_STRIP_ROWS = [8, 8, 8, 8]
+# VIF's Loops cut each frame into STRIPS column tiles stacked as channels and walk down the
+# rows in slabs of about VIF_SLAB_SAMPLES samples per tile (at least VIF_MIN_ROWS rows): one map
+# of a slab is ~256 KiB, so the slab's ~40 intermediates stay in L2. Measured at 1080p: 2048 to
+# 8192 samples alike, 16384 5% slower; 8 rows of full width (no tiles) 15% slower.
+VIF_SLAB_SAMPLES = 4096
+VIF_MIN_ROWS = 16
 
 MODEL_FILES = {
     # graph name -> (model file, features graph)
@@ -313,39 +317,52 @@ def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, raw, scale):
     centred on the integer level `centre` (at scale 0 from the raw samples, above from
     libvmaf's uint16 frames in 1/256 of a level); rnd: the rounding of the vertical pass of the
     means in that pass's 1/256-level sums; raw: scale 0.
-    The statistic runs in a Loop over slabs of STRIPS row strips of VIF_STRIP_ROWS[scale] rows
-    (the strips stacked as channels, each with its halo, one depthwise Conv per map): a slab's
-    ~60 intermediates stay in cache instead of streaming whole frames through memory."""
+    The statistic runs in a Loop over row slabs of STRIPS column tiles stacked as channels
+    (each tile and slab with its halo, one depthwise Conv per map): a slab's ~40
+    intermediates stay in cache instead of streaming whole frames through memory."""
     k = len(taps)
     r = k // 2
     t = np.asarray(taps, np.float32) / np.float32(65536.0)
     tv, th = t.reshape(1, k, 1), t.reshape(1, 1, k)
-    # columns mirrored once here, rows through the strips' Gather indices (no padded copies)
+    # columns mirrored once here, rows through the Gather indices (no padded copies)
     xp, yp = g.pad(xi, 3, r, r), g.pad(yi, 3, r, r)
-    h = g.op("Reshape", g.dims(xi)[0], g.i([]))
-    rows = g.op("Min", h, g.i(VIF_STRIP_ROWS[scale]))          # output rows per strip
-    per_iter = g.op("Mul", rows, g.i(STRIPS))
-    trips = g.op("Div", g.op("Sub", g.op("Add", h, per_iter), g.i(1)), per_iter)
+    hw = g.dims(xi)
+    h, w = (g.op("Reshape", v, g.i([])) for v in hw)
+    # STRIPS column tiles of tw columns (plus 2r of halo) stacked as channels; a tile that
+    # would run past the right edge starts earlier, and only the columns no earlier tile has
+    # count (col_weight, 0 or 1 per column)
+    tw = g.op("Div", g.op("Add", w, g.i(STRIPS - 1)), g.i(STRIPS))
+    owner = g.op("Mul", g.op("Range", g.i(0), g.i(STRIPS), g.i(1)), tw)
+    cstart = g.op("Unsqueeze", g.op("Min", owner, g.op("Sub", w, tw)), g.i([1]))   # [S, 1]
+    cols = g.op("Add", cstart, g.op("Unsqueeze", g.op("Range", g.i(0), tw, g.i(1)), g.i([0])))
+    own = g.op("GreaterOrEqual", cols, g.op("Unsqueeze", owner, g.i([1])))      # [S, tw]
+    tile_starts = g.op("Split", g.op("Reshape", cstart, g.i([-1])), axis=0, n_out=STRIPS)
+    tw_halo = g.op("Reshape", g.op("Add", tw, g.i(2 * r)), g.i([1]))
+    tiles = [(cs, g.op("Add", cs, tw_halo)) for cs in tile_starts]
+    col_weight = g.op("Unsqueeze", g.op("Cast", own, to=TensorProto.DOUBLE), g.i([0, 3]))
+    # rows per iteration: a slab of about VIF_SLAB_SAMPLES per channel and map stays in cache
+    rows = g.op("Min", h, g.op("Max", g.op("Div", g.i(VIF_SLAB_SAMPLES), tw), g.i(VIF_MIN_ROWS)))
+    trips = g.op("Div", g.op("Sub", g.op("Add", h, rows), g.i(1)), rows)
     last_start = g.op("Sub", h, rows)
-    offsets = g.op("Mul", g.op("Range", g.i(0), g.i(STRIPS), g.i(1)), rows)
-    window = g.op("Unsqueeze", g.op("Sub", g.op("Range", g.i(0), g.op("Add", rows, g.i(2 * r)),
-                                                g.i(1)), g.i(r)), g.i([0]))        # [1, L]
-    row_ids = g.op("Unsqueeze", g.op("Range", g.i(0), rows, g.i(1)), g.i([0]))    # [1, rows]
+    window = g.op("Sub", g.op("Range", g.i(0), g.op("Add", rows, g.i(2 * r)), g.i(1)), g.i(r))
+    row_ids = g.op("Unsqueeze", g.op("Range", g.i(0), rows, g.i(1)), g.i([1]))    # [rows, 1]
     mirror_end = g.op("Sub", g.op("Mul", h, g.i(2)), g.i(2))
 
     b = G(f"v{scale}_")
-    want = b.op("Add", b.op("Mul", f"v{scale}_iter", per_iter), offsets)        # [STRIPS]
-    # every strip has rows + 2r input rows: one that would run off the bottom starts earlier
-    # and leaves out the rows an earlier strip already counted
+    want = b.op("Mul", f"v{scale}_iter", rows)
+    # the last slab starts earlier and leaves out the rows the one before it counted
     start = b.op("Min", want, last_start)
-    keep = b.op("GreaterOrEqual", row_ids, b.op("Unsqueeze", b.op("Sub", want, start), b.i([1])))
-    idx = b.op("Add", b.op("Unsqueeze", start, b.i([1])), window)               # [STRIPS, L]
-    idx = b.op("Abs", idx)                                     # reflect above row 0
+    keep = b.op("GreaterOrEqual", row_ids, b.op("Sub", want, start))          # [rows, 1]
+    idx = b.op("Abs", b.op("Add", start, window))              # reflect above row 0
     idx = b.op("Where", b.op("Less", idx, h), idx, b.op("Sub", mirror_end, idx))  # and below
     ti = np.asarray(taps, np.float32)
     mx, my, qx, qy, x, y = [], [], [], [], [], []
     for f, means, rounded, moments in ((xp, mx, qx, x), (yp, my, qy, y)):
-        xs = b.op("Squeeze", b.op("Gather", f, idx, axis=2), b.i([1]))      # [1, S, L, W+2r]
+        # the slab's rows (mirrored through the indices), then its column tiles as channels
+        # (Slices: ORT's Gather on the last axis copies sample by sample)
+        slab = b.op("Gather", f, idx, axis=2)                                 # [1, 1, L, w + 2r]
+        xs = b.op("Concat", *(b.op("Slice", slab, cs, ce, b.i([3])) for cs, ce in tiles),
+                  axis=1)                                                      # [1, S, L, T]
         moments.append(xs)
         # The means: libvmaf rounds their vertical pass to 1/256 of a level (next to
         # sigma_nsq = 2 that is no detail, 2 * mu * 2^-9, so that pass is emulated exactly),
@@ -413,9 +430,8 @@ def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, raw, scale):
                   g.op("Sub", g.f(ln2), g.op("Mul", s2, g.f(VIF_SIGMA_MAX_INV * ln2))))
 
     def owned_sum(v):
-        # [1, S, rows, w] -> per-row sums in double -> the rows this strip owns
-        per_row = g.op("ReduceSum", g.op("Cast", v, to=TensorProto.DOUBLE), g.i([0, 3]),
-                       keepdims=0)
+        # [1, S, rows, tw] -> the owned columns' sums per row, in double -> the owned rows
+        per_row = g.op("MatMul", g.op("Cast", v, to=TensorProto.DOUBLE), col_weight)
         return g.op("ReduceSum", g.op("Where", keep, per_row, g.d(0.0)), keepdims=0)
 
     carried = [(f"v{scale}_num", TensorProto.DOUBLE), (f"v{scale}_den", TensorProto.DOUBLE)]
