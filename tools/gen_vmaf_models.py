@@ -290,33 +290,43 @@ def int_pass(g, xs, taps, nch, horizontal, rnd, div, stride=1, mode_after="refle
     return g.op("Floor", g.op("Div", g.op("Add", sh, q), div))
 
 
-def motion_score(g, ref_int, prev_int, rnd_v, div_v, mode_after):
-    """libvmaf's integer motion blur of both frames (uint16-valued, 1/256 of an 8-bit level,
-    bit-exact) and the SAD score."""
-    r = len(MOTION_TAPS) // 2
-    xs, ho = g.strips(g.op("Concat", ref_int, prev_int, axis=0), 2, len(MOTION_TAPS),
-                      pad=(r, r, "reflect", mode_after))
-    n = 2 * STRIPS
-    tmp = int_pass(g, xs, MOTION_TAPS, n, False, rnd_v, div_v, exact=False)
-    blur = int_pass(g, tmp, MOTION_TAPS, n, True, g.f(32768.0), g.f(256.0), mode_after=mode_after,
-                    exact=False)
-    a, b = g.op("Split", blur, axis=1, n_out=2)
-    sad = g.sum_double(g.unstrips(g.op("Abs", g.op("Sub", a, b)), 1, 1, ho))
-    # libvmaf: (float)(sad / 256.) / (w * h), the quotient in double
+def motion_sad(g, xs, ps, rnd, weights, keep):
+    """libvmaf's integer motion blur of two slabs of centred levels (VIF scale 0's slabs) and
+    the sum of |difference| of the blurred frames in 1/256 of a level over the slab's owned
+    samples (weights per column, keep per row). The blur is the 5-tap integer filter with
+    libvmaf's two rounding shifts, in the same centred 1/256-level sums as VIF's means (the
+    centring cancels in the difference), filtered in float32: exact at 8 bit, at 10 bit within
+    6e-7 of the exact emulation."""
+    k = len(MOTION_TAPS)
+    t = np.asarray(MOTION_TAPS, np.float32)
+    blurred = []
+    for f in (xs, ps):
+        v = g.op("Floor", g.op("Add", g.dw(f, t.reshape(1, k, 1) / np.float32(256.0)), rnd))
+        blurred.append(g.op("Floor", g.op("Add", g.dw(v, t.reshape(1, 1, k) / np.float32(65536.0)),
+                                          g.f(0.5))))
+    ad = g.op("Cast", g.op("Abs", g.op("Sub", *blurred)), to=TensorProto.DOUBLE)
+    return g.op("ReduceSum", g.op("Where", keep, g.op("MatMul", ad, weights), g.d(0.0)),
+                keepdims=0)
+
+
+def motion_score(g, sad, h, w):
+    """libvmaf's motion score from the SAD (double, 1/256 of a level) of a w x h frame:
+    (float)(sad / 256.) / (w * h), the quotient in double."""
     sad = g.op("Cast", g.op("Cast", g.op("Div", sad, g.d(256.0)), to=TensorProto.FLOAT),
                to=TensorProto.DOUBLE)
-    h, w = g.dims(ref_int)
     area = g.op("Cast", g.op("Mul", h, w), to=TensorProto.DOUBLE)
     return g.op("Div", sad, g.op("Reshape", area, g.i([])))
 
 
 # --- VIF ------------------------------------------------------------------------------------------
 
-def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, raw, scale):
+def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, raw, scale, prev=None):
     """num, den (double scalars) of one VIF scale. xi, yi: [1, 1, h, w] frames in levels,
     centred on the integer level `centre` (at scale 0 from the raw samples, above from
     libvmaf's uint16 frames in 1/256 of a level); rnd: the rounding of the vertical pass of the
     means in that pass's 1/256-level sums; raw: scale 0.
+    prev (scale 0 only): the previous reference frame, centred like xi; then libvmaf's motion
+    SAD of xi and prev comes out of the same slabs as a third value (see motion_sad).
     The statistic runs in a Loop over row slabs of STRIPS column tiles stacked as channels
     (each tile and slab with its halo, one depthwise Conv per map): a slab's ~40
     intermediates stay in cache instead of streaming whole frames through memory."""
@@ -348,6 +358,19 @@ def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, raw, scale):
     row_ids = g.op("Unsqueeze", g.op("Range", g.i(0), rows, g.i(1)), g.i([1]))    # [rows, 1]
     mirror_end = g.op("Sub", g.op("Mul", h, g.i(2)), g.i(2))
 
+    if prev is not None:
+        # the 5-tap motion blur leaves r - 2 rows and columns of halo on each side
+        m = r - len(MOTION_TAPS) // 2
+        prev_p = g.pad(prev, 3, r, r)
+        motion_weights = g.op("Pad", col_weight, g.i([0, 0, m, 0, 0, 0, m, 0]))
+        span = g.op("Add", rows, g.i(2 * m))
+        motion_rows = g.op("Unsqueeze", g.op("Sub", g.op("Range", g.i(0), span, g.i(1)), g.i(m)),
+                           g.i([1]))
+
+        def motion_keep(want, start):
+            return b.op("And", b.op("GreaterOrEqual", motion_rows, b.op("Sub", want, start)),
+                        b.op("Less", motion_rows, rows))
+
     b = G(f"v{scale}_")
     want = b.op("Mul", f"v{scale}_iter", rows)
     # the last slab starts earlier and leaves out the rows the one before it counted
@@ -357,12 +380,15 @@ def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, raw, scale):
     idx = b.op("Where", b.op("Less", idx, h), idx, b.op("Sub", mirror_end, idx))  # and below
     ti = np.asarray(taps, np.float32)
     mx, my, qx, qy, x, y = [], [], [], [], [], []
-    for f, means, rounded, moments in ((xp, mx, qx, x), (yp, my, qy, y)):
+    def slab(f):
         # the slab's rows (mirrored through the indices), then its column tiles as channels
         # (Slices: ORT's Gather on the last axis copies sample by sample)
-        slab = b.op("Gather", f, idx, axis=2)                                 # [1, 1, L, w + 2r]
-        xs = b.op("Concat", *(b.op("Slice", slab, cs, ce, b.i([3])) for cs, ce in tiles),
-                  axis=1)                                                      # [1, S, L, T]
+        rows_ = b.op("Gather", f, idx, axis=2)                                # [1, 1, L, w + 2r]
+        return b.op("Concat", *(b.op("Slice", rows_, cs, ce, b.i([3])) for cs, ce in tiles),
+                    axis=1)                                                    # [1, S, L, T]
+
+    for f, means, rounded, moments in ((xp, mx, qx, x), (yp, my, qy, y)):
+        xs = slab(f)
         moments.append(xs)
         # The means: libvmaf rounds their vertical pass to 1/256 of a level (next to
         # sigma_nsq = 2 that is no detail, 2 * mu * 2^-9, so that pass is emulated exactly),
@@ -434,13 +460,16 @@ def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, raw, scale):
         per_row = g.op("MatMul", g.op("Cast", v, to=TensorProto.DOUBLE), col_weight)
         return g.op("ReduceSum", g.op("Where", keep, per_row, g.d(0.0)), keepdims=0)
 
-    carried = [(f"v{scale}_num", TensorProto.DOUBLE), (f"v{scale}_den", TensorProto.DOUBLE)]
+    sums = [owned_sum(num_px), owned_sum(den_px)]
+    if prev is not None:
+        sums.append(motion_sad(g, x, slab(prev_p), rnd, motion_weights, motion_keep(want, start)))
+    carried = [(f"v{scale}_sum{i}", TensorProto.DOUBLE) for i in range(len(sums))]
     body = b.loop_body(f"vif{scale}_strips", carried,
-                       [g.op("Add", c, owned_sum(v)) for (c, _), v in zip(carried, (num_px,
-                                                                                    den_px))])
+                       [g.op("Add", c, v) for (c, _), v in zip(carried, sums)])
     g = g_outer
-    sums = g.op("Loop", trips, g.const(True, np.bool_), g.d(0.0), g.d(0.0), body=body, n_out=2)
-    return tuple(g.op("Mul", v, g.d(1.0 / math.log(2.0))) for v in sums)
+    sums = g.op("Loop", trips, g.const(True, np.bool_), *(g.d(0.0) for _ in sums), body=body,
+                n_out=len(sums))
+    return [g.op("Mul", v, g.d(1.0 / math.log(2.0))) for v in sums[:2]] + sums[2:]
 
 
 def vif_downsample(g, xy, taps, rnd_v, div_v):
@@ -457,9 +486,11 @@ def vif_downsample(g, xy, taps, rnd_v, div_v):
     return g.op("Slice", v, g.i([0]), g.op("Div", w, two), g.i([3]))
 
 
-def vif_features(g, xi, yi, xc, yc, centre, rnd_v, div_v, gain_limit):
-    """xi, yi: the raw integer frames; xc, yc: the same in levels, centred on `centre`."""
+def vif_features(g, xi, yi, xc, yc, pc, centre, rnd_v, div_v, gain_limit):
+    """xi, yi: the raw integer frames; xc, yc: the same in levels, centred on `centre`; pc: the
+    previous reference frame, centred. Returns the four VIF scores and the motion score."""
     scores = []
+    motion = None
     both = g.op("Concat", xi, yi, axis=0)
     for scale in range(4):
         # rounding of the means' vertical pass in its 1/256-level sums (see vif_scale)
@@ -470,13 +501,17 @@ def vif_features(g, xi, yi, xc, yc, centre, rnd_v, div_v, gain_limit):
             rnd_v, div_v, rnd = g.f(32768.0), g.f(256.0), g.f(128.0)
             xc, yc = g.op("Split", g.op("Sub", g.op("Mul", both, g.f(1.0 / 256.0)), centre),
                           axis=0, n_out=2)
-        num, den = vif_scale(g, xc, yc, taps=VIF_TAPS[scale], rnd=rnd, gain_limit=gain_limit,
-                             raw=scale == 0, scale=scale, centre=centre)
+        sums = vif_scale(g, xc, yc, taps=VIF_TAPS[scale], rnd=rnd, gain_limit=gain_limit,
+                         raw=scale == 0, scale=scale, centre=centre,
+                         prev=None if scale else pc)
+        num, den = sums[:2]
+        if not scale:
+            motion = motion_score(g, sums[2], *g.dims(xc))
         # libvmaf stores num and den as float and divides in float
         num = g.op("Cast", num, to=TensorProto.FLOAT)
         den = g.op("Cast", den, to=TensorProto.FLOAT)
         scores.append(g.op("Div", num, den))
-    return scores
+    return scores, motion
 
 
 # --- ADM ------------------------------------------------------------------------------------------
@@ -593,9 +628,6 @@ def adm2(g, x, y, gain_limit):
 
 # --- the features graph ---------------------------------------------------------------------------
 
-MOTION_MODE_AFTER = "reflect"
-
-
 def build_features(gain_limit, name):
     g = G()
     bpc = g.op("Reshape", "bpc", g.i([]))
@@ -607,13 +639,12 @@ def build_features(gain_limit, name):
         return g.op("Round", g.op("Mul", x, peak))
 
     ref_i, dis_i, prev_i = integers("reference"), integers("distorted"), integers("reference_prev")
-    motion = motion_score(g, ref_i, prev_i, rnd_v, to8, MOTION_MODE_AFTER)
-
     ref8 = g.op("Div", ref_i, to8)
-    dis8 = g.op("Div", dis_i, to8)
     centre = g.op("Round", g.op("ReduceMean", ref8, keepdims=1))
-    ref_c, dis_c = g.op("Sub", ref8, centre), g.op("Sub", dis8, centre)
-    vifs = vif_features(g, ref_i, dis_i, ref_c, dis_c, centre, rnd_v, to8, gain_limit)
+    ref_c, dis_c, prev_c = (g.op("Sub", g.op("Div", v, to8), centre) if v != ref_i else
+                            g.op("Sub", ref8, centre) for v in (ref_i, dis_i, prev_i))
+    vifs, motion = vif_features(g, ref_i, dis_i, ref_c, dis_c, prev_c, centre, rnd_v, to8,
+                                gain_limit)
     adm = adm2(g, ref_c, dis_c, gain_limit)
 
     for v, n in zip(vifs + [adm, motion], FEATURES):
