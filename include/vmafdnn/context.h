@@ -392,6 +392,22 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
  * model that needs a score the failure left missing fails with -ENOENT on
  * the call that runs it; later frames score normally.
  *
+ * Frames in flight (VmafDnnContextConfig.threads N > 1, no temporal model
+ * attached): once the checks above pass and the planes the models read are
+ * normalised, the frame is copied into one of N + 1 slots (fp32 planes;
+ * slots x those bytes must fit the policy's max_memory_bytes, else -EDQUOT
+ * before the frame is taken) and this call returns; a worker scores it
+ * with its own copy of every model. When every slot is taken the call
+ * first waits for the oldest frame. Every other call on the context waits
+ * for all frames in flight first, so scores, frame count and reports are
+ * those of one-frame-at-a-time scoring. A frame that fails on a worker is
+ * reported by the first later vmaf_dnn_read_pictures that needs its slot
+ * (with N workers, the (N + 1)-th read after it) or by vmaf_dnn_flush,
+ * whichever comes first: the code is the frame's own, the message starts
+ * "frame K (scored in flight)", and that read_pictures call does NOT take
+ * its own frame (call it again). Only the earliest unreported failure is
+ * kept; its message counts the later ones. Which call reports a failure
+ * depends only on the calls made, never on thread timing.
  * Returns 0; -EINVAL (ctx NULL, the context is flushed, no model attached, a
  * missing or invalid picture); -ERANGE (index >= 2^24, or a frame that does
  * not fit a model: the message names the sizes and the model); -EEXIST (the

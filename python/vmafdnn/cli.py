@@ -509,7 +509,8 @@ def build_score_parser() -> argparse.ArgumentParser:
     m.add_argument("--tiny-device-index", type=_non_negative_int, default=0, metavar="N",
                    help="GPU ordinal (default 0)")
     m.add_argument("--tiny-threads", type=_thread_count, default=0, metavar="N",
-                   help=f"ONNX Runtime threads per model, 0..{MAX_THREADS} (0: ORT's default)")
+                   help=f"threads in all, 0..{MAX_THREADS}: N > 1 scores N frames at once "
+                        "(0: ORT's default per model)")
     m.add_argument("--tiny-fp16", action="store_true", help="FLOAT16 model inputs and outputs")
     m.add_argument("--tiny-resize", default="none", type=_name_of("resize"),
                    choices=names.RESIZE_NAMES,

@@ -199,7 +199,13 @@ class Context(NativeHandle):
     """A libvmafdnn scoring context (VmafDnnContext).
 
     ``device``, ``device_index``, ``threads`` and ``fp16_io`` are the session
-    settings of every model attached without its own; ``resize`` (none,
+    settings of every model attached without its own. ``threads`` is also
+    the total the context may use: 0 (default) leaves each session its own
+    count, 1 runs everything on one thread, N > 1 scores N frames at once
+    (one worker thread per frame, each model copied per worker) unless a
+    model reads neighbouring frames; a failure of a frame scored that way
+    is raised by a later :meth:`read_pictures` or by :meth:`flush`, and the
+    frame given to that call is not taken. ``resize`` (none,
     bilinear, nearest, bicubic) applies to models whose sidecar names none;
     ``fps`` is written into reports instead of the measured processing speed
     (None: measured, frames scored per second, libvmaf's meaning). The
@@ -224,6 +230,9 @@ class Context(NativeHandle):
         cfg = ffi.new("VmafDnnContextConfig *")
         lib.vmaf_dnn_default_context_config(cfg)
         _session_config(cfg.session, device, device_index, threads, fp16_io)
+        # The same number is the context's total: N > 1 scores N frames at
+        # once (C: VmafDnnContextConfig.threads; docs/throughput.md).
+        cfg.threads = cfg.session.threads
         cfg.resize = names.value("resize", resize)
         cfg.fps = 0.0 if fps is None else float(fps)
         # The context borrows the policy (and its strings) for its whole
