@@ -254,42 +254,6 @@ def finish(g, name, inputs, outputs, doc):
 
 # --- motion ---------------------------------------------------------------------------------------
 
-def int_pass(g, xs, taps, nch, horizontal, rnd, div, stride=1, mode_after="reflect",
-             exact=True):
-    """One pass of libvmaf's integer filtering on strips [1, nch, L, W] (g.strips), vertical
-    (the strips carry the mirrored halo) or horizontal (mirrored here: reflect before,
-    mode_after after): (sum(tap * x) + rnd) >> shift with integer taps (over 65536), integer
-    x < 2^16, every stride-th output; div is 2^shift / 256 and rnd < 2^15.
-
-    Bit-exact in float32: x is split into x // 256 and x % 256, each filtered sum stays below
-    2^24 (taps sum to 65536), and floor((256*hi + lo + rnd) / (256*div)) is computed as
-    floor((hi + floor((lo + rnd) / 256)) / div), every intermediate below 2^24.
-
-    exact=False filters x directly in fp32: exact for 8-bit samples (sums below 2^24); used
-    where a last-bit difference at 10+ bits does not reach the feature (motion, VIF scale 0's
-    means: measured <= 7e-7 on the 10-bit clips). The decimations feed every higher scale and
-    keep the split (without it vif_scale3 moves by 1e-5 at 10 bit, 5e-4 when the 1/256-level
-    frames of the higher scales are filtered unsplit)."""
-    k = len(taps)
-    if not exact:
-        t = np.asarray(taps, np.float32)
-        kern = np.repeat(t.reshape(1, 1, k) if horizontal else t.reshape(1, k, 1), nch // STRIPS, 0)
-        strides = (1, stride) if horizontal else (stride, 1)
-        v = g.pad(xs, 3, k // 2, k // 2, "reflect", mode_after) if horizontal else xs
-        s = g.op("Add", g.dw(v, kern, strides), rnd)
-        return g.op("Floor", g.op("Div", s, g.op("Mul", div, g.f(256.0))))
-    hi = g.op("Floor", g.op("Mul", xs, g.f(1.0 / 256.0)))
-    lo = g.op("Sub", xs, g.op("Mul", hi, g.f(256.0)))
-    t = np.asarray(taps, np.float32)
-    kern = np.repeat(t.reshape(1, 1, k) if horizontal else t.reshape(1, k, 1), nch // STRIPS, 0)
-    strides = (1, stride) if horizontal else (stride, 1)
-    # hi and lo through separate Convs: a Concat and a Split would cost two more copies
-    sh, sl = (g.dw(g.pad(v, 3, k // 2, k // 2, "reflect", mode_after) if horizontal else v,
-                   kern, strides) for v in (hi, lo))
-    q = g.op("Floor", g.op("Mul", g.op("Add", sl, rnd), g.f(1.0 / 256.0)))
-    return g.op("Floor", g.op("Div", g.op("Add", sh, q), div))
-
-
 def motion_sad(g, xs, ps, rnd, weights, keep):
     """libvmaf's integer motion blur of two slabs of centred levels (VIF scale 0's slabs) and
     the sum of |difference| of the blurred frames in 1/256 of a level over the slab's owned
@@ -320,82 +284,100 @@ def motion_score(g, sad, h, w):
 
 # --- VIF ------------------------------------------------------------------------------------------
 
-def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, raw, scale, prev=None):
-    """num, den (double scalars) of one VIF scale. xi, yi: [1, 1, h, w] frames in levels,
-    centred on the integer level `centre` (at scale 0 from the raw samples, above from
+def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, scale, prev=None, dec=None):
+    """One VIF scale in a Loop over row slabs of the frames. xi, yi: [1, 1, h, w] frames in
+    levels, centred on the integer level `centre` (at scale 0 from the raw samples, above from
     libvmaf's uint16 frames in 1/256 of a level); rnd: the rounding of the vertical pass of the
-    means in that pass's 1/256-level sums; raw: scale 0.
-    prev (scale 0 only): the previous reference frame, centred like xi; then libvmaf's motion
-    SAD of xi and prev comes out of the same slabs as a third value (see motion_sad).
-    The statistic runs in a Loop over row slabs of STRIPS column tiles stacked as channels
-    (each tile and slab with its halo, one depthwise Conv per map): a slab's ~40
-    intermediates stay in cache instead of streaming whole frames through memory."""
+    means in that pass's 1/256-level sums.
+    prev (scale 0 only): the previous reference frame, centred like xi; libvmaf's motion SAD of
+    xi and prev then comes from the same slabs (motion_sad).
+    dec = (next taps, to_units, rnd_units): the slabs also give libvmaf's decimation of both
+    frames for the next scale (vif_decimate), centred levels [1, 1, h // 2, w // 2].
+    Returns [num, den (double scalars, log2 units), (sad), (next x, next y)].
+    Each slab is STRIPS column tiles of tw columns stacked as channels (one depthwise Conv per
+    map), with r rows and columns of halo mirrored through the indices: about
+    VIF_SLAB_SAMPLES samples per tile and map, so that the slab's ~40 intermediates stay in
+    cache instead of streaming whole frames through memory. Slabs and tiles start at multiples
+    of their (even) size and may run past the frame: the rows and columns past it count 0 and
+    are cropped from the decimated frames."""
     k = len(taps)
     r = k // 2
     t = np.asarray(taps, np.float32) / np.float32(65536.0)
     tv, th = t.reshape(1, k, 1), t.reshape(1, 1, k)
-    # columns mirrored once here, rows through the Gather indices (no padded copies)
-    xp, yp = g.pad(xi, 3, r, r), g.pad(yi, 3, r, r)
-    hw = g.dims(xi)
-    h, w = (g.op("Reshape", v, g.i([])) for v in hw)
-    # STRIPS column tiles of tw columns (plus 2r of halo) stacked as channels; a tile that
-    # would run past the right edge starts earlier, and only the columns no earlier tile has
-    # count (col_weight, 0 or 1 per column)
-    tw = g.op("Div", g.op("Add", w, g.i(STRIPS - 1)), g.i(STRIPS))
-    owner = g.op("Mul", g.op("Range", g.i(0), g.i(STRIPS), g.i(1)), tw)
-    cstart = g.op("Unsqueeze", g.op("Min", owner, g.op("Sub", w, tw)), g.i([1]))   # [S, 1]
-    cols = g.op("Add", cstart, g.op("Unsqueeze", g.op("Range", g.i(0), tw, g.i(1)), g.i([0])))
-    own = g.op("GreaterOrEqual", cols, g.op("Unsqueeze", owner, g.i([1])))      # [S, tw]
-    tile_starts = g.op("Split", g.op("Reshape", cstart, g.i([-1])), axis=0, n_out=STRIPS)
+    h, w = (g.op("Reshape", v, g.i([])) for v in g.dims(xi))
+
+    def even_ceil(v, d):
+        return g.op("Mul", g.op("Div", g.op("Add", v, g.i(2 * d - 1)), g.i(2 * d)), g.i(2))
+
+    tw = even_ceil(w, STRIPS)                                  # tile width, even
+    tiles_w = g.op("Mul", tw, g.i(STRIPS))
+    cols = g.op("Add", g.op("Unsqueeze", g.op("Mul", g.op("Range", g.i(0), g.i(STRIPS), g.i(1)),
+                                                      tw), g.i([1])),
+                g.op("Unsqueeze", g.op("Range", g.i(0), tw, g.i(1)), g.i([0])))  # [S, tw]
+    col_weight = g.op("Unsqueeze", g.op("Cast", g.op("Less", cols, w), to=TensorProto.DOUBLE),
+                      g.i([0, 3]))                                             # [1, S, tw, 1]
     tw_halo = g.op("Reshape", g.op("Add", tw, g.i(2 * r)), g.i([1]))
-    tiles = [(cs, g.op("Add", cs, tw_halo)) for cs in tile_starts]
-    col_weight = g.op("Unsqueeze", g.op("Cast", own, to=TensorProto.DOUBLE), g.i([0, 3]))
-    # rows per iteration: a slab of about VIF_SLAB_SAMPLES per channel and map stays in cache
-    rows = g.op("Min", h, g.op("Max", g.op("Div", g.i(VIF_SLAB_SAMPLES), tw), g.i(VIF_MIN_ROWS)))
+    tiles = []
+    for j in range(STRIPS):
+        cs = g.op("Reshape", g.op("Mul", tw, g.i(j)), g.i([1]))
+        tiles.append((cs, g.op("Add", cs, tw_halo)))
+
+    def padded(f):
+        # reflect r columns on both sides, then the columns up to STRIPS * tw + 2r (only
+        # ever filtered into columns that count 0) by repeating the last one
+        last = g.op("Slice", f, g.i([-1]), g.i([INT64_MAX]), g.i([3]))
+        extra = g.op("Expand", last, g.op("Concat", g.i([1, 1]), g.op("Reshape", h, g.i([1])),
+                                          g.op("Reshape", g.op("Sub", tiles_w, w), g.i([1])),
+                                          axis=0))
+        return g.op("Concat", g.pad(f, 3, r, r), extra, axis=3)
+
+    # rows per slab: even, about VIF_SLAB_SAMPLES per tile, at least VIF_MIN_ROWS, at most the
+    # frame (rounded up to even)
+    rows = g.op("Min", even_ceil(h, 1),
+                g.op("Max", even_ceil(g.op("Div", g.i(VIF_SLAB_SAMPLES), tw), 1),
+                     g.i(VIF_MIN_ROWS)))
     trips = g.op("Div", g.op("Sub", g.op("Add", h, rows), g.i(1)), rows)
-    last_start = g.op("Sub", h, rows)
     window = g.op("Sub", g.op("Range", g.i(0), g.op("Add", rows, g.i(2 * r)), g.i(1)), g.i(r))
     row_ids = g.op("Unsqueeze", g.op("Range", g.i(0), rows, g.i(1)), g.i([1]))    # [rows, 1]
     mirror_end = g.op("Sub", g.op("Mul", h, g.i(2)), g.i(2))
-
+    frames = [padded(xi), padded(yi)]
     if prev is not None:
-        # the 5-tap motion blur leaves r - 2 rows and columns of halo on each side
+        prev_p = padded(prev)
+        # the 5-tap motion blur leaves m = r - 2 rows and columns of halo on each side
         m = r - len(MOTION_TAPS) // 2
-        prev_p = g.pad(prev, 3, r, r)
         motion_weights = g.op("Pad", col_weight, g.i([0, 0, m, 0, 0, 0, m, 0]))
-        span = g.op("Add", rows, g.i(2 * m))
-        motion_rows = g.op("Unsqueeze", g.op("Sub", g.op("Range", g.i(0), span, g.i(1)), g.i(m)),
-                           g.i([1]))
-
-        def motion_keep(want, start):
-            return b.op("And", b.op("GreaterOrEqual", motion_rows, b.op("Sub", want, start)),
-                        b.op("Less", motion_rows, rows))
+        motion_rows = g.op("Unsqueeze", g.op("Sub", g.op("Range", g.i(0), g.op(
+            "Add", rows, g.i(2 * m)), g.i(1)), g.i(m)), g.i([1]))              # [rows + 2m, 1]
+        in_slab = g.op("And", g.op("GreaterOrEqual", motion_rows, g.i(0)),
+                       g.op("Less", motion_rows, rows))
 
     b = G(f"v{scale}_")
-    want = b.op("Mul", f"v{scale}_iter", rows)
-    # the last slab starts earlier and leaves out the rows the one before it counted
-    start = b.op("Min", want, last_start)
-    keep = b.op("GreaterOrEqual", row_ids, b.op("Sub", want, start))          # [rows, 1]
+    start = b.op("Mul", f"v{scale}_iter", rows)
+    keep = b.op("Less", b.op("Add", row_ids, start), h)                        # [rows, 1]
     idx = b.op("Abs", b.op("Add", start, window))              # reflect above row 0
     idx = b.op("Where", b.op("Less", idx, h), idx, b.op("Sub", mirror_end, idx))  # and below
-    ti = np.asarray(taps, np.float32)
-    mx, my, qx, qy, x, y = [], [], [], [], [], []
+    idx = b.op("Max", idx, b.i(0))                             # rows far past the end: any
+
     def slab(f):
         # the slab's rows (mirrored through the indices), then its column tiles as channels
         # (Slices: ORT's Gather on the last axis copies sample by sample)
-        rows_ = b.op("Gather", f, idx, axis=2)                                # [1, 1, L, w + 2r]
+        rows_ = b.op("Gather", f, idx, axis=2)                          # [1, 1, L, S * tw + 2r]
         return b.op("Concat", *(b.op("Slice", rows_, cs, ce, b.i([3])) for cs, ce in tiles),
                     axis=1)                                                    # [1, S, L, T]
 
-    for f, means, rounded, moments in ((xp, mx, qx, x), (yp, my, qy, y)):
+    ti = np.asarray(taps, np.float32)
+    mx, my, qx, qy, x, y, nxt = [], [], [], [], [], [], []
+    for f, means, rounded, moments in ((frames[0], mx, qx, x), (frames[1], my, qy, y)):
         xs = slab(f)
         moments.append(xs)
+        if dec is not None:
+            nxt.append(vif_decimate(b, xs, r, *dec))
         # The means: libvmaf rounds their vertical pass to 1/256 of a level (next to
         # sigma_nsq = 2 that is no detail, 2 * mu * 2^-9, so that pass is emulated exactly),
         # and the same vertical sums give the unrounded means: v = sum(tap * x) / 256 in
         # 1/256-level units, exact in fp32 at 8 bit (integer sums below 2^24). The frames are
         # centred on an integer level, which leaves floor(v + rnd) - 256 * centre unchanged.
-        if raw:
+        if not scale:
             # scale 0: centred levels straight from the frame, filtered unsplit (exact at 8
             # bit; at 10 bit within 7e-7 in the features)
             v = b.dw(xs, ti.reshape(1, k, 1) / np.float32(256.0))
@@ -412,7 +394,7 @@ def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, raw, scale, prev=None):
                                      b.f(1.0 / 256.0)))
             v = b.op("Add", sh, sf)                            # 65536 * the vertical mean
         # the units (and the taps' 1/65536) folded into the horizontal taps
-        means.append(b.dw(v, th / np.float32(256.0 if raw else 65536.0)))
+        means.append(b.dw(v, th / np.float32(65536.0 if scale else 256.0)))
         rounded.append(b.dw(tmp, th / np.float32(256.0)))
     g_outer, g = g, b
     (mx,), (my,), (qx,), (qy,), (x,), (y,) = mx, my, qx, qy, x, y
@@ -462,51 +444,82 @@ def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, raw, scale, prev=None):
 
     sums = [owned_sum(num_px), owned_sum(den_px)]
     if prev is not None:
-        sums.append(motion_sad(g, x, slab(prev_p), rnd, motion_weights, motion_keep(want, start)))
+        motion_keep = g.op("And", in_slab, g.op("Less", g.op("Add", motion_rows, start), h))
+        sums.append(motion_sad(g, x, slab(prev_p), rnd, motion_weights, motion_keep))
     carried = [(f"v{scale}_sum{i}", TensorProto.DOUBLE) for i in range(len(sums))]
-    body = b.loop_body(f"vif{scale}_strips", carried,
+    body = b.loop_body(f"vif{scale}_slabs", carried,
                        [g.op("Add", c, v) for (c, _), v in zip(carried, sums)])
+    for i, v in enumerate(nxt):
+        # scan outputs: the decimated slabs, stacked over the iterations
+        name = f"v{scale}_next{i}"
+        body.node.append(helper.make_node("Identity", [v], [name], name=f"v{scale}_n_{name}"))
+        body.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
     g = g_outer
-    sums = g.op("Loop", trips, g.const(True, np.bool_), *(g.d(0.0) for _ in sums), body=body,
-                n_out=len(sums))
-    return [g.op("Mul", v, g.d(1.0 / math.log(2.0))) for v in sums[:2]] + sums[2:]
+    outs = g.op("Loop", trips, g.const(True, np.bool_), *(g.d(0.0) for _ in sums), body=body,
+                n_out=len(sums) + len(nxt))
+    outs = [outs] if isinstance(outs, str) else outs
+    res = [g.op("Mul", v, g.d(1.0 / math.log(2.0))) for v in outs[:2]] + outs[2:len(sums)]
+    for v in outs[len(sums):]:
+        # [trips, 1, S, rows / 2, tw / 2] -> [1, 1, h // 2, w // 2]
+        v = g.op("Transpose", v, perm=[1, 0, 3, 2, 4])             # [1, trips, rows / 2, S, tw / 2]
+        v = g.op("Reshape", g.op("Reshape", v, g.i([0, 0, 0, -1])), g.i([1, 1, -1, 0]))
+        hw2 = g.op("Concat", *(g.op("Reshape", g.op("Div", d, g.i(2)), g.i([1]))
+                               for d in (h, w)), axis=0)
+        res.append(g.op("Slice", v, g.i([0, 0]), hw2, g.i([2, 3])))
+    return res
 
 
-def vif_downsample(g, xy, taps, rnd_v, div_v):
-    """libvmaf's integer decimation: filter with the next scale's taps (both passes rounded,
-    reflect), keep even rows and columns, floor(h/2) x floor(w/2); 1/256-level integers out.
-    Only the kept rows and columns are filtered (stride 2)."""
-    h, w = g.dims(xy)
+def vif_decimate(g, xs, r, taps, to_units, rnd_units):
+    """libvmaf's integer decimation of a slab xs [1, S, rows + 2r, tw + 2r] of centred levels:
+    filtered with the next scale's taps (both passes rounded like libvmaf, reflect), even rows
+    and columns kept; [1, S, rows / 2, tw / 2] centred levels out (1/256-level integers / 256).
+    to_units: the integer units of a level in the input (2^(bpc-8) at scale 0, 256 above);
+    rnd_units: the vertical pass's rounding in 1/256 of those units.
+    Bit-exact in float32: the integer input u is split into u // 256 and u % 256 (as the
+    fraction of u / 256), each filtered sum stays below 2^24 (taps sum to 65536), and
+    floor((256 hi + lo + rnd) / (256 div)) is floor((hi + floor(lo / 256 + rnd / 256)) / div).
+    Without the split vif_scale3 moves by 1e-5 at 10 bit (5e-4 when the higher scales'
+    1/256-level frames are filtered unsplit). Only the kept rows and columns are filtered."""
     k = len(taps)
-    xs, _ = g.strips(xy, 2, k, 2, pad=(k // 2, k // 2, "reflect", "reflect"))
-    v = int_pass(g, xs, taps, 2 * STRIPS, False, rnd_v, div_v, stride=2)
-    v = int_pass(g, v, taps, 2 * STRIPS, True, g.f(32768.0), g.f(256.0), stride=2)
-    two = g.i([2])
-    v = g.unstrips(v, 2, 1, g.op("Reshape", g.op("Div", h, two), g.i([])))
-    return g.op("Slice", v, g.i([0]), g.op("Div", w, two), g.i([3]))
+    ti = np.asarray(taps, np.float32)
+    m = r - k // 2
+    # the next taps need k // 2 of the r rows and columns of halo
+    xs = g.op("Slice", xs, g.i([m, m]), g.i([-m, -m]) if m else g.i([INT64_MAX, INT64_MAX]),
+              g.i([2, 3]))
+    u = g.op("Mul", xs, g.op("Div", to_units, g.f(256.0)))
+    for taps_2d, stride, rnd, div in ((ti.reshape(1, k, 1), (2, 1), rnd_units, to_units),
+                                      (ti.reshape(1, 1, k), (1, 2), g.f(128.0), g.f(256.0))):
+        hi = g.op("Floor", u)
+        sh = g.dw(hi, taps_2d, stride)
+        sf = g.dw(g.op("Sub", u, hi), taps_2d, stride)
+        q = g.op("Floor", g.op("Add", sf, rnd))
+        u = g.op("Floor", g.op("Div", g.op("Add", sh, q), div))     # 1/256-level integers
+        u = g.op("Mul", u, g.f(1.0 / 256.0))                       # their 1/256 for the split
+    return u                                                        # = centred levels
 
 
-def vif_features(g, xi, yi, xc, yc, pc, centre, rnd_v, div_v, gain_limit):
-    """xi, yi: the raw integer frames; xc, yc: the same in levels, centred on `centre`; pc: the
-    previous reference frame, centred. Returns the four VIF scores and the motion score."""
+def vif_features(g, xc, yc, pc, centre, rnd_v, to8, gain_limit):
+    """xc, yc: the frames in levels, centred on `centre`; pc: the previous reference frame,
+    centred. rnd_v, to8: libvmaf's rounding of the first pass and 2^(bpc-8). Returns the four
+    VIF scores and the motion score."""
     scores = []
     motion = None
-    both = g.op("Concat", xi, yi, axis=0)
     for scale in range(4):
-        # rounding of the means' vertical pass in its 1/256-level sums (see vif_scale)
-        rnd = g.op("Div", rnd_v, g.op("Mul", div_v, g.f(256.0)))
         if scale:
             # libvmaf's uint16 frames in 1/256 of a level from here on
-            both = vif_downsample(g, both, VIF_TAPS[scale], rnd_v, div_v)
-            rnd_v, div_v, rnd = g.f(32768.0), g.f(256.0), g.f(128.0)
-            xc, yc = g.op("Split", g.op("Sub", g.op("Mul", both, g.f(1.0 / 256.0)), centre),
-                          axis=0, n_out=2)
-        sums = vif_scale(g, xc, yc, taps=VIF_TAPS[scale], rnd=rnd, gain_limit=gain_limit,
-                         raw=scale == 0, scale=scale, centre=centre,
-                         prev=None if scale else pc)
-        num, den = sums[:2]
+            rnd = g.f(128.0)
+            dec = (VIF_TAPS[scale + 1], g.f(256.0), g.f(128.0)) if scale < 3 else None
+        else:
+            # rounding of the means' vertical pass in its 1/256-level sums (see vif_scale)
+            rnd = g.op("Div", rnd_v, g.op("Mul", to8, g.f(256.0)))
+            dec = (VIF_TAPS[1], to8, g.op("Div", rnd_v, g.f(256.0)))
+        out = vif_scale(g, xc, yc, taps=VIF_TAPS[scale], rnd=rnd, gain_limit=gain_limit,
+                        scale=scale, centre=centre, prev=None if scale else pc, dec=dec)
+        num, den = out[:2]
         if not scale:
-            motion = motion_score(g, sums[2], *g.dims(xc))
+            motion = motion_score(g, out[2], *g.dims(xc))
+        if dec is not None:
+            xc, yc = out[-2:]
         # libvmaf stores num and den as float and divides in float
         num = g.op("Cast", num, to=TensorProto.FLOAT)
         den = g.op("Cast", den, to=TensorProto.FLOAT)
@@ -643,8 +656,7 @@ def build_features(gain_limit, name):
     centre = g.op("Round", g.op("ReduceMean", ref8, keepdims=1))
     ref_c, dis_c, prev_c = (g.op("Sub", g.op("Div", v, to8), centre) if v != ref_i else
                             g.op("Sub", ref8, centre) for v in (ref_i, dis_i, prev_i))
-    vifs, motion = vif_features(g, ref_i, dis_i, ref_c, dis_c, prev_c, centre, rnd_v, to8,
-                                gain_limit)
+    vifs, motion = vif_features(g, ref_c, dis_c, prev_c, centre, rnd_v, to8, gain_limit)
     adm = adm2(g, ref_c, dis_c, gain_limit)
 
     for v, n in zip(vifs + [adm, motion], FEATURES):
