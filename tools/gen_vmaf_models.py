@@ -329,7 +329,8 @@ def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, scale, prev=None, dec=No
         extra = g.op("Expand", last, g.op("Concat", g.i([1, 1]), g.op("Reshape", h, g.i([1])),
                                           g.op("Reshape", g.op("Sub", tiles_w, w), g.i([1])),
                                           axis=0))
-        return g.op("Concat", g.pad(f, 3, r, r), extra, axis=3)
+        return g.op("Concat", g.slice(f, r, 0, 3, -1), f, g.slice(f, -2, -2 - r, 3, -1), extra,
+                    axis=3)
 
     # rows per slab: even, about VIF_SLAB_SAMPLES per tile, at least VIF_MIN_ROWS, at most the
     # frame (rounded up to even)
