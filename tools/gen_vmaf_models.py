@@ -58,7 +58,7 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gen_builtin_models import INT64_MAX, IR_VERSION, OPSET, Graph  # noqa: E402
@@ -334,9 +334,11 @@ def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, scale, prev=None, dec=No
 
     # rows per slab: even, about VIF_SLAB_SAMPLES per tile, at least VIF_MIN_ROWS, at most the
     # frame (rounded up to even)
-    rows = g.op("Min", even_ceil(h, 1),
-                g.op("Max", even_ceil(g.op("Div", g.i(VIF_SLAB_SAMPLES), tw), 1),
-                     g.i(VIF_MIN_ROWS)))
+    rows = even_ceil(h, 1)
+    if scale < 3:
+        # (scale 3, 1/64 of the frame, is one slab outside a Loop)
+        rows = g.op("Min", rows, g.op("Max", even_ceil(g.op("Div", g.i(VIF_SLAB_SAMPLES), tw), 1),
+                                      g.i(VIF_MIN_ROWS)))
     trips = g.op("Div", g.op("Sub", g.op("Add", h, rows), g.i(1)), rows)
     window = g.op("Sub", g.op("Range", g.i(0), g.op("Add", rows, g.i(2 * r)), g.i(1)), g.i(r))
     row_ids = g.op("Unsqueeze", g.op("Range", g.i(0), rows, g.i(1)), g.i([1]))    # [rows, 1]
@@ -353,7 +355,7 @@ def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, scale, prev=None, dec=No
                        g.op("Less", motion_rows, rows))
 
     b = G(f"v{scale}_")
-    start = b.op("Mul", f"v{scale}_iter", rows)
+    start = b.op("Mul", b.prefix + "iter", rows)
     keep = b.op("Less", b.op("Add", row_ids, start), h)                        # [rows, 1]
     idx = b.op("Abs", b.op("Add", start, window))              # reflect above row 0
     idx = b.op("Where", b.op("Less", idx, h), idx, b.op("Sub", mirror_end, idx))  # and below
@@ -447,18 +449,8 @@ def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, scale, prev=None, dec=No
     if prev is not None:
         motion_keep = g.op("And", in_slab, g.op("Less", g.op("Add", motion_rows, start), h))
         sums.append(motion_sad(g, x, slab(prev_p), rnd, motion_weights, motion_keep))
-    carried = [(f"v{scale}_sum{i}", TensorProto.DOUBLE) for i in range(len(sums))]
-    body = b.loop_body(f"vif{scale}_slabs", carried,
-                       [g.op("Add", c, v) for (c, _), v in zip(carried, sums)])
-    for i, v in enumerate(nxt):
-        # scan outputs: the decimated slabs, stacked over the iterations
-        name = f"v{scale}_next{i}"
-        body.node.append(helper.make_node("Identity", [v], [name], name=f"v{scale}_n_{name}"))
-        body.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
     g = g_outer
-    outs = g.op("Loop", trips, g.const(True, np.bool_), *(g.d(0.0) for _ in sums), body=body,
-                n_out=len(sums) + len(nxt))
-    outs = [outs] if isinstance(outs, str) else outs
+    outs = slab_loop(g, b, f"vif{scale}_slabs", trips, sums, nxt, loop=scale < 3)
     res = [g.op("Mul", v, g.d(1.0 / math.log(2.0))) for v in outs[:2]] + outs[2:len(sums)]
     for v in outs[len(sums):]:
         # [trips, 1, S, rows / 2, tw / 2] -> [1, 1, h // 2, w // 2]
@@ -468,6 +460,27 @@ def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, scale, prev=None, dec=No
                                for d in (h, w)), axis=0)
         res.append(g.op("Slice", v, g.i([0, 0]), hw2, g.i([2, 3])))
     return res
+
+
+def slab_loop(g, b, name, trips, sums, scans, loop=True):
+    """Runs body b (a G with its own prefix; b.prefix + "iter" is the slab's index) over `trips`
+    slabs: returns the totals of `sums` (double scalars) and `scans` stacked over the slabs
+    ([trips, ...]). loop=False inlines b into g for a single slab (trips must be 1): a frame
+    small enough to stay in cache needs no Loop (the library allows a model 4 of them)."""
+    if not loop:
+        b.inits.append(numpy_helper.from_array(np.asarray(0, np.int64), b.prefix + "iter"))
+        g.nodes += b.nodes
+        g.inits += b.inits
+        return list(sums) + [g.op("Unsqueeze", v, g.i([0])) for v in scans]
+    carried = [(f"{b.prefix}sum{i}", TensorProto.DOUBLE) for i in range(len(sums))]
+    body = b.loop_body(name, carried, [b.op("Add", c, v) for (c, _), v in zip(carried, sums)])
+    for i, v in enumerate(scans):
+        out = f"{b.prefix}scan{i}"
+        body.node.append(helper.make_node("Identity", [v], [out], name=f"{b.prefix}n_{out}"))
+        body.output.append(helper.make_tensor_value_info(out, TensorProto.FLOAT, None))
+    outs = g.op("Loop", trips, g.const(True, np.bool_), *(g.d(0.0) for _ in sums), body=body,
+                n_out=len(sums) + len(scans))
+    return [outs] if isinstance(outs, str) else outs
 
 
 def vif_decimate(g, xs, r, taps, to_units, rnd_units):
