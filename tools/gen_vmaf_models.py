@@ -73,6 +73,9 @@ STRIPS = 16
 # 8192 samples alike, 16384 5% slower; 8 rows of full width (no tiles) 15% slower.
 VIF_SLAB_SAMPLES = 4096
 VIF_MIN_ROWS = 16
+# ADM's first-scale Loop: band rows per run such that a map of a run is about this many samples
+# (STRIPS runs per iteration).
+ADM_SLAB_SAMPLES = 4096
 
 MODEL_FILES = {
     # graph name -> (model file, features graph)
@@ -119,6 +122,8 @@ ADM_BASIS_AMP = [
 # Scale 0's CSF factors are fixed-point constants in libvmaf (for the default viewing distance).
 ADM_RFACTOR_S0 = [36453 / 2.0 ** 21, 36453 / 2.0 ** 21, 49417 / 2.0 ** 23]
 COS_1DEG_SQ = float(np.float32(math.cos(math.pi / 180.0) ** 2))
+ADM_MASK_KERNEL = np.full((1, 3, 3), 1.0 / 30.0, np.float32)
+ADM_MASK_KERNEL[0, 1, 1] = 1.0 / 15.0
 
 
 def adm_rfactors(scale):
@@ -571,12 +576,11 @@ def border(g, n):
     return g.op("Cast", g.op("Max", b, g.d(0.0)), to=TensorProto.INT64)
 
 
-def adm_scale(g, o, t, scale, gain_limit):
-    """num, den (double scalars) of one ADM scale from the detail bands o = (h, v, d) of the
-    reference and t of the distorted frame, [1, 1, h, w] each."""
-    rf = adm_rfactors(scale)
-    oh, ov, od = o
-    th, tv, td = t
+def adm_decouple(g, o, t, gain_limit):
+    """libvmaf's decoupling of the distorted detail bands t = (h, v, d) into the restored part
+    and the additive impairment, given the reference bands o: (restored, additive)."""
+    oh, ov, _ = o
+    th, tv, _ = t
     ot_dp = g.op("Add", g.op("Mul", oh, th), g.op("Mul", ov, tv))
     o_mag = g.op("Add", g.op("Mul", oh, oh), g.op("Mul", ov, ov))
     t_mag = g.op("Add", g.op("Mul", th, th), g.op("Mul", tv, tv))
@@ -590,20 +594,45 @@ def adm_scale(g, o, t, scale, gain_limit):
         o_nz = g.op("Where", g.op("Equal", ob, zero), g.f(1.0), ob)
         k = g.op("Clip", g.op("Div", tb, o_nz), zero, g.f(1.0))
         r = g.op("Mul", k, ob)
+        # within the angle: min(gain * r, t) where r > 0, max(gain * r, t) where r < 0, 0 where
+        # r = 0. r != 0 has the sign of t (k > 0), so that is t clipped to the interval between
+        # 0 and gain * r: two Min and two Max instead of two more Where (ORT's is ~5x slower)
         rg = g.op("Mul", r, g.f(gain_limit))
-        r = g.op("Where", g.op("And", angle, g.op("Greater", r, zero)), g.op("Min", rg, tb), r)
-        r = g.op("Where", g.op("And", angle, g.op("Less", r, zero)), g.op("Max", rg, tb), r)
+        en = g.op("Max", g.op("Min", tb, g.op("Relu", rg)), g.op("Min", rg, zero))
+        r = g.op("Where", angle, en, r)
         restored.append(r)
         additive.append(g.op("Sub", tb, r))
+    return restored, additive
+
+
+def adm_masking(g, additive, rf):
+    """The sum over the three bands of |csf(additive)|, which the 3x3 ADM_MASK_KERNEL turns into
+    the contrast-masking threshold."""
+    abs_csf_a = [g.op("Abs", g.op("Mul", a, g.f(f))) for a, f in zip(additive, rf)]
+    return g.op("Sum", *abs_csf_a)
+
+
+def adm_cube_sums(g, restored, o, thr, rf):
+    """Per band, the cubes (fp32) of the masked restored and of the reference detail, csf
+    weighted: [num_h, num_v, num_d, den_h, den_v, den_d] maps."""
+    nums = [g.op("Relu", g.op("Sub", g.op("Abs", g.op("Mul", rb, g.f(f))), thr))
+            for rb, f in zip(restored, rf)]
+    dens = [g.op("Abs", g.op("Mul", ob, g.f(f))) for ob, f in zip(o, rf)]
+    return [g.op("Mul", g.op("Mul", v, v), v) for v in nums + dens]
+
+
+def adm_scale(g, o, t, scale, gain_limit):
+    """num, den (double scalars) of one ADM scale from the detail bands o = (h, v, d) of the
+    reference and t of the distorted frame, [1, 1, h, w] each."""
+    rf = adm_rfactors(scale)
+    oh = o[0]
+    restored, additive = adm_decouple(g, o, t, gain_limit)
 
     # contrast-masking threshold: 3x3 sum over the three bands of |csf(a)|, 1/30 around and
     # 1/15 in the middle, mirrored like the DWT (row -1 = row 1, row h = row h-1)
-    abs_csf_a = [g.op("Abs", g.op("Mul", a, g.f(f))) for a, f in zip(additive, rf)]
-    m = g.op("Add", g.op("Add", abs_csf_a[0], abs_csf_a[1]), abs_csf_a[2])
+    m = adm_masking(g, additive, rf)
     ms, ho = g.strips(m, 1, 3, pad=(1, 1, "reflect", "symmetric"))
-    kern = np.full((1, 3, 3), 1.0 / 30.0, np.float32)
-    kern[0, 1, 1] = 1.0 / 15.0
-    thr = g.unstrips(g.dw(g.pad(ms, 3, 1, 1, "reflect", "symmetric"), kern), 1, 1, ho)
+    thr = g.unstrips(g.dw(g.pad(ms, 3, 1, 1, "reflect", "symmetric"), ADM_MASK_KERNEL), 1, 1, ho)
 
     h, w = g.dims(oh)
     top, left = border(g, h), border(g, w)
@@ -615,38 +644,114 @@ def adm_scale(g, o, t, scale, gain_limit):
     def inner(x):
         return g.op("Slice", x, starts, ends, axes)
 
-    area = g.op("Cast", g.op("Mul", g.op("Sub", bottom, top), g.op("Sub", right, left)),
-                to=TensorProto.DOUBLE)
-    add = g.op("Pow", g.op("Div", g.op("Reshape", area, g.i([])), g.d(32.0)), g.d(1.0 / 3.0))
     thr_in = inner(thr)
-    num = den = None
-    third = g.d(1.0 / 3.0)
-    def cube_sum(x):
-        # cubes in fp32 (2^-23 relative each), summed in double: half the traffic of cubing
-        # in double, ~1e-7 in adm2
-        return g.op("Add", g.op("Pow", g.sum_double(g.op("Mul", g.op("Mul", x, x), x)),
-                                third), add)
+    # cubes in fp32 (2^-23 relative each), summed in double: half the traffic of cubing in
+    # double, ~1e-7 in adm2
+    cubes = adm_cube_sums(g, [inner(v) for v in restored], [inner(v) for v in o], thr_in, rf)
+    return adm_totals(g, [g.sum_double(v) for v in cubes], h, w)
 
-    for rb, ob, f in zip(restored, o, rf):
-        nb = cube_sum(g.op("Relu", g.op("Sub", g.op("Abs", g.op("Mul", inner(rb), g.f(f))),
-                                        thr_in)))
-        db = cube_sum(g.op("Abs", g.op("Mul", inner(ob), g.f(f))))
-        num = nb if num is None else g.op("Add", num, nb)
-        den = db if den is None else g.op("Add", den, db)
-    return num, den
+
+def adm_totals(g, sums, h, w):
+    """num, den of one scale from the six cube sums (adm_cube_sums) of a band of h x w."""
+    top, left = border(g, h), border(g, w)
+    area = g.op("Cast", g.op("Mul", g.op("Sub", g.op("Sub", h, top), top),
+                             g.op("Sub", g.op("Sub", w, left), left)), to=TensorProto.DOUBLE)
+    add = g.op("Pow", g.op("Div", g.op("Reshape", area, g.i([])), g.d(32.0)), g.d(1.0 / 3.0))
+    roots = [g.op("Add", g.op("Pow", v, g.d(1.0 / 3.0)), add) for v in sums]
+    return g.op("Sum", *roots[:3]), g.op("Sum", *roots[3:])
+
+
+def adm_scale0(g, x, y, gain_limit):
+    """ADM's first scale in a Loop: num, den (double scalars) and the approximation bands of
+    both frames, [2, 1, ceil(h/2), ceil(w/2)], for the next scale.
+    Each iteration takes STRIPS runs of `rb` band rows stacked as channels (about
+    ADM_SLAB_SAMPLES samples per channel and map), each run with one band row of halo for the
+    3x3 threshold. A band row's four input rows come from one Gather (its 2j-1..2j+2, mirrored
+    like the DWT) and the vertical filters run at stride 4, so the band-level mirror of the
+    halo rows (band row -1 = row 1, row hb = row hb-1) costs nothing extra. The runs start at
+    multiples of rb and may run past the band: those rows count 0 and are cropped."""
+    lo = np.asarray(DB2_LO, np.float32) / 32768.0
+    hi = np.asarray(DB2_HI, np.float32) / 32768.0
+    rf = adm_rfactors(0)
+    h, w = (g.op("Reshape", v, g.i([])) for v in g.dims(x))
+    hb = g.op("Div", g.op("Add", h, g.i(1)), g.i(2))
+    wb = g.op("Div", g.op("Add", w, g.i(1)), g.i(2))
+    runs = g.op("Div", g.op("Add", hb, g.i(STRIPS - 1)), g.i(STRIPS))
+    rb = g.op("Max", g.op("Min", g.op("Div", g.i(ADM_SLAB_SAMPLES), wb), runs), g.i(1))
+    per_iter = g.op("Mul", rb, g.i(STRIPS))
+    trips = g.op("Div", g.op("Sub", g.op("Add", hb, per_iter), g.i(1)), per_iter)
+    # band rows of the runs relative to their first (halo included) and their input rows
+    band_win = g.op("Range", g.i(-1), g.op("Add", rb, g.i(1)), g.i(1))           # [rb + 2]
+    run_first = g.op("Unsqueeze", g.op("Mul", g.op("Range", g.i(0), g.i(STRIPS), g.i(1)), rb),
+                     g.i([1]))                                                 # [S, 1]
+    taps4 = g.i([-1, 0, 1, 2])
+    sym_b = g.op("Sub", g.op("Mul", hb, g.i(2)), g.i(1))
+    sym_x = g.op("Sub", g.op("Mul", h, g.i(2)), g.i(1))
+    own_win = g.op("Range", g.i(0), rb, g.i(1))
+    hb1, wb1 = (g.op("Reshape", v, g.i([1])) for v in (hb, wb))
+    top, left = border(g, hb1), border(g, wb1)
+    top_s = g.op("Reshape", top, g.i([]))
+    bottom = g.op("Reshape", g.op("Sub", hb1, top), g.i([]))
+    cols = g.op("Range", g.i(0), wb, g.i(1))
+    col_weight = g.op("Cast", g.op("And", g.op("GreaterOrEqual", cols, left),
+                                   g.op("Less", cols, g.op("Sub", wb1, left))),
+                      to=TensorProto.DOUBLE)
+    col_weight = g.op("Unsqueeze", col_weight, g.i([0, 1, 3]))                  # [1, 1, wb, 1]
+    frames = [g.pad(f, 3, 1, 2, "reflect", "symmetric") for f in (x, y)]
+
+    b = G("a0_")
+    first = b.op("Add", b.op("Mul", "a0_iter", per_iter), run_first)            # [S, 1]
+    j = b.op("Abs", b.op("Add", first, band_win))                # band row -1 = row 1
+    j = b.op("Where", b.op("Less", j, hb), j, b.op("Sub", sym_b, j))   # row hb = row hb - 1
+    j = b.op("Max", j, b.i(0))                                   # rows far past: any
+    rows = b.op("Abs", b.op("Add", b.op("Unsqueeze", b.op("Mul", j, b.i(2)), b.i([2])), taps4))
+    rows = b.op("Where", b.op("Less", rows, h), rows, b.op("Sub", sym_x, rows))
+    rows = b.op("Reshape", b.op("Max", rows, b.i(0)), b.op("Concat", b.i([STRIPS]), b.i([-1]),
+                                                          axis=0))      # [S, 4 (rb + 2)]
+    bands = []
+    for f in frames:
+        xs = b.op("Squeeze", b.op("Gather", f, rows, axis=2), b.i([1]))  # [1, S, 4(rb+2), w+3]
+        per = {}
+        for vname, tv in (("lo", lo), ("hi", hi)):
+            v = b.dw(xs, tv.reshape(1, 4, 1), (4, 1))
+            for hname, th in (("lo", lo), ("hi", hi)):
+                per[vname + hname] = b.dw(v, th.reshape(1, 1, 4), (1, 2))
+        # libvmaf's (a, h, v, d): h = hi_v lo_h, v = lo_v hi_h
+        bands.append((per["lolo"], per["hilo"], per["lohi"], per["hihi"]))
+    (ax, *o), (ay, *t) = bands
+    restored, additive = adm_decouple(b, o, t, gain_limit)
+    m = adm_masking(b, additive, rf)
+    # the threshold's column mirror (col -1 = col 1, col wb = col wb - 1), then its 3x3 filter
+    m = b.op("Concat", b.slice(m, 1, 2, 3), m, b.slice(m, -1, INT64_MAX, 3), axis=3)
+    thr = b.dw(m, ADM_MASK_KERNEL)                                             # [1, S, rb, wb]
+
+    def owned(v):
+        return b.op("Slice", v, b.i([1]), b.op("Reshape", b.op("Add", rb, b.i(1)), b.i([1])),
+                    b.i([2]))
+
+    cubes = adm_cube_sums(b, [owned(v) for v in restored], [owned(v) for v in o], thr, rf)
+    band_rows = b.op("Add", first, b.op("Unsqueeze", own_win, b.i([0])))        # [S, rb]
+    keep = b.op("Unsqueeze", b.op("And", b.op("GreaterOrEqual", band_rows, top_s),
+                                  b.op("Less", band_rows, bottom)), b.i([0, 3]))
+    sums = [b.op("ReduceSum", b.op("Where", keep, b.op("MatMul", b.op(
+        "Cast", v, to=TensorProto.DOUBLE), col_weight), b.d(0.0)), keepdims=0) for v in cubes]
+    outs = slab_loop(g, b, "adm0_slabs", trips, sums, [owned(ax), owned(ay)])
+    num, den = adm_totals(g, outs[:6], hb1, wb1)
+    shape = g.op("Concat", g.i([1, 1, -1]), wb1, axis=0)
+    approx = [g.op("Slice", g.op("Reshape", v, shape), g.i([0]), hb1, g.i([2]))
+              for v in outs[6:]]
+    return num, den, g.op("Concat", *approx, axis=0)
 
 
 def adm2(g, x, y, gain_limit):
-    both = g.op("Concat", x, y, axis=0)
-    num = den = None
-    for scale in range(4):
+    num, den, both = adm_scale0(g, x, y, gain_limit)
+    for scale in range(1, 4):
         a, bh, bv, bd = dwt2(g, both)
         oh, th = g.op("Split", bh, axis=0, n_out=2)
         ov, tv = g.op("Split", bv, axis=0, n_out=2)
         od, td = g.op("Split", bd, axis=0, n_out=2)
         n, d = adm_scale(g, (oh, ov, od), (th, tv, td), scale, gain_limit)
-        num = n if num is None else g.op("Add", num, n)
-        den = d if den is None else g.op("Add", den, d)
+        num, den = g.op("Add", num, n), g.op("Add", den, d)
         both = a
     # libvmaf zeroes num/den below 1e-10 * w*h/1080p and returns 1 for den == 0; both sums hold
     # 12 terms of cbrt(area/32) > 0, so neither case can occur and the ratio is all there is.
