@@ -6,7 +6,8 @@ MODELS_DIR holds libvmaf's model files (vmaf_v0.6.1.json, vmaf_4k_v0.6.1.json,
 vmaf_v0.6.1neg.json); tools/fetch_vmaf_reference.sh fetches them into the build cache. They are
 read at generation time and never committed.
 
-Graphs written (opset 17, IR 8, only operators on the library's allow-list, no Loop):
+Graphs written (opset 17, IR 8, only operators on the library's allow-list; the features
+graph has 4 Loop nodes, the library's limit):
 
   vmaf_features.onnx       libvmaf's integer elementary features of one frame pair
   vmaf_features_neg.onnx   the same with the enhancement-gain limits of vmaf_v0.6.1neg
@@ -43,10 +44,14 @@ integer_motion.c; the algorithms are reimplemented here, not translated):
     after), the decoupling with the 1-degree angle test and the gain limit, the CSF factors
     (scale 0 the fixed-point constants libvmaf hard-codes), the 3x3 contrast-masking threshold
     (1/30 around, 1/15 in the middle, the same mirror) and the 10% border, in floating point.
-Speed: every filter is a depthwise Conv over 16 row strips of the frame stacked as channels
-(G.strips: the halo rows and the row mirror come from one Gather; ORT's NCHWc depthwise kernel
-is 5-40x faster than its Conv on 1-5 channels), one Conv per map (no channel Concat/Split),
-columns mirrored once per scale, decimations filtered at stride 2.
+Speed: ORT's CPU provider runs node by node, so a whole-frame graph streams every intermediate
+through memory. The full-resolution work therefore runs in row slabs inside Loops, whose
+intermediates stay in cache: VIF scales 0-2 (scale 3 is one slab outside a Loop), motion from
+VIF scale 0's slabs, each decimation from the slabs of the scale before (scan outputs), and
+ADM's first scale; ADM's scales 1-3 are whole-frame (G.strips). Every filter is a depthwise Conv
+over 16 tiles or row runs stacked as channels (ORT's NCHWc depthwise kernel is 5-40x faster than
+its Conv on 1-5 channels); mirrors come from Gather indices and column pads, decimations and the
+DWT are filtered at stride 2 (only the kept rows and columns).
 Numerics: fp32 filtering on frames centred on their mean (variances are shift-invariant), the
 covariance from Var(x - y) (accurate where the frames are close), every frame-wide sum in double.
 """
