@@ -239,11 +239,6 @@ class G(Graph):
         return (self.op("Slice", shape, self.i([2]), self.i([3])),
                 self.op("Slice", shape, self.i([3]), self.i([4])))
 
-    def crop(self, x, h, w):
-        """x[..., :h, :w] with h, w int64 [1] tensors."""
-        zeros = self.i([0, 0])
-        return self.op("Slice", x, zeros, self.op("Concat", h, w, axis=0), self.i([2, 3]))
-
     def to_output(self, x, name):
         """Any-shape single value (float or double) -> float32 [1] output `name`."""
         as_float = self.op("Cast", x, to=TensorProto.FLOAT)
