@@ -39,6 +39,7 @@ import multiprocessing
 import os
 import re
 import sys
+import tempfile
 import time
 import types
 from collections import OrderedDict, deque
@@ -769,14 +770,32 @@ def _is_score(column: str, seen) -> bool:
     return column + "_min" in seen and column + "_harmonic_mean" in seen
 
 
+def _umask() -> int:
+    """The process umask, read without setting it (os.umask would change it
+    for every thread for a moment); 0o022 where /proc cannot tell."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
 def write_results(rows: Sequence[dict], path) -> None:
     """Writes ``rows`` to ``path`` (.parquet, .csv or .jsonl) atomically:
     a reader sees the old file or the new one."""
     path = os.fspath(path)
     fmt = _format_of(path)
     columns = _columns(rows)
-    tmp = f"{path}.{os.getpid()}.tmp"
+    # A unique name beside the target (two batch() calls in one process may
+    # aim at the same results file), with the mode a plain open() would give.
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
+                               dir=os.path.dirname(path) or ".")
     try:
+        os.close(fd)
+        os.chmod(tmp, 0o666 & ~_umask())
         if fmt == "parquet":
             pa = _pyarrow("write parquet")
             data = {}

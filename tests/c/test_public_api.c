@@ -291,9 +291,10 @@ static void test_planes(void)
  * progress; nothing is corrupted. */
 typedef struct BusyArgs {
     VmafDnnSession *s;
-    volatile int stop;
-    int busy_seen;
-    int other_errors;
+    /* Atomics: the main thread polls busy_seen while the hammers count. */
+    _Atomic int stop;
+    _Atomic int busy_seen;
+    _Atomic int other_errors;
 } BusyArgs;
 
 static void *hammer(void *p)

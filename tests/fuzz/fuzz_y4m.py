@@ -12,9 +12,9 @@ arguments (CORPUS_DIR..., -max_total_time=, -artifact_prefix=, -seed=, -dict=
 whose entries it splices in), no timeout or memory limit, and it prints
 libFuzzer's "Done N runs in S second(s)" line.
 
-video.py is loaded on its own as the top-level module ``video`` (it needs only
-numpy and the standard library), so the vmafdnn package and its C extension
-are neither built nor imported.
+The readers are imported as ``vmafdnn.video`` (they use the native module for
+the plane checks), so the package must be importable: tools/fuzz.sh installs
+it editable into the fuzz environment. Only vmafdnn.video is instrumented.
 
 Input: 5 header bytes, then the stream.
   byte 0  mode: bits 0-1 pick the reader: 0 Y4MReader over BytesIO, 1 Y4MReader
@@ -46,9 +46,6 @@ import tempfile
 import time
 import zlib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python", "vmafdnn"))
-
 USE_ATHERIS = "--no-atheris" not in sys.argv
 if USE_ATHERIS:
     try:
@@ -56,10 +53,10 @@ if USE_ATHERIS:
     except ImportError:
         USE_ATHERIS = False
 if USE_ATHERIS:
-    with atheris.instrument_imports(include=["video"]):
-        import video
+    with atheris.instrument_imports(include=["vmafdnn.video"]):
+        from vmafdnn import video
 else:
-    import video
+    from vmafdnn import video
 
 import numpy as np  # noqa: E402  (after video: only video is instrumented)
 

@@ -327,3 +327,34 @@ def test_ray_rows_equal_scoring_each_pair_alone_and_survive_a_kill(catalogue, tm
     _check_rows_match_alone(root, jobs, rows[:2] + rows[3:])
     again = vbatch.batch(listed[:2] + listed[2:], tmp_path / "ray2.jsonl", ray=True)
     assert again.ran == 0 and again.skipped == len(jobs)
+
+
+def test_results_written_from_several_threads_at_once_stay_whole(tmp_path):
+    # The temporary name was <path>.<pid>.tmp: two batch() calls of one
+    # process aimed at one file wrote through the same temporary.
+    out = tmp_path / "results.jsonl"
+    tables = [[{"job": f"t{t}", "row": i, "pad": "x" * 2000} for i in range(200)]
+              for t in range(4)]
+    errors = []
+
+    def write(rows):
+        try:
+            for _ in range(10):
+                vbatch.write_results(rows, out)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=write, args=(rows,)) for rows in tables]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows in [[dict(r) for r in table] for table in tables]
+    assert sorted(os.listdir(tmp_path)) == ["results.jsonl"]
+    old = os.umask(0o027)
+    try:
+        vbatch.write_results(tables[0], out)
+    finally:
+        os.umask(old)
+    assert out.stat().st_mode & 0o777 == 0o640

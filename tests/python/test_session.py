@@ -40,7 +40,10 @@ def test_auto_tries_every_ep_in_order(models):
     with vmafdnn.Session(models.identity) as s:
         tried = [line.split(":")[0] if not line.startswith("OpenVINO") else
                  ":".join(line.split(":")[:2]) for line in s.fallback_reason.splitlines()]
-    assert tried == ["CUDA", "OpenVINO:GPU", "OpenVINO:CPU", "ROCm"]
+    # The order of vmafdnn.h's VMAF_DNN_DEVICE_AUTO: NVIDIA, Intel, AMD, then
+    # any GPU through WebGPU; the CPU EP binds last and is not a fallback.
+    assert tried == ["CUDA", "NvTensorRTRTX", "OpenVINO:GPU", "OpenVINO:NPU", "OpenVINO:CPU",
+                     "MIGraphX", "ROCm", "WebGpu"]
 
 
 def test_unknown_device_is_a_value_error(models):

@@ -18,18 +18,31 @@ import vmafdnn
 from tests.models import factory
 
 F32 = factory.F32
-# Iterations of factory.loop_count per second here: ~500k (2 us each).
-SLOW_N = 300_000  # a run of about 0.6 s
+SLOW_RUN_S = 0.8  # how long a "slow" run lasts: well past the tests' 0.2 s waits
+SLOW_N = None  # Loop iterations that take SLOW_RUN_S on this machine (calibrated)
 
 
-def slow_feed(n=SLOW_N):
-    return {"n": np.array([n], np.float32)}
+def slow_feed(n=None):
+    return {"n": np.array([SLOW_N if n is None else n], np.float32)}
 
 
 @pytest.fixture(scope="module")
 def loop_model(tmp_path_factory):
+    """factory.loop_count, with SLOW_N set from its measured speed: one Loop
+    step costs 0.3-2.5 us depending on the machine and ORT, and a fixed count
+    finished before close() was called on a fast CI runner."""
+    global SLOW_N
     path = tmp_path_factory.mktemp("loop") / "loop_count.onnx"
     onnx.save(factory.loop_count(), str(path))
+    if SLOW_N is None:
+        with vmafdnn.Session(str(path), threads=1) as s:
+            probe = 50_000
+            s.run(slow_feed(probe))  # warm-up
+            t0 = time.monotonic()
+            s.run(slow_feed(probe))
+            per_step = (time.monotonic() - t0) / probe
+        # float32 counts exactly up to 2**24 (y == n is checked).
+        SLOW_N = int(min(SLOW_RUN_S / per_step, 1 << 24))
     return str(path)
 
 
@@ -48,7 +61,7 @@ def slow_nr_model(trip_count: int):
 
 
 @pytest.fixture(scope="module")
-def slow_nr(tmp_path_factory):
+def slow_nr(tmp_path_factory, loop_model):
     path = tmp_path_factory.mktemp("slow-nr") / "slow_nr.onnx"
     onnx.save(slow_nr_model(SLOW_N), str(path))
     return str(path)
@@ -315,9 +328,10 @@ def test_run_time_budget_through_context_and_score(endless_nr):
 
 
 def test_thread_count_above_the_maximum_is_refused():
-    with vmafdnn.Context(threads=vmafdnn.MAX_THREADS + 1) as ctx:
+    # Refused when the context opens (C would refuse only at the first attach).
+    for make in (vmafdnn.Context, lambda threads: vmafdnn.Session("psnr_y", threads=threads)):
         with pytest.raises(vmafdnn.InvalidArgumentError, match=str(vmafdnn.MAX_THREADS)):
-            ctx.use_model("psnr_y")
+            make(threads=vmafdnn.MAX_THREADS + 1)
 
 
 # -- C strings -------------------------------------------------------------------------
