@@ -22,11 +22,12 @@ the job succeeded). A job that fails (a missing file, a size mismatch, a
 model error) fails its row only.
 
 Workers keep their models open across jobs: a worker scores every job of one
-model set and frame geometry in one :class:`vmafdnn.Context`, each job in its
-own window of frame indices, and pools each job over its window, so an ONNX
-Runtime session is created once per worker instead of once per job (the
-scores are those of a fresh context: every frame is scored on its own). A
-worker that dies (a crash, SIGKILL, a lost Ray node) has its job retried on
+model set in one :class:`vmafdnn.Context`, emptied between jobs
+(:meth:`vmafdnn.Context.reset`), so the context is opened once per worker
+instead of once per job, per-frame reports included (reset reopens only the
+models that keep state: native-resolution and temporal ones, see
+docs/batch.md); each job is scored from frame 0 and gives the scores and
+report of a fresh context. A worker that dies (a crash, SIGKILL, a lost Ray node) has its job retried on
 another; results are journalled as they arrive, so a batch re-run with the
 same output skips the jobs already done (keyed by inputs, models and
 options).
@@ -61,11 +62,7 @@ _RESULT_HEAD = ("reference", "distorted", "models", "frames", "width", "height",
 _RESULT_TAIL = ("attached_ep", "file_kbps", "load_s", "score_s", "total_s", "worker",
                 "attempts", "error", "job_key")
 
-# A worker's context takes frame indices up to here before it is replaced: it
-# bounds the per-feature arrays of a long-lived context (9 bytes a frame) and
-# leaves every job 2^24 - 2^20 frame indices (the C limit is 2^24).
-_WINDOW_LIMIT = 1 << 20
-# Contexts one worker keeps open (one per model set and frame geometry).
+# Contexts one worker keeps open (one per model set and reference use).
 _MAX_CONTEXTS = 4
 
 
@@ -212,55 +209,28 @@ def job_key(job: dict, options: dict) -> str:
 
 # -- the worker side ------------------------------------------------------------------
 
-class _Window:
-    """The job's view of a shared context: frame i of the job is frame
-    base + i of the context (what scoring._run needs of a Context)."""
-
-    def __init__(self, ctx, base: int):
-        self._ctx = ctx
-        self.base = base
-
-    @property
-    def models(self):
-        return self._ctx.models
-
-    def read_pictures(self, reference, distorted, index, bitdepth=None):
-        self._ctx.read_pictures(reference, distorted, self.base + index, bitdepth=bitdepth)
-
-    def feature_append(self, name, index, value):
-        self._ctx.feature_append(name, self.base + index, value)
-
-
-class _Slot:
-    def __init__(self, ctx, load_s: float):
-        self.ctx = ctx
-        self.next = 0  # the first free frame index
-        self.load_s = load_s
-
-
 class Scorer:
-    """Scores jobs one after another, keeping a context (its ONNX Runtime
-    sessions) open per model set and frame geometry. One per worker process
-    or Ray actor; ``run`` never raises: errors go into the row."""
+    """Scores jobs one after another, keeping a context (its attached
+    models) open per model set and emptying it between jobs
+    (:meth:`Context.reset`), so every job is scored from frame 0 as in a
+    fresh context. One per worker process or Ray actor; ``run`` never
+    raises: errors go into the row."""
 
     def __init__(self, options: dict):
         self.options = options
-        self._slots: "OrderedDict[tuple, _Slot]" = OrderedDict()
+        self._contexts: "OrderedDict[tuple, object]" = OrderedDict()
 
     def close(self) -> None:
-        while self._slots:
-            self._slots.popitem()[1].ctx.close()
+        while self._contexts:
+            self._contexts.popitem()[1].close()
 
-    def _slot(self, key: tuple, models: Sequence[str], no_reference: bool):
-        """(slot, load seconds paid now): an open context for ``key``, made
-        and given its models when there is none or the open one is full."""
-        slot = self._slots.get(key)
-        if slot is not None and (slot.next >= _WINDOW_LIMIT or not self.options["reuse"]):
-            self._drop(key)
-            slot = None
-        if slot is not None:
-            self._slots.move_to_end(key)
-            return slot, 0.0
+    def _context(self, key: tuple, models: Sequence[str], no_reference: bool):
+        """(context, load seconds paid now): the empty context kept for
+        ``key``, or a new one given its models."""
+        ctx = self._contexts.get(key)
+        if ctx is not None:
+            self._contexts.move_to_end(key)
+            return ctx, 0.0
         from .context import Context
         o = self.options
         t0 = time.perf_counter()
@@ -272,16 +242,29 @@ class Scorer:
         except BaseException:
             ctx.close()
             raise
-        slot = _Slot(ctx, time.perf_counter() - t0)
-        self._slots[key] = slot
-        while len(self._slots) > _MAX_CONTEXTS:
-            self._slots.popitem(last=False)[1].ctx.close()
-        return slot, slot.load_s
+        self._contexts[key] = ctx
+        while len(self._contexts) > _MAX_CONTEXTS:
+            self._contexts.popitem(last=False)[1].close()
+        return ctx, time.perf_counter() - t0
 
-    def _drop(self, key) -> None:
-        slot = self._slots.pop(key, None)
-        if slot is not None:
-            slot.ctx.close()
+    def _release(self, key: tuple) -> None:
+        """Empties the context of ``key`` for the next job, or drops it."""
+        ctx = self._contexts.get(key)
+        if ctx is None:
+            return
+        if self.options["reuse"]:
+            try:
+                # Also after a failed job: reset leaves what a fresh open
+                # would (temporal models reopened, a pending frame failure
+                # dropped), so a failure does not cost a reload.
+                ctx.reset()
+                return
+            except Exception:
+                # Nothing was dropped (a model file removed or changed): a
+                # new context reports the cause in the next job's row.
+                pass
+        del self._contexts[key]
+        ctx.close()
 
     def run(self, job: dict) -> dict:
         t0 = time.perf_counter()
@@ -306,8 +289,11 @@ class Scorer:
         raw = {"width": job.get("width"), "height": job.get("height"),
                "pix_fmt": job.get("pix_fmt")}
         row["file_kbps"] = None
+        report = None
         if o["reports"]:
-            return self._score_with_report(job, row, models, raw)
+            report = report_path(o["reports"], job, job["job_key"], o["report_format"])
+            scoring.refuse_overwrite(report, "report", {"reference input": job["reference"],
+                                                        "distorted input": job["distorted"]})
         inputs = []
         try:
             dist = scoring._Input("distorted", job["distorted"], job.get("bitdepth"), raw,
@@ -323,75 +309,47 @@ class Scorer:
                     dist.scale_like(ref)
             fps = float(Fraction(dist.fps)) if dist.fps is not None else None
             row.update(width=dist.width, height=dist.height, fps=fps)
-            key = (tuple(models), no_reference, dist.width, dist.height, dist.depth)
-            slot, row["load_s"] = self._slot(key, models, no_reference)
-            t1 = time.perf_counter()
-            window = _Window(slot.ctx, slot.next)
+            # Reset drops the first frame's size and reopens native-resolution
+            # models, so frame geometry need not be part of the key.
+            key = (tuple(models), no_reference)
+            ctx, row["load_s"] = self._context(key, models, no_reference)
             try:
-                scoring._run(window, ref, dist, {}, None, scoring.Canceller())
-            except BaseException:
-                # A context a frame failed in is not trusted with the next job.
-                self._drop(key)
-                raise
+                self._score_in(ctx, ref, dist, report, row)
             finally:
-                slot.next = window.base + max(ref.count if ref else 0, dist.count)
-            frames = dist.count
-            row["frames"] = frames
-            self._pool(slot.ctx, window.base, frames, row)
-            row["attached_ep"] = _ep_text(slot.ctx.models)
-            row["score_s"] = time.perf_counter() - t1
+                self._release(key)
             if type(dist.reader).__name__ == "MediaReader":
-                row["file_kbps"] = _file_kbps(job, frames, fps)
+                row["file_kbps"] = _file_kbps(job, row["frames"], fps)
         finally:
             for side in inputs:
                 side.close()
 
-    def _score_with_report(self, job: dict, row: dict, models, raw: dict) -> None:
-        """A job with a per-frame report: vmafdnn.score() in a context of
-        its own, so the report is the one a single-pair run writes (its XML
-        names the frame size read, its fps the clip's). Until the C API can
-        empty a context for the next clip (vmaf_dnn_context_reset, see
-        docs/batch.md) this reopens the models for every job."""
+    def _score_in(self, ctx, ref, dist, report: Optional[str], row: dict) -> None:
+        """Scores the job in an empty context and fills the row (and the
+        report, written by the C writer as vmafdnn.score() writes it)."""
         from . import scoring
-        o = self.options
-        path = report_path(o["reports"], job, job["job_key"], o["report_format"])
         t1 = time.perf_counter()
-        result = scoring.score(
-            job["reference"], job["distorted"], models, device=o["device"],
-            device_index=o["device_index"], threads=o["threads"], fp16_io=o["fp16_io"],
-            resize=o["resize"], output=path, fmt=o["report_format"],
-            bitdepth=job.get("bitdepth"), scale=job["scale"],
-            ref_offset=job.get("ref_offset") or 0, dist_offset=job.get("dist_offset") or 0,
-            **raw, **o["policy"])
-        row["score_s"] = time.perf_counter() - t1
-        row["load_s"] = None  # inside score(), not measured apart
-        row["frames"] = frames = len(result["frames"])
-        # The report's "fps" is the processing speed: the row's is the clip's.
-        from fractions import Fraction
-
-        from .video import open_video
-        with open_video(job["distorted"], bitdepth=job.get("bitdepth"), **raw) as dist:
-            row.update(width=dist.width, height=dist.height,
-                       fps=float(Fraction(dist.fps)) if getattr(dist, "fps", None) else None)
-            media = type(dist).__name__ == "MediaReader"
-        if job["scale"]:
-            with open_video(job["reference"], bitdepth=job.get("bitdepth"), **raw) as ref:
-                row.update(width=ref.width, height=ref.height)
-        for name, pooled in result["pooled_metrics"].items():
-            for method, suffix in POOL_SUFFIXES.items():
-                row[name + suffix] = pooled[method]
-        row["attached_ep"] = _ep_text([_Attached(m["path"], m["attached_ep"])
-                                       for m in result["models"]])
-        row["report"] = path
-        if media:
-            row["file_kbps"] = _file_kbps(job, frames, row["fps"])
-
-    @staticmethod
-    def _pool(ctx, base: int, frames: int, row: dict) -> None:
+        fmt = self.options["report_format"]
+        try:
+            scoring._run(ctx, ref, dist, {}, None, scoring.Canceller())
+            ctx.flush()
+        except BaseException:
+            # As score(): the frames scored before the failure, for a look.
+            if report is not None and ctx.frame_count > 0:
+                try:
+                    ctx.write(report, fmt)
+                except Exception:
+                    pass  # the scoring error is the one to report
+            raise
+        row["frames"] = dist.count
         for model in ctx.models:
             for name in model.features:
                 for method, suffix in POOL_SUFFIXES.items():
-                    row[name + suffix] = ctx.pool(name, method, base, base + frames - 1)
+                    row[name + suffix] = ctx.pool(name, method)
+        row["attached_ep"] = _ep_text(ctx.models)
+        if report is not None:
+            ctx.write(report, fmt)
+            row["report"] = report
+        row["score_s"] = time.perf_counter() - t1
 
 
 def report_path(folder: str, job: dict, key: str, fmt: str) -> str:
@@ -400,11 +358,6 @@ def report_path(folder: str, job: dict, key: str, fmt: str) -> str:
     stem = os.path.splitext(os.path.basename(job["distorted"]))[0]
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", stem)[:80] or "job"
     return os.path.join(folder, f"{stem}-{key[:12]}.{fmt}")
-
-
-class _Attached:
-    def __init__(self, path: str, attached_ep: str):
-        self.path, self.attached_ep = path, attached_ep
 
 
 def _file_kbps(job: dict, frames: int, fps) -> Optional[float]:

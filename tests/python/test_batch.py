@@ -75,8 +75,8 @@ def test_local_rows_equal_scoring_each_pair_alone(catalogue, tmp_path):
     rows = vmafdnn.batch(root / "jobs.csv", out, workers=2)  # the module is callable
     assert (rows.ran, rows.skipped, rows.failed) == (len(jobs), 0, 0)
     _check_rows_match_alone(root, jobs, rows)
-    # Two workers for six jobs: models were loaded at most once per worker
-    # and geometry, never once per job.
+    # Two workers for six jobs: a context was opened at most once per worker,
+    # never once per job (reset reopens native-resolution models: docs/batch.md).
     assert sum(1 for r in rows if r["load_s"] > 0) <= 2
     written = vbatch.read_results(out)
     assert [r["job_key"] for r in written] == [r["job_key"] for r in rows]
@@ -138,6 +138,60 @@ def test_bad_jobs_fail_their_row_and_the_batch_goes_on(catalogue, tmp_path, mode
     assert "nope.onnx" in rows[2]["error"]
     assert rows[3]["error"] == "" and "sharpness_nr" in rows[3]  # per-job models
     _check_rows_match_alone(root, jobs[:2], rows[4:])
+
+
+def test_a_worker_reuses_its_context_across_jobs_failures_and_sizes(catalogue, tmp_path,
+                                                                   models):
+    """One worker, reports on: each model set is loaded once; a job failing
+    inside the context (a frame count mismatch after 3 frames) and temporal
+    models (m: a past picture, native resolution, meeting a new frame size;
+    m2: the next frame's m, as vmaf's motion2) leave the next job the scores
+    and report of a fresh context."""
+    root, jobs = catalogue
+    temporal = tmp_path / "diff.onnx"
+    temporal.write_bytes(open(models.temporal_diff, "rb").read())
+    (tmp_path / "diff.json").write_text(json.dumps({
+        "native_resolution": True, "output_keys": ["m", "bits"],
+        "input_sources": {"prev": {"picture": "distorted", "offset": -1},
+                          "bpc": {"value": "bpc"}}}))
+    ahead = tmp_path / "min.onnx"
+    ahead.write_bytes(open(models.pair_min, "rb").read())
+    (tmp_path / "min.json").write_text(json.dumps({
+        "output_keys": ["m2"], "input_sources": {"a": {"feature": "m"},
+                                                 "b": {"feature": "m", "offset": 1}}}))
+    temporal_models = [str(temporal), str(ahead)]
+    big = tmp_path / "big.y4m"
+    rng = np.random.default_rng(2)
+    write_y4m(big, [Frame(y=rng.integers(0, 256, (2 * H, 2 * W), dtype=np.uint8),
+                          u=np.zeros((H, W), np.uint8), v=np.zeros((H, W), np.uint8),
+                          bitdepth=8, index=i, chroma="420") for i in range(3)])
+    listed = [dict(j, reference=str(root / j["reference"]), distorted=str(root / j["distorted"]))
+              for j in jobs]
+    nr = [dict(listed[0], title="nr", reference=None, models=temporal_models),
+          dict(listed[0], title="nr big", reference=None, distorted=str(big),
+               models=temporal_models)]
+    short = dict(listed[0], title="short reference", ref_offset=1)
+    order = [listed[0], nr[0], short, nr[1], listed[4]]
+    for reports in (tmp_path / "reports", None):
+        rows = vbatch.batch(order, workers=1, reports=reports, report_format="xml")
+        assert [bool(r["error"]) for r in rows] == [False, False, True, False, False]
+        assert "frame count mismatch" in rows[2]["error"]
+        assert [r["load_s"] > 0 for r in rows] == [True, True, False, False, False]
+        assert len({r["worker"] for r in rows}) == 1
+        _check_rows_match_alone(root, [jobs[0], jobs[4]], [rows[0], rows[4]])
+        assert (rows[3]["width"], rows[3]["height"], rows[3]["frames"]) == (2 * W, 2 * H, 3)
+        for row in (rows[1], rows[3]):
+            alone = vmafdnn.score(None, row["distorted"], temporal_models, threads=1,
+                                  output=tmp_path / "alone.xml")
+            for key in ("m", "m2"):
+                for method, suffix in vbatch.POOL_SUFFIXES.items():
+                    assert row[key + suffix] == alone["pooled_metrics"][key][method], (key, row)
+            if reports:
+                assert _same_report(row["report"], tmp_path / "alone.xml")
+        if reports:
+            for k in (0, 4):
+                _alone(root, jobs[k], output=tmp_path / "alone.xml")
+                assert _same_report(rows[k]["report"], tmp_path / "alone.xml")
 
 
 def test_a_second_run_does_no_work(catalogue, tmp_path):

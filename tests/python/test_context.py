@@ -6,6 +6,7 @@ with a sidecar when the test needs one) and the built-in models.
 import errno
 import io
 import json
+import os
 import shutil
 import xml.etree.ElementTree as ET
 
@@ -428,3 +429,96 @@ def test_report_after_a_failed_frame_is_valid(stage, tmp_path):
         ctx.write(tmp_path / "partial.json")
         report = json.loads((tmp_path / "partial.json").read_text())
         assert [f["frameNum"] for f in report["frames"]] == [0]
+
+
+# -- reset ------------------------------------------------------------------------
+
+def _score_clip(ctx, clip):
+    for i, (r, d) in enumerate(clip):
+        ctx.read_pictures(r, d, i)
+    ctx.flush()
+    return {name: [ctx.feature(name, i) for i in range(len(clip))] for name in ctx.features}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_reset_scores_the_next_clip_as_a_fresh_context(threads):
+    first = [noisy_pair(seed=s) for s in range(3)]
+    # Another size: the first frame's size goes with the reset.
+    second = [noisy_pair(h=32, w=40, seed=s) for s in range(10, 14)]
+    with vmafdnn.Context(threads=threads, fps=24) as ctx:
+        attached = [ctx.use_model("psnr_y"), ctx.use_model("ssim_y")]
+        _score_clip(ctx, first)
+        ctx.reset()
+        assert ctx.frame_count == 0 and ctx.features == []
+        with pytest.raises(vmafdnn.ModelNotFoundError):
+            ctx.feature("psnr_y", 0)
+        assert ctx.models == attached
+        got = _score_clip(ctx, second)  # flushed before: reset lifts that too
+        report = ctx.render("xml", exact=True)
+        pooled = ctx.pool("ssim_y", "harmonic_mean")
+    with vmafdnn.Context(threads=threads, fps=24) as fresh:
+        fresh.use_model("psnr_y")
+        fresh.use_model("ssim_y")
+        want = _score_clip(fresh, second)
+        assert got == want  # bit-identical
+        assert pooled == fresh.pool("ssim_y", "harmonic_mean")
+        # The XML names the frame size: the new clip's, as in a fresh context.
+        assert report == fresh.render("xml", exact=True)
+        assert 'qualityWidth="40" qualityHeight="32"' in report
+
+
+def _temporal(stage):
+    # prev is the distorted picture one frame back (clamped to the first
+    # frame); native_resolution: the model is sized by its first frame.
+    return stage("temporal_diff", "diff", {
+        "native_resolution": True, "output_keys": ["m", "bits"],
+        "input_sources": {"prev": {"picture": "distorted", "offset": -1},
+                          "bpc": {"value": "bpc"}}})
+
+
+def test_reset_reopens_temporal_and_native_resolution_models(stage):
+    path = _temporal(stage)
+    first = [const(8, 8, v) for v in (10, 40, 30)]
+    second = [const(10, 12, v) for v in (100, 0, 50)]
+    with vmafdnn.Context(threads=1) as ctx:
+        ctx.use_model(path)
+        for i, d in enumerate(first):
+            ctx.read_pictures(None, d, i)
+        with pytest.raises(vmafdnn.RangeError):  # sized by the first clip until reset
+            ctx.read_pictures(None, second[0], 3)
+        ctx.reset()
+        assert [m.features for m in ctx.models] == [("m", "bits")]
+        for i, d in enumerate(second):
+            ctx.read_pictures(None, d, i)
+        got = [ctx.feature("m", i) for i in range(3)]
+    with vmafdnn.Context(threads=1) as fresh:
+        fresh.use_model(path)
+        for i, d in enumerate(second):
+            fresh.read_pictures(None, d, i)
+        want = [fresh.feature("m", i) for i in range(3)]
+    assert got == want
+    # Frame 0 has no past: the first clip's last picture (30) is gone.
+    assert got[0] == 0.0
+    assert got[1] == pytest.approx(-100 / 255, abs=EPS)
+
+
+def test_reset_that_cannot_reopen_a_model_drops_nothing(stage):
+    path = _temporal(stage)
+    with vmafdnn.Context(threads=1) as ctx:
+        ctx.use_model(path)
+        for i, v in enumerate((10, 40)):
+            ctx.read_pictures(None, const(8, 8, v), i)
+        os.unlink(path)
+        with pytest.raises(vmafdnn.ModelNotFoundError) as e:
+            ctx.reset()
+        assert e.value.errno == errno.ENOENT
+        assert ctx.frame_count == 2
+        assert ctx.feature("m", 1) == pytest.approx(30 / 255, abs=EPS)
+
+
+def test_reset_after_close_raises_closed_error():
+    ctx = vmafdnn.Context()
+    ctx.use_model("psnr_y")
+    ctx.close()
+    with pytest.raises(vmafdnn.ClosedError):
+        ctx.reset()
