@@ -124,9 +124,57 @@ size_t vdnn_context_calls_in_flight(const VmafDnnContext *locked_ctx)
     return n;
 }
 
+size_t vdnn_context_feature_bytes(const VmafDnnContext *locked_ctx)
+{
+    VmafDnnContext *ctx = enter(locked_ctx);
+    size_t bytes = vdnn_feature_collector_bytes(ctx->fc);
+    leave(ctx);
+    return bytes;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Open / close                                                             */
 /* ------------------------------------------------------------------------ */
+
+/* The budget of the context's feature store: the policy's max_memory_bytes
+ * (0: no limit), the figure a caller already chose for what one model may
+ * hold. Without it, feature_append at frame 2^24 - 1 under many names (or
+ * frames read at such indexes) could make the store take the machine. */
+static uint64_t store_budget(const VmafDnnContext *ctx)
+{
+    VmafDnnModelPolicy defaults;
+    const VmafDnnModelPolicy *policy = ctx->cfg.policy;
+    if (!policy) {
+        vmaf_dnn_default_model_policy(&defaults);
+        policy = &defaults;
+    }
+    return policy->max_memory_bytes;
+}
+
+/* Checks what the first attach would otherwise be the first to check, so a
+ * bad config fails where it was given. vdnn_config_check names the field
+ * itself; the policy's messages get the prefix here. */
+static int check_context_config(const VmafDnnContextConfig *cfg)
+{
+    int rc = check_resize(cfg->resize, "context config");
+    if (rc)
+        return rc;
+    if (!isfinite(cfg->fps) || cfg->fps < 0)
+        return vdnn_fail(-EINVAL, "context config: fps must be finite and >= 0 (got %g)",
+                         cfg->fps);
+    if (cfg->threads < 0 || cfg->threads > VMAF_DNN_MAX_THREADS)
+        return vdnn_fail(-EINVAL, "context config: threads must be 0..%d (got %d)",
+                         VMAF_DNN_MAX_THREADS, cfg->threads);
+    VmafDnnConfig session;
+    if ((rc = vdnn_config_check(&cfg->session, &session, "context config: session.")))
+        return rc;
+    if (cfg->policy && (rc = vdnn_model_policy_check(cfg->policy))) {
+        char reason[768];
+        snprintf(reason, sizeof(reason), "%s", vdnn_last_error());
+        return vdnn_fail(rc, "context config: policy: %s", reason);
+    }
+    return 0;
+}
 
 void vmaf_dnn_default_context_config(VmafDnnContextConfig *cfg)
 {
@@ -145,15 +193,9 @@ int vmaf_dnn_context_open(VmafDnnContext **out, const VmafDnnContextConfig *cfg)
     VmafDnnContextConfig config;
     vmaf_dnn_default_context_config(&config);
     if (cfg) {
-        int rc = check_resize(cfg->resize, "context config");
+        int rc = check_context_config(cfg);
         if (rc)
             return rc;
-        if (!isfinite(cfg->fps) || cfg->fps < 0)
-            return vdnn_fail(-EINVAL, "context config: fps must be finite and >= 0 (got %g)",
-                             cfg->fps);
-        if (cfg->threads < 0 || cfg->threads > VMAF_DNN_MAX_THREADS)
-            return vdnn_fail(-EINVAL, "context config: threads must be 0..%d (got %d)",
-                             VMAF_DNN_MAX_THREADS, cfg->threads);
         config = *cfg;
     }
     VmafDnnContext *ctx = calloc(1, sizeof(*ctx));
@@ -176,6 +218,7 @@ int vmaf_dnn_context_open(VmafDnnContext **out, const VmafDnnContextConfig *cfg)
         free(ctx);
         return rc;
     }
+    vdnn_feature_collector_set_budget(ctx->fc, store_budget(ctx));
     *out = ctx;
     return 0;
 }
@@ -337,6 +380,7 @@ static int context_reset(VmafDnnContext *ctx)
             ctx->model[i] = fresh[i];
         }
     free(fresh);
+    vdnn_feature_collector_set_budget(fc, store_budget(ctx));
     vdnn_feature_collector_free(ctx->fc);
     ctx->fc = fc;
     /* A pool that cannot start afresh is opened again at the next frame. */

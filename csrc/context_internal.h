@@ -1,4 +1,6 @@
-/* Internal: what the C tests may observe of a context beyond the public API.
+/* Internal: what the C tests may observe of a context beyond the public API,
+ * and the checks the context shares with sessions (dnn_api.c), so that a
+ * context refuses at open exactly what a session would refuse at attach.
  * Not exported from the shared library (hidden visibility). */
 #ifndef VMAFDNN_CONTEXT_INTERNAL_H
 #define VMAFDNN_CONTEXT_INTERNAL_H
@@ -12,5 +14,24 @@
  * for all of them). Lets a test close a context exactly while calls are in
  * flight instead of sleeping and hoping. Thread-safe. */
 size_t vdnn_context_calls_in_flight(const VmafDnnContext *ctx);
+
+/* Bytes the context's feature store holds, as charged to its budget (the
+ * policy's max_memory_bytes; vdnn_feature_collector_bytes). Lets a test
+ * check the budget by the store's own accounting rather than by the
+ * process's memory, which ORT and the allocator also move. Thread-safe
+ * (waits like any call on the context). */
+size_t vdnn_context_feature_bytes(const VmafDnnContext *ctx);
+
+/* Checks a session config (device, device_index, threads) and copies it,
+ * normalised, to *out; NULL `in` gives the defaults. Messages start with
+ * `what` ("" for a session, "context config: session." for a context), so
+ * they name the field. Returns 0 or -EINVAL. (dnn_api.c) */
+int vdnn_config_check(const VmafDnnConfig *in, VmafDnnConfig *out, const char *what);
+
+/* Checks the values of a model policy that no model file can change
+ * (max_model_bytes > 0; the allow-list and the Loop, node and depth caps
+ * only narrowing the built-in ones). Returns 0 or -EINVAL naming the field.
+ * (dnn_api.c) */
+int vdnn_model_policy_check(const VmafDnnModelPolicy *policy);
 
 #endif

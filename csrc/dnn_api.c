@@ -12,6 +12,7 @@
 
 #include "vmafdnn/vmafdnn.h"
 
+#include "context_internal.h"
 #include "error.h"
 #include "model_file.h"
 #include "onnx_scan.h"
@@ -134,19 +135,21 @@ void vmaf_dnn_default_config(VmafDnnConfig *cfg)
     cfg->device = VMAF_DNN_DEVICE_AUTO;
 }
 
-static int check_config(const VmafDnnConfig *in, VmafDnnConfig *out)
+int vdnn_config_check(const VmafDnnConfig *in, VmafDnnConfig *out, const char *what)
 {
     if (!in) {
         vmaf_dnn_default_config(out);
         return 0;
     }
     if ((unsigned)in->device > VMAF_DNN_DEVICE_POLICY_MIN_POWER)
-        return vdnn_fail(-EINVAL, "unknown device %d", (int)in->device);
+        return vdnn_fail(-EINVAL, "%sdevice %d is unknown (0..%d)", what, (int)in->device,
+                         (int)VMAF_DNN_DEVICE_POLICY_MIN_POWER);
     if (in->device_index < 0)
-        return vdnn_fail(-EINVAL, "device_index must be >= 0 (got %d)", in->device_index);
+        return vdnn_fail(-EINVAL, "%sdevice_index must be >= 0 (got %d)", what,
+                         in->device_index);
     if (in->threads < 0 || in->threads > VMAF_DNN_MAX_THREADS)
-        return vdnn_fail(-EINVAL, "threads must be 0..%d (got %d)", VMAF_DNN_MAX_THREADS,
-                         in->threads);
+        return vdnn_fail(-EINVAL, "%sthreads must be 0..%d (got %d)", what,
+                         VMAF_DNN_MAX_THREADS, in->threads);
     *out = *in;
     out->fp16_io = in->fp16_io != 0;
     return 0;
@@ -163,7 +166,7 @@ int vmaf_dnn_device_explain(const VmafDnnConfig *cfg, char *buf, size_t size, si
     char *text = NULL;
     if (!buf && size)
         return vdnn_fail(-EINVAL, "device_explain: buf is NULL");
-    int rc = check_config(cfg, &config);
+    int rc = vdnn_config_check(cfg, &config, "");
     if (rc || (rc = vdnn_ort_explain(&config, &text)))
         return rc;
     size_t len = strlen(text);
@@ -304,6 +307,12 @@ static int scan_policy(const VmafDnnModelPolicy *p, VdnnScanPolicy *scan)
     return vdnn_scan_policy_check(scan);
 }
 
+int vdnn_model_policy_check(const VmafDnnModelPolicy *policy)
+{
+    VdnnScanPolicy scan;
+    return scan_policy(policy, &scan);
+}
+
 /* Reads the model once, scans those bytes; the caller hands them to ORT. */
 static int read_and_scan(const char *onnx_path, const VmafDnnModelPolicy *policy,
                          VdnnModelFile *model)
@@ -334,7 +343,7 @@ int vmaf_dnn_session_open_with_policy(VmafDnnSession **out, const char *onnx_pat
     if (!out || !onnx_path)
         return vdnn_fail(-EINVAL, "session_open: %s is NULL", out ? "onnx_path" : "out");
     VmafDnnConfig config;
-    int rc = check_config(cfg, &config);
+    int rc = vdnn_config_check(cfg, &config, "");
     if (rc || (rc = vdnn_ort_ensure_loaded()))
         return rc;
     VmafDnnModelPolicy default_policy;

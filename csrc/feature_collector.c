@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -8,12 +9,30 @@
 #include "error.h"
 #include "feature_collector.h"
 
+/* Storage is sparse so that a high frame index costs what the frames near
+ * it cost, not what every frame before it would: a feature's frames are cut
+ * into leaves of LEAF_FRAMES consecutive frames, each allocated on its first
+ * value and grown by doubling (from LEAF_MIN frames) only as far as the
+ * highest offset written into it, behind a directory that grows by doubling
+ * up to LEAVES entries. A clip of a few hundred frames costs about what a
+ * dense array did; one value at frame 2^24 - 1 costs the directory (32 KiB)
+ * and one leaf (36 KiB) instead of 151 MB; a lookup is two indexings. */
+#define LEAF_SHIFT 12
+#define LEAF_FRAMES (1u << LEAF_SHIFT)
+#define LEAF_MIN 64u
+#define LEAVES (VDNN_FEATURE_MAX_FRAMES >> LEAF_SHIFT)
+
+typedef struct Leaf {
+    double *value;     /* `capacity` slots: frame base + i */
+    uint64_t *written; /* capacity / 64 words: bit i set when value[i] holds a score */
+    unsigned capacity; /* LEAF_MIN..LEAF_FRAMES, a power of two */
+} Leaf;
+
 typedef struct Feature {
-    char *name;             /* owned copy */
-    double *value;          /* `capacity` slots, indexed by frame */
-    unsigned char *written; /* `capacity` flags: value[i] holds a score */
-    unsigned capacity;
-    unsigned end;           /* largest written frame index + 1 */
+    char *name;         /* owned copy */
+    Leaf **leaf;        /* `leaves` entries, NULL where no frame has a value */
+    unsigned leaves;
+    unsigned end;       /* largest written frame index + 1 */
 } Feature;
 
 struct VdnnFeatureCollector {
@@ -27,6 +46,13 @@ struct VdnnFeatureCollector {
      * `count`, so probing always ends. */
     size_t *index;
     size_t index_size;
+    /* Every byte the collector holds (names, features, the name index,
+     * directories, leaves; as requested from malloc, its own overhead not
+     * counted) and the most it may hold (0: no limit). A caller decides the
+     * indexes and the names, so without this one call per name could make
+     * the store take what the machine has. */
+    size_t bytes;
+    uint64_t max_bytes;
 };
 
 /* The mutex is not part of the collector's logical value: readers take a
@@ -115,15 +141,78 @@ int vdnn_feature_collector_init(VdnnFeatureCollector **out)
         free(fc);
         return vdnn_fail(-err, "cannot create the feature collector's mutex");
     }
+    fc->bytes = sizeof(*fc);
     *out = fc;
     return 0;
+}
+
+void vdnn_feature_collector_set_budget(VdnnFeatureCollector *fc, uint64_t max_bytes)
+{
+    if (!fc)
+        return;
+    lock(fc);
+    fc->max_bytes = max_bytes;
+    unlock(fc);
+}
+
+size_t vdnn_feature_collector_bytes(const VdnnFeatureCollector *fc)
+{
+    if (!fc)
+        return 0;
+    lock(fc);
+    size_t bytes = fc->bytes;
+    unlock(fc);
+    return bytes;
+}
+
+/* Bytes of a leaf of `capacity` frames, its header included. */
+static size_t leaf_bytes(unsigned capacity)
+{
+    return sizeof(Leaf) + capacity * sizeof(double) + capacity / 64 * sizeof(uint64_t);
+}
+
+/* Bytes a feature holds: what was charged for it. */
+static size_t feature_bytes(const Feature *f)
+{
+    size_t bytes = f->name ? strlen(f->name) + 1 : 0;
+    bytes += f->leaves * sizeof(*f->leaf);
+    for (unsigned i = 0; i < f->leaves; i++)
+        if (f->leaf[i])
+            bytes += leaf_bytes(f->leaf[i]->capacity);
+    return bytes;
+}
+
+static void leaf_free(Leaf *leaf)
+{
+    if (!leaf)
+        return;
+    free(leaf->value);
+    free(leaf->written);
+    free(leaf);
 }
 
 static void feature_release(Feature *f)
 {
     free(f->name);
-    free(f->value);
-    free(f->written);
+    for (unsigned i = 0; i < f->leaves; i++)
+        leaf_free(f->leaf[i]);
+    free(f->leaf);
+}
+
+/* Takes `more` bytes from the budget for frame `index` of feature `name`,
+ * or refuses with -EDQUOT before anything is allocated. The caller gives
+ * them back (fc->bytes -= more) when the allocation then fails. Caller
+ * holds the lock. */
+static int charge(VdnnFeatureCollector *fc, size_t more, const char *name, unsigned index)
+{
+    if (fc->max_bytes &&
+        ((uint64_t)more > fc->max_bytes || (uint64_t)fc->bytes > fc->max_bytes - more))
+        return vdnn_fail(-EDQUOT, "storing frame %u of feature \"%s\" needs %zu more bytes: "
+                         "the feature store holds %zu of its %" PRIu64 "-byte budget (the "
+                         "policy's max_memory_bytes)", index, name, more, fc->bytes,
+                         fc->max_bytes);
+    fc->bytes += more;
+    return 0;
 }
 
 void vdnn_feature_collector_free(VdnnFeatureCollector *fc)
@@ -170,15 +259,22 @@ static Feature *find(const VdnnFeatureCollector *fc, const char *name)
 }
 
 /* Makes room in the index for one more feature (rebuilding it at twice the
- * size when it would be half full). Caller holds the lock. */
-static int index_reserve(VdnnFeatureCollector *fc)
+ * size when it would be half full), for frame `at` of feature `name`.
+ * Caller holds the lock. */
+static int index_reserve(VdnnFeatureCollector *fc, const char *name, unsigned at)
 {
     if (2 * (fc->count + 1) <= fc->index_size)
         return 0;
     size_t size = fc->index_size ? 2 * fc->index_size : 16;
+    const size_t more = (size - fc->index_size) * sizeof(*fc->index);
+    int err = charge(fc, more, name, at);
+    if (err)
+        return err;
     size_t *index = calloc(size, sizeof(*index));
-    if (!index)
+    if (!index) {
+        fc->bytes -= more;
         return vdnn_fail(-ENOMEM, "out of memory indexing %zu features", fc->count + 1);
+    }
     free(fc->index);
     fc->index = index;
     fc->index_size = size;
@@ -187,63 +283,162 @@ static int index_reserve(VdnnFeatureCollector *fc)
     return 0;
 }
 
-/* Writes one value, doubling the frame arrays as needed so that appending
- * frame by frame costs amortised O(1). */
-static int feature_store(Feature *f, unsigned index, double value)
+/* The smallest leaf capacity that holds offset `off`. */
+static unsigned leaf_capacity(unsigned off)
 {
-    if (index >= f->capacity) {
-        unsigned cap = f->capacity ? f->capacity : 64;
-        while (cap <= index) /* index < 2^24, so this stops at 2^24 */
-            cap *= 2;
-        double *v = realloc(f->value, cap * sizeof(*v));
-        if (!v)
-            return vdnn_fail(-ENOMEM, "out of memory growing feature \"%s\" to %u frames",
-                             f->name, cap);
-        f->value = v;
-        unsigned char *w = realloc(f->written, cap);
-        if (!w)
-            return vdnn_fail(-ENOMEM, "out of memory growing feature \"%s\" to %u frames",
-                             f->name, cap);
-        memset(w + f->capacity, 0, cap - f->capacity);
-        f->written = w;
-        f->capacity = cap;
+    unsigned cap = LEAF_MIN;
+    while (cap <= off) /* off < LEAF_FRAMES, so this stops at LEAF_FRAMES */
+        cap *= 2;
+    return cap;
+}
+
+/* Grows f's directory to hold leaf `li` (< LEAVES), doubling. */
+static int grow_directory(VdnnFeatureCollector *fc, Feature *f, unsigned li, unsigned index)
+{
+    unsigned n = f->leaves ? f->leaves : 1;
+    while (n <= li) /* li < LEAVES, a power of two: stops at LEAVES */
+        n *= 2;
+    const size_t more = (size_t)(n - f->leaves) * sizeof(*f->leaf);
+    int err = charge(fc, more, f->name, index);
+    if (err)
+        return err;
+    Leaf **grown = realloc(f->leaf, n * sizeof(*grown));
+    if (!grown) {
+        fc->bytes -= more;
+        return vdnn_fail(-ENOMEM, "out of memory growing feature \"%s\" to frame %u", f->name,
+                         index);
     }
-    if (f->written[index])
+    memset(grown + f->leaves, 0, (n - f->leaves) * sizeof(*grown));
+    f->leaf = grown;
+    f->leaves = n;
+    return 0;
+}
+
+/* Creates leaf `li` of f, large enough for offset `off`. */
+static int new_leaf(VdnnFeatureCollector *fc, Feature *f, unsigned li, unsigned off,
+                    unsigned index)
+{
+    const unsigned cap = leaf_capacity(off);
+    int err = charge(fc, leaf_bytes(cap), f->name, index);
+    if (err)
+        return err;
+    Leaf *leaf = calloc(1, sizeof(*leaf));
+    if (leaf) {
+        leaf->value = malloc(cap * sizeof(*leaf->value));
+        leaf->written = calloc(cap / 64, sizeof(*leaf->written));
+        leaf->capacity = cap;
+    }
+    if (!leaf || !leaf->value || !leaf->written) {
+        leaf_free(leaf);
+        fc->bytes -= leaf_bytes(cap);
+        return vdnn_fail(-ENOMEM, "out of memory growing feature \"%s\" to frame %u", f->name,
+                         index);
+    }
+    f->leaf[li] = leaf;
+    return 0;
+}
+
+/* Doubles `leaf` until it holds offset `off`, so that appending frame by
+ * frame costs amortised O(1). */
+static int grow_leaf(VdnnFeatureCollector *fc, Feature *f, Leaf *leaf, unsigned off,
+                     unsigned index)
+{
+    const unsigned cap = leaf_capacity(off);
+    const size_t more = leaf_bytes(cap) - leaf_bytes(leaf->capacity);
+    int err = charge(fc, more, f->name, index);
+    if (err)
+        return err;
+    /* Each array is valid on its own at either size: a failure in between
+     * leaves a leaf of the old capacity with a larger block behind it. */
+    double *v = realloc(leaf->value, cap * sizeof(*v));
+    if (v)
+        leaf->value = v;
+    uint64_t *w = v ? realloc(leaf->written, cap / 64 * sizeof(*w)) : NULL;
+    if (!w) {
+        fc->bytes -= more;
+        return vdnn_fail(-ENOMEM, "out of memory growing feature \"%s\" to frame %u", f->name,
+                         index);
+    }
+    memset(w + leaf->capacity / 64, 0, (cap - leaf->capacity) / 64 * sizeof(*w));
+    leaf->written = w;
+    leaf->capacity = cap;
+    return 0;
+}
+
+/* The value of frame `index` of f, if it has one. Caller holds the lock. */
+static bool lookup(const Feature *f, unsigned index, double *value)
+{
+    const unsigned li = index >> LEAF_SHIFT, off = index & (LEAF_FRAMES - 1);
+    const Leaf *leaf = li < f->leaves ? f->leaf[li] : NULL;
+    if (!leaf || off >= leaf->capacity || !(leaf->written[off / 64] >> (off % 64) & 1))
+        return false;
+    if (value)
+        *value = leaf->value[off];
+    return true;
+}
+
+/* Writes one value (index < VDNN_FEATURE_MAX_FRAMES), charging what it
+ * allocates to the budget. Caller holds the lock. */
+static int feature_store(VdnnFeatureCollector *fc, Feature *f, unsigned index, double value)
+{
+    if (lookup(f, index, NULL))
         return vdnn_fail(-EEXIST, "feature \"%s\" already has a value for frame %u", f->name,
                          index);
-    f->value[index] = value;
-    f->written[index] = 1;
+    const unsigned li = index >> LEAF_SHIFT, off = index & (LEAF_FRAMES - 1);
+    int err = 0;
+    if (li >= f->leaves && (err = grow_directory(fc, f, li, index)))
+        return err;
+    Leaf *leaf = f->leaf[li];
+    if (!leaf)
+        err = new_leaf(fc, f, li, off, index);
+    else if (off >= leaf->capacity)
+        err = grow_leaf(fc, f, leaf, off, index);
+    if (err)
+        return err;
+    leaf = f->leaf[li];
+    leaf->value[off] = value;
+    leaf->written[off / 64] |= (uint64_t)1 << (off % 64);
     if (index >= f->end)
         f->end = index + 1;
     return 0;
 }
 
 /* Builds the new feature completely before publishing it, so a failed
- * allocation never leaves an empty feature behind. Caller holds the lock. */
+ * allocation or a refused charge never leaves an empty feature behind (nor
+ * its bytes on the budget). Caller holds the lock. */
 static int add_feature(VdnnFeatureCollector *fc, const char *name, unsigned index,
                        double value)
 {
     Feature f = {0};
     size_t len = strlen(name);
+    int err = charge(fc, len + 1, name, index);
+    if (err)
+        return err;
     f.name = malloc(len + 1);
-    if (!f.name)
+    if (!f.name) {
+        fc->bytes -= len + 1;
         return vdnn_fail(-ENOMEM, "out of memory adding feature \"%s\"", name);
+    }
     memcpy(f.name, name, len + 1);
 
-    int err = feature_store(&f, index, value);
+    err = feature_store(fc, &f, index, value);
     if (!err)
-        err = index_reserve(fc);
+        err = index_reserve(fc, name, index);
     if (!err && fc->count == fc->capacity) {
         size_t cap = fc->capacity ? 2 * fc->capacity : 8;
-        Feature *grown = realloc(fc->feature, cap * sizeof(*grown));
+        const size_t more = (cap - fc->capacity) * sizeof(*fc->feature);
+        err = charge(fc, more, name, index);
+        Feature *grown = err ? NULL : realloc(fc->feature, cap * sizeof(*grown));
         if (grown) {
             fc->feature = grown;
             fc->capacity = cap;
-        } else {
+        } else if (!err) {
+            fc->bytes -= more;
             err = vdnn_fail(-ENOMEM, "out of memory adding feature \"%s\"", name);
         }
     }
     if (err) {
+        fc->bytes -= feature_bytes(&f);
         feature_release(&f);
         return err;
     }
@@ -266,7 +461,7 @@ int vdnn_feature_collector_append(VdnnFeatureCollector *fc, const char *name,
 
     lock(fc);
     Feature *f = find(fc, name);
-    err = f ? feature_store(f, index, value) : add_feature(fc, name, index, value);
+    err = f ? feature_store(fc, f, index, value) : add_feature(fc, name, index, value);
     unlock(fc);
     return err;
 }
@@ -282,10 +477,8 @@ int vdnn_feature_collector_get(const VdnnFeatureCollector *fc, const char *name,
     if (!f)
         err = vdnn_fail(-ENOENT, "no feature \"%s\" has been collected (asked for frame %u)",
                         name, index);
-    else if (index >= f->capacity || !f->written[index])
+    else if (!lookup(f, index, value))
         err = vdnn_fail(-ENOENT, "feature \"%s\" has no value for frame %u", name, index);
-    else
-        *value = f->value[index];
     unlock(fc);
     return err;
 }
@@ -297,7 +490,7 @@ bool vdnn_feature_collector_has(const VdnnFeatureCollector *fc, const char *name
         return false;
     lock(fc);
     const Feature *f = find(fc, name);
-    bool has = f && index < f->capacity && f->written[index];
+    bool has = f && lookup(f, index, NULL);
     unlock(fc);
     return has;
 }
@@ -344,12 +537,8 @@ bool vdnn_feature_collector_value_at(const VdnnFeatureCollector *fc, size_t feat
         return false;
     bool has = false;
     lock(fc);
-    if (feature < fc->count) {
-        const Feature *f = &fc->feature[feature];
-        has = index < f->capacity && f->written[index];
-        if (has)
-            *value = f->value[index];
-    }
+    if (feature < fc->count)
+        has = lookup(&fc->feature[feature], index, value);
     unlock(fc);
     return has;
 }
@@ -362,23 +551,36 @@ static void pool_feature(const Feature *f, unsigned first, unsigned last,
     unsigned n = 0, numbers = 0;
     double min = NAN, max = NAN, sum = 0.0, inv_sum = 0.0;
 
-    /* i < f->end <= 2^24 bounds the loop even when last is UINT_MAX. */
-    for (unsigned i = first; i < f->end && i <= last; i++) {
-        if (!f->written[i])
+    /* Frames first..stop in order, leaf by leaf, skipping leaves never
+     * allocated; stop < f->end <= 2^24 bounds the walk even when last is
+     * UINT_MAX, and frame end - 1 was written, so its leaf is in the
+     * directory. */
+    const unsigned stop = f->end && last >= f->end ? f->end - 1 : last;
+    for (unsigned li = first >> LEAF_SHIFT; f->end && first < f->end && li <= stop >> LEAF_SHIFT;
+         li++) {
+        const Leaf *leaf = f->leaf[li];
+        if (!leaf)
             continue;
-        double x = f->value[i];
-        n++;
-        /* NaN poisons the sums (mean, harmonic mean) but never wins a
-         * comparison, as in libvmaf's pooling. */
-        sum += x;
-        inv_sum += 1.0 / (x + 1.0);
-        if (isnan(x))
-            continue;
-        if (numbers == 0 || x < min)
-            min = x;
-        if (numbers == 0 || x > max)
-            max = x;
-        numbers++;
+        const unsigned base = li << LEAF_SHIFT;
+        const unsigned lo = first > base ? first - base : 0;
+        const unsigned hi = stop - base < leaf->capacity ? stop - base : leaf->capacity - 1;
+        for (unsigned o = lo; o <= hi; o++) {
+            if (!(leaf->written[o / 64] >> (o % 64) & 1))
+                continue;
+            double x = leaf->value[o];
+            n++;
+            /* NaN poisons the sums (mean, harmonic mean) but never wins a
+             * comparison, as in libvmaf's pooling. */
+            sum += x;
+            inv_sum += 1.0 / (x + 1.0);
+            if (isnan(x))
+                continue;
+            if (numbers == 0 || x < min)
+                min = x;
+            if (numbers == 0 || x > max)
+                max = x;
+            numbers++;
+        }
     }
 
     out->count = n;

@@ -17,6 +17,16 @@
  * reports after the last append, as libvmaf does. vdnn_feature_collector_free
  * must not race with any other call.
  *
+ * Memory: storage is sparse (leaves of 4096 frames behind a directory per
+ * feature, each grown only as far as its highest frame), so a high frame
+ * index costs what the frames near it cost: one value at frame 2^24 - 1
+ * takes about 68 KiB, not the 151 MB a dense array took. Every byte the
+ * collector holds is counted, and with a budget set
+ * (vdnn_feature_collector_set_budget; the context sets its policy's
+ * max_memory_bytes) an append that would take more is refused with -EDQUOT
+ * before anything is allocated, so a caller choosing names and indexes
+ * cannot make it take the machine's memory.
+ *
  * Errors: 0 or a negative errno, with a message recorded through vdnn_fail()
  * that names the feature and frame at fault.
  */
@@ -25,6 +35,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Longest feature name, in bytes (without the terminating NUL). */
 #define VDNN_FEATURE_NAME_MAX 255
@@ -60,6 +71,16 @@ int vdnn_feature_collector_init(VdnnFeatureCollector **out);
 /* Frees the collector and everything it owns. NULL is a no-op. */
 void vdnn_feature_collector_free(VdnnFeatureCollector *fc);
 
+/* Caps the bytes the collector may hold at `max_bytes` (0, a new
+ * collector's setting: no limit). A cap below what it holds already drops
+ * nothing; appends that need more memory are then refused. NULL: no-op. */
+void vdnn_feature_collector_set_budget(VdnnFeatureCollector *fc, uint64_t max_bytes);
+
+/* The bytes the collector holds, as charged to its budget: names, the
+ * feature table and name index, directories and leaves, as requested from
+ * malloc (its own per-block overhead is not counted). NULL: 0. */
+size_t vdnn_feature_collector_bytes(const VdnnFeatureCollector *fc);
+
 /* Stores `value` (any double, NaN and Inf included) for frame `index` of the
  * feature `name`, creating the feature on first use; features keep the order
  * in which they were first appended.
@@ -67,7 +88,9 @@ void vdnn_feature_collector_free(VdnnFeatureCollector *fc);
  * vdnn_text_check), -ERANGE (index >= VDNN_FEATURE_MAX_FRAMES),
  * -EEXIST (that frame of that feature already has a value; the stored value
  * is kept: a model scoring a frame twice is a bug worth reporting, and
- * "already exists" says so better than libvmaf's -EINVAL), -ENOMEM. */
+ * "already exists" says so better than libvmaf's -EINVAL), -EDQUOT (storing
+ * it would take the collector past its budget: the message names the bytes
+ * needed, held and allowed; nothing is stored or allocated), -ENOMEM. */
 int vdnn_feature_collector_append(VdnnFeatureCollector *fc, const char *name,
                                   unsigned index, double value);
 

@@ -26,7 +26,11 @@
 #define POOLS(X) X("min") X("max") X("mean") X("harmonic_mean")
 #define FORMATS(X) X("json") X("xml") X("csv")
 #define KINDS(X) X("fr") X("nr") X("features")
-#define EPS(X) X("CPU") X("CUDA") X("OpenVINO:GPU") X("OpenVINO:CPU") X("ROCm")
+/* Every name ort_backend.c's ep_kinds can attach (test_catalog reads that
+ * table and checks it against this one). */
+#define EPS(X)                                                                               \
+    X("CPU") X("CUDA") X("OpenVINO:GPU") X("OpenVINO:CPU") X("ROCm") X("OpenVINO:NPU")       \
+    X("NvTensorRTRTX:GPU") X("MIGraphX:GPU") X("WebGpu:GPU") X("ORT-policy")
 
 typedef struct NameTable {
     const char *what;         /* for messages: "device", ... */

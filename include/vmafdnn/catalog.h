@@ -36,8 +36,9 @@ extern "C" {
  *   pool     min, max, mean, harmonic_mean
  *   format   json, xml, csv
  *   kind     fr, nr, features  (VMAF_DNN_MODEL_INVALID has no name)
- *   EP       CPU, CUDA, OpenVINO:GPU, OpenVINO:CPU, ROCm (the strings of
- *            vmaf_dnn_session_attached_ep)
+ *   EP       CPU, CUDA, OpenVINO:GPU, OpenVINO:CPU, ROCm, OpenVINO:NPU,
+ *            NvTensorRTRTX:GPU, MIGraphX:GPU, WebGpu:GPU, ORT-policy (the
+ *            strings of vmaf_dnn_session_attached_ep; see VmafDnnEp)
  *
  * *_from_name() matches ASCII case-insensitively and takes '-' and '_' as
  * the same character ("OpenVINO_CPU", "harmonic-mean" are accepted). It
@@ -71,14 +72,26 @@ VMAF_DNN_API int vmaf_dnn_model_kind_from_name(const char *name, VmafDnnModelKin
 VMAF_DNN_API const char *vmaf_dnn_model_kind_name(VmafDnnModelKind kind);
 VMAF_DNN_API const char *vmaf_dnn_model_kind_names(void);
 
-/* The execution providers a session can attach to. Values are
- * append-only. */
+/* The execution providers a session can attach to: every string
+ * vmaf_dnn_session_attached_ep returns for an EP this library knows (the
+ * steps of every VmafDnnDevice chain, whether compiled into ORT or brought
+ * by a plugin library) has a value here. The one exception is a plugin EP
+ * the library has no step for, which ORT's selection policy
+ * (VMAF_DNN_DEVICE_POLICY_*) may choose: attached_ep then says "<EP>:<CPU|
+ * GPU|NPU>" as ORT names it, and vmaf_dnn_ep_from_name refuses that string.
+ * Values are append-only. */
 typedef enum VmafDnnEp {
     VMAF_DNN_EP_CPU = 0,
     VMAF_DNN_EP_CUDA = 1,
     VMAF_DNN_EP_OPENVINO_GPU = 2,
     VMAF_DNN_EP_OPENVINO_CPU = 3,
     VMAF_DNN_EP_ROCM = 4,
+    VMAF_DNN_EP_OPENVINO_NPU = 5,
+    VMAF_DNN_EP_TENSORRT_RTX = 6, /* "NvTensorRTRTX:GPU" */
+    VMAF_DNN_EP_MIGRAPHX = 7,     /* "MIGraphX:GPU" */
+    VMAF_DNN_EP_WEBGPU = 8,       /* "WebGpu:GPU" */
+    VMAF_DNN_EP_ORT_POLICY = 9,   /* "ORT-policy": ORT's selection policy
+                                     chose, and ORT (1.22) cannot say what */
 } VmafDnnEp;
 
 VMAF_DNN_API int vmaf_dnn_ep_from_name(const char *name, VmafDnnEp *out);

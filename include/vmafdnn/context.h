@@ -102,7 +102,7 @@ typedef enum VmafDnnResize {
 
 typedef struct VmafDnnContextConfig {
     VmafDnnConfig session; /* session config of models attached without one
-                              (checked when a model is attached) */
+                              (checked at open, as a session's is) */
     VmafDnnResize resize;  /* resize mode of models that set none themselves
                               (neither in their VmafDnnModelConfig nor in
                               their sidecar); DEFAULT means NONE */
@@ -111,7 +111,10 @@ typedef struct VmafDnnContextConfig {
                               speed, as libvmaf (see Reports); finite, >= 0 */
     const VmafDnnModelPolicy *policy; /* what attached model files may be and
                               contain; NULL: vmaf_dnn_default_model_policy().
-                              Borrowed: must outlive the context */
+                              Borrowed: must outlive the context. Its
+                              max_memory_bytes, read at open (and at reset),
+                              is also the budget of the context's stored
+                              scores (see vmaf_dnn_feature_append) */
     int threads;           /* the threads the context may use in all,
                               0..VMAF_DNN_MAX_THREADS. 0 (default): as
                               before, one frame at a time, each session with
@@ -137,9 +140,18 @@ VMAF_DNN_API void vmaf_dnn_default_context_config(VmafDnnContextConfig *cfg);
 /* Opens an empty context (no models, no scores); `cfg` is copied (NULL means
  * defaults). On success *out is a new context the caller owns; close it with
  * vmaf_dnn_context_close. Loads no ONNX Runtime yet: that happens on the
- * first vmaf_dnn_use_tiny_model().
- * Returns 0, -EINVAL (out NULL, unknown resize value, fps negative or not
- * finite, threads outside 0..VMAF_DNN_MAX_THREADS), -ENOMEM. */
+ * first vmaf_dnn_use_tiny_model(). Everything in `cfg` is checked here, as
+ * vmaf_dnn_session_open_with_policy checks its config and policy, so a bad
+ * value fails where it was given rather than at the first attach.
+ * Returns 0, -ENOMEM, or -EINVAL with a message naming the field: out NULL;
+ * unknown resize value; fps negative or not finite; threads outside
+ * 0..VMAF_DNN_MAX_THREADS; in session, an unknown device, device_index < 0
+ * or threads outside 0..VMAF_DNN_MAX_THREADS (checked even when the
+ * context's threads replaces it); in the policy (when not NULL),
+ * max_model_bytes 0, max_nodes outside 1..VMAF_DNN_MAX_NODES,
+ * max_loop_nodes or max_subgraph_depth above their hard caps, or an
+ * allowed_ops entry outside the built-in list (NULL, or allowed_ops NULL
+ * with n_allowed_ops > 0). */
 VMAF_DNN_API int vmaf_dnn_context_open(VmafDnnContext **out, const VmafDnnContextConfig *cfg);
 
 /* Releases the context, its models (and their sessions) and its scores.
@@ -408,6 +420,10 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
  * its own frame (call it again). Only the earliest unreported failure is
  * kept; its message counts the later ones. Which call reports a failure
  * depends only on the calls made, never on thread timing.
+ * Each output stored counts against the budget of the context's stored
+ * scores (see vmaf_dnn_feature_append): a frame whose scores would take it
+ * past the budget fails with -EDQUOT at the first output refused (the
+ * outputs before it stay, as after any failed model).
  * Returns 0; -EINVAL (ctx NULL, the context is flushed, no model attached, a
  * missing or invalid picture); -ERANGE (index >= 2^24, or a frame that does
  * not fit a model: the message names the sizes and the model); -EEXIST (the
@@ -418,7 +434,8 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
  * reads, resize scratch, FLOAT16 copies, exceed its policy's
  * max_memory_bytes; checked before anything is allocated or run, so the
  * frame stays unscored; a native-resolution model meets its real size
- * here); -ECANCELED (vmaf_dnn_context_cancel was called during this call:
+ * here; or storing an output would take the stored scores past their
+ * budget); -ECANCELED (vmaf_dnn_context_cancel was called during this call:
  * the models that finished before it took effect keep their scores, the
  * rest do not run); -ENOMEM; and the codes of
  * vmaf_dnn_session_run (-EIO, -ENOEXEC, -ETIMEDOUT, ...).
@@ -445,10 +462,21 @@ VMAF_DNN_API int vmaf_dnn_flush(VmafDnnContext *ctx);
 /* Stores a feature value the caller computed (imported from a libvmaf log,
  * say) for frame `index`, so FEATURES models and reports see it. Push a
  * frame's features before reading its pictures. `name` is copied.
+ * Memory: the context's stored scores (these and the models' outputs) are
+ * kept sparsely, in runs of 4096 frames allocated where a value falls, and
+ * together may hold at most the policy's max_memory_bytes (default
+ * VMAF_DNN_DEFAULT_MAX_MEMORY_BYTES, 2 GiB; 0: no limit), counted in bytes
+ * requested from malloc: names, tables and about 8.1 bytes per frame of
+ * each run in use. A value in a run already allocated costs nothing more;
+ * a new feature or run costs from about 0.6 KiB (frame 0 of a new feature)
+ * to about 68 KiB (a new feature at frame 2^24 - 1; once, this allocated
+ * 151 MB). A clip of N frames costs about 8.1 x N bytes per feature.
  * Returns 0, -EINVAL (ctx or name NULL, the context is flushed, a name that
  * is not printable UTF-8 of 1..255 bytes), -EEXIST (the frame of that
  * feature already has a value, or `name` is a key written by an attached
- * model), -ERANGE (index >= 2^24), -ENOMEM. */
+ * model), -ERANGE (index >= 2^24), -EDQUOT (storing it would take the
+ * stored scores past the budget: nothing is stored; the message names the
+ * feature, frame and bytes), -ENOMEM. */
 VMAF_DNN_API int vmaf_dnn_feature_append(VmafDnnContext *ctx, const char *name, unsigned index,
                                          double value);
 

@@ -45,7 +45,8 @@
  *   -ECANCELED a run was stopped by vmaf_dnn_session_cancel() (or
  *             vmaf_dnn_context_cancel()) from another thread
  *   -EDQUOT   the model needs more memory than the policy's
- *             max_memory_bytes (at open, at attach or while running)
+ *             max_memory_bytes (at open, at attach or while running), or a
+ *             context's stored scores would pass it (context.h)
  *   -ELOOP    the model path (or its sidecar or external data) crosses a
  *             symbolic link that the jail does not allow, or has too many
  *   -ENOTDIR  a component of a path is not a directory
@@ -363,7 +364,11 @@ typedef struct VmafDnnModelPolicy {
                                      (its tensors, arena included) plus the
                                      per-frame buffers of a context model; an
                                      allocation past it fails the open or run
-                                     with -EDQUOT. 0: no limit. Default
+                                     with -EDQUOT. A context also caps its
+                                     stored scores, all models' and appended
+                                     ones together, at this figure
+                                     (vmaf_dnn_feature_append). 0: no limit.
+                                     Default
                                      VMAF_DNN_DEFAULT_MAX_MEMORY_BYTES, or the
                                      environment variable
                                      VMAFDNN_MAX_MEMORY_BYTES */
@@ -431,11 +436,15 @@ VMAF_DNN_API void vmaf_dnn_session_cancel(VmafDnnSession *session);
 
 /* The execution provider the session really runs on: "CPU", "CUDA",
  * "OpenVINO:GPU", "OpenVINO:CPU", "OpenVINO:NPU", "ROCm", "MIGraphX:GPU",
- * "WebGpu:GPU", "NvTensorRTRTX:GPU"; for a plugin EP, its name as ORT reports
- * it without "ExecutionProvider", a colon and the hardware type ("OpenVINO:CPU"
- * for onnxruntime-ep-openvino on the CPU: the same string as the compiled-in
- * EP on the same device). Static storage (valid for the life of the
- * process); never NULL for a valid session (NULL for a NULL session). */
+ * "WebGpu:GPU", "NvTensorRTRTX:GPU", or "ORT-policy" (a POLICY device on ORT
+ * 1.22, which cannot tell what it chose): the names of VmafDnnEp
+ * (catalog.h), vmaf_dnn_ep_from_name() parses each. For a plugin EP, its
+ * name as ORT reports it without "ExecutionProvider", a colon and the
+ * hardware type ("OpenVINO:CPU" for onnxruntime-ep-openvino on the CPU: the
+ * same string as the compiled-in EP on the same device); a plugin EP that
+ * is none of the above (only a POLICY device can pick one) gives a string
+ * outside that list. Static storage (valid for the life of the process);
+ * never NULL for a valid session (NULL for a NULL session). */
 VMAF_DNN_API const char *vmaf_dnn_session_attached_ep(const VmafDnnSession *session);
 
 /* Why the session does not run on the device that was asked for: one line per

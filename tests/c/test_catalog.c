@@ -141,6 +141,78 @@ static void test_other_names(void)
     CHECK_EQ_INT(vmaf_dnn_ep_from_name("openvino:gpu", &e), 0);
     CHECK_EQ_INT(e, VMAF_DNN_EP_OPENVINO_GPU);
     CHECK(strcmp(vmaf_dnn_ep_name(VMAF_DNN_EP_ROCM), "ROCm") == 0);
+
+    /* Every string vmaf_dnn_session_attached_ep documents has a value (the
+     * first five only had, before: "OpenVINO:NPU" from an NPU, say, could
+     * not be parsed back). */
+    static const struct {
+        const char *name;
+        VmafDnnEp ep;
+    } attached[] = {
+        {"CPU", VMAF_DNN_EP_CPU},
+        {"CUDA", VMAF_DNN_EP_CUDA},
+        {"OpenVINO:GPU", VMAF_DNN_EP_OPENVINO_GPU},
+        {"OpenVINO:CPU", VMAF_DNN_EP_OPENVINO_CPU},
+        {"ROCm", VMAF_DNN_EP_ROCM},
+        {"OpenVINO:NPU", VMAF_DNN_EP_OPENVINO_NPU},
+        {"NvTensorRTRTX:GPU", VMAF_DNN_EP_TENSORRT_RTX},
+        {"MIGraphX:GPU", VMAF_DNN_EP_MIGRAPHX},
+        {"WebGpu:GPU", VMAF_DNN_EP_WEBGPU},
+        {"ORT-policy", VMAF_DNN_EP_ORT_POLICY},
+    };
+    const size_t n = sizeof(attached) / sizeof(attached[0]);
+    for (size_t i = 0; i < n; i++) {
+        e = (VmafDnnEp)-1;
+        CHECK_EQ_INT(vmaf_dnn_ep_from_name(attached[i].name, &e), 0);
+        CHECK_EQ_INT(e, attached[i].ep);
+        CHECK(vmaf_dnn_ep_name(attached[i].ep) != NULL &&
+              strcmp(vmaf_dnn_ep_name(attached[i].ep), attached[i].name) == 0);
+    }
+    CHECK(vmaf_dnn_ep_name((VmafDnnEp)n) == NULL);
+    CHECK(strcmp(vmaf_dnn_ep_names(), "CPU, CUDA, OpenVINO:GPU, OpenVINO:CPU, ROCm, "
+                 "OpenVINO:NPU, NvTensorRTRTX:GPU, MIGraphX:GPU, WebGpu:GPU, ORT-policy") == 0);
+    CHECK_EQ_INT(vmaf_dnn_ep_from_name("nvtensorrtrtx:gpu", &e), 0);
+    CHECK_EQ_INT(e, VMAF_DNN_EP_TENSORRT_RTX);
+    CHECK_EQ_INT(vmaf_dnn_ep_from_name("ort_policy", &e), 0);
+    CHECK_EQ_INT(e, VMAF_DNN_EP_ORT_POLICY);
+}
+
+/* The names the backend can attach (`[EP_X] = {"name", ...}` in the
+ * ep_kinds table of csrc/ort_backend.c, read from the source so that a step
+ * added there without a name here fails this test) all parse, and back. */
+static void test_backend_ep_names(const char *ort_backend_c)
+{
+    FILE *f = fopen(ort_backend_c, "r");
+    if (!f) {
+        perror(ort_backend_c);
+        CHECK(f != NULL);
+        return;
+    }
+    char line[512];
+    int in_table = 0;
+    unsigned seen = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (!in_table) {
+            in_table = strstr(line, "} ep_kinds[] = {") != NULL;
+            continue;
+        }
+        if (strncmp(line, "};", 2) == 0)
+            break;
+        const char *open = strstr(line, "] = {\""), *close = NULL;
+        if (!open || !(close = strchr(open + 6, '"')))
+            continue;
+        char name[64];
+        snprintf(name, sizeof(name), "%.*s", (int)(close - (open + 6)), open + 6);
+        VmafDnnEp e = (VmafDnnEp)-1;
+        int rc = vmaf_dnn_ep_from_name(name, &e);
+        if (rc)
+            fprintf(stderr, "ort_backend.c attaches \"%s\", which VmafDnnEp lacks\n", name);
+        CHECK_EQ_INT(rc, 0);
+        CHECK(!rc && strcmp(vmaf_dnn_ep_name(e), name) == 0);
+        seen++;
+    }
+    fclose(f);
+    CHECK(seen >= 10); /* the table was found and read */
 }
 
 /* The attached EP of a real session is one of the EP table's names. */
@@ -507,7 +579,7 @@ static void test_attach_by_name(void)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s BUILTIN_DIR VERSION\n", argv[0]);
+        fprintf(stderr, "usage: %s BUILTIN_DIR VERSION [ORT_BACKEND_C]\n", argv[0]);
         return 2;
     }
     builtin_dir = argv[1];
@@ -521,6 +593,8 @@ int main(int argc, char **argv)
 
     test_device_names();
     test_other_names();
+    if (argc > 3)
+        test_backend_ep_names(argv[3]);
     test_version(argv[2]);
     test_sidecar_keys();
     test_catalog_listing();

@@ -23,6 +23,7 @@
 #include <vmafdnn/context.h>
 
 #include "check.h"
+#include "context_internal.h"
 #include "json.h"
 #include "resize.h"
 
@@ -792,6 +793,205 @@ static void test_memory_budget(void)
     vmaf_dnn_context_close(ctx);
 }
 
+/* The process's resident memory in bytes (/proc/self/statm), -1 when it
+ * cannot be read: the current figure, not ru_maxrss's peak, which earlier
+ * tests (a 1080p frame, ORT's sessions) have already raised. */
+static long long resident_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long long size = 0, resident = -1;
+    if (f && fscanf(f, "%lld %lld", &size, &resident) != 2)
+        resident = -1;
+    if (f)
+        fclose(f);
+    return resident < 0 ? -1 : resident * sysconf(_SC_PAGESIZE);
+}
+
+/* Appends one value at the last frame a context holds under names
+ * "<prefix>0", "<prefix>1", ... until one is refused or `max` are stored,
+ * or the process's resident memory has grown by more than `rss_cap` (the
+ * dense store grew it by 16 MiB a name: stop there rather than take the
+ * machine). Returns how many were stored; *rc is the refusal's code. */
+static unsigned append_high(VmafDnnContext *ctx, const char *prefix, unsigned max,
+                            long long rss_cap, int *rc, long long *rss_growth)
+{
+    const long long rss0 = resident_bytes();
+    unsigned n = 0;
+    *rc = 0;
+    *rss_growth = 0;
+    while (n < max) {
+        char name[32];
+        snprintf(name, sizeof(name), "%s%u", prefix, n);
+        if ((*rc = vmaf_dnn_feature_append(ctx, name, (1u << 24) - 1, (double)n)))
+            break;
+        n++;
+        const long long rss = resident_bytes();
+        if (rss0 >= 0 && rss >= 0 && rss - rss0 > *rss_growth)
+            *rss_growth = rss - rss0;
+        if (*rss_growth > rss_cap)
+            break;
+    }
+    return n;
+}
+
+/* The feature store is bounded by the policy's max_memory_bytes, and sparse:
+ * a value at frame 2^24 - 1 used to allocate a dense array of 2^24 frames
+ * (151 MB, 16 MiB of it touched) per name, so a caller could take the
+ * machine with feature_append alone. */
+static void test_store_budget(void)
+{
+    const long long mib = 1 << 20;
+    const unsigned last = (1u << 24) - 1;
+    int rc;
+    long long grew;
+    double v;
+
+    /* Default policy (2 GiB): 1000 names at the last frame are stored, in
+     * about 68 KiB each, and the process barely grows. */
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    unsigned n = append_high(ctx, "hi", 1000, 256 * mib, &rc, &grew);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_INT(n, 1000);
+    CHECK(grew <= 256 * mib);
+    const size_t held = vdnn_context_feature_bytes(ctx);
+    CHECK(held > 1000 * (size_t)32768 && held < 1000 * (size_t)80 * 1024);
+    fprintf(stderr, "store: 1000 names at frame %u hold %zu bytes; resident grew %lld bytes\n",
+            last, held, grew);
+    CHECK(vmaf_dnn_feature_get(ctx, "hi999", last, &v) == 0 && v == 999.0);
+    CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 1u << 24);
+    vmaf_dnn_context_close(ctx);
+
+    /* A 4 MiB budget: refused with -EDQUOT once the store would pass it,
+     * nothing allocated for the refused name, and the store within it. */
+    VmafDnnModelPolicy policy;
+    ctx = ctx_budget(&policy, 4 * mib, VMAF_DNN_RESIZE_NONE);
+    n = append_high(ctx, "b", 1000, 256 * mib, &rc, &grew);
+    CHECK_EQ_INT(rc, -EDQUOT);
+    CHECK(n > 10 && n < 100);
+    fprintf(stderr, "store: a 4 MiB budget took %u names at frame %u\n", n, last);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "feature \"b");
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "-byte budget (the policy's max_memory_bytes)");
+    CHECK(vdnn_context_feature_bytes(ctx) <= (size_t)4 * mib);
+    CHECK_EQ_INT(vmaf_dnn_feature_count(ctx), n);
+    CHECK(vmaf_dnn_feature_get(ctx, "b0", last, &v) == 0 && v == 0.0);
+    /* Frames beside a stored one cost nothing more (its leaf holds them). */
+    const size_t full = vdnn_context_feature_bytes(ctx);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "b0", last - 4095, 1.0), 0);
+    CHECK_EQ_INT(vdnn_context_feature_bytes(ctx), full);
+    /* reset empties the store and keeps its budget. */
+    CHECK_EQ_INT(vmaf_dnn_context_reset(ctx), 0);
+    CHECK(vdnn_context_feature_bytes(ctx) < 4096);
+    const unsigned again = append_high(ctx, "b", 1000, 256 * mib, &rc, &grew);
+    CHECK_EQ_INT(rc, -EDQUOT);
+    CHECK_EQ_INT(again, n);
+    vmaf_dnn_context_close(ctx);
+
+    /* 0 is no limit, as for sessions: sparse storage still keeps it small. */
+    ctx = ctx_budget(&policy, 0, VMAF_DNN_RESIZE_NONE);
+    n = append_high(ctx, "z", 200, 256 * mib, &rc, &grew);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_INT(n, 200);
+    vmaf_dnn_context_close(ctx);
+
+    /* Models' outputs go through the same store: frames read at indexes a
+     * leaf apart each cost a leaf, until read_pictures is refused. */
+    ctx = ctx_budget(&policy, 512 * 1024, VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("nr_mean", "nr_far", NULL), NULL);
+    TestPic p = pic_const(8, 8, 8, 51);
+    rc = 0;
+    unsigned frames = 0;
+    for (unsigned k = 0; k < 64 && !rc; k++) {
+        rc = vmaf_dnn_read_pictures(ctx, NULL, &p.pic, k * 4096 + 4095);
+        frames += rc == 0;
+    }
+    CHECK_EQ_INT(rc, -EDQUOT);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "feature \"nr_far\"");
+    CHECK(frames >= 4 && frames < 32);
+    fprintf(stderr, "store: a 512 KiB budget took %u frames a leaf apart\n", frames);
+    CHECK(vdnn_context_feature_bytes(ctx) <= 512 * 1024);
+    CHECK_NEAR(get(ctx, "nr_far", 4095), 0.2, 1e-6);
+    pic_free(&p);
+    vmaf_dnn_context_close(ctx);
+}
+
+/* A context's session config and policy are checked at open, with the
+ * field named, not at the first attach. */
+static void test_config_at_open(void)
+{
+    VmafDnnContext *ctx = (VmafDnnContext *)&ctx;
+    VmafDnnContext *const sentinel = ctx;
+    VmafDnnContextConfig cfg;
+    VmafDnnModelPolicy policy;
+
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.session.threads = VMAF_DNN_MAX_THREADS + 1;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "context config: session.threads must be 0..256 "
+                       "(got 257)");
+    cfg.session.threads = -1;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "session.threads");
+    /* threads replaces the sessions' threads, but a bad value is still one. */
+    cfg.threads = 2;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.session.device_index = -1;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "context config: session.device_index must be "
+                       ">= 0 (got -1)");
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.session.device = (VmafDnnDevice)99;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "context config: session.device 99 is unknown");
+    cfg.session.device = (VmafDnnDevice)-1;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "session.device -1");
+
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.policy = &policy;
+    vmaf_dnn_default_model_policy(&policy);
+    policy.max_nodes = 0;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "context config: policy: ");
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "max_nodes to 0");
+    vmaf_dnn_default_model_policy(&policy);
+    policy.max_model_bytes = 0;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "max_model_bytes");
+    vmaf_dnn_default_model_policy(&policy);
+    policy.max_loop_nodes = VMAF_DNN_MAX_LOOP_NODES + 1;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "max_loop_nodes");
+    vmaf_dnn_default_model_policy(&policy);
+    policy.max_subgraph_depth = VMAF_DNN_MAX_SUBGRAPH_DEPTH + 1;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "max_subgraph_depth");
+    const char *const evil[] = {"Add", "com.evil:Exec"};
+    vmaf_dnn_default_model_policy(&policy);
+    policy.allowed_ops = evil;
+    policy.n_allowed_ops = 2;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "com.evil:Exec");
+    policy.allowed_ops = NULL;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "n_allowed_ops");
+    CHECK(ctx == sentinel);
+
+    /* What a session accepts, a context accepts; a narrowed policy is fine. */
+    vmaf_dnn_default_model_policy(&policy);
+    policy.allowed_ops = evil;
+    policy.n_allowed_ops = 1;
+    policy.max_nodes = 1;
+    policy.max_loop_nodes = 0;
+    cfg.session.device = VMAF_DNN_DEVICE_POLICY_MIN_POWER;
+    cfg.session.device_index = 3;
+    cfg.session.threads = VMAF_DNN_MAX_THREADS;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
+    CHECK(ctx != sentinel);
+    vmaf_dnn_context_close(ctx);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Resize modes through the context                                         */
 /* ------------------------------------------------------------------------ */
@@ -1194,6 +1394,8 @@ int main(int argc, char **argv)
     test_shape_rules();
     test_native_resolution();
     test_memory_budget();
+    test_store_budget();
+    test_config_at_open();
     test_resize_modes();
     test_feature_vectors();
     test_cap();

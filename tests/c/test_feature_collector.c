@@ -3,6 +3,8 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -305,6 +307,130 @@ static void test_many_names(void)
     vdnn_feature_collector_free(fc);
 }
 
+/* Storage is sparse: a value at the last frame costs one leaf and the
+ * directory, not a dense array of every frame before it (151 MB a name
+ * before), and frames are still found across leaves, in order. */
+static void test_sparse(void)
+{
+    enum { NAMES = 64 };
+    const unsigned last = VDNN_FEATURE_MAX_FRAMES - 1;
+    VdnnFeatureCollector *fc = new_collector();
+    const size_t empty = vdnn_feature_collector_bytes(fc);
+    CHECK(empty > 0 && empty < 1024);
+    char name[32];
+    for (unsigned i = 0; i < NAMES; i++) {
+        snprintf(name, sizeof(name), "high_%u", i);
+        CHECK_EQ_INT(vdnn_feature_collector_append(fc, name, last, (double)i), 0);
+    }
+    const size_t held = vdnn_feature_collector_bytes(fc);
+    CHECK(held - empty < NAMES * (size_t)80 * 1024);
+    CHECK(held - empty > NAMES * (size_t)64 * 1024); /* a directory and a full leaf each */
+    CHECK_EQ_INT(vdnn_feature_collector_frame_count(fc), VDNN_FEATURE_MAX_FRAMES);
+    double v = -1;
+    CHECK_EQ_INT(vdnn_feature_collector_get(fc, "high_63", last, &v), 0);
+    CHECK(v == 63.0);
+    CHECK(!vdnn_feature_collector_has(fc, "high_63", last - 1));
+    CHECK(!vdnn_feature_collector_has(fc, "high_63", 0));
+    CHECK(!vdnn_feature_collector_has(fc, "high_63", UINT_MAX));
+
+    /* A clip-sized feature costs about what the dense arrays did (300
+     * frames in 512 slots: 4.6 KiB then, 4.2 KiB now, plus the tables). */
+    VdnnFeatureCollector *clip = new_collector();
+    for (unsigned i = 0; i < 300; i++)
+        CHECK_EQ_INT(vdnn_feature_collector_append(clip, "clip", i, 1.0), 0);
+    CHECK(vdnn_feature_collector_bytes(clip) - empty < 5000);
+    vdnn_feature_collector_free(clip);
+
+    /* Frames on both sides of leaf boundaries, and a leaf never allocated
+     * between them; pooling walks them in frame order. */
+    static const unsigned frames[] = {0, 4095, 4096, 8191, 3 * 4096 + 7, 1u << 20, last};
+    const size_t n = sizeof(frames) / sizeof(frames[0]);
+    for (size_t i = n; i-- > 0;)
+        CHECK_EQ_INT(vdnn_feature_collector_append(fc, "s", frames[i], (double)(i + 1)), 0);
+    for (size_t i = 0; i < n; i++) {
+        CHECK(vdnn_feature_collector_get(fc, "s", frames[i], &v) == 0 && v == (double)(i + 1));
+        CHECK(!vdnn_feature_collector_has(fc, "s", frames[i] + 2));
+    }
+    CHECK(!vdnn_feature_collector_has(fc, "s", 2 * 4096 + 5));
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "s", 4096, 9.0), -EEXIST);
+    VdnnFeaturePool p;
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "s", 0, UINT_MAX, &p), 0);
+    CHECK_EQ_INT(p.count, n);
+    CHECK(p.min == 1.0 && p.max == (double)n && p.mean == (n + 1) / 2.0);
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "s", 4095, 4096, &p), 0);
+    CHECK(p.count == 2 && p.min == 2.0 && p.max == 3.0);
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "s", 4097, 8190, &p), -ENOENT);
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "s", 8191, (1u << 20) - 1, &p), 0);
+    CHECK(p.count == 2 && p.min == 4.0 && p.max == 5.0);
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "s", last, last, &p), 0);
+    CHECK(p.count == 1 && p.mean == (double)n);
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "high_0", 0, last - 1, &p), -ENOENT);
+    vdnn_feature_collector_free(fc);
+
+    /* Every frame of a long clip: about 8 bytes and a bit per frame. */
+    fc = new_collector();
+    for (unsigned i = 0; i < 100000; i++)
+        CHECK(vdnn_feature_collector_append(fc, "dense", i, i * 0.5) == 0);
+    const size_t dense = vdnn_feature_collector_bytes(fc);
+    CHECK(dense >= 100000 * (size_t)8 && dense < 100000 * (size_t)9);
+    CHECK_EQ_INT(vdnn_feature_pool(fc, "dense", 0, 99999, &p), 0);
+    CHECK(p.count == 100000 && p.mean == 99999 * 0.25);
+    vdnn_feature_collector_free(fc);
+}
+
+/* With a budget, an append that would take the store past it is refused
+ * with -EDQUOT before anything is allocated, and the store never holds more
+ * than the budget. */
+static void test_budget(void)
+{
+    const unsigned last = VDNN_FEATURE_MAX_FRAMES - 1;
+    const uint64_t budget = 1u << 20;
+    VdnnFeatureCollector *fc = new_collector();
+    vdnn_feature_collector_set_budget(NULL, 1); /* no-op */
+    CHECK_EQ_INT(vdnn_feature_collector_bytes(NULL), 0);
+    vdnn_feature_collector_set_budget(fc, budget);
+    char name[32];
+    unsigned stored = 0;
+    int rc = 0;
+    while (!rc && stored < 1000) {
+        snprintf(name, sizeof(name), "f%u", stored);
+        if (!(rc = vdnn_feature_collector_append(fc, name, last, 1.0)))
+            stored++;
+    }
+    CHECK_EQ_INT(rc, -EDQUOT);
+    CHECK(stored > 5 && stored < 20);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "storing frame 16777215 of feature \"f");
+    CHECK_STR_CONTAINS(vdnn_last_error(), "of its 1048576-byte budget");
+    const size_t held = vdnn_feature_collector_bytes(fc);
+    CHECK(held <= budget);
+    /* The refused name is not a feature and took nothing. */
+    CHECK_EQ_INT(vdnn_feature_collector_feature_count(fc), stored);
+    CHECK(!vdnn_feature_collector_has(fc, name, last));
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, name, last, 1.0), -EDQUOT);
+    CHECK_EQ_INT(vdnn_feature_collector_bytes(fc), held);
+    /* A budget at what is held: frames that an existing leaf holds cost
+     * nothing and are still taken; a new leaf of an existing feature is
+     * refused. */
+    vdnn_feature_collector_set_budget(fc, held);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "f0", last - 4095, 2.0), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_bytes(fc), held);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "f0", last - 4096, 2.0), -EDQUOT);
+    CHECK(!vdnn_feature_collector_has(fc, "f0", last - 4096));
+    /* Dense appends stop at the budget too: 64 KiB more hold the first
+     * leaf (4096 frames, 33 KiB) and half of the second. */
+    vdnn_feature_collector_set_budget(fc, held + 64 * 1024);
+    for (rc = 0, stored = 0; !rc && stored < 100000;)
+        if (!(rc = vdnn_feature_collector_append(fc, "dense", stored, 1.0)))
+            stored++;
+    CHECK_EQ_INT(rc, -EDQUOT);
+    CHECK_EQ_INT(stored, 4096 + 2048);
+    CHECK(vdnn_feature_collector_bytes(fc) <= held + 64 * 1024);
+    /* 0 lifts the limit. */
+    vdnn_feature_collector_set_budget(fc, 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, name, last, 1.0), 0);
+    vdnn_feature_collector_free(fc);
+}
+
 int main(void)
 {
     test_lifecycle();
@@ -314,5 +440,7 @@ int main(void)
     test_pooling();
     test_threads();
     test_many_names();
+    test_sparse();
+    test_budget();
     return check_report();
 }
