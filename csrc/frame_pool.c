@@ -92,8 +92,8 @@ int vdnn_tiny_model_reopen(VdnnTinyModel **out, const VdnnTinyModel *m,
 
 /* Attach refuses a symbolic image height or width unless the sidecar says
  * "native_resolution", so a rank-4 input with one is such a model (a rank-4
- * "value" input of symbolic dims is taken for one too: opening it again is
- * merely wasted work). */
+ * "value" input of symbolic dims is taken for one too: its frames are then
+ * held to one size, as the caller's first frame set it). */
 static int native_resolution(const VdnnTinyModel *m)
 {
     const VmafDnnSession *s = vdnn_tiny_model_session(m);
@@ -104,11 +104,6 @@ static int native_resolution(const VdnnTinyModel *m)
             return 1;
     }
     return 0;
-}
-
-int vdnn_tiny_model_stateful(const VdnnTinyModel *m)
-{
-    return vdnn_tiny_model_temporal(m) || native_resolution(m);
 }
 
 int vdnn_frame_pending_take(VdnnFramePending *pending)
@@ -468,6 +463,16 @@ static void close_models(Worker *w, size_t n)
     w->model = NULL;
 }
 
+static uint64_t policy_memory(const VmafDnnModelPolicy *policy)
+{
+    VmafDnnModelPolicy defaults;
+    if (!policy) {
+        vmaf_dnn_default_model_policy(&defaults);
+        policy = &defaults;
+    }
+    return policy->max_memory_bytes;
+}
+
 /* Opens the worker's copies of every model (one intra-op thread each: the
  * frame-level workers are the parallelism) and its store. */
 static int open_worker(VdnnFramePool *p, Worker *w)
@@ -477,20 +482,12 @@ static int open_worker(VdnnFramePool *p, Worker *w)
     if (!w->model)
         return vdnn_fail(-ENOMEM, "out of memory");
     int rc = vdnn_feature_collector_init(&w->fc);
+    if (!rc) /* a worker's store holds what it scored too: the same budget */
+        vdnn_feature_collector_set_budget(w->fc, policy_memory(s->policy));
     for (size_t i = 0; i < s->n_models && !rc; i++)
         rc = vdnn_tiny_model_reopen(&w->model[i], s->model[i], s->recipe[i], s->policy,
                                     s->context_resize, 1);
     return rc;
-}
-
-static uint64_t policy_memory(const VmafDnnModelPolicy *policy)
-{
-    VmafDnnModelPolicy defaults;
-    if (!policy) {
-        vmaf_dnn_default_model_policy(&defaults);
-        policy = &defaults;
-    }
-    return policy->max_memory_bytes;
 }
 
 int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
@@ -586,19 +583,11 @@ int vdnn_frame_pool_restart(VdnnFramePool *p)
         int rc = vdnn_feature_collector_init(&fresh);
         if (rc)
             return rc;
+        vdnn_feature_collector_set_budget(fresh, policy_memory(s->policy));
         vdnn_feature_collector_free(w->fc);
         w->fc = fresh;
-        for (size_t k = 0; k < s->n_models; k++) {
-            if (!vdnn_tiny_model_stateful(w->model[k]))
-                continue;
-            VdnnTinyModel *again = NULL;
-            rc = vdnn_tiny_model_reopen(&again, s->model[k], s->recipe[k], s->policy,
-                                        s->context_resize, 1);
-            if (rc)
-                return rc;
-            vdnn_tiny_model_close(w->model[k]);
-            w->model[k] = again;
-        }
+        for (size_t k = 0; k < s->n_models; k++)
+            vdnn_tiny_model_rewind(w->model[k]);
     }
     return 0;
 }

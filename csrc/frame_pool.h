@@ -42,10 +42,6 @@ int vdnn_tiny_model_reopen(VdnnTinyModel **out, const VdnnTinyModel *m,
                            const VdnnModelRecipe *r, const VmafDnnModelPolicy *policy,
                            VmafDnnResize context_resize, int threads);
 
-/* Non-zero when the model keeps state from frame to frame beyond its
- * session: past planes (temporal) or a size locked by its first frame
- * (a symbolic image height or width: "native_resolution"). */
-int vdnn_tiny_model_stateful(const VdnnTinyModel *m);
 
 /* The first failure of a frame scored in flight that no call reported yet
  * (the context owns it; the pool fills it). */
@@ -108,9 +104,8 @@ int vdnn_frame_pool_submit(VdnnFramePool *p, const VdnnTinyFrame *f,
 void vdnn_frame_pool_cancel(VdnnFramePool *p);
 
 /* For vmaf_dnn_context_reset, on a drained pool: empties the workers'
- * feature stores and opens their stateful models afresh. Returns 0, the
- * codes of vdnn_tiny_model_reopen, -ENOMEM; on failure the pool must be
- * closed. */
+ * feature stores and rewinds their models (vdnn_tiny_model_rewind).
+ * Returns 0 or -ENOMEM; on failure the pool must be closed. */
 int vdnn_frame_pool_restart(VdnnFramePool *p);
 
 #endif

@@ -596,6 +596,13 @@ static const char *device_attached_name(const char *ep_name, OrtHardwareDeviceTy
     static const char suffix[] = "ExecutionProvider";
     if (strcmp(ep_name, "CPUExecutionProvider") == 0)
         return ep_kinds[EP_CPU].name;
+    /* A known EP on its step's hardware reads as that step, whether it came
+     * compiled in or as a plugin ("CUDA", not "CUDA:GPU"), so the string is
+     * one of the documented names (vmaf_dnn_ep_from_string). */
+    for (size_t k = 0; k < sizeof(ep_kinds) / sizeof(ep_kinds[0]); k++)
+        if (ep_kinds[k].ort_ep && ep_kinds[k].hw == hw &&
+            strcasecmp(ep_kinds[k].ort_ep, ep_name) == 0)
+            return ep_kinds[k].name;
     size_t len = strlen(ep_name), sl = sizeof(suffix) - 1;
     if (len > sl && strcmp(ep_name + len - sl, suffix) == 0)
         len -= sl;

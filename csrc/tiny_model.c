@@ -1034,6 +1034,14 @@ static void forget_history(VdnnTinyModel *m)
     m->history[0].next = m->history[1].next = 0;
 }
 
+void vdnn_tiny_model_rewind(VdnnTinyModel *m)
+{
+    /* Buffers stay allocated (they grow to the next clip's size as needed);
+     * ORT sessions keep nothing from one run to the next. */
+    m->locked_w = m->locked_h = 0;
+    forget_history(m);
+}
+
 int vdnn_tiny_model_remember(VdnnTinyModel *m, const VdnnTinyFrame *f)
 {
     if (!m->history[0].depth && !m->history[1].depth)

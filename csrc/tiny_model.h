@@ -101,6 +101,12 @@ const char *vdnn_tiny_model_read(const VdnnTinyModel *m, size_t i, int *offset);
 unsigned vdnn_tiny_model_lag(const VdnnTinyModel *m);
 void vdnn_tiny_model_set_lag(VdnnTinyModel *m, unsigned lag);
 
+/* Forgets what the model learnt from the clip so far, keeping its session:
+ * the size a symbolic ("native_resolution") input was locked to by the
+ * first frame, and the past planes a temporal model holds. The next frame
+ * is then its first, as after a fresh open (vmaf_dnn_context_reset). */
+void vdnn_tiny_model_rewind(VdnnTinyModel *m);
+
 /* Non-zero when the model reads another frame than the one it scores (past
  * pictures, features at an offset) or runs behind: its frames must come in
  * order. */

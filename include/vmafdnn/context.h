@@ -168,16 +168,13 @@ VMAF_DNN_API void vmaf_dnn_context_close(VmafDnnContext *ctx);
  * flight have finished. The attached models stay, with their open ONNX
  * Runtime sessions; the context then scores a new clip from any frame index
  * (from frame 0 as if just opened with those models attached). Models that
- * keep state between frames are opened afresh (from the same file, with the
- * same keys): temporal models (their past planes go) and models with
- * "native_resolution" (they take the size of the next first frame).
+ * keep state between frames forget it without being opened again: temporal
+ * models drop their past planes, and "native_resolution" models take the
+ * size of the next first frame. No model file is read again.
  * Feature names handed out before become invalid. Serialised with the
  * context's other calls (one in flight on another thread finishes first).
- * Returns 0; -EINVAL (ctx NULL); -ENOMEM; when a model must be opened
- * afresh, the codes of vmaf_dnn_use_tiny_model (the file was removed or
- * changed since; -EIO when it no longer yields the same keys). On failure
- * nothing is dropped (the frames in flight have finished, and their
- * scores are stored). */
+ * Returns 0; -EINVAL (ctx NULL); -ENOMEM. On failure nothing is dropped
+ * (the frames in flight have finished, and their scores are stored). */
 VMAF_DNN_API int vmaf_dnn_context_reset(VmafDnnContext *ctx);
 
 /* Stops the model run in flight in vmaf_dnn_read_pictures() (if any) on

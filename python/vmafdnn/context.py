@@ -341,20 +341,15 @@ class Context(NativeHandle):
         with their open ONNX Runtime sessions, so the next clip is scored
         from any frame index (from 0 as in a context just opened with these
         models) without loading them again. Models that keep state between
-        frames are opened afresh from the same file with the same keys:
-        temporal models (their past pictures go) and models with
-        "native_resolution" (they take the size of the next first frame).
+        frames forget it in place: temporal models drop their past pictures,
+        and "native_resolution" models take the size of the next first
+        frame. No model file is read again.
 
-        Raises what :meth:`use_model` raises when such a model cannot be
-        opened again (its file removed or changed; RuntimeFailureError when
-        it no longer gives the same keys); then nothing is dropped.
+        Raises MemoryError when the context cannot allocate its new store;
+        then nothing is dropped.
         """
         with self._using() as handle:
             check(lib.vmaf_dnn_context_reset(handle))
-            # Reopened models have new sessions, whose EP or fallback may
-            # differ from the ones reported at attach.
-            self._models = [self._model_info(handle, i)
-                            for i in range(lib.vmaf_dnn_tiny_model_count(handle))]
 
     # -- features -----------------------------------------------------------
     def feature_append(self, name: str, index: int, value: float) -> None:

@@ -306,7 +306,13 @@ static void test_reset_native(int threads)
         rc = vmaf_dnn_flush(ctx);
     CHECK_EQ_INT(rc, -ERANGE);
     CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "native resolution");
+    /* The model is rewound in place, not opened again: its session stays
+     * and its file is not needed any more. */
+    const VmafDnnSession *session = vmaf_dnn_tiny_model_session(ctx, 0);
+    unlink(path);
+    unlink(side);
     CHECK_EQ_INT(vmaf_dnn_context_reset(ctx), 0);
+    CHECK(vmaf_dnn_tiny_model_session(ctx, 0) == session);
     CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &small.pic, 0), 0);
     CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &small.pic, 1), 0);
     CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
@@ -315,8 +321,6 @@ static void test_reset_native(int threads)
     free(big.y);
     free(small.y);
     vmaf_dnn_context_close(ctx);
-    unlink(path);
-    unlink(side);
 }
 
 static void test_config(void)

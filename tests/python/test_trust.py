@@ -18,7 +18,8 @@ import vmafdnn
 from tests.models import factory
 
 F32 = factory.F32
-SLOW_RUN_S = 0.8  # how long a "slow" run lasts: well past the tests' 0.2 s waits
+SLOW_RUN_S = 1.5  # how long a "slow" run lasts: well past the tests' 0.4 s waits
+# (a loaded CI runner can take a while to start the runner thread)
 SLOW_N = None  # Loop iterations that take SLOW_RUN_S on this machine (calibrated)
 
 
@@ -98,7 +99,7 @@ def test_session_close_waits_for_the_run_in_flight(loop_model, feeds_kind):
     s = vmafdnn.Session(loop_model, threads=1)
     feeds = slow_feed() if feeds_kind == "dict" else [slow_feed()["n"]]
     runner, outcome = in_thread(s.run, feeds)
-    time.sleep(0.2)  # the run is in flight
+    time.sleep(0.4)  # the run is in flight
     # A second caller queues behind it on the general path (which read the
     # handle before taking the lock: the use after free of issue 9).
     queued, queued_outcome = in_thread(s.run, [slow_feed(10)["n"]])
@@ -127,7 +128,7 @@ def test_context_close_waits_for_the_frame_in_flight(slow_nr):
     ctx = vmafdnn.Context(threads=1)
     ctx.use_model(slow_nr, name="slow")
     runner, outcome = in_thread(ctx.read_pictures, None, FRAME, 0)
-    time.sleep(0.2)
+    time.sleep(0.4)
     readers = [in_thread(fn) for fn in (lambda: ctx.frame_count, ctx.report,
                                         lambda: ctx.feature("slow", 0))]
     time.sleep(0.05)
