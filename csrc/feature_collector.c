@@ -543,6 +543,50 @@ bool vdnn_feature_collector_value_at(const VdnnFeatureCollector *fc, size_t feat
     return has;
 }
 
+/* The lowest bit set in a non-zero word. */
+static unsigned lowest_bit(uint64_t bits)
+{
+    unsigned n = 0;
+    for (; !(bits & 0xFFFFFFFFu); bits >>= 32)
+        n += 32;
+    for (; !(bits & 1u); bits >>= 1)
+        n++;
+    return n;
+}
+
+/* The first written frame >= from of f, or VDNN_FEATURE_MAX_FRAMES. Caller
+ * holds the lock. */
+static unsigned next_written(const Feature *f, unsigned from)
+{
+    for (unsigned li = from >> LEAF_SHIFT; from < f->end && li < f->leaves; li++) {
+        const Leaf *leaf = f->leaf[li];
+        if (!leaf)
+            continue;
+        const unsigned base = li << LEAF_SHIFT;
+        const unsigned off = from > base ? from - base : 0;
+        for (unsigned w = off / 64; w < leaf->capacity / 64; w++) {
+            uint64_t bits = leaf->written[w];
+            if (w == off / 64)
+                bits &= ~(uint64_t)0 << (off % 64);
+            if (bits)
+                return base + w * 64 + lowest_bit(bits);
+        }
+    }
+    return VDNN_FEATURE_MAX_FRAMES;
+}
+
+unsigned vdnn_feature_collector_next_frame(const VdnnFeatureCollector *fc, size_t feature,
+                                           unsigned from)
+{
+    if (!fc)
+        return VDNN_FEATURE_MAX_FRAMES;
+    lock(fc);
+    unsigned next = feature < fc->count ? next_written(&fc->feature[feature], from)
+                                        : VDNN_FEATURE_MAX_FRAMES;
+    unlock(fc);
+    return next;
+}
+
 /* Caller holds the lock. Sums in frame order with libvmaf's formulas, so the
  * results are bit-identical to vmaf_feature_score_pooled() on the same data. */
 static void pool_feature(const Feature *f, unsigned first, unsigned last,

@@ -122,6 +122,17 @@ unsigned vdnn_feature_collector_frame_count(const VdnnFeatureCollector *fc);
 bool vdnn_feature_collector_value_at(const VdnnFeatureCollector *fc, size_t feature,
                                      unsigned index, double *value);
 
+/* The first frame at or after `from` at which feature number `feature` has
+ * a value, or VDNN_FEATURE_MAX_FRAMES when none (a feature out of range
+ * included). Skips leaves never allocated and 64 empty frames a step, so a
+ * walk over a feature's frames in order costs what the feature holds, not
+ * its highest frame: a report of features stored at frame 2^24 - 1 must not
+ * visit the 2^24 frames before it once per feature (0.4 s a feature, hours
+ * for the tens of thousands of names a budget allows). NULL: none. Never
+ * records a message. */
+unsigned vdnn_feature_collector_next_frame(const VdnnFeatureCollector *fc, size_t feature,
+                                           unsigned from);
+
 /* Pools feature number `feature` over frames first..last (inclusive; last may
  * exceed the frame count). When no frame in the range has a value, out->count
  * is 0 and the four statistics are NaN. NaN values (a frame a model could

@@ -45,6 +45,8 @@ typedef struct Column {
     VdnnFeaturePool pool; /* over the report's frame range; count > 0 */
     double value;         /* the current frame's value, when present */
     bool present;
+    unsigned at;          /* its next frame with a value, from next_frame()'s
+                             cursor on; VDNN_FEATURE_MAX_FRAMES: none left */
 } Column;
 
 /* Everything a writer needs, checked and computed before the first byte is
@@ -201,27 +203,40 @@ static int report_open(Report *r, const VdnnFeatureCollector *fc, VdnnReportForm
     unsigned count = vdnn_feature_collector_frame_count(fc);
     r->end = r->info.last_frame < count ? r->info.last_frame + 1 : count;
     r->next = r->info.first_frame;
+    for (size_t j = 0; j < r->n; j++)
+        r->col[j].at = vdnn_feature_collector_next_frame(fc, r->col[j].feature, r->next);
     return 0;
 }
 
 /* Advances to the next frame in range with at least one value, loading every
- * column's value for it; false when no frame is left. */
+ * column's value for it; false when no frame is left. Each column knows its
+ * own next frame (the store skips what it never allocated), so the walk
+ * costs the values stored, not the frame count: probing every index up to
+ * the highest one took 0.4 s per feature stored at frame 2^24 - 1. */
 static bool next_frame(Report *r, unsigned *frame)
 {
-    while (r->next < r->end) {
-        unsigned i = r->next++;
-        bool any = false;
-        for (size_t j = 0; j < r->n; j++) {
-            Column *c = &r->col[j];
-            c->present = vdnn_feature_collector_value_at(r->fc, c->feature, i, &c->value);
-            any |= c->present;
-        }
-        if (any) {
-            *frame = i;
-            return true;
-        }
+    if (r->next >= r->end)
+        return false;
+    unsigned i = VDNN_FEATURE_MAX_FRAMES;
+    for (size_t j = 0; j < r->n; j++) {
+        Column *c = &r->col[j];
+        if (c->at < r->next) /* consumed (or never looked up): find its next */
+            c->at = vdnn_feature_collector_next_frame(r->fc, c->feature, r->next);
+        if (c->at < i)
+            i = c->at;
     }
-    return false;
+    if (i >= r->end) {
+        r->next = r->end;
+        return false;
+    }
+    r->next = i + 1;
+    for (size_t j = 0; j < r->n; j++) {
+        Column *c = &r->col[j];
+        c->present = c->at == i && vdnn_feature_collector_value_at(r->fc, c->feature, i,
+                                                                   &c->value);
+    }
+    *frame = i;
+    return true;
 }
 
 static void pool_values(const VdnnFeaturePool *p, double v[4])

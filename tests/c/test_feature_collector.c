@@ -365,6 +365,20 @@ static void test_sparse(void)
     CHECK_EQ_INT(vdnn_feature_pool(fc, "s", last, last, &p), 0);
     CHECK(p.count == 1 && p.mean == (double)n);
     CHECK_EQ_INT(vdnn_feature_pool(fc, "high_0", 0, last - 1, &p), -ENOENT);
+    /* next_frame walks the written frames in order, across gaps and leaves. */
+    const size_t s_feature = NAMES; /* "s" came after the 64 "high_" names */
+    unsigned at = 0;
+    for (size_t i = 0; i < n; i++, at++) {
+        at = vdnn_feature_collector_next_frame(fc, s_feature, at);
+        CHECK_EQ_INT(at, frames[i]);
+    }
+    CHECK_EQ_INT(vdnn_feature_collector_next_frame(fc, s_feature, 0), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_next_frame(fc, s_feature, 8192), 3 * 4096 + 7);
+    CHECK_EQ_INT(vdnn_feature_collector_next_frame(fc, s_feature, UINT_MAX),
+                 VDNN_FEATURE_MAX_FRAMES);
+    CHECK_EQ_INT(vdnn_feature_collector_next_frame(fc, 0, 0), last);
+    CHECK_EQ_INT(vdnn_feature_collector_next_frame(fc, NAMES + 1, 0), VDNN_FEATURE_MAX_FRAMES);
+    CHECK_EQ_INT(vdnn_feature_collector_next_frame(NULL, 0, 0), VDNN_FEATURE_MAX_FRAMES);
     vdnn_feature_collector_free(fc);
 
     /* Every frame of a long clip: about 8 bytes and a bit per frame. */
