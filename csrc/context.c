@@ -142,13 +142,7 @@ size_t vdnn_context_feature_bytes(const VmafDnnContext *locked_ctx)
  * frames read at such indexes) could make the store take the machine. */
 static uint64_t store_budget(const VmafDnnContext *ctx)
 {
-    VmafDnnModelPolicy defaults;
-    const VmafDnnModelPolicy *policy = ctx->cfg.policy;
-    if (!policy) {
-        vmaf_dnn_default_model_policy(&defaults);
-        policy = &defaults;
-    }
-    return policy->max_memory_bytes;
+    return vdnn_policy_max_memory(ctx->cfg.policy);
 }
 
 /* Checks what the first attach would otherwise be the first to check, so a

@@ -463,16 +463,6 @@ static void close_models(Worker *w, size_t n)
     w->model = NULL;
 }
 
-static uint64_t policy_memory(const VmafDnnModelPolicy *policy)
-{
-    VmafDnnModelPolicy defaults;
-    if (!policy) {
-        vmaf_dnn_default_model_policy(&defaults);
-        policy = &defaults;
-    }
-    return policy->max_memory_bytes;
-}
-
 /* Opens the worker's copies of every model (one intra-op thread each: the
  * frame-level workers are the parallelism) and its store. */
 static int open_worker(VdnnFramePool *p, Worker *w)
@@ -483,7 +473,7 @@ static int open_worker(VdnnFramePool *p, Worker *w)
         return vdnn_fail(-ENOMEM, "out of memory");
     int rc = vdnn_feature_collector_init(&w->fc);
     if (!rc) /* a worker's store holds what it scored too: the same budget */
-        vdnn_feature_collector_set_budget(w->fc, policy_memory(s->policy));
+        vdnn_feature_collector_set_budget(w->fc, vdnn_policy_max_memory(s->policy));
     for (size_t i = 0; i < s->n_models && !rc; i++)
         rc = vdnn_tiny_model_reopen(&w->model[i], s->model[i], s->recipe[i], s->policy,
                                     s->context_resize, 1);
@@ -496,7 +486,7 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
     if (!p)
         return vdnn_fail(-ENOMEM, "out of memory");
     p->setup = *setup;
-    p->max_memory_bytes = policy_memory(setup->policy);
+    p->max_memory_bytes = vdnn_policy_max_memory(setup->policy);
     for (size_t i = 0; i < setup->n_models; i++) {
         p->reads_features |= vdnn_tiny_model_read_count(setup->model[i]) > 0;
         p->native |= native_resolution(setup->model[i]);
@@ -583,7 +573,7 @@ int vdnn_frame_pool_restart(VdnnFramePool *p)
         int rc = vdnn_feature_collector_init(&fresh);
         if (rc)
             return rc;
-        vdnn_feature_collector_set_budget(fresh, policy_memory(s->policy));
+        vdnn_feature_collector_set_budget(fresh, vdnn_policy_max_memory(s->policy));
         vdnn_feature_collector_free(w->fc);
         w->fc = fresh;
         for (size_t k = 0; k < s->n_models; k++)

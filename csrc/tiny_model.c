@@ -585,7 +585,7 @@ int vdnn_tiny_model_check_frame(const VdnnTinyModel *m, const unsigned pw[3],
     return check_budget(m, frame_bytes(m, w, h, tw, th, resized), when, resized);
 }
 
-static uint64_t policy_memory(const VmafDnnModelPolicy *policy)
+uint64_t vdnn_policy_max_memory(const VmafDnnModelPolicy *policy)
 {
     VmafDnnModelPolicy defaults;
     if (!policy) {
@@ -790,7 +790,7 @@ int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt)
         rc = check_cap(m);
     if (!rc) {
         m->resize = pick_resize(m->sc, opt->resize, opt->context_resize);
-        m->max_memory_bytes = policy_memory(opt->policy);
+        m->max_memory_bytes = vdnn_policy_max_memory(opt->policy);
         rc = check_attach_budget(m);
     }
     if (!rc)

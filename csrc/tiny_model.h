@@ -101,6 +101,10 @@ const char *vdnn_tiny_model_read(const VdnnTinyModel *m, size_t i, int *offset);
 unsigned vdnn_tiny_model_lag(const VdnnTinyModel *m);
 void vdnn_tiny_model_set_lag(VdnnTinyModel *m, unsigned lag);
 
+/* The policy's max_memory_bytes, the default policy's for NULL (0: no
+ * budget): what per-frame buffers and stored scores are charged against. */
+uint64_t vdnn_policy_max_memory(const VmafDnnModelPolicy *policy);
+
 /* Forgets what the model learnt from the clip so far, keeping its session:
  * the size a symbolic ("native_resolution") input was locked to by the
  * first frame, and the past planes a temporal model holds. The next frame
