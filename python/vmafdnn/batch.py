@@ -24,8 +24,8 @@ model error) fails its row only.
 Workers keep their models open across jobs: a worker scores every job of one
 model set in one :class:`vmafdnn.Context`, emptied between jobs
 (:meth:`vmafdnn.Context.reset`), so the context is opened once per worker
-instead of once per job, per-frame reports included (reset reopens only the
-models that keep state: native-resolution and temporal ones, see
+instead of once per job, per-frame reports included (reset rewinds the
+models that keep state, native-resolution and temporal ones, in place, see
 docs/batch.md); each job is scored from frame 0 and gives the scores and
 report of a fresh context. A worker that dies (a crash, SIGKILL, a lost Ray node) has its job retried on
 another; results are journalled as they arrive, so a batch re-run with the
@@ -255,13 +255,13 @@ class Scorer:
         if self.options["reuse"]:
             try:
                 # Also after a failed job: reset leaves what a fresh open
-                # would (temporal models reopened, a pending frame failure
-                # dropped), so a failure does not cost a reload.
+                # would (models rewound, a pending frame failure dropped),
+                # so a failure does not cost a reload.
                 ctx.reset()
                 return
             except Exception:
-                # Nothing was dropped (a model file removed or changed): a
-                # new context reports the cause in the next job's row.
+                # Nothing was dropped (out of memory): a new context
+                # reports the cause in the next job's row.
                 pass
         del self._contexts[key]
         ctx.close()
@@ -936,6 +936,8 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
     if options["reports"]:
         os.makedirs(options["reports"], exist_ok=True)
     job_list = read_jobs(jobs, base_dir)
+    if output is not None:
+        _refuse_overwrite(output, jobs, job_list)
     keys = [job_key(job, options) for job in job_list]
     for job, key in zip(job_list, keys):
         job["job_key"] = key
@@ -1000,6 +1002,22 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
             pass
     result.elapsed = time.perf_counter() - t0
     return result
+
+
+def _refuse_overwrite(output: str, jobs, job_list: List[dict]) -> None:
+    """UsageError, before any work, when the results file or its journal is
+    the job list or a job's clip, by any spelling (``vmafdnn batch jobs.csv
+    -o jobs.csv`` replaced the job list with the results), as the scoring
+    command refuses ``-o ref.y4m``."""
+    from .scoring import refuse_overwrite
+    inputs = {}
+    if isinstance(jobs, (str, os.PathLike)):
+        inputs["job list"] = os.fspath(jobs)
+    for n, job in enumerate(job_list, 1):
+        inputs[f"reference of job {n}"] = job["reference"]
+        inputs[f"distorted clip of job {n}"] = job["distorted"]
+    refuse_overwrite(output, "results file", inputs)
+    refuse_overwrite(_journal_path(output), "results journal", inputs)
 
 
 class _CallableModule(types.ModuleType):

@@ -146,3 +146,53 @@ def test_offsets_out_of_range_are_usage_errors(clips):
         vmafdnn.score(ref, dist, ["psnr_y"], dist_offset=1.5)
     r = _cli("-r", ref, "-d", dist, "--model", "psnr_y", "--ref-offset", str(10 ** 20))
     assert r.returncode == 2 and "ref_offset must be" in r.stderr, r.stderr
+
+
+# -- second review: reset, the sparse store, the batch runner -------------------------
+
+def test_batch_results_never_replace_the_job_list_or_a_clip(clips, tmp_path):
+    # `vmafdnn batch jobs.csv -o jobs.csv` replaced the job list with the
+    # results (exit 0); now a usage error before any job runs, by any
+    # spelling, and for the results' journal too.
+    from vmafdnn import batch as vbatch
+    ref, dist = clips
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("reference,distorted,title\nref.y4m,dist.y4m,t\n")
+    before = _bytes(jobs), _bytes(ref), _bytes(dist)
+    os.symlink("jobs.csv", tmp_path / "link.csv")
+    for output in (jobs, tmp_path / "link.csv", os.path.relpath(jobs)):
+        with pytest.raises(UsageError, match="would destroy"):
+            vbatch.batch(str(jobs), str(output), workers=1)
+    raw = tmp_path / "clip.csv"  # a raw clip may have any name
+    raw.write_bytes(b"\0" * (8 * 8 * 3 // 2))
+    job = {"distorted": str(raw), "width": 8, "height": 8, "models": ["sharpness_nr"]}
+    with pytest.raises(UsageError, match="distorted clip of job 1"):
+        vbatch.batch([job], str(raw), workers=1)
+    with pytest.raises(UsageError, match="results journal"):
+        vbatch.batch([dict(job, distorted=str(tmp_path / "r.csv.partial.jsonl"))],
+                     str(tmp_path / "r.csv"), workers=1)
+    result = _cli("batch", str(jobs), "-o", str(jobs), "-q", "--workers", "1")
+    assert result.returncode == 2 and "would destroy" in result.stderr
+    assert (_bytes(jobs), _bytes(ref), _bytes(dist)) == before
+
+
+def test_reports_of_sparse_high_frames_take_no_time():
+    # The writers probed every frame index up to the highest once per
+    # feature: 0.4 s a feature stored at frame 2^24 - 1 (64 names: 26 s a
+    # report), hours for the names a default budget admits.
+    last = 2 ** 24 - 1
+    with vmafdnn.Context() as ctx:
+        for i in range(64):
+            ctx.feature_append(f"h{i}", last, float(i))
+        ctx.feature_append("h0", 4095, float("nan"))
+        ctx.feature_append("h1", 4096, 2.0)
+        import time
+        t0 = time.perf_counter()
+        for fmt in ("json", "xml", "csv"):
+            text = ctx.render(fmt)
+        assert time.perf_counter() - t0 < 5
+        assert text.splitlines()[1:] == [
+            "4095,nan," + "," * 63, "4096,," + "2.000000," + "," * 62,
+            str(last) + "," + ",".join(f"{i}.000000" for i in range(64)) + ","]
+        frames = ctx.report()["frames"]
+        assert [f["frameNum"] for f in frames] == [4095, 4096, last]
