@@ -738,17 +738,23 @@ def _umask() -> int:
 
 def write_results(rows: Sequence[dict], path) -> None:
     """Writes ``rows`` to ``path`` (.parquet, .csv or .jsonl) atomically:
-    a reader sees the old file or the new one."""
-    path = os.fspath(path)
-    fmt = _format_of(path)
+    a reader sees the old file or the new one. As the C report writer does, a
+    symlink is written through (its target replaced, the link kept) and an
+    existing file keeps its mode."""
+    fmt = _format_of(os.fspath(path))
+    path = os.path.realpath(path)
     columns = _columns(rows)
-    # A unique name beside the target (two batch() calls in one process may
-    # aim at the same results file), with the mode a plain open() would give.
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()  # what a plain open() would give
+    # A unique name beside the target: two batch() calls in one process may
+    # aim at the same results file.
     fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
-                               dir=os.path.dirname(path) or ".")
+                               dir=os.path.dirname(path))
     try:
         os.close(fd)
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, mode)
         if fmt == "parquet":
             pa = _pyarrow("write parquet")
             data = {}

@@ -406,9 +406,24 @@ def test_results_written_from_several_threads_at_once_stay_whole(tmp_path):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows in [[dict(r) for r in table] for table in tables]
     assert sorted(os.listdir(tmp_path)) == ["results.jsonl"]
+    out.unlink()  # a new file gets the umask's mode (an existing one keeps its own)
     old = os.umask(0o027)
     try:
         vbatch.write_results(tables[0], out)
     finally:
         os.umask(old)
     assert out.stat().st_mode & 0o777 == 0o640
+
+
+def test_results_through_a_symlink_keep_the_link_and_the_mode(tmp_path):
+    target = tmp_path / "store" / "results.jsonl"
+    target.parent.mkdir()
+    target.write_text("")
+    os.chmod(target, 0o600)
+    link = tmp_path / "latest.jsonl"
+    link.symlink_to(target)
+    vbatch.write_results([{"job": "a", "psnr_y": 40.0}], link)
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert json.loads(target.read_text())["job"] == "a"
+    assert target.stat().st_mode & 0o777 == 0o600
+    assert sorted(os.listdir(target.parent)) == ["results.jsonl"]
