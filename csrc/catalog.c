@@ -65,6 +65,30 @@ static int strings_has(const Strings *s, const char *text)
 static pthread_mutex_t added_lock = PTHREAD_MUTEX_INITIALIZER;
 static Strings added;
 
+/* fork() copies only the calling thread: the lock is taken around it so the
+ * child never inherits it held by a thread it does not have. */
+static void added_lock_take(void)
+{
+    pthread_mutex_lock(&added_lock);
+}
+
+static void added_lock_give(void)
+{
+    pthread_mutex_unlock(&added_lock);
+}
+
+static void register_fork_handlers(void)
+{
+    pthread_atfork(added_lock_take, added_lock_give, added_lock_give);
+}
+
+static void added_enter(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_fork_handlers);
+    added_lock_take();
+}
+
 int vmaf_dnn_model_path_add(const char *dir)
 {
     vdnn_clear_error();
@@ -75,10 +99,10 @@ int vmaf_dnn_model_path_add(const char *dir)
         return vdnn_fail(-ENAMETOOLONG, "model_path_add: the directory is %zu bytes long "
                                         "(the limit is %d)", len, PATH_MAX - 1);
     int rc = 0;
-    pthread_mutex_lock(&added_lock);
+    added_enter();
     if (!strings_has(&added, dir))
         rc = strings_push_n(&added, dir, len);
-    pthread_mutex_unlock(&added_lock);
+    added_lock_give();
     return rc;
 }
 
@@ -130,10 +154,10 @@ static int search_path(Strings *dirs)
     }
     if (!rc)
         rc = push_data_dir(dirs);
-    pthread_mutex_lock(&added_lock);
+    added_enter();
     for (size_t i = 0; i < added.count && !rc; i++)
         rc = strings_push_n(dirs, added.items[i], strlen(added.items[i]));
-    pthread_mutex_unlock(&added_lock);
+    added_lock_give();
     if (rc)
         strings_free(dirs);
     return rc;

@@ -322,10 +322,14 @@ static int load_locked(const char *path)
     return 0;
 }
 
+static void register_fork_handlers(void);
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+
 int vdnn_ort_load(const char *path)
 {
     if (!path || !*path)
         return vdnn_fail(-EINVAL, "ONNX Runtime library path is NULL or empty");
+    pthread_once(&fork_handlers_once, register_fork_handlers);
     pthread_mutex_lock(&load_lock);
     int rc;
     if (api()) {
@@ -347,6 +351,7 @@ int vdnn_ort_ensure_loaded(void)
 {
     if (api())
         return 0;
+    pthread_once(&fork_handlers_once, register_fork_handlers);
     pthread_mutex_lock(&load_lock);
     int rc = 0;
     if (!api()) {
@@ -1219,6 +1224,43 @@ static void watch_remove(VdnnOrtSession *s)
     s->watch.prev->next = s->watch.next;
     s->watch.next->prev = s->watch.prev;
     pthread_mutex_unlock(&watch_lock);
+}
+
+/* fork() copies only the calling thread: a process-wide lock another thread
+ * held at that moment would stay locked in the child for ever (a child that
+ * opened its own session hung in watch_add, the watchdog having held
+ * watch_lock). So fork takes every process-wide lock of this file first, in
+ * the order the code nests them (load, then ep, then watch), and the child
+ * also forgets the watchdog, which did not come with it, and the runs it
+ * watched, which belong to threads that do not exist there: its first run
+ * with a budget starts a watchdog of its own. Sessions of the parent stay
+ * unusable in the child (docs/security.md); this keeps the child's own
+ * sessions working. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&load_lock);
+    pthread_mutex_lock(&ep_lock);
+    pthread_mutex_lock(&watch_lock);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&watch_lock);
+    pthread_mutex_unlock(&ep_lock);
+    pthread_mutex_unlock(&load_lock);
+}
+
+static void fork_child(void)
+{
+    watch_list.next = watch_list.prev = &watch_list;
+    watch_started = 0;
+    watch_sleep_until = UINT64_MAX;
+    fork_parent();
+}
+
+static void register_fork_handlers(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 /* Marks the start of a run: a stop meant for an earlier run is forgotten. */

@@ -13,7 +13,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -413,6 +415,78 @@ static void test_memory_budget(void)
     CHECK(peak < 2.5 * 1024);
 }
 
+/* fork() while other threads run with a time budget: the child's own
+ * session must work. Each budgeted run takes the process-wide watch lock
+ * twice; a child forked while another thread held it hung for ever in its
+ * first budgeted run (found by the Python fork test under ASan). */
+typedef struct ForkHammer {
+    VmafDnnSession *s;
+    _Atomic int stop;
+    _Atomic int errors;
+} ForkHammer;
+
+static void *fork_hammer(void *arg)
+{
+    ForkHammer *h = arg;
+    const float x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    float y[8];
+    while (!h->stop)
+        if (run1(h->s, x, 8, y, 8))
+            h->errors++;
+    return NULL;
+}
+
+static void test_fork_while_running(void)
+{
+#if defined(__SANITIZE_THREAD__)
+    /* ThreadSanitizer ends a child of a multi-threaded process that starts
+     * threads (die_after_fork); the other builds run this. */
+    fprintf(stderr, "test_fork_while_running: not under ThreadSanitizer\n");
+#else
+    VmafDnnModelPolicy policy;
+    vmaf_dnn_default_model_policy(&policy);
+    policy.max_run_ms = 10000;
+    ForkHammer h[2] = {{open_policy("identity", &policy), 0, 0},
+                       {open_policy("identity", &policy), 0, 0}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, fork_hammer, &h[i]);
+    int hung = 0, failed = 0;
+    for (int i = 0; i < 200; i++) { /* before the fix about 1 in 60 hung */
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(10); /* a hung child dies of SIGALRM */
+            VmafDnnConfig cfg;
+            vmaf_dnn_default_config(&cfg);
+            cfg.device = VMAF_DNN_DEVICE_CPU;
+            cfg.threads = 1;
+            VmafDnnSession *own = NULL;
+            const float x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+            float y[8] = {0};
+            int rc = vmaf_dnn_session_open_with_policy(&own, model("identity"), &cfg, &policy);
+            if (!rc)
+                rc = run1(own, x, 8, y, 8);
+            vmaf_dnn_session_close(own);
+            _exit(rc || y[7] != 8 ? 3 : 0);
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+            hung++;
+        else if (!WIFEXITED(status) || WEXITSTATUS(status))
+            failed++;
+    }
+    for (int i = 0; i < 2; i++) {
+        h[i].stop = 1;
+        pthread_join(t[i], NULL);
+        CHECK_EQ_INT(h[i].errors, 0);
+        vmaf_dnn_session_close(h[i].s);
+    }
+    CHECK_EQ_INT(hung, 0);
+    CHECK_EQ_INT(failed, 0);
+#endif
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -432,5 +506,6 @@ int main(int argc, char **argv)
     test_cancel();
     test_close_waits();
     test_memory_budget();
+    test_fork_while_running();
     return check_report();
 }
