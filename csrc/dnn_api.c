@@ -412,6 +412,20 @@ const char *vmaf_dnn_session_fallback_reason(const VmafDnnSession *s)
     return s ? s->fallback_reason : NULL;
 }
 
+int vmaf_dnn_session_ep_nodes(const VmafDnnSession *s, size_t *on_ep, size_t *total)
+{
+    if (!s || !on_ep || !total)
+        return vdnn_fail(-EINVAL, "session_ep_nodes: %s is NULL",
+                         !s ? "session" : !on_ep ? "on_ep" : "total");
+    size_t a, b;
+    if (vdnn_ort_ep_nodes(s->ort, &a, &b))
+        return vdnn_fail(-ENOTSUP, "ONNX Runtime %s does not tell which EP runs which node "
+                         "(1.24 or newer does)", vdnn_ort_version() ? vdnn_ort_version() : "");
+    *on_ep = a;
+    *total = b;
+    return 0;
+}
+
 const VmafDnnConfig *vmaf_dnn_session_config(const VmafDnnSession *s)
 {
     return s ? &s->cfg : NULL;

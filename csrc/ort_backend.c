@@ -446,6 +446,9 @@ static void log_line(Log *log, const char *ep, const char *what, const char *msg
 #define ORT_EP_ABI_API 22
 /* First ORT API that tells which EP device a session's inputs live on. */
 #define ORT_SESSION_EP_DEVICE_API 23
+/* First ORT API that tells which EP each node was assigned to
+ * (Session_GetEpGraphAssignmentInfo, recorded on request at creation). */
+#define ORT_EP_GRAPH_INFO_API 24
 
 /* One step of a device chain. EP_POLICY hands the choice to ORT. */
 typedef enum EpKind {
@@ -973,16 +976,23 @@ static OrtStatus *append_builtin(OrtSessionOptions *opts, EpKind ep, const VmafD
     return NULL;
 }
 
+/* ORT's name of the CPU EP, as its graph assignment info reports it. */
+static const char cpu_ep_name[] = "CPUExecutionProvider";
+
 /* Appends step `ep` to `opts`: the EP device a plugin offers for it when
  * there is one (a plugin is what the user installed for this device), else
  * the EP compiled into ORT. NULL status when it appended; *attached is then
- * what the session reports and `how` says which way it bound. */
+ * what the session reports, *ort_name ORT's name of that EP (static or ORT's
+ * for the life of the process; NULL for a POLICY step, known only once the
+ * session exists) and `how` says which way it bound. */
 static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnConfig *cfg,
-                            const char **attached, char *how, size_t how_size)
+                            const char **attached, const char **ort_name, char *how,
+                            size_t how_size)
 {
     const OrtApi *a = api();
     EpDevice dev;
     *attached = ep_kinds[ep].name;
+    *ort_name = ep == EP_CPU ? cpu_ep_name : ep_kinds[ep].ort_ep;
     if (ep == EP_POLICY) {
         snprintf(how, how_size, "ORT's EP selection policy");
         return a->SessionOptionsSetEpSelectionPolicy(opts, ort_policy(cfg->device));
@@ -991,6 +1001,7 @@ static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnCon
         const char *keys[] = {"precision"}, *values[] = {"FP16"};
         size_t n = cfg->fp16_io && ep == EP_OPENVINO_GPU ? 1 : 0;
         *attached = dev.attached;
+        *ort_name = a->EpDevice_EpName(dev.device);
         snprintf(how, how_size, "EP device of %s%s%s", a->EpDevice_EpName(dev.device),
                  dev.library ? " from plugin library " : ", built into ORT",
                  dev.library ? dev.library : "");
@@ -1066,6 +1077,11 @@ static int make_options(const VmafDnnConfig *cfg, const char *model_dir, int bud
         (st = a->AddSessionConfigEntry(opts, "session.model_external_initializers_file_folder_path",
                                        model_dir)))
         goto fail;
+    /* Which EP each node went to (vdnn_ort_ep_nodes): an EP that appended
+     * may still leave nodes to ORT's CPU EP. */
+    if (ort_api_version >= ORT_EP_GRAPH_INFO_API &&
+        (st = a->AddSessionConfigEntry(opts, "session.record_ep_graph_assignment_info", "1")))
+        goto fail;
     *out = opts;
     return 0;
 fail:
@@ -1099,6 +1115,10 @@ struct VdnnOrtSession {
     int stop_reason;  /* 0, -ECANCELED or -ETIMEDOUT: why terminate was set */
     int terminating;  /* run_options' terminate flag is set */
     size_t n_inputs, n_outputs;
+    /* Nodes on the attached EP and in all, as ORT assigned them after basic
+     * optimisation; ep_nodes_known 0 where ORT cannot tell (before 1.24). */
+    int ep_nodes_known;
+    size_t nodes_on_ep, nodes_total;
     VdnnTensorMeta *inputs, *outputs;
     const char **input_names;    /* n_inputs, point into inputs[].name */
     /* Per-run scratch, sized once at creation so runs do not allocate. */
@@ -1412,7 +1432,7 @@ static int describe_session(VdnnOrtSession *s)
  * say which, `how` how it bound; every declined step is logged. */
 static int choose_ep(const VmafDnnConfig *cfg, const char *model_dir, int budgeted,
                      OrtSessionOptions **opts, EpKind *chosen, const char **attached,
-                     char *how, size_t how_size, Log *log)
+                     const char **ort_name, char *how, size_t how_size, Log *log)
 {
     const OrtApi *a = api();
     size_t n;
@@ -1425,7 +1445,7 @@ static int choose_ep(const VmafDnnConfig *cfg, const char *model_dir, int budget
     for (size_t i = 0; i < n; i++) {
         if ((rc = make_options(cfg, model_dir, budgeted, opts)))
             return rc;
-        OrtStatus *st = append_ep(*opts, order[i], cfg, attached, how, how_size);
+        OrtStatus *st = append_ep(*opts, order[i], cfg, attached, ort_name, how, how_size);
         if (!st) {
             *chosen = order[i];
             return 0;
@@ -1440,11 +1460,13 @@ static int choose_ep(const VmafDnnConfig *cfg, const char *model_dir, int budget
 
 /* What ORT's selection policy chose: the EP device of the session's first
  * input (ORT 1.23 on). "ORT-policy" when ORT cannot tell (1.22), "CPU" when
- * no EP device holds the input (ORT's CPU EP without one). */
-static const char *policy_choice(OrtSession *session)
+ * no EP device holds the input (ORT's CPU EP without one). *ort_name is
+ * ORT's name of that EP, NULL when it cannot tell. */
+static const char *policy_choice(OrtSession *session, const char **ort_name)
 {
     const OrtApi *a = api();
     size_t n_inputs = 0;
+    *ort_name = NULL;
     if (ort_api_version < ORT_SESSION_EP_DEVICE_API)
         return ep_kinds[EP_POLICY].name;
     OrtStatus *st = a->SessionGetInputCount(session, &n_inputs);
@@ -1453,6 +1475,8 @@ static const char *policy_choice(OrtSession *session)
     if (st || !devices || !n_inputs) {
         if (st)
             a->ReleaseStatus(st);
+        if (!st && !n_inputs)
+            *ort_name = cpu_ep_name;
         return ep_kinds[n_inputs ? EP_POLICY : EP_CPU].name;
     }
     const char *name = ep_kinds[EP_POLICY].name;
@@ -1460,7 +1484,9 @@ static const char *policy_choice(OrtSession *session)
         a->ReleaseStatus(st);
     } else if (!devices[0]) {
         name = ep_kinds[EP_CPU].name;
+        *ort_name = cpu_ep_name;
     } else {
+        *ort_name = a->EpDevice_EpName(devices[0]);
         pthread_mutex_lock(&ep_lock);
         name = device_attached_name(a->EpDevice_EpName(devices[0]),
                                     a->HardwareDevice_Type(a->EpDevice_Device(devices[0])));
@@ -1473,17 +1499,20 @@ static const char *policy_choice(OrtSession *session)
 
 /* Creates the session on the first EP of cfg->device's chain that appends;
  * see vmaf_dnn_session_open for the policy. On success *attached names the
- * EP that bound. The caller has set current_account. */
+ * EP that bound and *ort_name is ORT's name of it (NULL: unknown). The
+ * caller has set current_account. */
 static int create_with_fallback(const void *model, size_t len, const char *model_path,
                                 const char *model_dir, const VmafDnnConfig *cfg,
-                                OrtSession **out, const char **attached, Log *log)
+                                OrtSession **out, const char **attached,
+                                const char **ort_name, Log *log)
 {
     const OrtApi *a = api();
     const int budgeted = current_account && current_account->limit;
     OrtSessionOptions *opts = NULL;
     EpKind chosen = EP_CPU;
     char how[256];
-    int rc = choose_ep(cfg, model_dir, budgeted, &opts, &chosen, attached, how, sizeof(how), log);
+    int rc = choose_ep(cfg, model_dir, budgeted, &opts, &chosen, attached, ort_name, how,
+                       sizeof(how), log);
     if (rc)
         return rc;
 
@@ -1497,6 +1526,7 @@ static int create_with_fallback(const void *model, size_t len, const char *model
         a->ReleaseStatus(st);
         chosen = EP_CPU;
         *attached = ep_kinds[EP_CPU].name;
+        *ort_name = cpu_ep_name;
         if ((rc = make_options(cfg, model_dir, budgeted, &opts)))
             return rc;
         st = a->CreateSessionFromArray(env, model, len, opts, out);
@@ -1516,8 +1546,66 @@ static int create_with_fallback(const void *model, size_t len, const char *model
         return rc;
     }
     if (chosen == EP_POLICY)
-        *attached = policy_choice(*out);
+        *attached = policy_choice(*out, ort_name);
     return 0;
+}
+
+/* Counts the nodes ORT assigned to the EP named `ort_name` (compared without
+ * case, as find_device does), to its CPU EP and in all, from the assignment
+ * recorded at creation (make_options asks for it). -ENOTSUP where ORT cannot
+ * tell: before 1.24, or when it answers with an error. */
+static int count_ep_nodes(OrtSession *session, const char *ort_name, size_t *on_ep,
+                          size_t *on_cpu, size_t *total)
+{
+    const OrtApi *a = api();
+    if (ort_api_version < ORT_EP_GRAPH_INFO_API || !ort_name)
+        return -ENOTSUP;
+    const OrtEpAssignedSubgraph *const *subgraphs = NULL; /* owned by the session */
+    size_t n = 0;
+    OrtStatus *st = a->Session_GetEpGraphAssignmentInfo(session, &subgraphs, &n);
+    *on_ep = *on_cpu = *total = 0;
+    for (size_t i = 0; !st && i < n; i++) {
+        const char *ep = NULL;
+        const OrtEpAssignedNode *const *nodes = NULL;
+        size_t n_nodes = 0;
+        if ((st = a->EpAssignedSubgraph_GetEpName(subgraphs[i], &ep)) ||
+            (st = a->EpAssignedSubgraph_GetNodes(subgraphs[i], &nodes, &n_nodes)))
+            break;
+        *total += n_nodes;
+        if (ep && strcasecmp(ep, ort_name) == 0)
+            *on_ep += n_nodes;
+        if (ep && strcmp(ep, cpu_ep_name) == 0)
+            *on_cpu += n_nodes;
+    }
+    if (st) {
+        a->ReleaseStatus(st);
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
+/* Records on `s` how many nodes the attached EP took; when it is not ORT's
+ * CPU EP and took only some, the fallback reason says so: the EP that
+ * appended is not the whole truth about where the model runs. */
+static void note_ep_nodes(VdnnOrtSession *s, const char *attached, const char *ort_name,
+                          Log *log)
+{
+    size_t on_ep, on_cpu, total;
+    if (count_ep_nodes(s->session, ort_name, &on_ep, &on_cpu, &total))
+        return;
+    s->ep_nodes_known = 1;
+    s->nodes_on_ep = on_ep;
+    s->nodes_total = total;
+    if (on_ep >= total || strcmp(ort_name, cpu_ep_name) == 0)
+        return;
+    char line[160];
+    if (on_ep + on_cpu == total)
+        snprintf(line, sizeof(line), "%zu of %zu nodes; the rest run on ORT's CPU EP", on_ep,
+                 total);
+    else
+        snprintf(line, sizeof(line), "%zu of %zu nodes; %zu run on ORT's CPU EP, %zu on other "
+                 "EPs", on_ep, total, on_cpu, total - on_ep - on_cpu);
+    log_line(log, attached, "took ", line);
 }
 
 int vdnn_ort_explain(const VmafDnnConfig *cfg, char **text)
@@ -1529,8 +1617,9 @@ int vdnn_ort_explain(const VmafDnnConfig *cfg, char **text)
     OrtSessionOptions *opts = NULL;
     EpKind chosen = EP_CPU;
     const char *attached = NULL;
+    const char *ort_name = NULL;
     char how[256];
-    rc = choose_ep(cfg, NULL, 0, &opts, &chosen, &attached, how, sizeof(how), &log);
+    rc = choose_ep(cfg, NULL, 0, &opts, &chosen, &attached, &ort_name, how, sizeof(how), &log);
     if (opts)
         api()->ReleaseSessionOptions(opts);
     if (!rc) {
@@ -1573,11 +1662,13 @@ int vdnn_ort_session_create(const void *model, size_t len, const char *model_pat
     s->watch.session = s;
 
     Log log = {NULL, 0};
-    const char *attached = ep_kinds[EP_CPU].name;
+    const char *attached = ep_kinds[EP_CPU].name, *ort_name = cpu_ep_name;
     current_account = acct;
     rc = create_with_fallback(model, len, model_path, model_dir, cfg, &s->session, &attached,
-                              &log);
+                              &ort_name, &log);
     current_account = NULL;
+    if (!rc)
+        note_ep_nodes(s, attached, ort_name, &log);
     OrtStatus *st = NULL;
     if (!rc && (st = a->CreateCpuMemoryInfo(OrtArenaAllocator, OrtMemTypeDefault,
                                             &s->cpu_memory)))
@@ -1634,6 +1725,15 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
     free(s->output_values);
     free(s->run_output_names);
     free(s);
+}
+
+int vdnn_ort_ep_nodes(const VdnnOrtSession *s, size_t *on_ep, size_t *total)
+{
+    if (!s->ep_nodes_known)
+        return -ENOTSUP;
+    *on_ep = s->nodes_on_ep;
+    *total = s->nodes_total;
+    return 0;
 }
 
 size_t vdnn_ort_input_count(const VdnnOrtSession *s) { return s->n_inputs; }

@@ -96,6 +96,11 @@ void vdnn_ort_cancel(VdnnOrtSession *s);
 /* NULL-safe. Also releases any outputs still held from the last run. */
 void vdnn_ort_session_destroy(VdnnOrtSession *s);
 
+/* The nodes ORT assigned to the attached EP (*on_ep) and in all (*total),
+ * counted once at creation after ORT's basic optimisation. 0, or -ENOTSUP
+ * when ORT cannot tell (before 1.24). */
+int vdnn_ort_ep_nodes(const VdnnOrtSession *s, size_t *on_ep, size_t *total);
+
 size_t vdnn_ort_input_count(const VdnnOrtSession *s);
 size_t vdnn_ort_output_count(const VdnnOrtSession *s);
 /* Slot metadata; valid while the session lives. index must be in range. */

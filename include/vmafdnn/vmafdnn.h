@@ -447,10 +447,28 @@ VMAF_DNN_API void vmaf_dnn_session_cancel(VmafDnnSession *session);
  * never NULL for a valid session (NULL for a NULL session). */
 VMAF_DNN_API const char *vmaf_dnn_session_attached_ep(const VmafDnnSession *session);
 
-/* Why the session does not run on the device that was asked for: one line per
- * EP that was tried and declined (with ORT's reason), "" when the first choice
- * bound. Owned by the session, valid until it is closed. */
+/* Why the session does not run (wholly) on the device that was asked for:
+ * one line per EP that was tried and declined (with ORT's reason), and,
+ * when the attached EP is not the CPU EP and ORT gave it only some of the
+ * graph's nodes, a line "<EP>: took N of M nodes; the rest run on ORT's CPU
+ * EP" (see vmaf_dnn_session_ep_nodes). "" when the first choice bound and
+ * took every node (or ORT before 1.24, which cannot tell). Owned by the
+ * session, valid until it is closed. */
 VMAF_DNN_API const char *vmaf_dnn_session_fallback_reason(const VmafDnnSession *session);
+
+/* How much of the model the attached EP really runs: ORT partitions the
+ * graph, and the nodes an appended EP cannot take run on ORT's CPU EP
+ * (OpenVINO:CPU takes 1 of the 28 nodes of the built-in vmaf; see
+ * docs/execution_providers.md). *on_ep: nodes assigned to the EP that
+ * vmaf_dnn_session_attached_ep() names; *total: all nodes, as ORT counts
+ * them after its basic optimisation (folded or fused nodes are gone; the
+ * nodes of Loop and If bodies count too). *on_ep == *total when the EP runs
+ * the whole graph (always so on "CPU"). Counted once at open; the session
+ * keeps no ORT data for it. Returns 0, -EINVAL (a NULL argument; nothing
+ * written) or -ENOTSUP (ONNX Runtime before 1.24 cannot tell; nothing
+ * written). Thread-safe: reads state fixed at open. */
+VMAF_DNN_API int vmaf_dnn_session_ep_nodes(const VmafDnnSession *session, size_t *on_ep,
+                                           size_t *total);
 
 /* The configuration the session was opened with (defaults filled in). */
 VMAF_DNN_API const VmafDnnConfig *vmaf_dnn_session_config(const VmafDnnSession *session);

@@ -303,6 +303,14 @@ def _print_devices(args) -> None:
         print(f"  {printable(line)}")
 
 
+def _on_ep(attached_ep: str, ep_nodes) -> str:
+    """The EP a model runs on, with the share of its nodes when the EP took
+    only some (the rest run on ORT's CPU EP; the C fallback reason says so)."""
+    if ep_nodes is None or attached_ep == "CPU" or ep_nodes[0] >= ep_nodes[1]:
+        return attached_ep
+    return f"{attached_ep} ({ep_nodes[0]} of {ep_nodes[1]} nodes; the rest on ORT's CPU EP)"
+
+
 def cmd_info(args) -> int:
     if args.devices:
         _print_devices(args)
@@ -314,7 +322,7 @@ def cmd_info(args) -> int:
         print(f"libvmafdnn   {__version__}")
         print(f"ONNX Runtime {ort_version()} ({printable(ort_library_path())})")
         print(f"model        {printable(args.model)}")
-        print(f"attached EP  {session.attached_ep}")
+        print(f"attached EP  {_on_ep(session.attached_ep, session.ep_nodes)}")
         for line in session.fallback_reason.splitlines():
             print(f"  fallback   {printable(line)}")
         for kind, infos in (("input", session.inputs), ("output", session.outputs)):
@@ -382,7 +390,8 @@ def cmd_bench(args) -> int:
             session.run(feeds)
             times.append(time.perf_counter() - t0)
         times_us = np.array(times) * 1e6
-        print(f"{printable(args.model)} on {session.attached_ep}, {args.runs} runs: "
+        print(f"{printable(args.model)} on {_on_ep(session.attached_ep, session.ep_nodes)}, "
+              f"{args.runs} runs: "
               f"median {np.median(times_us):.1f} us, p10 {np.percentile(times_us, 10):.1f} us, "
               f"p90 {np.percentile(times_us, 90):.1f} us")
     return 0
@@ -619,7 +628,8 @@ def cmd_score(args) -> int:
 def _print_summary(result, args) -> None:
     frames = len(result["frames"])
     for model in result["models"]:
-        print(f"model {printable(model['path'])}: {model['kind']}, on {model['attached_ep']}")
+        print(f"model {printable(model['path'])}: {model['kind']}, "
+              f"on {_on_ep(model['attached_ep'], model.get('ep_nodes'))}")
         if args.tiny_device != "auto":
             for line in model["fallback_reason"].splitlines():
                 print(f"  fallback: {printable(line)}")

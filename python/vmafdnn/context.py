@@ -29,7 +29,8 @@ from . import models as _builtin
 from . import names
 from ._native import NativeHandle, c_name, c_path, check, decode_name, ensure_ort, ffi, lib
 from .errors import InvalidArgumentError, RangeError
-from .session import MAX_DEVICE_INDEX, MAX_THREADS, config_int, device_value, model_policy
+from .session import (MAX_DEVICE_INDEX, MAX_THREADS, config_int, device_value, ep_nodes,
+                      model_policy)
 from .video import Frame
 
 __all__ = ["Context", "ModelInfo", "RESIZE_MODES", "POOL_METHODS", "OUTPUT_FORMATS",
@@ -58,6 +59,8 @@ class ModelInfo(NamedTuple):
     features: Tuple[str, ...]  # the feature keys it writes, in output order
     attached_ep: str          # "CPU", "CUDA", "OpenVINO:GPU", ...
     fallback_reason: str      # why it does not run on the device asked for ("" if it does)
+    # (nodes on attached_ep, all nodes); None where ONNX Runtime cannot tell (before 1.24)
+    ep_nodes: Optional[Tuple[int, int]] = None
 
 
 def format_for_path(path, fmt: Optional[str] = None) -> str:
@@ -295,6 +298,7 @@ class Context(NativeHandle):
             attached_ep=ffi.string(lib.vmaf_dnn_tiny_model_attached_ep(handle, i)).decode(),
             fallback_reason=ffi.string(
                 lib.vmaf_dnn_session_fallback_reason(session)).decode("utf-8", "replace"),
+            ep_nodes=ep_nodes(session),
         )
 
     @property
@@ -447,7 +451,9 @@ class Context(NativeHandle):
         data["pooled_metrics"] = {name: _nan_for_null(stats)
                                   for name, stats in data["pooled_metrics"].items()}
         data["aggregate_metrics"] = _nan_for_null(data["aggregate_metrics"])
-        data["models"] = [dict(m._asdict(), features=list(m.features)) for m in self._models]
+        data["models"] = [dict(m._asdict(), features=list(m.features),
+                               ep_nodes=None if m.ep_nodes is None else list(m.ep_nodes))
+                          for m in self._models]
         return data
 
     def __repr__(self) -> str:

@@ -48,6 +48,17 @@ def _is_fixed(shape: Optional[Tuple[int, ...]]) -> bool:
     return shape is not None and all(d >= 0 for d in shape)
 
 
+def ep_nodes(handle) -> Optional[Tuple[int, int]]:
+    """(nodes on the attached EP, all nodes) of a C session, or None when
+    ONNX Runtime cannot tell (before 1.24): vmaf_dnn_session_ep_nodes."""
+    on_ep, total = ffi.new("size_t *"), ffi.new("size_t *")
+    rc = lib.vmaf_dnn_session_ep_nodes(handle, on_ep, total)
+    if rc == -errno.ENOTSUP:
+        return None
+    check(rc)
+    return (on_ep[0], total[0])
+
+
 def _slot_infos(handle, count, info_fn, kind: str) -> List[TensorInfo]:
     infos = []
     c_info = ffi.new("VmafDnnTensorInfo *")
@@ -273,8 +284,10 @@ class Session(NativeHandle):
 
     ``device`` is a hint (auto, cpu, cuda, openvino, rocm, openvino-cpu,
     openvino-gpu): when its execution provider is missing the session runs on
-    the CPU; :attr:`attached_ep` says where it really runs and
-    :attr:`fallback_reason` why. ``threads``: 0 (ORT's default) up to
+    the CPU; :attr:`attached_ep` says where it really runs,
+    :attr:`fallback_reason` why, and :attr:`ep_nodes` how much of the graph
+    that EP took (``(on_ep, total)`` nodes; None before ORT 1.24: the rest
+    runs on ORT's CPU EP). ``threads``: 0 (ORT's default) up to
     ``vmafdnn.MAX_THREADS``. The keyword-only ``policy`` arguments
     (:data:`POLICY_KEYWORDS`: ``model_dir`` -- default the environment
     variable VMAFDNN_MODEL_DIR --, ``max_model_bytes``, ``allowed_ops``,
@@ -328,6 +341,7 @@ class Session(NativeHandle):
         self.attached_ep = ffi.string(lib.vmaf_dnn_session_attached_ep(handle)).decode()
         self.fallback_reason = ffi.string(
             lib.vmaf_dnn_session_fallback_reason(handle)).decode("utf-8", "replace")
+        self.ep_nodes = ep_nodes(handle)
         self.inputs = _slot_infos(handle, lib.vmaf_dnn_session_input_count(handle),
                                   lib.vmaf_dnn_session_input_info, "input")
         self.outputs = _slot_infos(handle, lib.vmaf_dnn_session_output_count(handle),

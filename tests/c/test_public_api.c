@@ -143,6 +143,40 @@ static void test_devices(void)
     vmaf_dnn_session_close(NULL);
 }
 
+/* Which nodes the attached EP runs: on the CPU EP, all of them; ORT before
+ * 1.24 cannot tell and says -ENOTSUP without writing. */
+static void test_ep_nodes(void)
+{
+    VmafDnnConfig cfg;
+    vmaf_dnn_default_config(&cfg);
+    cfg.device = VMAF_DNN_DEVICE_CPU;
+    cfg.threads = 1;
+    const char *names[] = {"two_outputs", "conv_mean"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        VmafDnnSession *s = open_ok(names[i], &cfg);
+        if (!s)
+            continue;
+        size_t on_ep = 12345, total = 67890;
+        int rc = vmaf_dnn_session_ep_nodes(s, &on_ep, &total);
+        if (vmaf_dnn_ort_api_version() >= 24) {
+            CHECK_EQ_INT(rc, 0);
+            CHECK(total > 0);
+            CHECK(on_ep == total);
+        } else {
+            CHECK_EQ_INT(rc, -ENOTSUP);
+            CHECK(on_ep == 12345 && total == 67890);
+            CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "1.24");
+        }
+        CHECK(strcmp(vmaf_dnn_session_attached_ep(s), "CPU") == 0);
+        CHECK(strcmp(vmaf_dnn_session_fallback_reason(s), "") == 0);
+        CHECK_EQ_INT(vmaf_dnn_session_ep_nodes(s, NULL, &total), -EINVAL);
+        CHECK_EQ_INT(vmaf_dnn_session_ep_nodes(s, &on_ep, NULL), -EINVAL);
+        vmaf_dnn_session_close(s);
+    }
+    size_t a = 0, b = 0;
+    CHECK_EQ_INT(vmaf_dnn_session_ep_nodes(NULL, &a, &b), -EINVAL);
+}
+
 static void test_introspection(void)
 {
     VmafDnnSession *s = open_ok("two_outputs", NULL);
@@ -389,6 +423,7 @@ int main(int argc, char **argv)
         test_loading();
         test_open_errors();
         test_devices();
+        test_ep_nodes();
         test_introspection();
         test_run();
         test_planes();

@@ -14,8 +14,11 @@ session, and libvmafdnn retries on the CPU.
 """
 import ctypes
 import errno
+import json
 import os
 import re
+import subprocess
+import tempfile
 
 import numpy as np
 import pytest
@@ -292,6 +295,71 @@ def test_openvino_exact_ops_are_exact(openvino):
 
 def test_openvino_prints_nothing(openvino):
     assert openvino["stderr"] == ""
+
+
+#: Which nodes OpenVINO:CPU takes of the built-ins (measured with
+#: onnxruntime-openvino 1.24.1 on a 2-vCPU x86-64 machine). Appending the EP
+#: is not running the graph: ORT gives the nodes OpenVINO cannot take to its
+#: CPU EP. The Loop graphs (dynamic shapes) make OpenVINO's CPU plugin fail
+#: at session creation ("Parameter operation with dynamic rank"), so the
+#: library recreates them on the CPU EP: every node there. vmaf (an MLP with
+#: a ReduceSum) binds, but OpenVINO takes 1 of its 28 nodes.
+OPENVINO_BUILTIN_NODES = {
+    "psnr_y": ("CPU", 24, 24),
+    "ssim_y": ("CPU", 73, 73),
+    "sharpness_nr": ("CPU", 36, 36),
+    "vmaf_features": ("CPU", 2181, 2181),
+    "vmaf": ("OpenVINO:CPU", 1, 28),
+}
+
+_BUILTIN_NODES_SCRIPT = """
+import json, sys, vmafdnn
+out = {}
+for name in sys.argv[1:]:
+    with vmafdnn.Session(str(vmafdnn.models.path(name)), device="openvino-cpu", threads=1) as s:
+        nodes = getattr(s, "ep_nodes", "missing")
+        out[name] = [s.attached_ep, None if nodes is None else
+                     nodes if nodes == "missing" else list(nodes), s.fallback_reason]
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def openvino_builtins():
+    env = require_env("openvino")
+    child_env = {k: v for k, v in os.environ.items()
+                 if k not in ("VMAFDNN_ORT_LIBRARY", "VMAFDNN_ORT_LOG_LEVEL", "PYTHONPATH")}
+    proc = subprocess.run([env.python, "-c", _BUILTIN_NODES_SCRIPT, *OPENVINO_BUILTIN_NODES],
+                          capture_output=True, text=True, env=child_env,
+                          cwd=tempfile.gettempdir(), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    if any(nodes == "missing" for _, nodes, _ in result.values()):
+        message = (f"vmafdnn in the openvino environment predates Session.ep_nodes: "
+                   f"run {ort_envs.MAKE_ENVS}")
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return result
+
+
+@pytest.mark.parametrize("name", list(OPENVINO_BUILTIN_NODES))
+def test_openvino_builtin_reports_its_true_node_share(openvino_builtins, name):
+    """attached_ep names the EP that was appended and accepted; ep_nodes and
+    the fallback reason say how much of the graph it really runs."""
+    attached, nodes, reason = openvino_builtins[name]
+    want_ep, want_on_ep, want_total = OPENVINO_BUILTIN_NODES[name]
+    assert attached == want_ep, reason
+    assert nodes == [want_on_ep, want_total], reason
+    tried = tried_eps(reason)
+    if attached == "CPU":
+        [(ep, text)] = tried
+        assert ep == "OpenVINO:CPU"
+        assert text.startswith("session creation failed, retrying on CPU: "), text
+        assert "dynamic rank" in text, text
+    else:
+        assert tried == [(attached, f"took {want_on_ep} of {want_total} nodes; the rest run "
+                                    f"on ORT's CPU EP")]
 
 
 @pytest.fixture(scope="module")

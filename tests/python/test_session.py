@@ -46,6 +46,30 @@ def test_auto_tries_every_ep_in_order(models):
                      "MIGraphX", "ROCm", "WebGpu"]
 
 
+def test_ep_nodes_on_the_cpu_ep_are_all_of_them(models):
+    """ep_nodes is vmaf_dnn_session_ep_nodes translated: (on the attached EP,
+    all), every node on the CPU EP, None only where ORT cannot tell."""
+    with vmafdnn.Session(models.conv_mean, device="cpu") as s:
+        if vmafdnn._lib.vmaf_dnn_ort_api_version() < 24:
+            assert s.ep_nodes is None
+            return
+        on_ep, total = s.ep_nodes
+        assert isinstance(on_ep, int) and total > 0 and on_ep == total
+        assert s.fallback_reason == ""
+
+
+def test_builtin_model_ep_nodes_in_the_context_report():
+    with vmafdnn.Context(device="cpu") as ctx:
+        info = ctx.use_model("psnr_y")
+        if vmafdnn._lib.vmaf_dnn_ort_api_version() < 24:
+            assert info.ep_nodes is None
+            return
+        on_ep, total = info.ep_nodes
+        assert on_ep == total > 0
+        [model] = ctx.report()["models"]
+        assert model["ep_nodes"] == [on_ep, total]
+
+
 def test_unknown_device_is_a_value_error(models):
     with pytest.raises(ValueError, match='unknown device "tpu"; valid names: auto'):
         vmafdnn.Session(models.identity, device="tpu")
