@@ -2,6 +2,7 @@
 
     python bench/bench_throughput.py [--sizes 1920x1080,3840x2160] [--frames 60] [--rounds 3]
                                      [--threads 1,all] [--dir DIR] [--ffmpeg PATH]
+                                     [--cli [LABEL=]COMMAND ...] [--only vmafdnn,libvmaf,ffmpeg]
 
 All contenders read the same Y4M files: FFmpeg's testsrc2 (8-bit 4:2:0, 25 fps) and its libx264
 crf-40 round trip, made with the static FFmpeg 9.0.2 of the imageio-ffmpeg 0.8.1 wheel
@@ -15,6 +16,11 @@ crf-40 round trip, made with the static FFmpeg 9.0.2 of the imageio-ffmpeg 0.8.1
   ffmpeg    ffmpeg -filter_threads N -i DIST -i REF -lavfi "...[a][c]psnr;[b][d]ssim" -f null -
             (FFmpeg's own filters: 8x8-block SSIM, not the Gaussian one, on all planes)
 
+--cli names the scoring command (default: this interpreter's `-m vmafdnn`); given more than once,
+as LABEL=COMMAND, each is a contender "vmafdnn LABEL" (say, the build before a change and the one
+after it, in the same rounds so that they see the same machine), and their per-frame scores must be
+equal. --only drops contenders (libvmaf at 2160p takes minutes).
+
 Each is a whole process timed from start to exit (start-up, model load, reading and scoring),
 its peak RSS and CPU time (all threads) taken from os.wait4. The contenders take turns for
 --rounds rounds; the median wall time, the median CPU time per frame and the largest peak RSS
@@ -24,6 +30,7 @@ agree (1e-3 dB); the SSIMs differ by definition and are printed.
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -44,20 +51,31 @@ def static_ffmpeg(path):
     return imageio_ffmpeg.get_ffmpeg_exe()
 
 
-def contenders(ff, cli, ref, dist, threads, tmp):
-    out = {name: os.path.join(tmp, f"{name}-{threads}.json") for name in ("vmafdnn", "libvmaf")}
+def contenders(ff, clis, ref, dist, threads, tmp, only):
+    """({name: report path}, {name: command}) of the contenders kept by `only`."""
     quiet = [ff, "-nostdin", "-v", "error"]
     features = "name=psnr|name=float_ssim\\:scale=1"
-    return out, {
-        "vmafdnn": cli + ["-r", ref, "-d", dist, "--tiny-model", "psnr_y", "--tiny-model",
-                          "ssim_y", "--tiny-threads", str(threads), "-q", "-o", out["vmafdnn"]],
-        "libvmaf": quiet + ["-i", dist, "-i", ref, "-lavfi",
-                            f"[0:v][1:v]libvmaf=model='':feature='{features}':n_threads={threads}"
-                            f":log_fmt=json:log_path={out['libvmaf']}", "-f", "null", "-"],
-        "ffmpeg": quiet + ["-filter_threads", str(threads), "-i", dist, "-i", ref, "-lavfi",
-                           "[0:v]split[a][b];[1:v]split[c][d];[a][c]psnr;[b][d]ssim",
-                           "-f", "null", "-"],
-    }
+    out, cmds = {}, {}
+    for label, cli in clis:
+        name = f"vmafdnn {label}" if label else "vmafdnn"
+        out[name] = os.path.join(tmp, f"{name.replace(' ', '-')}-{threads}.json")
+        cmds[name] = cli + ["-r", ref, "-d", dist, "--tiny-model", "psnr_y", "--tiny-model",
+                            "ssim_y", "--tiny-threads", str(threads), "-q", "-o", out[name]]
+    out["libvmaf"] = os.path.join(tmp, f"libvmaf-{threads}.json")
+    cmds["libvmaf"] = quiet + ["-i", dist, "-i", ref, "-lavfi",
+                               f"[0:v][1:v]libvmaf=model='':feature='{features}':"
+                               f"n_threads={threads}:log_fmt=json:log_path={out['libvmaf']}",
+                               "-f", "null", "-"]
+    cmds["ffmpeg"] = quiet + ["-filter_threads", str(threads), "-i", dist, "-i", ref, "-lavfi",
+                              "[0:v]split[a][b];[1:v]split[c][d];[a][c]psnr;[b][d]ssim",
+                              "-f", "null", "-"]
+    cmds = {name: cmd for name, cmd in cmds.items() if name.split()[0] in only}
+    return out, cmds
+
+
+def frame_scores(path):
+    with open(path) as f:
+        return [frame["metrics"] for frame in json.load(f)["frames"]]
 
 
 def pooled(path, psnr, ssim):
@@ -66,9 +84,9 @@ def pooled(path, psnr, ssim):
     return metrics[psnr]["mean"], metrics[ssim]["mean"]
 
 
-def measure(ff, cli, ref, dist, frames, threads, rounds, tmp):
+def measure(ff, clis, ref, dist, frames, threads, rounds, tmp, only):
     """{contender: (median fps, min fps, max fps, peak RSS MiB)} for one thread count."""
-    out, cmds = contenders(ff, cli, ref, dist, threads, tmp)
+    out, cmds = contenders(ff, clis, ref, dist, threads, tmp, only)
     walls = {name: [] for name in cmds}
     cpus = {name: [] for name in cmds}
     rss = dict.fromkeys(cmds, 0.0)
@@ -78,22 +96,39 @@ def measure(ff, cli, ref, dist, frames, threads, rounds, tmp):
             walls[name].append(wall)
             cpus[name].append(cpu)
             rss[name] = max(rss[name], peak)
-    ours, theirs = pooled(out["vmafdnn"], "psnr_y", "ssim_y"), pooled(out["libvmaf"], "psnr_y",
-                                                                       "float_ssim")
-    if abs(ours[0] - theirs[0]) > 1e-3:
-        sys.exit(f"pooled psnr_y differs: vmafdnn {ours[0]}, libvmaf {theirs[0]}")
+    ours = [name for name in cmds if name.startswith("vmafdnn")]
+    if ours:
+        first = frame_scores(out[ours[0]])
+        for name in ours[1:]:
+            if frame_scores(out[name]) != first:
+                sys.exit(f"per-frame scores differ: {ours[0]} and {name}")
+        psnr, ssim = pooled(out[ours[0]], "psnr_y", "ssim_y")
+        line = f"  {threads} thread(s); pooled psnr_y {psnr:.4f}, ssim_y {ssim:.6f}"
+        if len(ours) > 1:
+            line += f" (per-frame scores equal in {len(ours)} builds)"
+        if "libvmaf" in cmds:
+            theirs = pooled(out["libvmaf"], "psnr_y", "float_ssim")
+            if abs(psnr - theirs[0]) > 1e-3:
+                sys.exit(f"pooled psnr_y differs: vmafdnn {psnr}, libvmaf {theirs[0]}")
+            line += f"; libvmaf psnr_y {theirs[0]:.4f}, float_ssim scale=1 {theirs[1]:.6f}"
+        print(line)
     results = {name: (frames / statistics.median(w), frames / max(w), frames / min(w), rss[name])
                for name, w in walls.items()}
-    print(f"  {threads} thread(s); pooled psnr_y {ours[0]:.4f} (libvmaf {theirs[0]:.4f}), ssim_y "
-          f"{ours[1]:.6f} (libvmaf float_ssim scale=1 {theirs[1]:.6f})")
     for name, (fps, lo, hi, peak) in results.items():
         cpu_ms = 1000 * statistics.median(cpus[name]) / frames
-        print(f"    {name:8s} {fps:7.2f} fps (rounds {lo:.2f}-{hi:.2f}), peak RSS {peak:5.0f} MiB, "
-              f"CPU {cpu_ms:6.1f} ms/frame")
-    print(f"    vmafdnn/libvmaf: fps {results['vmafdnn'][0] / results['libvmaf'][0]:.2f}x, "
-          f"RSS {results['vmafdnn'][3] / results['libvmaf'][3]:.2f}x; vmafdnn/ffmpeg fps "
-          f"{results['vmafdnn'][0] / results['ffmpeg'][0]:.2f}x", flush=True)
-    return results
+        print(f"    {name:14s} {fps:7.2f} fps (rounds {lo:.2f}-{hi:.2f}), peak RSS {peak:5.0f} "
+              f"MiB, CPU {cpu_ms:6.1f} ms/frame")
+    for name in ours:
+        parts = []
+        if "libvmaf" in results:
+            parts.append(f"/libvmaf fps {results[name][0] / results['libvmaf'][0]:.2f}x, RSS "
+                         f"{results[name][3] / results['libvmaf'][3]:.2f}x")
+        if "ffmpeg" in results:
+            parts.append(f"/ffmpeg fps {results[name][0] / results['ffmpeg'][0]:.2f}x")
+        if parts:
+            print(f"    {name}" + "; ".join(parts))
+    sys.stdout.flush()
+    return results, (first if ours else None)
 
 
 def report_scaling(results, threads_list):
@@ -112,14 +147,26 @@ def main(argv=None):
     parser.add_argument("--threads", default="1,all", help="comma-separated; all: every CPU")
     parser.add_argument("--dir", help="keep the clips here (reused when present)")
     parser.add_argument("--ffmpeg", help="an FFmpeg with libvmaf (default: imageio-ffmpeg's)")
-    parser.add_argument("--cli", default=f"{sys.executable} -m vmafdnn",
-                        help="the scoring command, split at spaces (default: %(default)s)")
+    parser.add_argument("--cli", action="append",
+                        help="[LABEL=]the scoring command, split at spaces; repeat to compare "
+                             f"builds (default: {sys.executable} -m vmafdnn)")
+    parser.add_argument("--only", default="vmafdnn,libvmaf,ffmpeg",
+                        help="the contenders to run (default: %(default)s)")
     args = parser.parse_args(argv)
+    clis = []
+    for value in args.cli or [f"{sys.executable} -m vmafdnn"]:
+        m = re.fullmatch(r"([\w.+-]+)=(.*)", value)
+        clis.append((m.group(1), m.group(2).split()) if m else ("", value.split()))
+    if len(clis) > 1 and not all(label for label, _ in clis):
+        parser.error("--cli given more than once needs LABEL=COMMAND each time")
+    only = set(args.only.split(","))
+    if not only <= {"vmafdnn", "libvmaf", "ffmpeg"}:
+        parser.error(f"--only: unknown contender in {args.only}")
     threads_list = sorted({os.cpu_count() if t == "all" else int(t)
                            for t in args.threads.split(",")})
     ff = static_ffmpeg(args.ffmpeg)
 
-    version = subprocess.run(args.cli.split() + ["--version"], capture_output=True, text=True)
+    version = subprocess.run(clis[0][1] + ["--version"], capture_output=True, text=True)
     print(f"{version.stdout.strip() or version.stderr.strip()}; {os.path.basename(ff)}; "
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; {args.frames} frames, median of "
           f"{args.rounds}")
@@ -129,8 +176,13 @@ def main(argv=None):
             os.makedirs(clip_dir, exist_ok=True)
             ref, dist = make_clip(clip_dir, size, args.frames, ff)
             print(f"{size} 8-bit 4:2:0, psnr + ssim", flush=True)
-            results = {t: measure(ff, args.cli.split(), ref, dist, args.frames, t, args.rounds,
-                                  tmp) for t in threads_list}
+            results, scores = {}, {}
+            for t in threads_list:
+                results[t], scores[t] = measure(ff, clis, ref, dist, args.frames, t, args.rounds,
+                                                tmp, only)
+            # Frames in flight must not change a score (docs/throughput.md).
+            if any(scores[t] != scores[threads_list[0]] for t in threads_list):
+                sys.exit("per-frame scores differ between thread counts")
             report_scaling(results, threads_list)
 
 

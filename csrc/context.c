@@ -773,13 +773,18 @@ static unsigned planes_read(const VmafDnnContext *ctx)
     return bits;
 }
 
-/* Normalises the planes the models read into the frame. */
+/* Fills the frame's geometry and *raw with the planes the models read;
+ * without frames in flight, normalises them into the frame. With them, the
+ * worker that scores the frame normalises its copy of the raw samples
+ * (frame_pool.h): the caller's thread feeds every worker, so it does the
+ * least work per frame. */
 static int prepare_frame(VmafDnnContext *ctx, const VmafDnnPicture *ref,
-                         const VmafDnnPicture *dist, VdnnTinyFrame *f)
+                         const VmafDnnPicture *dist, VdnnTinyFrame *f, VdnnRawPlanes *raw)
 {
     static const char *const what[2][3] = {
         {"reference luma plane", "reference U plane", "reference V plane"},
         {"distorted luma plane", "distorted U plane", "distorted V plane"}};
+    memset(raw, 0, sizeof(*raw));
     if (!dist)
         return 0;
     for (int i = 0; i < 3; i++) {
@@ -794,16 +799,27 @@ static int prepare_frame(VmafDnnContext *ctx, const VmafDnnPicture *ref,
         for (int i = 0; i < 3; i++) {
             if (!(bits & (1u << (p * 3 + i))))
                 continue;
-            const size_t n = (size_t)pic->w[i] * pic->h[i];
+            raw->data[p][i] = pic->data[i];
+            raw->stride[p][i] = pic->stride[i];
+            raw->w[p][i] = pic->w[i];
+            raw->h[p][i] = pic->h[i];
+        }
+    }
+    if (ctx->pool)
+        return 0;
+    for (int p = 0; p < 2; p++)
+        for (int i = 0; i < 3; i++) {
+            if (!raw->data[p][i])
+                continue;
+            const size_t n = (size_t)raw->w[p][i] * raw->h[p][i];
             int rc = vdnn_grow_floats(&ctx->plane[p][i], &ctx->plane_capacity[p][i], n,
                                       what[p][i]);
             if (rc)
                 return rc;
-            vdnn_plane_normalise(pic->data[i], pic->stride[i], pic->w[i], pic->h[i], pic->bpc,
-                                 ctx->plane[p][i]);
+            vdnn_plane_normalise(raw->data[p][i], raw->stride[p][i], raw->w[p][i], raw->h[p][i],
+                                 f->bpc, ctx->plane[p][i]);
             f->plane[p][i] = ctx->plane[p][i];
         }
-    }
     return 0;
 }
 
@@ -893,9 +909,11 @@ static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
     if ((rc = pool_ready(ctx)))
         return rc;
     VdnnTinyFrame frame = {.index = index};
+    VdnnRawPlanes raw;
     if ((rc = check_pictures(ctx, ref, dist)) || (rc = check_unscored(ctx, index)) ||
-        (rc = check_frame_budgets(ctx, dist)) || (rc = prepare_frame(ctx, ref, dist, &frame)) ||
-        (ctx->pool && (rc = vdnn_frame_pool_check(ctx->pool, &frame))))
+        (rc = check_frame_budgets(ctx, dist)) ||
+        (rc = prepare_frame(ctx, ref, dist, &frame, &raw)) ||
+        (ctx->pool && (rc = vdnn_frame_pool_check(ctx->pool, &frame, &raw))))
         return rc;
     /* From here on the frame counts as read, failed or not: offsets count
      * frames, so the sequence moves on and each model keeps its planes. */
@@ -915,7 +933,7 @@ static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
     frame.first = ctx->temporal ? ctx->first : 0;
     frame.last = index;
     if (ctx->pool)
-        return vdnn_frame_pool_submit(ctx->pool, &frame, ctx->fc);
+        return vdnn_frame_pool_submit(ctx->pool, &frame, &raw, ctx->fc);
     for (size_t i = 0; i < ctx->n_models && !rc; i++) {
         VdnnTinyModel *m = ctx->model[i];
         const unsigned lag = vdnn_tiny_model_lag(m);

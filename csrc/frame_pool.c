@@ -1,5 +1,5 @@
 /* Frames in flight (frame_pool.h): model copies per worker, slots holding a
- * frame's normalised planes, and the merge of results into the context's
+ * frame's raw samples (normalised by the worker that takes it), and the merge of results into the context's
  * feature store in submission order, so that what a caller observes (the
  * scores, the order of feature names, which call reports a failure) does
  * not depend on which worker finished first. */
@@ -12,6 +12,8 @@
 
 #include "error.h"
 #include "frame_pool.h"
+#include "resize.h"
+#include "scratch.h"
 
 /* ------------------------------------------------------------------------ */
 /* Recipes and copies of a model                                            */
@@ -137,9 +139,10 @@ typedef struct SlotFeature {
 typedef struct Slot {
     SlotState state;
     unsigned long long seq;  /* submission number: merges go in this order */
-    VdnnTinyFrame frame;     /* planes point into buf */
-    float *buf[2][3];
-    size_t cap[2][3];        /* floats */
+    VdnnTinyFrame frame;     /* geometry, bpc, index; its planes are the worker's */
+    unsigned char *raw[2][3]; /* the caller's samples, rows contiguous */
+    size_t raw_cap[2][3];    /* bytes */
+    unsigned raw_w[2][3], raw_h[2][3]; /* 0: a plane no model reads */
     SlotFeature *feature;
     size_t n_feature, feature_cap;
     int cancelled;
@@ -155,7 +158,12 @@ typedef struct Worker {
     int started;
     VdnnTinyModel **model;   /* the pool's n_models copies */
     VdnnFeatureCollector *fc;
+    float *plane[2][3];      /* the frame it scores, normalised from a slot */
+    size_t plane_cap[2][3];  /* floats */
     VdnnTinyModel *running;  /* under the pool's lock: for cancel */
+    int opened;              /* under the lock: open_worker returned */
+    int open_rc;             /* its code; open_message its message */
+    char open_message[1024];
 } Worker;
 
 struct VdnnFramePool {
@@ -166,7 +174,7 @@ struct VdnnFramePool {
     unsigned first_w[3], first_h[3]; /* that size; first_w[0] == 0: none yet */
     pthread_mutex_t lock;
     pthread_cond_t work;       /* a slot was queued, or stop */
-    pthread_cond_t done;       /* a slot is done */
+    pthread_cond_t done;       /* a slot is done, or a worker opened its models */
     int stop;
     unsigned long long next_seq;
     unsigned n_slots;
@@ -204,7 +212,7 @@ static Slot *oldest(VdnnFramePool *p)
  * frame was cancelled already; then withdraws it. As in the serial path
  * (context.c), a cancel that came while the model ran fails the frame even
  * when the run finished: it may have landed before ORT's run began. */
-static int run_model(Worker *w, Slot *s, VdnnTinyModel *m)
+static int run_model(Worker *w, Slot *s, const VdnnTinyFrame *f, VdnnTinyModel *m)
 {
     VdnnFramePool *p = w->pool;
     pthread_mutex_lock(&p->lock);
@@ -214,7 +222,7 @@ static int run_model(Worker *w, Slot *s, VdnnTinyModel *m)
     if (before)
         return vdnn_fail(-ECANCELED, "read_pictures: frame %u was cancelled before model %s ran",
                          s->frame.index, vdnn_tiny_model_path(m));
-    int rc = vdnn_tiny_model_run(m, &s->frame, w->fc);
+    int rc = vdnn_tiny_model_run(m, f, w->fc);
     pthread_mutex_lock(&p->lock);
     const int during = s->cancelled;
     w->running = NULL;
@@ -223,6 +231,32 @@ static int run_model(Worker *w, Slot *s, VdnnTinyModel *m)
         return vdnn_fail(-ECANCELED, "read_pictures: frame %u was cancelled while model %s ran "
                          "(its scores are kept)", s->frame.index, vdnn_tiny_model_path(m));
     return rc;
+}
+
+/* The slot's raw planes normalised into the worker's own fp32 planes, by
+ * the very function the serial path uses (so the values are bit-equal), as
+ * the frame the models read. */
+static int normalise_slot(Worker *w, const Slot *s, VdnnTinyFrame *f)
+{
+    static const char *const what[2][3] = {
+        {"reference luma plane", "reference U plane", "reference V plane"},
+        {"distorted luma plane", "distorted U plane", "distorted V plane"}};
+    *f = s->frame;
+    const size_t bytes = s->frame.bpc > 8 ? 2 : 1;
+    for (int pic = 0; pic < 2; pic++)
+        for (int i = 0; i < 3; i++) {
+            const unsigned pw = s->raw_w[pic][i], ph = s->raw_h[pic][i];
+            if (!pw)
+                continue;
+            int rc = vdnn_grow_floats(&w->plane[pic][i], &w->plane_cap[pic][i],
+                                      (size_t)pw * ph, what[pic][i]);
+            if (rc)
+                return rc;
+            vdnn_plane_normalise(s->raw[pic][i], (ptrdiff_t)(pw * bytes), pw, ph, s->frame.bpc,
+                                 w->plane[pic][i]);
+            f->plane[pic][i] = w->plane[pic][i];
+        }
+    return 0;
 }
 
 /* Scores one frame as the serial path does: every model in attach order,
@@ -237,20 +271,33 @@ static int score_frame(Worker *w, Slot *s)
         if (rc)
             return rc;
     }
-    int rc = 0;
+    VdnnTinyFrame frame;
+    int rc = normalise_slot(w, s, &frame);
     for (size_t i = 0; i < w->pool->setup.n_models && !rc; i++)
-        rc = run_model(w, s, w->model[i]);
+        rc = run_model(w, s, &frame, w->model[i]);
     return rc;
 }
+
+static int open_worker(VdnnFramePool *p, Worker *w);
 
 static void *worker_main(void *arg)
 {
     Worker *w = arg;
     VdnnFramePool *p = w->pool;
+    /* Each worker opens its own copies, so that the copies of N workers
+     * open in parallel rather than one after another on the caller's
+     * thread; vdnn_frame_pool_open waits for all of them. */
+    vdnn_clear_error();
+    const int open_rc = open_worker(p, w);
     pthread_mutex_lock(&p->lock);
+    w->open_rc = open_rc;
+    if (open_rc)
+        snprintf(w->open_message, sizeof(w->open_message), "%s", vdnn_last_error());
+    w->opened = 1;
+    pthread_cond_broadcast(&p->done);
     for (;;) {
         Slot *s = NULL;
-        while (!p->stop && !(s = next_queued(p)))
+        while (!p->stop && (open_rc || !(s = next_queued(p))))
             pthread_cond_wait(&p->work, &p->lock);
         if (!s)
             break;
@@ -335,18 +382,19 @@ void vdnn_frame_pool_drain(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned 
     pthread_mutex_unlock(&p->lock);
 }
 
-/* Bytes of one slot's planes for frame f. */
-static uint64_t frame_bytes(const VdnnTinyFrame *f)
+/* Samples of the planes the models read in one frame. */
+static uint64_t frame_samples(const VdnnRawPlanes *raw)
 {
-    uint64_t bytes = 0;
+    uint64_t n = 0;
     for (int pic = 0; pic < 2; pic++)
         for (int i = 0; i < 3; i++)
-            if (f->plane[pic][i])
-                bytes += (uint64_t)f->w[i] * f->h[i] * sizeof(float);
-    return bytes;
+            if (raw->data[pic][i])
+                n += (uint64_t)raw->w[pic][i] * raw->h[pic][i];
+    return n;
 }
 
-int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f)
+int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
+                          const VdnnRawPlanes *raw)
 {
     VdnnFramePool *pool = (VdnnFramePool *)p; /* the lock only */
     pthread_mutex_lock(&pool->lock);
@@ -357,12 +405,18 @@ int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f)
     if (queued)
         return vdnn_fail(-EEXIST, "read_pictures: frame %u was already read (it is being "
                          "scored)", f->index);
-    const uint64_t bytes = frame_bytes(f) * p->n_slots;
+    /* The slots hold raw samples; each worker normalises the frame it
+     * scores into fp32 planes of its own. */
+    const uint64_t samples = frame_samples(raw);
+    const uint64_t bytes = samples * (f->bpc > 8 ? 2 : 1) * p->n_slots +
+                           samples * sizeof(float) * p->n_workers;
     if (p->max_memory_bytes && bytes > p->max_memory_bytes)
         return vdnn_fail(-EDQUOT, "read_pictures: %u frames in flight of %ux%u need %llu bytes "
-                         "of fp32 planes, above the policy's max_memory_bytes of %llu; use "
-                         "fewer threads", p->n_slots, f->w[0], f->h[0],
-                         (unsigned long long)bytes, (unsigned long long)p->max_memory_bytes);
+                         "(%u slots of %u-bit samples, %u workers' fp32 planes), above the "
+                         "policy's max_memory_bytes of %llu; use fewer threads", p->n_slots,
+                         f->w[0], f->h[0], (unsigned long long)bytes, p->n_slots,
+                         f->bpc > 8 ? 16 : 8, p->n_workers,
+                         (unsigned long long)p->max_memory_bytes);
     if (p->native && p->first_w[0] && f->w[0] &&
         (memcmp(f->w, p->first_w, sizeof(f->w)) || memcmp(f->h, p->first_h, sizeof(f->h)))) {
         for (size_t i = 0; i < p->setup.n_models; i++)
@@ -396,7 +450,30 @@ static int copy_features(Slot *s, const VdnnFeatureCollector *fc, unsigned index
     return 0;
 }
 
-int vdnn_frame_pool_submit(VdnnFramePool *p, const VdnnTinyFrame *f,
+/* Copies one plane's w x h samples of `bytes` bytes, rows contiguous. */
+static int copy_plane(Slot *s, int pic, int i, const VdnnRawPlanes *raw, size_t bytes)
+{
+    const size_t row = (size_t)raw->w[pic][i] * bytes, n = row * raw->h[pic][i];
+    if (n > s->raw_cap[pic][i]) {
+        unsigned char *grown = realloc(s->raw[pic][i], n);
+        if (!grown)
+            return vdnn_fail(-ENOMEM, "out of memory for a frame in flight");
+        s->raw[pic][i] = grown;
+        s->raw_cap[pic][i] = n;
+    }
+    const unsigned char *src = raw->data[pic][i];
+    if (raw->stride[pic][i] == (ptrdiff_t)row) {
+        memcpy(s->raw[pic][i], src, n);
+    } else {
+        for (unsigned y = 0; y < raw->h[pic][i]; y++)
+            memcpy(s->raw[pic][i] + y * row, src + (ptrdiff_t)y * raw->stride[pic][i], row);
+    }
+    s->raw_w[pic][i] = raw->w[pic][i];
+    s->raw_h[pic][i] = raw->h[pic][i];
+    return 0;
+}
+
+int vdnn_frame_pool_submit(VdnnFramePool *p, const VdnnTinyFrame *f, const VdnnRawPlanes *raw,
                            const VdnnFeatureCollector *fc)
 {
     /* Only the owner queues slots and only it frees them, so a free slot
@@ -410,23 +487,19 @@ int vdnn_frame_pool_submit(VdnnFramePool *p, const VdnnTinyFrame *f,
     if (!s)
         return vdnn_fail(-EAGAIN, "read_pictures: no free frame slot (internal)");
     s->frame = *f;
-    for (int pic = 0; pic < 2; pic++)
-        for (int i = 0; i < 3; i++) {
-            if (!f->plane[pic][i])
-                continue;
-            const size_t n = (size_t)f->w[i] * f->h[i];
-            if (n > s->cap[pic][i]) {
-                float *grown = realloc(s->buf[pic][i], n * sizeof(float));
-                if (!grown)
-                    return vdnn_fail(-ENOMEM, "out of memory for a frame in flight");
-                s->buf[pic][i] = grown;
-                s->cap[pic][i] = n;
-            }
-            memcpy(s->buf[pic][i], f->plane[pic][i], n * sizeof(float));
-            s->frame.plane[pic][i] = s->buf[pic][i];
-        }
+    memset(s->frame.plane, 0, sizeof(s->frame.plane));
+    memset(s->raw_w, 0, sizeof(s->raw_w));
+    memset(s->raw_h, 0, sizeof(s->raw_h));
+    const size_t bytes = f->bpc > 8 ? 2 : 1;
+    int rc = 0;
+    for (int pic = 0; pic < 2 && !rc; pic++)
+        for (int i = 0; i < 3 && !rc; i++)
+            if (raw->data[pic][i])
+                rc = copy_plane(s, pic, i, raw, bytes);
+    if (rc)
+        return rc;
     s->n_feature = 0;
-    int rc = p->reads_features ? copy_features(s, fc, f->index) : 0;
+    rc = p->reads_features ? copy_features(s, fc, f->index) : 0;
     if (rc)
         return rc;
     if (!p->first_w[0] && f->w[0]) {
@@ -464,7 +537,8 @@ static void close_models(Worker *w, size_t n)
 }
 
 /* Opens the worker's copies of every model (one intra-op thread each: the
- * frame-level workers are the parallelism) and its store. */
+ * frame-level workers are the parallelism) and its store. On the worker's
+ * thread (worker_main). */
 static int open_worker(VdnnFramePool *p, Worker *w)
 {
     const VdnnFramePoolSetup *s = &p->setup;
@@ -511,16 +585,23 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
         Worker *w = &p->worker[i];
         w->pool = p;
         w->id = i;
-        rc = open_worker(p, w);
-    }
-    for (unsigned i = 0; i < p->n_workers && !rc; i++) {
-        Worker *w = &p->worker[i];
         if (pthread_create(&w->thread, NULL, worker_main, w))
             rc = vdnn_fail(-EAGAIN, "read_pictures: cannot start frame worker %u of %u", i + 1,
                            p->n_workers);
         else
             w->started = 1;
     }
+    /* Every started worker reports its open; the failure reported is the
+     * lowest-numbered worker's, so it does not depend on which finished
+     * first. */
+    pthread_mutex_lock(&p->lock);
+    for (unsigned i = 0; i < p->n_workers; i++)
+        while (p->worker[i].started && !p->worker[i].opened)
+            pthread_cond_wait(&p->done, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    for (unsigned i = 0; i < p->n_workers && !rc; i++)
+        if (p->worker[i].open_rc)
+            rc = vdnn_fail(p->worker[i].open_rc, "%s", p->worker[i].open_message);
     if (rc) {
         vdnn_frame_pool_close(p);
         return rc;
@@ -546,11 +627,14 @@ void vdnn_frame_pool_close(VdnnFramePool *p)
             pthread_join(w->thread, NULL);
         close_models(w, p->setup.n_models);
         vdnn_feature_collector_free(w->fc);
+        for (int pic = 0; pic < 2; pic++)
+            for (int k = 0; k < 3; k++)
+                free(w->plane[pic][k]);
     }
     for (unsigned i = 0; i < p->n_slots; i++) {
         for (int pic = 0; pic < 2; pic++)
             for (int k = 0; k < 3; k++)
-                free(p->slot[i].buf[pic][k]);
+                free(p->slot[i].raw[pic][k]);
         free(p->slot[i].feature);
     }
     pthread_cond_destroy(&p->done);

@@ -1,6 +1,6 @@
 /* Internal: frames in flight. A context with `threads` > 1 and no temporal
- * model hands each frame, once its planes are checked and normalised, to a
- * pool of worker threads; every worker owns a copy of each attached model
+ * model hands each frame, once its pictures are checked, to a pool of worker
+ * threads (the raw samples copied; the worker normalises them); every worker owns a copy of each attached model
  * (its own ORT session, one intra-op thread) and a private feature store,
  * and the frame's scores are moved into the context's store by the thread
  * that owns the context, oldest frame first. docs/throughput.md says why
@@ -67,9 +67,11 @@ typedef struct VdnnFramePoolSetup {
     VdnnFramePending *pending;            /* outlives the pool */
 } VdnnFramePoolSetup;
 
-/* Opens every model once per worker and starts the workers. Returns 0, the
- * codes of vdnn_tiny_model_reopen, -ENOMEM, -EAGAIN (no thread could be
- * started). */
+/* Starts the workers; each opens its own copy of every model on its own
+ * thread (the copies of different workers open in parallel), and this waits
+ * for all of them. Returns 0, the codes of vdnn_tiny_model_reopen (the
+ * failure of the lowest-numbered worker that failed, whatever the timing),
+ * -ENOMEM, -EAGAIN (no thread could be started). */
 int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup);
 
 /* Waits for every frame in flight (their scores are dropped), stops the
@@ -87,16 +89,31 @@ void vdnn_frame_pool_make_room(VdnnFramePool *p, VdnnFeatureCollector *fc, unsig
  * *merged += frames merged. */
 void vdnn_frame_pool_drain(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *merged);
 
-/* Checks a prepared frame before it counts as read: frame `index` is not in
- * flight already (-EEXIST), the slots' buffers for its planes fit the
- * policy's max_memory_bytes (-EDQUOT), and a native-resolution model gets
- * the size of the first frame (-ERANGE), as vdnn_tiny_model_run would say. */
-int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f);
+/* The caller's samples of the planes the models read, as checked by
+ * vmaf_dnn_read_pictures (uint8_t for bpc 8, uint16_t for 9..16; stride in
+ * bytes), by [VdnnSourcePicture][VdnnSourcePlane]; NULL: a plane no model
+ * reads. A slot keeps a copy of these raw samples, not of fp32 planes: the
+ * worker normalises them (vdnn_plane_normalise), so the caller's thread,
+ * which feeds every worker, copies a quarter (8-bit) or half of the bytes
+ * and converts nothing (docs/throughput.md). */
+typedef struct VdnnRawPlanes {
+    const void *data[2][3];
+    ptrdiff_t stride[2][3];
+    unsigned w[2][3], h[2][3];
+} VdnnRawPlanes;
 
-/* Copies the frame's planes, and the features fc holds for its index when a
- * model reads features, into a free slot (vdnn_frame_pool_make_room first)
- * and queues it. Returns 0, -ENOMEM. */
-int vdnn_frame_pool_submit(VdnnFramePool *p, const VdnnTinyFrame *f,
+/* Checks a frame before it counts as read: frame `index` is not in flight
+ * already (-EEXIST), the slots' raw planes plus every worker's fp32 planes
+ * fit the policy's max_memory_bytes (-EDQUOT), and a native-resolution
+ * model gets the size of the first frame (-ERANGE), as vdnn_tiny_model_run
+ * would say. f gives the geometry, bpc and index (its planes are unused). */
+int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
+                          const VdnnRawPlanes *raw);
+
+/* Copies the frame's raw planes, and the features fc holds for its index
+ * when a model reads features, into a free slot (vdnn_frame_pool_make_room
+ * first) and queues it. Returns 0, -ENOMEM. */
+int vdnn_frame_pool_submit(VdnnFramePool *p, const VdnnTinyFrame *f, const VdnnRawPlanes *raw,
                            const VdnnFeatureCollector *fc);
 
 /* Cancels every frame queued or running now (each fails with -ECANCELED);

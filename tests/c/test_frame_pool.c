@@ -5,6 +5,7 @@
  * Usage: test_frame_pool MODEL_DIR (tests/models/factory.py's output). */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -100,6 +101,133 @@ static void test_same_scores(void)
         }
         vmaf_dnn_context_close(ctx);
     }
+}
+
+static void copy_file(const char *src, const char *dst);
+
+/* A picture of `bpc` bits whose rows lie `pad` samples apart beyond w, with
+ * U and V planes of half the size (4:2:0) likewise; samples depend on seed
+ * and reach the top of the range. */
+typedef struct RawPic {
+    void *plane[3];
+    VmafDnnPicture pic;
+} RawPic;
+
+static void raw_make(RawPic *r, unsigned w, unsigned h, unsigned bpc, unsigned pad,
+                     unsigned seed)
+{
+    memset(r, 0, sizeof(*r));
+    const unsigned bytes = bpc > 8 ? 2 : 1, max = (1u << bpc) - 1u;
+    for (int i = 0; i < 3; i++) {
+        const unsigned pw = i ? (w + 1) / 2 : w, ph = i ? (h + 1) / 2 : h;
+        const size_t stride = (size_t)(pw + pad) * bytes;
+        r->plane[i] = malloc(stride * ph);
+        for (unsigned y = 0; y < ph; y++)
+            for (unsigned x = 0; x < pw + pad; x++) {
+                const unsigned v = x >= pw ? 0xabcdu : (x * 131u + y * 71u + seed * 977u +
+                                                         (unsigned)i * 13u) % (max + 1u);
+                if (bytes == 2)
+                    ((uint16_t *)r->plane[i])[(size_t)y * (pw + pad) + x] = (uint16_t)v;
+                else
+                    ((uint8_t *)r->plane[i])[(size_t)y * (pw + pad) + x] = (uint8_t)v;
+            }
+        r->pic.data[i] = r->plane[i];
+        r->pic.stride[i] = (ptrdiff_t)stride;
+        r->pic.w[i] = pw;
+        r->pic.h[i] = ph;
+    }
+    r->pic.bpc = bpc;
+}
+
+static void raw_free(RawPic *r)
+{
+    for (int i = 0; i < 3; i++)
+        free(r->plane[i]);
+}
+
+/* The built-in models, when the build generated them (BUILD/models, three
+ * levels above the test models in BUILD/tests/c/models); NULL otherwise. */
+static const char *builtin_model(const char *name)
+{
+    static char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/../../../models/%s.onnx", model_dir, name);
+    return access(path, R_OK) == 0 ? path : NULL;
+}
+
+/* Slots hold the caller's raw samples and the worker normalises them: the
+ * scores equal one-frame-at-a-time scoring bit for bit at 8, 10 and 16 bits,
+ * with rows spaced beyond their width, and for chroma planes (the built-in
+ * psnr reads U and V) when the built-in models are there. */
+static void test_raw_layouts(void)
+{
+    static const unsigned bpcs[3] = {8, 10, 16};
+    const char *psnr = builtin_model("psnr");
+    for (int b = 0; b < 3; b++) {
+        double want[8][FRAMES];
+        size_t n_features = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            VmafDnnContext *ctx = open_ctx(pass ? 2 : 0);
+            CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("fr_diff"), NULL), 0);
+            CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("nr_mean"), NULL), 0);
+            if (psnr)
+                CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, psnr, NULL), 0);
+            for (unsigned k = 0; k < FRAMES; k++) {
+                RawPic ref, dist;
+                raw_make(&ref, 8, 8, bpcs[b], 1 + k % 3, k);
+                raw_make(&dist, 8, 8, bpcs[b], k % 2, k * 5 + 3);
+                CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &ref.pic, &dist.pic, k), 0);
+                raw_free(&ref);
+                raw_free(&dist);
+            }
+            CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+            if (pass == 0)
+                n_features = vmaf_dnn_feature_count(ctx);
+            CHECK_EQ_INT((int)vmaf_dnn_feature_count(ctx), (int)n_features);
+            CHECK(n_features >= (psnr ? 5u : 2u) && n_features <= 8);
+            for (size_t f = 0; f < n_features && f < 8; f++)
+                for (unsigned i = 0; i < FRAMES; i++) {
+                    double v = -1;
+                    CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, vmaf_dnn_feature_name(ctx, f), i,
+                                                      &v), 0);
+                    if (pass == 0)
+                        want[f][i] = v;
+                    else if (!(v == want[f][i] || (isnan(v) && isnan(want[f][i]))))
+                        CHECK(v == want[f][i]);
+                }
+            vmaf_dnn_context_close(ctx);
+        }
+    }
+    if (!psnr)
+        printf("test_raw_layouts: no built-in models next to the test models: chroma not "
+               "covered\n");
+}
+
+/* The workers open their copies of the models on their own threads at the
+ * first frame: a copy that cannot be opened (the file is gone) fails that
+ * read_pictures with the open's code, the frame is not taken, and the next
+ * read opens the workers again. */
+static void test_worker_open_fails(void)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/gone.onnx", tmp_dir);
+    copy_file(model("nr_mean"), path);
+    VmafDnnContext *ctx = open_ctx(3);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, path, NULL), 0);
+    unlink(path);
+    Frame d;
+    frame_make(&d, 8, 8, 4);
+    const int rc = vmaf_dnn_read_pictures(ctx, NULL, &d.pic, 0);
+    CHECK(rc < 0);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "gone.onnx");
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &d.pic, 0), rc);
+    CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 0);
+    copy_file(model("nr_mean"), path);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &d.pic, 0), 0);
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 1);
+    unlink(path);
+    free(d.y);
+    vmaf_dnn_context_close(ctx);
 }
 
 /* Scores are readable right after read_pictures returns: other calls wait
@@ -342,8 +470,9 @@ static void test_config(void)
     vmaf_dnn_context_close(ctx);
 }
 
-/* The slots' planes count against the policy's memory budget: 3 slots of
- * 2 x 256 x 256 fp32 planes (1.5 MiB) do not fit 1 MiB, one frame does. */
+/* The frames in flight count against the policy's memory budget: 3 slots
+ * of 2 x 256 x 256 8-bit samples (384 KiB) and 2 workers' fp32 planes
+ * (1 MiB) do not fit 1 MiB, one frame does. */
 static void test_budget(void)
 {
     VmafDnnModelPolicy policy;
@@ -393,6 +522,8 @@ int main(int argc, char **argv)
     test_settled_reads();
     test_failure_reported_deterministically();
     test_budget();
+    test_raw_layouts();
+    test_worker_open_fails();
     test_reset(0);
     test_reset(2);
     test_reset_native(0);
