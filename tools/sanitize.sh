@@ -125,7 +125,9 @@ run_asan() {
     took "C build"
 
     step "C tests under ASan + UBSan + LSan (ORT: $VMAFDNN_ORT_LIBRARY)"
-    ASAN_OPTIONS=$asan_options meson test -C build-asan --print-errorlogs
+    # Sanitized code runs 2-15x slower (fp16's exhaustive conversions took
+    # 21-30 s under TSan against a 30 s default): the timeouts scale with it.
+    ASAN_OPTIONS=$asan_options meson test -C build-asan --print-errorlogs --timeout-multiplier 4
     ASAN_OPTIONS=$asan_options LD_LIBRARY_PATH="$repo/build-asan/csrc" \
         build-asan/tests/c/test_public_api build-asan/tests/c/models 200 cycles
     took "C tests"
@@ -175,7 +177,8 @@ run_tsan() {
     # setarch can do that.
     local wrapper=()
     if setarch "$(uname -m)" -R true 2>/dev/null; then wrapper=(--wrapper "setarch $(uname -m) -R"); fi
-    TSAN_OPTIONS=$options meson test -C build-tsan --print-errorlogs "${wrapper[@]}"
+    TSAN_OPTIONS=$options meson test -C build-tsan --print-errorlogs --timeout-multiplier 4 \
+        "${wrapper[@]}"
     took "TSan tests"
 }
 
