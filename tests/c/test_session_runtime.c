@@ -438,10 +438,14 @@ static void *fork_hammer(void *arg)
 
 static void test_fork_while_running(void)
 {
-#if defined(__SANITIZE_THREAD__)
-    /* ThreadSanitizer ends a child of a multi-threaded process that starts
-     * threads (die_after_fork); the other builds run this. */
-    fprintf(stderr, "test_fork_while_running: not under ThreadSanitizer\n");
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+    /* Not under the sanitizers' runtimes, whose own locks are not fork-safe:
+     * ThreadSanitizer ends a child of a multi-threaded process that starts
+     * threads (die_after_fork), and gcc 12's ASan allocator lock, held by a
+     * running thread at fork(), hung about 1 child in 400 in
+     * SizeClassAllocator64::GetFromAllocator (gdb). The plain build and the
+     * Python test suite run this. */
+    fprintf(stderr, "test_fork_while_running: not under a sanitizer runtime\n");
 #else
     VmafDnnModelPolicy policy;
     vmaf_dnn_default_model_policy(&policy);
