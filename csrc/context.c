@@ -18,8 +18,6 @@
 #include "frame_pool.h"
 #include "context_internal.h"
 #include "output.h"
-#include "resize.h"
-#include "scratch.h"
 #include "tiny_model.h"
 
 struct VmafDnnContext {
@@ -335,8 +333,6 @@ static int pool_ready(VmafDnnContext *ctx)
     return vdnn_frame_pending_take(&ctx->pending);
 }
 
-/* The models that keep state between frames, opened afresh into fresh[]
- * (NULL for the others). All or nothing. */
 static int context_reset(VmafDnnContext *ctx)
 {
     VdnnFeatureCollector *fc = NULL;
@@ -781,9 +777,6 @@ static unsigned planes_read(const VmafDnnContext *ctx)
 static int prepare_frame(VmafDnnContext *ctx, const VmafDnnPicture *ref,
                          const VmafDnnPicture *dist, VdnnTinyFrame *f, VdnnRawPlanes *raw)
 {
-    static const char *const what[2][3] = {
-        {"reference luma plane", "reference U plane", "reference V plane"},
-        {"distorted luma plane", "distorted U plane", "distorted V plane"}};
     memset(raw, 0, sizeof(*raw));
     if (!dist)
         return 0;
@@ -805,22 +798,7 @@ static int prepare_frame(VmafDnnContext *ctx, const VmafDnnPicture *ref,
             raw->h[p][i] = pic->h[i];
         }
     }
-    if (ctx->pool)
-        return 0;
-    for (int p = 0; p < 2; p++)
-        for (int i = 0; i < 3; i++) {
-            if (!raw->data[p][i])
-                continue;
-            const size_t n = (size_t)raw->w[p][i] * raw->h[p][i];
-            int rc = vdnn_grow_floats(&ctx->plane[p][i], &ctx->plane_capacity[p][i], n,
-                                      what[p][i]);
-            if (rc)
-                return rc;
-            vdnn_plane_normalise(raw->data[p][i], raw->stride[p][i], raw->w[p][i], raw->h[p][i],
-                                 f->bpc, ctx->plane[p][i]);
-            f->plane[p][i] = ctx->plane[p][i];
-        }
-    return 0;
+    return ctx->pool ? 0 : vdnn_raw_planes_normalise(raw, f, ctx->plane, ctx->plane_capacity);
 }
 
 /* Checks, before anything is allocated for the frame, that every model's

@@ -595,36 +595,25 @@ static void pool_feature(const Feature *f, unsigned first, unsigned last,
     unsigned n = 0, numbers = 0;
     double min = NAN, max = NAN, sum = 0.0, inv_sum = 0.0;
 
-    /* Frames first..stop in order, leaf by leaf, skipping leaves never
-     * allocated; stop < f->end <= 2^24 bounds the walk even when last is
-     * UINT_MAX, and frame end - 1 was written, so its leaf is in the
-     * directory. */
-    const unsigned stop = f->end && last >= f->end ? f->end - 1 : last;
-    for (unsigned li = first >> LEAF_SHIFT; f->end && first < f->end && li <= stop >> LEAF_SHIFT;
-         li++) {
-        const Leaf *leaf = f->leaf[li];
-        if (!leaf)
+    /* Frames first..last in order, through the written ones only (leaves
+     * never allocated are skipped); next_written stops at f->end <= 2^24,
+     * which bounds the walk even when last is UINT_MAX. */
+    for (unsigned i = next_written(f, first); i < f->end && i <= last;
+         i = next_written(f, i + 1)) {
+        double x;
+        lookup(f, i, &x);
+        n++;
+        /* NaN poisons the sums (mean, harmonic mean) but never wins a
+         * comparison, as in libvmaf's pooling. */
+        sum += x;
+        inv_sum += 1.0 / (x + 1.0);
+        if (isnan(x))
             continue;
-        const unsigned base = li << LEAF_SHIFT;
-        const unsigned lo = first > base ? first - base : 0;
-        const unsigned hi = stop - base < leaf->capacity ? stop - base : leaf->capacity - 1;
-        for (unsigned o = lo; o <= hi; o++) {
-            if (!(leaf->written[o / 64] >> (o % 64) & 1))
-                continue;
-            double x = leaf->value[o];
-            n++;
-            /* NaN poisons the sums (mean, harmonic mean) but never wins a
-             * comparison, as in libvmaf's pooling. */
-            sum += x;
-            inv_sum += 1.0 / (x + 1.0);
-            if (isnan(x))
-                continue;
-            if (numbers == 0 || x < min)
-                min = x;
-            if (numbers == 0 || x > max)
-                max = x;
-            numbers++;
-        }
+        if (numbers == 0 || x < min)
+            min = x;
+        if (numbers == 0 || x > max)
+            max = x;
+        numbers++;
     }
 
     out->count = n;

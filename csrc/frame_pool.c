@@ -1,6 +1,6 @@
 /* Frames in flight (frame_pool.h): model copies per worker, slots holding a
- * frame's raw samples (normalised by the worker that takes it), and the merge of results into the context's
- * feature store in submission order, so that what a caller observes (the
+ * frame's raw samples (normalised by the worker that takes it), and the
+ * merge of results into the context's feature store in submission order, so that what a caller observes (the
  * scores, the order of feature names, which call reports a failure) does
  * not depend on which worker finished first. */
 #include <errno.h>
@@ -233,30 +233,44 @@ static int run_model(Worker *w, Slot *s, const VdnnTinyFrame *f, VdnnTinyModel *
     return rc;
 }
 
-/* The slot's raw planes normalised into the worker's own fp32 planes, by
- * the very function the serial path uses (so the values are bit-equal), as
- * the frame the models read. */
-static int normalise_slot(Worker *w, const Slot *s, VdnnTinyFrame *f)
+int vdnn_raw_planes_normalise(const VdnnRawPlanes *raw, VdnnTinyFrame *f, float *plane[2][3],
+                              size_t cap[2][3])
 {
     static const char *const what[2][3] = {
         {"reference luma plane", "reference U plane", "reference V plane"},
         {"distorted luma plane", "distorted U plane", "distorted V plane"}};
-    *f = s->frame;
-    const size_t bytes = s->frame.bpc > 8 ? 2 : 1;
     for (int pic = 0; pic < 2; pic++)
         for (int i = 0; i < 3; i++) {
-            const unsigned pw = s->raw_w[pic][i], ph = s->raw_h[pic][i];
-            if (!pw)
+            if (!raw->data[pic][i])
                 continue;
-            int rc = vdnn_grow_floats(&w->plane[pic][i], &w->plane_cap[pic][i],
-                                      (size_t)pw * ph, what[pic][i]);
+            const unsigned pw = raw->w[pic][i], ph = raw->h[pic][i];
+            int rc = vdnn_grow_floats(&plane[pic][i], &cap[pic][i], (size_t)pw * ph,
+                                      what[pic][i]);
             if (rc)
                 return rc;
-            vdnn_plane_normalise(s->raw[pic][i], (ptrdiff_t)(pw * bytes), pw, ph, s->frame.bpc,
-                                 w->plane[pic][i]);
-            f->plane[pic][i] = w->plane[pic][i];
+            vdnn_plane_normalise(raw->data[pic][i], raw->stride[pic][i], pw, ph, f->bpc,
+                                 plane[pic][i]);
+            f->plane[pic][i] = plane[pic][i];
         }
     return 0;
+}
+
+/* The slot's raw planes normalised into the worker's own fp32 planes as the
+ * frame the models read. */
+static int normalise_slot(Worker *w, const Slot *s, VdnnTinyFrame *f)
+{
+    *f = s->frame;
+    const size_t bytes = s->frame.bpc > 8 ? 2 : 1;
+    VdnnRawPlanes raw = {0};
+    for (int pic = 0; pic < 2; pic++)
+        for (int i = 0; i < 3; i++)
+            if (s->raw_w[pic][i]) {
+                raw.data[pic][i] = s->raw[pic][i];
+                raw.stride[pic][i] = (ptrdiff_t)(s->raw_w[pic][i] * bytes);
+                raw.w[pic][i] = s->raw_w[pic][i];
+                raw.h[pic][i] = s->raw_h[pic][i];
+            }
+    return vdnn_raw_planes_normalise(&raw, f, w->plane, w->plane_cap);
 }
 
 /* Scores one frame as the serial path does: every model in attach order,

@@ -1,7 +1,7 @@
 /* Internal: frames in flight. A context with `threads` > 1 and no temporal
  * model hands each frame, once its pictures are checked, to a pool of worker
- * threads (the raw samples copied; the worker normalises them); every worker owns a copy of each attached model
- * (its own ORT session, one intra-op thread) and a private feature store,
+ * threads (the raw samples copied; the worker normalises them); every worker
+ * owns a copy of each attached model (its own ORT session, one intra-op thread) and a private feature store,
  * and the frame's scores are moved into the context's store by the thread
  * that owns the context, oldest frame first. docs/throughput.md says why
  * (measurements) and vmaf_dnn_read_pictures() what a caller sees.
@@ -41,7 +41,6 @@ void vdnn_model_recipe_free(VdnnModelRecipe *r);
 int vdnn_tiny_model_reopen(VdnnTinyModel **out, const VdnnTinyModel *m,
                            const VdnnModelRecipe *r, const VmafDnnModelPolicy *policy,
                            VmafDnnResize context_resize, int threads);
-
 
 /* The first failure of a frame scored in flight that no call reported yet
  * (the context owns it; the pool fills it). */
@@ -101,6 +100,13 @@ typedef struct VdnnRawPlanes {
     ptrdiff_t stride[2][3];
     unsigned w[2][3], h[2][3];
 } VdnnRawPlanes;
+
+/* Normalises every plane of `raw` (vdnn_plane_normalise, the samples being
+ * f->bpc bits) into plane[][] (grown as needed; cap[][] their floats) and
+ * points f's planes at them: the one conversion of the serial path and of
+ * the workers, so both give the same values. Returns 0 or -ENOMEM. */
+int vdnn_raw_planes_normalise(const VdnnRawPlanes *raw, VdnnTinyFrame *f, float *plane[2][3],
+                              size_t cap[2][3]);
 
 /* Checks a frame before it counts as read: frame `index` is not in flight
  * already (-EEXIST), the slots' raw planes plus every worker's fp32 planes
