@@ -27,10 +27,10 @@ model set in one :class:`vmafdnn.Context`, emptied between jobs
 instead of once per job, per-frame reports included (reset rewinds the
 models that keep state, native-resolution and temporal ones, in place, see
 docs/batch.md); each job is scored from frame 0 and gives the scores and
-report of a fresh context. A worker that dies (a crash, SIGKILL, a lost Ray node) has its job retried on
-another; results are journalled as they arrive, so a batch re-run with the
-same output skips the jobs already done (keyed by inputs, models and
-options).
+report of a fresh context. A worker that dies (a crash, SIGKILL, a lost Ray
+node) has its job retried on another; results are journalled as they arrive,
+so a batch re-run with the same output skips the jobs already done (keyed by
+inputs, models and options).
 """
 import csv
 import errno as _errno
@@ -309,7 +309,7 @@ class Scorer:
                     dist.scale_like(ref)
             fps = float(Fraction(dist.fps)) if dist.fps is not None else None
             row.update(width=dist.width, height=dist.height, fps=fps)
-            # Reset drops the first frame's size and reopens native-resolution
+            # Reset drops the first frame's size and rewinds native-resolution
             # models, so frame geometry need not be part of the key.
             key = (tuple(models), no_reference)
             ctx, row["load_s"] = self._context(key, models, no_reference)
@@ -329,17 +329,7 @@ class Scorer:
         from . import scoring
         t1 = time.perf_counter()
         fmt = self.options["report_format"]
-        try:
-            scoring._run(ctx, ref, dist, {}, None, scoring.Canceller())
-            ctx.flush()
-        except BaseException:
-            # As score(): the frames scored before the failure, for a look.
-            if report is not None and ctx.frame_count > 0:
-                try:
-                    ctx.write(report, fmt)
-                except Exception:
-                    pass  # the scoring error is the one to report
-            raise
+        scoring.score_frames(ctx, ref, dist, {}, None, scoring.Canceller(), report, fmt)
         row["frames"] = dist.count
         for model in ctx.models:
             for name in model.features:

@@ -423,16 +423,7 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
             try:
                 for model in model_list:
                     ctx.use_model(model, no_reference=no_reference)
-                try:
-                    _run(ctx, ref, dist, pushed, progress, cancel)
-                    ctx.flush()
-                except BaseException:
-                    if output is not None and not cancel.cancelled and ctx.frame_count > 0:
-                        try:
-                            ctx.write(output, out_fmt)
-                        except Exception:
-                            pass  # the scoring error is the one to report
-                    raise
+                score_frames(ctx, ref, dist, pushed, progress, cancel, output, out_fmt)
                 result = ctx.report()
                 cancel.check(len(result["frames"]))
                 if output is not None:
@@ -443,6 +434,22 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     finally:
         for side in inputs:
             side.close()
+
+
+def score_frames(ctx, ref, dist, pushed, progress, cancel, output=None, fmt=None) -> None:
+    """Scores every frame pair into ``ctx`` and flushes it. When that fails
+    (not when cancelled) and ``output`` is given, the frames scored before
+    the failure are written there, for a look, and the error is raised."""
+    try:
+        _run(ctx, ref, dist, pushed, progress, cancel)
+        ctx.flush()
+    except BaseException:
+        if output is not None and not cancel.cancelled and ctx.frame_count > 0:
+            try:
+                ctx.write(output, fmt)
+            except Exception:
+                pass  # the scoring error is the one to report
+        raise
 
 
 def _is_stdin(source) -> bool:
