@@ -256,7 +256,8 @@ class Context(NativeHandle):
                   device: Optional[str] = None, device_index: Optional[int] = None,
                   threads: Optional[int] = None, fp16_io: Optional[bool] = None) -> ModelInfo:
         """Attaches a model (a .onnx path, its sidecar beside it, or a built-in
-        name such as "psnr_y"); returns its :class:`ModelInfo`.
+        name such as "psnr_y"); returns its :class:`ModelInfo`. Models its sidecar
+        "requires" are attached before it, once, and listed in :attr:`models` too.
 
         ``name`` overrides the feature key (else the sidecar's "name", else the
         file name); ``resize`` the resize mode (else the sidecar's, else the
@@ -280,10 +281,13 @@ class Context(NativeHandle):
             mcfg.resize = names.value("resize", resize)
         mcfg.no_reference = bool(no_reference)
         with self._using() as handle:
+            before = lib.vmaf_dnn_tiny_model_count(handle)
             check(lib.vmaf_dnn_use_tiny_model(handle, c_model, mcfg))
-            info = self._model_info(handle, lib.vmaf_dnn_tiny_model_count(handle) - 1)
-            self._models.append(info)
-        return info
+            # A sidecar's "requires" attaches those models first, the named one last: all of
+            # them run and are listed (a VMAF model's features graph is most of its work).
+            self._models.extend(self._model_info(handle, i)
+                                for i in range(before, lib.vmaf_dnn_tiny_model_count(handle)))
+        return self._models[-1]
 
     @staticmethod
     def _model_info(handle, i: int) -> ModelInfo:

@@ -61,6 +61,11 @@ def test_variants_side_by_side(reference, models, tmp_path):
     paths = [os.path.join(models, n + ".onnx")
              for n in ("vmaf_v0.6.1", "vmaf_4k_v0.6.1", "vmaf_v0.6.1neg")]
     result = vmafdnn.score(ref, dist, models=paths)
+    # Every attached model is listed, the required stages too (where the features graph runs is
+    # most of what attached_ep has to tell), each once, in attach order.
+    assert [os.path.basename(m["path"]) for m in result["models"]] == [
+        "vmaf_features.onnx", "vmaf_motion2.onnx", "vmaf_v0.6.1.onnx", "vmaf_4k_v0.6.1.onnx",
+        "vmaf_features_neg.onnx", "vmaf_motion2_neg.onnx", "vmaf_v0.6.1neg.onnx"]
     for key, model, suffix in (("vmaf", "version=vmaf_v0.6.1", ""),
                                ("vmaf_4k", "version=vmaf_4k_v0.6.1", ""),
                                ("vmaf_neg", "version=vmaf_v0.6.1neg", "_egl_1")):
