@@ -28,6 +28,11 @@ size_t vdnn_context_feature_bytes(const VmafDnnContext *ctx);
  * they name the field. Returns 0 or -EINVAL. (dnn_api.c) */
 int vdnn_config_check(const VmafDnnConfig *in, VmafDnnConfig *out, const char *what);
 
+/* The kind of hardware the session's EP runs on: 0 CPU, 1 GPU, 2 NPU (ORT's
+ * OrtHardwareDeviceType values), what a sidecar's {"value": "device_type"}
+ * input is fed. */
+int vdnn_session_device_type(const VmafDnnSession *s);
+
 /* Checks the values of a model policy that no model file can change
  * (max_model_bytes > 0; the allow-list and the Loop, node and depth caps
  * only narrowing the built-in ones). Returns 0 or -EINVAL naming the field.

@@ -407,6 +407,11 @@ const char *vmaf_dnn_session_attached_ep(const VmafDnnSession *s)
     return s ? s->attached_ep : NULL;
 }
 
+int vdnn_session_device_type(const VmafDnnSession *s)
+{
+    return vdnn_ort_device_type(s->attached_ep);
+}
+
 const char *vmaf_dnn_session_fallback_reason(const VmafDnnSession *s)
 {
     return s ? s->fallback_reason : NULL;

@@ -1458,6 +1458,19 @@ static int choose_ep(const VmafDnnConfig *cfg, const char *model_dir, int budget
     return vdnn_fail(-EIO, "no execution provider could be appended"); /* lists end in CPU */
 }
 
+int vdnn_ort_device_type(const char *attached_ep)
+{
+    const size_t len = attached_ep ? strlen(attached_ep) : 0;
+    for (size_t i = 0; len && i < sizeof(ep_kinds) / sizeof(ep_kinds[0]); i++)
+        if (strcmp(ep_kinds[i].name, attached_ep) == 0)
+            return (int)ep_kinds[i].hw;
+    if (len > 4 && strcmp(attached_ep + len - 4, ":GPU") == 0)
+        return OrtHardwareDeviceType_GPU;
+    if (len > 4 && strcmp(attached_ep + len - 4, ":NPU") == 0)
+        return OrtHardwareDeviceType_NPU;
+    return OrtHardwareDeviceType_CPU;
+}
+
 /* What ORT's selection policy chose: the EP device of the session's first
  * input (ORT 1.23 on). "ORT-policy" when ORT cannot tell (1.22), "CPU" when
  * no EP device holds the input (ORT's CPU EP without one). *ort_name is

@@ -89,6 +89,12 @@ int vdnn_ort_session_create(const void *model, size_t len, const char *model_pat
                             const VdnnOrtBudget *budget, VdnnOrtSession **out,
                             const char **attached_ep, char **fallback_reason);
 
+/* The hardware an attached_ep string of vdnn_ort_session_create runs on, as
+ * ORT's OrtHardwareDeviceType (0 CPU, 1 GPU, 2 NPU): the EP table's own
+ * entry, else a ":GPU" / ":NPU" suffix, else the CPU ("ORT-policy" when ORT
+ * cannot tell what its policy chose). */
+int vdnn_ort_device_type(const char *attached_ep);
+
 /* Makes the run in flight on `s` (if any) stop with -ECANCELED. Thread-safe;
  * a run that starts later is not affected. */
 void vdnn_ort_cancel(VdnnOrtSession *s);

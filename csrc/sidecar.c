@@ -290,7 +290,7 @@ static int read_source(const Reader *r, const VdnnJson *obj, VdnnSidecarSource *
 {
     static const char *const pictures[] = {"reference", "distorted"};
     static const char *const planes[] = {"y", "u", "v"};
-    static const char *const values[] = {"bpc", "width", "height"};
+    static const char *const values[] = {"bpc", "width", "height", "device_type"};
     const char *input = src->input;
     if (vdnn_json_type(obj) != VDNN_JSON_OBJECT)
         return fail_key(r, "input_sources", -1, "input \"%s\" must map to an object, got %s",
@@ -332,7 +332,7 @@ static int read_source(const Reader *r, const VdnnJson *obj, VdnnSidecarSource *
                 return 0;
             }
         return fail_key(r, "input_sources", -1, "input \"%s\": \"value\" must be \"bpc\", "
-                        "\"width\" or \"height\"", input);
+                        "\"width\", \"height\" or \"device_type\"", input);
     }
     if ((v = vdnn_json_member(obj, "picture"))) {
         src->kind = VDNN_SOURCE_PICTURE;

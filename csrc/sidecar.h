@@ -40,7 +40,7 @@
  *                         {"picture": "reference"|"distorted",
  *                          "plane": "y"|"u"|"v",
  *                          "offset": integer in [-VMAF_DNN_MAX_FRAME_OFFSET, 0]}
- *                         {"value": "bpc"|"width"|"height"}
+ *                         {"value": "bpc"|"width"|"height"|"device_type"}
  *                         {"feature": non-empty string,
  *                          "offset": integer in [-VMAF_DNN_MAX_FRAME_OFFSET,
  *                                                VMAF_DNN_MAX_FRAME_OFFSET]}
@@ -102,6 +102,7 @@ typedef enum VdnnSourceValue {
     VDNN_VALUE_BPC = 0,
     VDNN_VALUE_WIDTH,  /* of the plane as fed to the model */
     VDNN_VALUE_HEIGHT,
+    VDNN_VALUE_DEVICE_TYPE, /* of the model's session: 0 CPU, 1 GPU, 2 NPU */
 } VdnnSourceValue;
 
 typedef struct VdnnSidecarSource {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "context_internal.h"
 #include "error.h"
 #include "resize.h"
 #include "sidecar.h"
@@ -322,7 +323,8 @@ static int decide_kind(VdnnTinyModel *m, size_t n_image, int no_reference)
                              n_image == 1 ? "" : "s");
     }
     for (size_t i = 0; i < m->n_scalar; i++)
-        if (m->scalar[i].src->kind == VDNN_SOURCE_VALUE && !n_image)
+        if (m->scalar[i].src->kind == VDNN_SOURCE_VALUE &&
+            m->scalar[i].src->value != VDNN_VALUE_DEVICE_TYPE && !n_image)
             return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" is fed a value of the frame, but "
                              "the model reads no picture", m->path, m->scalar[i].name);
     if (no_reference && m->kind == VMAF_DNN_MODEL_FR)
@@ -1121,6 +1123,8 @@ static int feed_scalars(VdnnTinyModel *m, const VdnnFeatureCollector *fc, const 
             int rc = read_feature(m, fc, f, src->feature, src->offset, &v);
             if (rc)
                 return rc;
+        } else if (src->value == VDNN_VALUE_DEVICE_TYPE) {
+            v = vdnn_session_device_type(m->session);
         } else {
             v = src->value == VDNN_VALUE_BPC ? f->bpc : src->value == VDNN_VALUE_WIDTH ? tw : th;
         }

@@ -279,6 +279,12 @@ typedef enum VmafDnnModelKind {
  *       0 there).
  *   {"value": "bpc"|"width"|"height"}  the frame's bit depth, or the width
  *       or height of the planes as fed to the model; needs a picture.
+ *   {"value": "device_type"}  the hardware the model's session runs on: 0
+ *       CPU, 1 GPU, 2 NPU (ORT's OrtHardwareDeviceType; an EP that took only
+ *       some nodes counts as its device). A graph can size its work to it:
+ *       the built-in VMAF features graph walks a frame in cache-sized row
+ *       slabs on a CPU and in a few large ones elsewhere (fewer, larger
+ *       kernels; 5-7x faster on CUDA, docs/vmaf.md).
  *   {"feature": NAME, "offset": o}  feature NAME of frame t + o
  *       (|o| <= VMAF_DNN_MAX_FRAME_OFFSET) from this context, frames kept
  *       inside the sequence: before its first frame reads the first, past

@@ -23,6 +23,7 @@
 #include <vmafdnn/context.h>
 
 #include "check.h"
+#include "ort_backend.h"
 #include "context_internal.h"
 #include "json.h"
 #include "resize.h"
@@ -1381,6 +1382,39 @@ static void test_builtin_chroma_and_small_frames(void)
     vmaf_dnn_context_close(ctx);
 }
 
+/* {"value": "device_type"}: the hardware of the model's session, from its
+ * attached_ep (the EP table's entries, plugin names by their suffix). On this
+ * machine's CPU EP the model reads 0, where its "bpc" source would read 8;
+ * the value needs no picture. */
+static void test_device_type(void)
+{
+    static const struct { const char *attached; int type; } names[] = {
+        {"CPU", 0}, {"CUDA", 1}, {"ROCm", 1}, {"OpenVINO:CPU", 0}, {"OpenVINO:GPU", 1},
+        {"OpenVINO:NPU", 2}, {"WebGpu:GPU", 1}, {"NvTensorRTRTX:GPU", 1}, {"MIGraphX:GPU", 1},
+        {"ORT-policy", 0}, {"SomeVendor:GPU", 1}, {"SomeVendor:NPU", 2}, {":GPU", 0},
+        {"GPU", 0}, {"", 0}, {NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        CHECK_EQ_INT(vdnn_ort_device_type(names[i].attached), names[i].type);
+
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    const char *path = stage("temporal_diff", "device",
+                             "{\"native_resolution\": true, \"output_keys\": [\"m\", \"kind\"],"
+                             " \"input_sources\": {\"prev\": {\"picture\": \"distorted\","
+                             " \"offset\": -1}, \"bpc\": {\"value\": \"device_type\"}}}");
+    attach_ok(ctx, path, NULL);
+    CHECK(strcmp(vmaf_dnn_tiny_model_attached_ep(ctx, 0), "CPU") == 0);
+    TestPic d = pic_const(16, 16, 8, 40);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &d.pic, 0), 0);
+    CHECK(get(ctx, "kind", 0) == 0.0);
+    pic_free(&d);
+    vmaf_dnn_context_close(ctx);
+
+    /* Any other "value" is refused, naming the four. */
+    attach_fails("temporal_diff", "{\"input_sources\": {\"bpc\": {\"value\": \"device\"}}}",
+                 -EINVAL, "\"device_type\"");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -1411,6 +1445,7 @@ int main(int argc, char **argv)
     test_feature_vectors();
     test_cap();
     test_pool_and_flush();
+    test_device_type();
     if (argc > 2) {
         builtin_dir = argv[2];
         test_builtin_models();

@@ -79,7 +79,7 @@ def run_libvmaf(ffmpeg, ref, dist, log_path, model="version=vmaf_v0.6.1", thread
 class VmafGraphs:
     """Features + SVM sessions and the temporal step, as the library will run them."""
 
-    def __init__(self, models_dir, model="vmaf_v0.6.1", threads=1):
+    def __init__(self, models_dir, model="vmaf_v0.6.1", threads=1, device_type=0):
         import onnxruntime as ort
         with open(os.path.join(models_dir, model + ".json")) as f:
             side = json.load(f)
@@ -92,13 +92,15 @@ class VmafGraphs:
         self.svm = ort.InferenceSession(os.path.join(models_dir, model + ".onnx"), so,
                                         providers=["CPUExecutionProvider"])
         self.names = side["features_outputs"]
+        # What the library feeds from the session's EP: 0 CPU (cache-sized row slabs), 1 GPU.
+        self.device_type = np.array([device_type], np.float32)
 
     def frame_features(self, ref, dist, prev, bpc):
         peak = float((1 << bpc) - 1)
         feed = {"reference": (ref.astype(np.float32) / peak)[None, None],
                 "distorted": (dist.astype(np.float32) / peak)[None, None],
                 "reference_prev": (prev.astype(np.float32) / peak)[None, None],
-                "bpc": np.array([bpc], np.float32)}
+                "bpc": np.array([bpc], np.float32), "device_type": self.device_type}
         return dict(zip(self.names, (float(v[0]) for v in self.features.run(self.names, feed))))
 
     def score(self, refs, dists, bpc):
@@ -206,6 +208,24 @@ def test_features_and_score_match_libvmaf(clip, reference, models, tmp_path):
     for k, (mx, _) in d.items():
         assert mx <= TOL[k], f"{clip}: {k} max |d| {mx:.3g} > {TOL[k]} ({d})"
     assert d["vmaf"][1] <= VMAF_MEAN_TOL, f"{clip}: mean |dVMAF| {d['vmaf'][1]:.3g} ({d})"
+
+
+@pytest.mark.parametrize("width, height, bpc", [(1280, 720, 8), (962, 538, 10)])
+def test_accelerator_slabs_give_the_cpu_slabs_features(width, height, bpc, models):
+    """device_type 1 (a GPU session) walks the frame in one slab per Loop where the CPU walks it
+    in many (1280x720: 14 VIF and 4 ADM trips at scale 0): the features must not change. Run on
+    the CPU EP, so that this holds wherever the tests run; the CUDA figures are in docs/vmaf.md."""
+    rng = np.random.default_rng(width)
+    top = (1 << bpc) - 1
+    y, x = np.mgrid[0:height, 0:width]
+    base = 0.5 + 0.3 * np.sin(x / 17.0) * np.cos(y / 11.0)
+    refs = [np.clip(base + 0.15 * rng.random((height, width)), 0, 1) for _ in range(3)]
+    dists = [np.clip(r + rng.normal(0, 0.02, r.shape), 0, 1) for r in refs]
+    refs, dists = ([np.rint(f * top).astype(np.uint16) for f in fs] for fs in (refs, dists))
+    cpu = VmafGraphs(models).score(refs, dists, bpc)
+    accel = VmafGraphs(models, device_type=1).score(refs, dists, bpc)
+    for k in cpu:
+        np.testing.assert_allclose(accel[k], cpu[k], rtol=1e-6, atol=1e-9, err_msg=k)
 
 
 def test_motion2_temporal_rule():
