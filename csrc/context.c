@@ -300,6 +300,23 @@ static void drop_pool(VmafDnnContext *ctx)
     vdnn_frame_pool_close(p);
 }
 
+/* Frames in flight on accelerators: past this many, copies of the sessions
+ * only contend for the one device (an H100, CUDA EP, psnr_y + ssim_y at
+ * 1080p, steady fps by frames in flight: 1: 54-81, 2: 102, 4: 108-123,
+ * 8: 93, 16: 76-84; docs/throughput.md). */
+#define ACCEL_FRAMES_IN_FLIGHT 4
+
+/* The frame workers for `threads`: all of them, unless every model runs on
+ * a GPU or NPU, where more than ACCEL_FRAMES_IN_FLIGHT only slow it. */
+static unsigned frame_workers(const VmafDnnContext *ctx)
+{
+    for (size_t i = 0; i < ctx->n_models; i++)
+        if (vdnn_session_device_type(vdnn_tiny_model_session(ctx->model[i])) == 0)
+            return (unsigned)ctx->cfg.threads;
+    return ctx->cfg.threads < ACCEL_FRAMES_IN_FLIGHT ? (unsigned)ctx->cfg.threads
+                                                     : ACCEL_FRAMES_IN_FLIGHT;
+}
+
 /* Before a frame is taken: with threads > 1 and no temporal model, the pool
  * exists and has a free slot, and an earlier frame's failure is returned
  * now, before this frame is taken. Which call that is depends only on the
@@ -316,7 +333,7 @@ static int pool_ready(VmafDnnContext *ctx)
             .n_models = ctx->n_models,
             .policy = ctx->cfg.policy,
             .context_resize = ctx->cfg.resize,
-            .workers = (unsigned)ctx->cfg.threads,
+            .workers = frame_workers(ctx),
             .pending = &ctx->pending,
         };
         VdnnFramePool *p = NULL;

@@ -123,7 +123,9 @@ typedef struct VmafDnnContextConfig {
                               thread. N > 1: N frames in flight, each on a
                               worker thread with its own copy of every model
                               on one intra-op thread (measured faster than N
-                              intra-op threads: docs/throughput.md); a
+                              intra-op threads: docs/throughput.md; at
+                              most 4 when every model runs on a GPU or
+                              NPU, where more only contend for it); a
                               context with a temporal model (one that reads
                               other frames, see vmaf_dnn_use_tiny_model)
                               scores one frame at a time on N intra-op
