@@ -11,6 +11,7 @@ import os
 import threading
 import weakref
 
+from . import _gpu_libraries
 from ._vmafdnn_cffi import ffi, lib
 from .errors import ClosedError, InvalidArgumentError, InvalidModelError, error_for
 
@@ -61,9 +62,12 @@ def ensure_ort() -> None:
     if _ort_attempted:
         return
     _ort_attempted = True
-    if os.environ.get("VMAFDNN_ORT_LIBRARY"):
+    chosen = os.environ.get("VMAFDNN_ORT_LIBRARY")
+    path = None if chosen else find_ort_library()
+    # A GPU build needs CUDA from the nvidia-* wheels loaded first (_gpu_libraries says why).
+    _gpu_libraries.preload(chosen or path)
+    if chosen:
         return
-    path = find_ort_library()
     if path is not None and lib.vmaf_dnn_ort_version() == ffi.NULL:
         # A failure here is not fatal: the loader-path fallback may still work,
         # and vmafdnn.available() reports the final outcome.

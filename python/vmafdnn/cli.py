@@ -31,7 +31,7 @@ import numpy as np
 
 from . import __version__, available, ort_library_path, ort_version, unavailable_reason
 from . import models as builtin_models
-from . import names
+from . import _gpu_libraries, names
 from ._native import ffi, lib
 from .errors import DnnError
 from .scoring import Canceller, UsageError, refuse_overwrite, score
@@ -283,6 +283,8 @@ def _print_devices(args) -> None:
     --device: what `vmafdnn info --devices` prints."""
     print(f"ONNX Runtime {ort_version()} ({printable(ort_library_path())}), "
           f"API {lib.vmaf_dnn_ort_api_version()}")
+    for path, state in _gpu_libraries.LOADED:
+        print(f"  CUDA library of an nvidia-* wheel: {printable(path)}: {printable(state)}")
     libraries = ep_libraries()
     print(f"plugin EP libraries: {len(libraries) or 'none'}")
     for entry in libraries:
