@@ -911,6 +911,19 @@ static int find_device(EpKind ep, int device_index, EpDevice *out)
     return found;
 }
 
+/* OpenVINO's "precision" for step `ep` (NULL: none to pass). OpenVINO runs
+ * a model in the device's fast precision unless told otherwise: bf16 on a
+ * CPU with AMX, fp16 on a GPU. Unasked, that moved ssim_y by 0.0035 on a
+ * Xeon through the plugin (docs/execution_providers.md), so sessions ask
+ * for FP32, and for FP16 only on a GPU with fp16_io, the caller's opt-in.
+ * The CPU device refuses FP16 at append; the NPU runs FP16 only. */
+static const char *openvino_precision(EpKind ep, const VmafDnnConfig *cfg)
+{
+    if (ep == EP_OPENVINO_GPU)
+        return cfg->fp16_io ? "FP16" : "FP32";
+    return ep == EP_OPENVINO_CPU ? "FP32" : NULL;
+}
+
 /* The EP compiled into ORT for step `ep`; NULL status when it appended. */
 static OrtStatus *append_builtin(OrtSessionOptions *opts, EpKind ep, const VmafDnnConfig *cfg)
 {
@@ -943,12 +956,10 @@ static OrtStatus *append_builtin(OrtSessionOptions *opts, EpKind ep, const VmafD
             snprintf(device_type, sizeof(device_type), "GPU.%d", cfg->device_index);
         else
             snprintf(device_type, sizeof(device_type), "GPU");
-        /* OpenVINO's CPU device accepts only FP32/ACCURACY precision and
-         * fails the append on FP16, so the hint goes to the GPU only. */
         const char *keys[] = {"device_type", "precision"};
-        const char *values[] = {device_type, "FP16"};
-        size_t n = cfg->fp16_io && ep == EP_OPENVINO_GPU ? 2 : 1;
-        return a->SessionOptionsAppendExecutionProvider(opts, "OpenVINO", keys, values, n);
+        const char *values[] = {device_type, openvino_precision(ep, cfg)};
+        return a->SessionOptionsAppendExecutionProvider(opts, "OpenVINO", keys, values,
+                                                        values[1] ? 2 : 1);
     }
     case EP_ROCM: {
         /* The dedicated entry point: the generic one does not know "ROCM"
@@ -998,8 +1009,8 @@ static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnCon
         return a->SessionOptionsSetEpSelectionPolicy(opts, ort_policy(cfg->device));
     }
     if (find_device(ep, ep == EP_OPENVINO_CPU ? 0 : cfg->device_index, &dev)) {
-        const char *keys[] = {"precision"}, *values[] = {"FP16"};
-        size_t n = cfg->fp16_io && ep == EP_OPENVINO_GPU ? 1 : 0;
+        const char *keys[] = {"precision"}, *values[] = {openvino_precision(ep, cfg)};
+        size_t n = values[0] ? 1 : 0;
         *attached = dev.attached;
         *ort_name = a->EpDevice_EpName(dev.device);
         snprintf(how, how_size, "EP device of %s%s%s", a->EpDevice_EpName(dev.device),
