@@ -50,11 +50,17 @@ def cuda_major(provider: str) -> Optional[int]:
 
 
 def wheel_library_dirs(paths: Optional[Iterable[str]] = None) -> List[str]:
-    """``nvidia/<package>/lib`` folders under the import path (CUDA 12's one package per
-    library and CUDA 13's ``nvidia/cu13``), first import-path entry first."""
+    """``nvidia/<package>/lib`` folders of the installed wheels (CUDA 12's one package per
+    library and CUDA 13's ``nvidia/cu13``), first import-path entry first. Only absolute
+    ``site-packages`` / ``dist-packages`` entries count: the current directory (``""`` on the
+    path of ``python -m``, a clip folder perhaps) is never searched for code to load."""
     found = []
     for entry in (sys.path if paths is None else paths):
-        for d in sorted(glob.glob(os.path.join(entry or ".", "nvidia", "*", "lib"))):
+        if not (entry and os.path.isabs(entry)
+                and os.path.basename(os.path.normpath(entry)) in ("site-packages",
+                                                                 "dist-packages")):
+            continue
+        for d in sorted(glob.glob(os.path.join(entry, "nvidia", "*", "lib"))):
             if d not in found and os.path.isdir(d):
                 found.append(d)
     return found
@@ -82,7 +88,8 @@ def preload(ort_library: Optional[str], paths: Optional[Iterable[str]] = None) -
         # major first (CUDA 13's over 12's when both wheels are installed), one per stem.
         found = [(int(p.rsplit(".", 1)[1]), -i, p) for i, d in enumerate(dirs)
                  for p in glob.glob(os.path.join(d, stem + ".*"))
-                 if os.path.basename(p).count(".") == 2 and p.rsplit(".", 1)[1].isdigit()]
+                 if os.path.basename(p).count(".") == 2 and p.rsplit(".", 1)[1].isdigit()
+                 and os.path.isfile(p)]  # a FIFO would block dlopen for ever
         if major is not None and stem in CUDA_MAJOR_STEMS:
             found = [c for c in found if c[0] == major]
         if not found:

@@ -27,7 +27,7 @@ def shared_object(path, soname, needs=()):
 
 @pytest.fixture()
 def layout(tmp_path):
-    site = tmp_path / "site"
+    site = tmp_path / "lib" / "site-packages"
     cu13 = site / "nvidia" / "cu13" / "lib"
     cu12 = site / "nvidia" / "cuda_runtime" / "lib"
     cudnn = site / "nvidia" / "cudnn" / "lib"
@@ -39,6 +39,7 @@ def layout(tmp_path):
     shared_object(cu13 / "libcublas.so.13", "libcublas.so.13", needs=[cu13 / "libcublasLt.so.13"])
     shared_object(cudnn / "libcudnn.so.9", "libcudnn.so.9")
     (cudnn / "libcudnn.so").symlink_to("libcudnn.so.9")  # a development link: not loaded
+    os.mkfifo(cudnn / "libcufft.so.12")  # would block dlopen for ever: skipped
     ort = tmp_path / "ort"
     ort.mkdir()
     (ort / "libonnxruntime.so.1.31.1").write_bytes(b"not a library")
@@ -107,6 +108,18 @@ print(json.dumps(g.preload({str(layout['ort'])!r}, [{str(layout['site'])!r}])))
 """, LD_LIBRARY_PATH=str(layout["site"] / "nvidia" / "cudnn" / "lib"))
     states = {os.path.basename(p): s for p, s in got}
     assert states["libcudnn.so.9"].startswith("left to the loader"), states
+
+
+def test_only_site_packages_entries_are_searched(layout, tmp_path, monkeypatch):
+    """The current directory (sys.path's "" under `python -m`) and other folders on the path
+    are never searched for libraries to load: a clip folder holding nvidia/x/lib/... is inert."""
+    from vmafdnn import _gpu_libraries as g
+    other = tmp_path / "clips"
+    (other / "nvidia" / "x" / "lib").mkdir(parents=True)
+    monkeypatch.chdir(other)
+    site = str(layout["site"])
+    assert g.wheel_library_dirs(["", ".", str(other), site]) == [
+        os.path.join(site, "nvidia", n, "lib") for n in ("cu13", "cuda_runtime", "cudnn")]
 
 
 def test_the_package_preloads_before_it_loads_ort(layout):
