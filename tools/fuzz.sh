@@ -103,7 +103,7 @@ python_for_y4m() {
     if "$venv/bin/python" -m pip install -q --disable-pip-version-check \
             meson-python meson ninja cffi onnx >&2 &&
        "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
-            --no-deps -Cbuild-dir=build/fuzz-env -e "$repo" >&2; then
+            --no-deps --config-settings=build-dir=build/fuzz-env -e "$repo" >&2; then
         echo "$venv/bin/python"
     else
         say "vmafdnn could not be installed into $venv"

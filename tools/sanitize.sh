@@ -134,8 +134,8 @@ run_asan() {
 
     step "Python package with ASan + UBSan (build-asan-py)"
     PATH="$venv/bin:$PATH" "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-        --no-build-isolation --no-deps --force-reinstall -Cbuild-dir="$repo/build-asan-py" \
-        "${sanitize_args[@]/#/-Csetup-args=}" .
+        --no-build-isolation --no-deps --force-reinstall --config-settings=build-dir="$repo/build-asan-py" \
+        "${sanitize_args[@]/#/--config-settings=setup-args=}" .
     ext=$(cd / && "$venv/bin/python" -c '
 import glob, importlib.util, os
 location = importlib.util.find_spec("vmafdnn").submodule_search_locations[0]

@@ -127,7 +127,7 @@ export PYTHON="$PY"
 "$PY" -m pip install -q meson-python meson ninja cffi numpy onnx 'imageio-ffmpeg==0.8.1'
 # Its own build directory, so that a developer's editable install of this
 # checkout (build/cp3XX) is not reconfigured for another interpreter.
-"$PY" -m pip install -q --no-build-isolation -Cbuild-dir=build/test-env -e '.[test,cpu]'
+"$PY" -m pip install -q --no-build-isolation --config-settings=build-dir=build/test-env -e '.[test,cpu]'
 VMAFDNN_ORT_LIBRARY=$(cd /tmp && "$PY" -c 'import vmafdnn; print(vmafdnn.ort_library_path())')
 export VMAFDNN_ORT_LIBRARY
 VMAFDNN_TEST_FFMPEG=$("$PY" -c 'import imageio_ffmpeg; print(imageio_ffmpeg.get_ffmpeg_exe())')
