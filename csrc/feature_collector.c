@@ -495,6 +495,31 @@ bool vdnn_feature_collector_has(const VdnnFeatureCollector *fc, const char *name
     return has;
 }
 
+bool vdnn_feature_collector_take(VdnnFeatureCollector *fc, const char *name, unsigned index,
+                                 double *value)
+{
+    if (!fc || !name || !value)
+        return false;
+    lock(fc);
+    Feature *f = find(fc, name);
+    bool had = f && lookup(f, index, value);
+    if (had) {
+        const unsigned li = index >> LEAF_SHIFT, off = index & (LEAF_FRAMES - 1);
+        Leaf *leaf = f->leaf[li];
+        leaf->written[off / 64] &= ~((uint64_t)1 << (off % 64));
+        bool empty = true;
+        for (unsigned w = 0; empty && w < leaf->capacity / 64; w++)
+            empty = leaf->written[w] == 0;
+        if (empty) {
+            fc->bytes -= leaf_bytes(leaf->capacity);
+            leaf_free(leaf);
+            f->leaf[li] = NULL;
+        }
+    }
+    unlock(fc);
+    return had;
+}
+
 size_t vdnn_feature_collector_feature_count(const VdnnFeatureCollector *fc)
 {
     if (!fc)

@@ -105,6 +105,15 @@ int vdnn_feature_collector_get(const VdnnFeatureCollector *fc, const char *name,
 bool vdnn_feature_collector_has(const VdnnFeatureCollector *fc, const char *name,
                                 unsigned index);
 
+/* Moves the value of frame `index` of feature `name` into *value and
+ * forgets it there (a leaf left empty is freed, its bytes given back to the
+ * budget): what a frame worker's store does with a frame once the context
+ * has its scores, so that the store holds the frames in flight, not the
+ * clip. Returns whether there was a value; NULL arguments: false. Never
+ * records a message. */
+bool vdnn_feature_collector_take(VdnnFeatureCollector *fc, const char *name, unsigned index,
+                                 double *value);
+
 /* Number of features. NULL: 0. */
 size_t vdnn_feature_collector_feature_count(const VdnnFeatureCollector *fc);
 

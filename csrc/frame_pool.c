@@ -289,6 +289,11 @@ static int score_frame(Worker *w, Slot *s)
     int rc = normalise_slot(w, s, &frame);
     for (size_t i = 0; i < w->pool->setup.n_models && !rc; i++)
         rc = run_model(w, s, &frame, w->model[i]);
+    /* The context's features were lent for this frame only. */
+    for (size_t i = 0; i < s->n_feature; i++) {
+        double lent;
+        vdnn_feature_collector_take(w->fc, s->feature[i].name, s->frame.index, &lent);
+    }
     return rc;
 }
 
@@ -343,8 +348,10 @@ static void merge(VdnnFramePool *p, Slot *s, VdnnFeatureCollector *fc)
         for (size_t k = 0; k < vdnn_tiny_model_key_count(m); k++) {
             const char *key = vdnn_tiny_model_key(m, k);
             double v;
-            if (!vdnn_feature_collector_has(w->fc, key, index) ||
-                vdnn_feature_collector_get(w->fc, key, index, &v))
+            /* Taken, not copied: the worker's store keeps only the frames in
+             * flight (it used to keep its share of the whole clip, with a
+             * budget of its own that a long clip could exhaust). */
+            if (!vdnn_feature_collector_take(w->fc, key, index, &v))
                 continue;
             int stored = vdnn_feature_collector_append(fc, key, index, v);
             if (stored && !rc) {

@@ -445,6 +445,44 @@ static void test_budget(void)
     vdnn_feature_collector_free(fc);
 }
 
+/* take: the value moves out; a leaf left empty is freed and its bytes come
+ * back, so a store that values pass through stays the size of what is in it. */
+static void test_take(void)
+{
+    VdnnFeatureCollector *fc = new_collector();
+    double v = -1;
+    CHECK(!vdnn_feature_collector_take(NULL, "a", 0, &v));
+    CHECK(!vdnn_feature_collector_take(fc, NULL, 0, &v));
+    CHECK(!vdnn_feature_collector_take(fc, "a", 0, NULL));
+    CHECK(!vdnn_feature_collector_take(fc, "a", 0, &v)); /* no such feature */
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "a", 0, 1.5), 0);
+    const size_t with_name = vdnn_feature_collector_bytes(fc);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "a", 5000, 2.5), 0);
+    CHECK(vdnn_feature_collector_bytes(fc) > with_name);
+    CHECK(vdnn_feature_collector_take(fc, "a", 5000, &v));
+    CHECK(v == 2.5);
+    CHECK(!vdnn_feature_collector_has(fc, "a", 5000));
+    CHECK(!vdnn_feature_collector_take(fc, "a", 5000, &v)); /* taken once */
+    /* Its leaf is gone: what is left over is the directory's growth to 2 leaves. */
+    CHECK(vdnn_feature_collector_bytes(fc) <= with_name + 2 * sizeof(void *));
+    CHECK(vdnn_feature_collector_has(fc, "a", 0)); /* the other leaf is untouched */
+    /* A leaf with another value stays; the frame can be written again. */
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "a", 1, 3.0), 0);
+    CHECK(vdnn_feature_collector_take(fc, "a", 0, &v));
+    CHECK(v == 1.5 && vdnn_feature_collector_has(fc, "a", 1));
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "a", 0, 4.0), 0);
+    /* 100k values passing through one at a time never hold more than one leaf. */
+    size_t most = 0;
+    for (unsigned i = 10000; i < 110000; i++) {
+        CHECK_EQ_INT(vdnn_feature_collector_append(fc, "through", i, i), 0);
+        size_t b = vdnn_feature_collector_bytes(fc);
+        most = b > most ? b : most;
+        CHECK(vdnn_feature_collector_take(fc, "through", i, &v) && v == i);
+    }
+    CHECK(most < with_name + 2 * 40 * 1024);
+    vdnn_feature_collector_free(fc);
+}
+
 int main(void)
 {
     test_lifecycle();
@@ -456,5 +494,6 @@ int main(void)
     test_many_names();
     test_sparse();
     test_budget();
+    test_take();
     return check_report();
 }
