@@ -18,7 +18,8 @@ decoder is timed) and prints
   * the ratio of each device's steady fps to the CPU EP's at the same thread count.
 
 "all" threads is os.cpu_count(). A GPU run needs the GPU build of ONNX Runtime
-(VMAFDNN_ORT_LIBRARY or the onnxruntime-gpu package) and its CUDA libraries on the loader path.
+(VMAFDNN_ORT_LIBRARY or the onnxruntime-gpu package) and CUDA: on the loader path, or the
+nvidia-* wheels of `pip install onnxruntime-gpu[cuda,cudnn]`, which the package loads itself.
 """
 import argparse
 import os

@@ -409,7 +409,7 @@ const char *vmaf_dnn_session_attached_ep(const VmafDnnSession *s)
 
 int vdnn_session_device_type(const VmafDnnSession *s)
 {
-    return vdnn_ort_device_type(s->attached_ep);
+    return vdnn_ort_device_type(s ? s->attached_ep : NULL);
 }
 
 const char *vmaf_dnn_session_fallback_reason(const VmafDnnSession *s)

@@ -911,17 +911,33 @@ static int find_device(EpKind ep, int device_index, EpDevice *out)
     return found;
 }
 
-/* OpenVINO's "precision" for step `ep` (NULL: none to pass). OpenVINO runs
- * a model in the device's fast precision unless told otherwise: bf16 on a
- * CPU with AMX, fp16 on a GPU. Unasked, that moved ssim_y by 0.0035 on a
- * Xeon through the plugin (docs/execution_providers.md), so sessions ask
- * for FP32, and for FP16 only on a GPU with fp16_io, the caller's opt-in.
- * The CPU device refuses FP16 at append; the NPU runs FP16 only. */
-static const char *openvino_precision(EpKind ep, const VmafDnnConfig *cfg)
+/* OpenVINO's precision options for step `ep`, appended to keys/values (room
+ * for 2); returns how many. OpenVINO runs a model in the device's fast
+ * precision unless told otherwise: bf16 on a CPU with AMX, fp16 on a GPU.
+ * Unasked, that moved ssim_y by 0.0035 on a Xeon through the plugin
+ * (docs/execution_providers.md), so sessions ask for f32 twice over: the
+ * EP's "precision" (deprecated in ORT 1.23, still read) and OpenVINO's own
+ * hints through "load_config" (accepted by onnxruntime-openvino 1.24.1 as
+ * a JSON string). FP16 only on a GPU with fp16_io, the caller's opt-in; the
+ * CPU device refuses FP16 at append, the NPU runs FP16 only (no options). */
+static size_t openvino_options(EpKind ep, const VmafDnnConfig *cfg, const char **keys,
+                               const char **values)
 {
-    if (ep == EP_OPENVINO_GPU)
-        return cfg->fp16_io ? "FP16" : "FP32";
-    return ep == EP_OPENVINO_CPU ? "FP32" : NULL;
+    static const char cpu_f32[] = "{\"CPU\": {\"INFERENCE_PRECISION_HINT\": \"f32\", "
+                                  "\"EXECUTION_MODE_HINT\": \"ACCURACY\"}}";
+    static const char gpu_f32[] = "{\"GPU\": {\"INFERENCE_PRECISION_HINT\": \"f32\", "
+                                  "\"EXECUTION_MODE_HINT\": \"ACCURACY\"}}";
+    if (ep != EP_OPENVINO_CPU && ep != EP_OPENVINO_GPU)
+        return 0;
+    keys[0] = "precision";
+    if (ep == EP_OPENVINO_GPU && cfg->fp16_io) {
+        values[0] = "FP16";
+        return 1;
+    }
+    values[0] = "FP32";
+    keys[1] = "load_config";
+    values[1] = ep == EP_OPENVINO_CPU ? cpu_f32 : gpu_f32;
+    return 2;
 }
 
 /* The EP compiled into ORT for step `ep`; NULL status when it appended. */
@@ -956,10 +972,9 @@ static OrtStatus *append_builtin(OrtSessionOptions *opts, EpKind ep, const VmafD
             snprintf(device_type, sizeof(device_type), "GPU.%d", cfg->device_index);
         else
             snprintf(device_type, sizeof(device_type), "GPU");
-        const char *keys[] = {"device_type", "precision"};
-        const char *values[] = {device_type, openvino_precision(ep, cfg)};
-        return a->SessionOptionsAppendExecutionProvider(opts, "OpenVINO", keys, values,
-                                                        values[1] ? 2 : 1);
+        const char *keys[3] = {"device_type"}, *values[3] = {device_type};
+        const size_t n = 1 + openvino_options(ep, cfg, keys + 1, values + 1);
+        return a->SessionOptionsAppendExecutionProvider(opts, "OpenVINO", keys, values, n);
     }
     case EP_ROCM: {
         /* The dedicated entry point: the generic one does not know "ROCM"
@@ -1009,8 +1024,8 @@ static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnCon
         return a->SessionOptionsSetEpSelectionPolicy(opts, ort_policy(cfg->device));
     }
     if (find_device(ep, ep == EP_OPENVINO_CPU ? 0 : cfg->device_index, &dev)) {
-        const char *keys[] = {"precision"}, *values[] = {openvino_precision(ep, cfg)};
-        size_t n = values[0] ? 1 : 0;
+        const char *keys[2], *values[2];
+        const size_t n = openvino_options(ep, cfg, keys, values);
         *attached = dev.attached;
         *ort_name = a->EpDevice_EpName(dev.device);
         snprintf(how, how_size, "EP device of %s%s%s", a->EpDevice_EpName(dev.device),

@@ -93,6 +93,8 @@ prepare_env() {
          "$("$python" -c 'import sys; print(sys.version)')" ]; then
         "$python" -m venv --clear "$venv"
     fi
+    # pip before 23.1 keeps only the last of the repeated --config-settings=setup-args below.
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check 'pip>=23.1'
     "$venv/bin/python" -c 'import tomllib' 2>/dev/null ||
         "$venv/bin/python" -c 'import tomli' 2>/dev/null ||
         "$venv/bin/python" -m pip install -q --disable-pip-version-check tomli

@@ -124,6 +124,9 @@ fi
 export PATH="$venv/bin:$PATH"
 PY="$venv/bin/python"
 export PYTHON="$PY"
+# pip 23.1 or newer: older ones (Debian 12's 23.0.1) keep only the last of repeated
+# --config-settings keys, which tools/sanitize.sh passes.
+"$PY" -m pip install -q 'pip>=23.1'
 "$PY" -m pip install -q meson-python meson ninja cffi numpy onnx 'imageio-ffmpeg==0.8.1'
 # Its own build directory, so that a developer's editable install of this
 # checkout (build/cp3XX) is not reconfigured for another interpreter.

@@ -410,16 +410,18 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
  * the call that runs it; later frames score normally.
  *
  * Frames in flight (VmafDnnContextConfig.threads N > 1, no temporal model
- * attached): once the checks above pass and the planes the models read are
- * normalised, the frame is copied into one of N + 1 slots (fp32 planes;
- * slots x those bytes must fit the policy's max_memory_bytes, else -EDQUOT
- * before the frame is taken) and this call returns; a worker scores it
+ * attached): once the checks above pass, the raw samples of the planes the
+ * models read are copied into one of W + 1 slots (W workers: N, or at most
+ * 4 when every model runs on a GPU or NPU; the slots' samples plus each
+ * worker's fp32 planes must fit the policy's max_memory_bytes, else
+ * -EDQUOT before the frame is taken) and this call returns; a worker
+ * normalises them and scores it
  * with its own copy of every model. When every slot is taken the call
  * first waits for the oldest frame. Every other call on the context waits
  * for all frames in flight first, so scores, frame count and reports are
  * those of one-frame-at-a-time scoring. A frame that fails on a worker is
  * reported by the first later vmaf_dnn_read_pictures that needs its slot
- * (with N workers, the (N + 1)-th read after it) or by vmaf_dnn_flush,
+ * (with W workers, the (W + 1)-th read after it) or by vmaf_dnn_flush,
  * whichever comes first: the code is the frame's own, the message starts
  * "frame K (scored in flight)", and that read_pictures call does NOT take
  * its own frame (call it again). Only the earliest unreported failure is

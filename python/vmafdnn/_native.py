@@ -10,6 +10,7 @@ import importlib.util
 import os
 import threading
 import weakref
+from typing import Optional
 
 from . import _gpu_libraries
 from ._vmafdnn_cffi import ffi, lib
@@ -51,27 +52,38 @@ def find_ort_library():
     return None
 
 
+_ort_lock = threading.Lock()
 _ort_attempted = False
+_ort_source: Optional[str] = None  # the ORT library named or found (None: the loader's)
+_cuda_attempted = False
 
 
-def ensure_ort() -> None:
+def ensure_ort(device: Optional[str] = None) -> None:
     """Points the C library at ORT once per process, in the documented order:
     VMAFDNN_ORT_LIBRARY (handled in C), then the Python package's library,
-    then the loader's search path (in C)."""
-    global _ort_attempted
-    if _ort_attempted:
-        return
-    _ort_attempted = True
-    chosen = os.environ.get("VMAFDNN_ORT_LIBRARY")
-    path = None if chosen else find_ort_library()
-    # A GPU build needs CUDA from the nvidia-* wheels loaded first (_gpu_libraries says why).
-    _gpu_libraries.preload(chosen or path)
-    if chosen:
-        return
-    if path is not None and lib.vmaf_dnn_ort_version() == ffi.NULL:
-        # A failure here is not fatal: the loader-path fallback may still work,
-        # and vmafdnn.available() reports the final outcome.
-        lib.vmaf_dnn_load_ort(os.fsencode(path))
+    then the loader's search path (in C). When `device` may bind CUDA and that
+    ORT is a GPU build, CUDA's libraries from the nvidia-* wheels are loaded
+    first, once (_gpu_libraries says why). Thread-safe: a caller returns once
+    both are done, never while another thread is half-way."""
+    global _ort_attempted, _ort_source, _cuda_attempted
+    with _ort_lock:
+        if not _ort_attempted:
+            try:
+                chosen = os.environ.get("VMAFDNN_ORT_LIBRARY")
+                _ort_source = chosen or find_ort_library()
+                if not chosen and _ort_source is not None and \
+                        lib.vmaf_dnn_ort_version() == ffi.NULL:
+                    # A failure here is not fatal: the loader-path fallback may
+                    # still work, and vmafdnn.available() reports the outcome.
+                    lib.vmaf_dnn_load_ort(os.fsencode(_ort_source))
+            finally:
+                _ort_attempted = True
+        if device is not None and not _cuda_attempted and _gpu_libraries.needs_cuda(device):
+            _cuda_attempted = True
+            try:
+                _gpu_libraries.preload(_ort_source)
+            except Exception as e:  # a broken wheel layout must not stop the CPU path
+                _gpu_libraries.LOADED.append(("", f"preload failed: {e!r}"))
 
 
 # -- strings ---------------------------------------------------------------------

@@ -520,8 +520,8 @@ def build_score_parser() -> argparse.ArgumentParser:
     m.add_argument("--tiny-device-index", type=_non_negative_int, default=0, metavar="N",
                    help="GPU ordinal (default 0)")
     m.add_argument("--tiny-threads", type=_thread_count, default=0, metavar="N",
-                   help=f"threads in all, 0..{MAX_THREADS}: N > 1 scores N frames at once "
-                        "(0: ORT's default per model)")
+                   help=f"threads in all, 0..{MAX_THREADS}: N > 1 scores N frames at once, "
+                        "at most 4 when every model runs on a GPU (0: ORT's default per model)")
     m.add_argument("--tiny-fp16", action="store_true", help="FLOAT16 model inputs and outputs")
     m.add_argument("--tiny-resize", default="none", type=_name_of("resize"),
                    choices=names.RESIZE_NAMES,

@@ -205,7 +205,8 @@ class Context(NativeHandle):
     settings of every model attached without its own. ``threads`` is also
     the total the context may use: 0 (default) leaves each session its own
     count, 1 runs everything on one thread, N > 1 scores N frames at once
-    (one worker thread per frame, each model copied per worker) unless a
+    (one worker thread per frame, each model copied per worker; at most 4
+    when every model runs on a GPU or NPU, where more only contend) unless a
     model reads neighbouring frames; a failure of a frame scored that way
     is raised by a later :meth:`read_pictures` or by :meth:`flush`, and the
     frame given to that call is not taken. ``resize`` (none,
@@ -229,7 +230,7 @@ class Context(NativeHandle):
     def __init__(self, device: str = "auto", device_index: int = 0, threads: int = 0,
                  fp16_io: bool = False, resize: str = "none", fps: Optional[float] = None,
                  **policy):
-        ensure_ort()
+        ensure_ort(device)
         cfg = ffi.new("VmafDnnContextConfig *")
         lib.vmaf_dnn_default_context_config(cfg)
         _session_config(cfg.session, device, device_index, threads, fp16_io)
@@ -273,6 +274,8 @@ class Context(NativeHandle):
             keep.append(ffi.new("char[]", c_name(str(name), "model name")))
             mcfg.name = keep[-1]
         if any(v is not None for v in (device, device_index, threads, fp16_io)):
+            if device is not None:
+                ensure_ort(device)
             session = ffi.new("VmafDnnConfig *", self._cfg.session)
             _session_config(session, device, device_index, threads, fp16_io)
             keep.append(session)

@@ -264,7 +264,7 @@ def register_ep_library(name: str, path) -> None:
 def explain_device(device: str = "auto", device_index: int = 0, fp16_io: bool = False) -> str:
     """The chain ``device`` walks as an open would: one line per EP passed
     over with why, then ``"<EP>: selected (<how>)"``."""
-    ensure_ort()
+    ensure_ort(device)
     cfg = ffi.new("VmafDnnConfig *")
     lib.vmaf_dnn_default_config(cfg)
     cfg.device = device_value(device)
@@ -314,7 +314,7 @@ class Session(NativeHandle):
         fp16_io: bool = False,
         **policy,
     ):
-        ensure_ort()
+        ensure_ort(device)
         cfg = ffi.new("VmafDnnConfig *")
         cfg.device = device_value(device)
         cfg.device_index = config_int("device_index", device_index, MAX_DEVICE_INDEX, ">= 0")

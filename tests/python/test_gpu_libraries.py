@@ -1,9 +1,10 @@
-"""CUDA from the nvidia-* wheels for a GPU build of ONNX Runtime (vmafdnn/_gpu_libraries.py).
+"""CUDA from the nvidia-* wheels for a GPU build of ONNX Runtime (vmafdnn/_gpu_libraries.py and
+its call in _native.ensure_ort).
 
 No CUDA here: the wheels' layout is built from tiny shared objects that carry the real sonames
-(libcublas.so.13 linking libcublasLt.so.13, as cuBLAS does), next to a stand-in GPU build of ORT
-(a libonnxruntime_providers_cuda.so naming libcudart.so.13). What the process loaded is read from
-/proc/self/maps of a child process.
+(libcublas.so.N linking libcublasLt.so.N, as cuBLAS does), next to a stand-in GPU build of ORT
+(onnxruntime/capi/libonnxruntime_providers_cuda.so naming libcudart.so.N in its dynamic
+strings). What a process loaded is read from its /proc/self/maps, in a child process.
 """
 import json
 import os
@@ -16,47 +17,51 @@ import pytest
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 
 
-def shared_object(path, soname, needs=()):
+def shared_object(path, soname, needs=(), marker=None):
+    path.parent.mkdir(parents=True, exist_ok=True)
     src = path.parent / (soname + ".c")
-    src.write_text(f"int {soname.replace('.', '_')}_marker(void) {{ return 1; }}\n")
-    cmd = ["cc", "-shared", "-fPIC", "-o", str(path), str(src), f"-Wl,-soname,{soname}"]
-    for dep in needs:
-        cmd += [str(dep)]
-    subprocess.run(cmd, check=True)
+    body = f"int {soname.replace('.', '_')}_marker(void) {{ return 1; }}\n"
+    if marker:  # a library that must never be loaded says so when it is
+        body += ("#include <stdio.h>\n__attribute__((constructor)) static void ran(void) "
+                 f"{{ FILE *f = fopen(\"{marker}\", \"w\"); if (f) fclose(f); }}\n")
+    src.write_text(body)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(path), str(src), f"-Wl,-soname,{soname}",
+                    *map(str, needs)], check=True)
+
+
+def fake_ort(root, major):
+    """A stand-in GPU build: <root>/onnxruntime/capi/{libonnxruntime.so.1.31.1, provider}."""
+    capi = root / "onnxruntime" / "capi"
+    capi.mkdir(parents=True, exist_ok=True)
+    (capi / "libonnxruntime.so.1.31.1").write_bytes(b"not a library")
+    (capi / "libonnxruntime_providers_cuda.so").write_bytes(
+        b"\x7fELF" + b"\0" * 100 + f"libcublasLt.so.{major}\0libcudart.so.{major}\0".encode())
+    return capi / "libonnxruntime.so.1.31.1"
 
 
 @pytest.fixture()
 def layout(tmp_path):
+    """CUDA 13 in nvidia/cu13 and CUDA 12's per-library packages side by side, cuDNN 9."""
     site = tmp_path / "lib" / "site-packages"
     cu13 = site / "nvidia" / "cu13" / "lib"
-    cu12 = site / "nvidia" / "cuda_runtime" / "lib"
-    cudnn = site / "nvidia" / "cudnn" / "lib"
-    for d in (cu13, cu12, cudnn):
-        d.mkdir(parents=True)
     shared_object(cu13 / "libcudart.so.13", "libcudart.so.13")
-    shared_object(cu12 / "libcudart.so.12", "libcudart.so.12")
     shared_object(cu13 / "libcublasLt.so.13", "libcublasLt.so.13")
     shared_object(cu13 / "libcublas.so.13", "libcublas.so.13", needs=[cu13 / "libcublasLt.so.13"])
+    shared_object(cu13 / "libcufft.so.12", "libcufft.so.12")
+    shared_object(site / "nvidia" / "cuda_runtime" / "lib" / "libcudart.so.12", "libcudart.so.12")
+    shared_object(site / "nvidia" / "cufft" / "lib" / "libcufft.so.11", "libcufft.so.11")
+    cudnn = site / "nvidia" / "cudnn" / "lib"
     shared_object(cudnn / "libcudnn.so.9", "libcudnn.so.9")
     (cudnn / "libcudnn.so").symlink_to("libcudnn.so.9")  # a development link: not loaded
-    os.mkfifo(cudnn / "libcufft.so.12")  # would block dlopen for ever: skipped
-    ort = tmp_path / "ort"
-    ort.mkdir()
-    (ort / "libonnxruntime.so.1.31.1").write_bytes(b"not a library")
-    provider = ort / "libonnxruntime_providers_cuda.so"
-    provider.write_bytes(b"\x7fELF" + b"\0" * 100 + b"libcublasLt.so.13\0libcudart.so.13\0")
-    return {"site": site, "ort": ort / "libonnxruntime.so.1.31.1", "provider": provider}
+    os.mkfifo(site / "nvidia" / "cu13" / "lib" / "libnvrtc.so.13")  # would block dlopen
+    return {"site": site, "ort": fake_ort(site, 13)}
 
 
-def child(code, **env):
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+def child(code, cwd=None, **env):
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd,
                          env={**os.environ, **env}, timeout=120)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.splitlines()[-1])
-
-
-MAPS = "[l.split()[-1] for l in open('/proc/self/maps') if '.so' in l]"
-SONAMES = ["libcudart.so.13", "libcublasLt.so.13", "libcublas.so.13", "libcudnn.so.9"]
 
 
 def system_has(soname):
@@ -66,71 +71,127 @@ def system_has(soname):
                  f"except OSError:\n    ok = False\nprint(json.dumps(ok))")
 
 
-def expected_states():
-    return {n: "left to the loader: " + n + " loads by name" if system_has(n) else "loaded"
-            for n in SONAMES}
+def expected(names):
+    return {n: f"left to the loader: {n} loads by name" if system_has(n) else "loaded"
+            for n in names}
 
 
-def test_a_gpu_build_loads_the_wheels_libraries_of_its_cuda_major(layout):
-    got = child(f"""
+PRELOAD = """
 import json
 from vmafdnn import _gpu_libraries as g
-done = g.preload({str(layout['ort'])!r}, [{str(layout['site'])!r}])
-print(json.dumps({{"done": done, "maps": {MAPS}}}))
-""")
-    names = {os.path.basename(p): state for p, state in got["done"]}
-    assert names == expected_states(), got["done"]
-    # In dependency order (cuBLAS needs cuBLASLt, which is on no loader path).
-    order = [os.path.basename(p) for p, _ in got["done"]]
-    assert order.index("libcublasLt.so.13") < order.index("libcublas.so.13")
-    ours = {os.path.basename(p) for p in got["maps"] if p.startswith(str(layout["site"]))}
-    assert ours == {n for n, state in names.items() if state == "loaded"}
-    assert "libcudart.so.12" not in ours  # another CUDA major than the provider's
+done = g.preload({ort!r}, {roots!r})
+print(json.dumps({{"done": done,
+                   "maps": sorted({{l.split()[-1] for l in open('/proc/self/maps') if '.so' in l}})}}))
+"""
 
 
-def test_a_cpu_build_loads_nothing(layout):
-    layout["provider"].unlink()
-    got = child(f"""
-import json
-from vmafdnn import _gpu_libraries as g
-print(json.dumps({{"done": g.preload({str(layout['ort'])!r}, [{str(layout['site'])!r}]),
-                   "maps": {MAPS}}}))
-""")
-    assert got["done"] == []
-    assert not any("cudart" in p for p in got["maps"])
+def preload(ort, roots=None, **env):
+    got = child(PRELOAD.format(ort=str(ort), roots=roots), **env)
+    return [(os.path.basename(p), s) for p, s in got["done"]], got["maps"]
+
+
+def test_a_gpu_build_loads_its_cuda_majors_libraries_from_its_own_installation(layout):
+    done, maps = preload(layout["ort"])  # roots: the ORT package's folder, then site's
+    names = ["libcudart.so.13", "libcublasLt.so.13", "libcublas.so.13", "libcufft.so.12",
+             "libcudnn.so.9"]
+    assert done == list(expected(names).items())  # in dependency order, nothing else
+    ours = {os.path.basename(p) for p in maps if p.startswith(str(layout["site"]))}
+    assert ours == {n for n, s in done if s == "loaded"}
+    assert not {"libcudart.so.12", "libcufft.so.11"} & ours  # the other CUDA major's
+
+
+def test_a_cuda_12_provider_takes_cuda_12s_libraries_beside_13s(layout):
+    ort = fake_ort(layout["site"], 12)
+    done, _ = preload(ort)
+    assert [n for n, _ in done] == ["libcudart.so.12", "libcufft.so.11", "libcudnn.so.9"]
+
+
+def test_a_cpu_build_or_an_unreadable_major_loads_nothing(layout):
+    provider = layout["ort"].parent / "libonnxruntime_providers_cuda.so"
+    provider.write_bytes(b"\x7fELF no runtime named here")
+    assert preload(layout["ort"])[0] == []
+    provider.unlink()
+    done, maps = preload(layout["ort"])
+    assert done == [] and not any(p.startswith(str(layout["site"])) for p in maps)
 
 
 def test_a_library_the_loader_finds_by_name_is_left_to_it(layout):
-    got = child(f"""
+    done, _ = preload(layout["ort"], LD_LIBRARY_PATH=str(layout["site"] / "nvidia" / "cudnn" / "lib"))
+    assert dict(done)["libcudnn.so.9"] == "left to the loader: libcudnn.so.9 loads by name"
+
+
+def test_roots_with_glob_characters_are_searched_literally(tmp_path):
+    site = tmp_path / "odd[1]*" / "site-packages"
+    shared_object(site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9", "libcudnn.so.9")
+    ort = fake_ort(site, 13)
+    done, _ = preload(ort)
+    assert [n for n, _ in done] == ["libcudnn.so.9"]
+
+
+def test_the_current_directory_is_never_searched(tmp_path):
+    """`python -m` puts the current directory on sys.path; a clip folder named site-packages
+    holding nvidia/x/lib/libcudart.so.13 must stay inert (its constructor would leave a file),
+    while the installation's own cuDNN is loaded (the preload did run)."""
+    evil = tmp_path / "clips" / "site-packages"
+    marker = tmp_path / "ran"
+    shared_object(evil / "nvidia" / "x" / "lib" / "libcudart.so.13", "libcudart.so.13",
+                  marker=marker)
+    installed = tmp_path / "venv" / "site-packages"
+    shared_object(installed / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9", "libcudnn.so.9")
+    got = child("""
+import json, os, sys
+sys.path.insert(0, os.getcwd())  # what python -m does
+from vmafdnn import _gpu_libraries as g
+from vmafdnn._native import ensure_ort
+ensure_ort("auto")
+print(json.dumps(g.LOADED))
+""", cwd=evil, VMAFDNN_ORT_LIBRARY=str(fake_ort(installed, 13)))
+    assert not marker.exists()
+    assert [os.path.dirname(p) for p, _ in got] == [str(installed / "nvidia" / "cudnn" / "lib")]
+
+
+def test_the_package_loads_them_only_for_a_device_that_can_bind_cuda(layout):
+    """Through ensure_ort: nothing for "cpu" (a CPU-only process maps no CUDA), everything for
+    "auto"; a preload that raises is recorded and leaves ORT loading alone."""
+    got = child("""
 import json
 from vmafdnn import _gpu_libraries as g
-print(json.dumps(g.preload({str(layout['ort'])!r}, [{str(layout['site'])!r}])))
-""", LD_LIBRARY_PATH=str(layout["site"] / "nvidia" / "cudnn" / "lib"))
-    states = {os.path.basename(p): s for p, s in got}
-    assert states["libcudnn.so.9"].startswith("left to the loader"), states
+from vmafdnn._native import ensure_ort
+ensure_ort("cpu")
+after_cpu = list(g.LOADED)
+ensure_ort("auto")
+print(json.dumps({"cpu": after_cpu, "auto": g.LOADED}))
+""", VMAFDNN_ORT_LIBRARY=str(layout["ort"]))
+    assert got["cpu"] == []
+    assert [os.path.basename(p) for p, _ in got["auto"]][:3] == [
+        "libcudart.so.13", "libcublasLt.so.13", "libcublas.so.13"]
 
 
-def test_only_site_packages_entries_are_searched(layout, tmp_path, monkeypatch):
-    """The current directory (sys.path's "" under `python -m`) and other folders on the path
-    are never searched for libraries to load: a clip folder holding nvidia/x/lib/... is inert."""
-    from vmafdnn import _gpu_libraries as g
-    other = tmp_path / "clips"
-    (other / "nvidia" / "x" / "lib").mkdir(parents=True)
-    monkeypatch.chdir(other)
-    site = str(layout["site"])
-    assert g.wheel_library_dirs(["", ".", str(other), site]) == [
-        os.path.join(site, "nvidia", n, "lib") for n in ("cu13", "cuda_runtime", "cudnn")]
-
-
-def test_the_package_preloads_before_it_loads_ort(layout):
-    """Through the package: VMAFDNN_ORT_LIBRARY names the GPU build; its CUDA libraries are
-    loaded from the wheels on the import path, and `vmafdnn info --devices` would list them.
-    (The stand-in ORT itself does not load: available() says so, nothing crashes.)"""
-    got = child(f"""
-import json, vmafdnn
-from vmafdnn import _gpu_libraries as g
-print(json.dumps({{"available": vmafdnn.available(), "loaded": g.LOADED}}))
-""", VMAFDNN_ORT_LIBRARY=str(layout["ort"]),
-        PYTHONPATH=os.pathsep.join([str(layout["site"])] + sys.path))
-    assert got["available"] is False
-    assert {os.path.basename(p): s for p, s in got["loaded"]} == expected_states()
+def test_a_failing_preload_neither_raises_nor_stops_other_threads():
+    """ensure_ort is one step: a thread opening a CPU context while another thread's CUDA
+    preload is slow waits for ORT instead of finding it unloaded; a preload that raises is
+    recorded, and ORT (the real one) still loads."""
+    got = child("""
+import json, threading, time
+import vmafdnn
+from vmafdnn import _gpu_libraries as g, _native
+def slow_then_broken(ort):
+    time.sleep(0.5)
+    raise ValueError("broken wheel layout")
+g.preload = slow_then_broken
+errors = []
+def cuda_user():
+    _native.ensure_ort("cuda")
+def cpu_user():
+    time.sleep(0.1)
+    try:
+        with vmafdnn.Context(device="cpu", threads=1) as ctx:
+            ctx.use_model("psnr_y")
+    except Exception as e:
+        errors.append(repr(e))
+a, b = threading.Thread(target=cuda_user), threading.Thread(target=cpu_user)
+a.start(); b.start(); a.join(); b.join()
+print(json.dumps({"errors": errors, "available": vmafdnn.available(), "loaded": g.LOADED}))
+""")
+    assert got["errors"] == [] and got["available"] is True
+    assert got["loaded"] == [["", "preload failed: ValueError('broken wheel layout')"]]
