@@ -525,3 +525,27 @@ def test_reset_after_close_raises_closed_error():
     ctx.close()
     with pytest.raises(vmafdnn.ClosedError):
         ctx.reset()
+
+
+@pytest.mark.parametrize("threads", [0, 2])
+def test_device_type_value_needs_no_picture(tmp_path, threads):
+    """{"value": "device_type"} is the session's hardware, not the frame's: a model reading only
+    it runs with no picture at all, in flight too, and reads 0 on the CPU EP."""
+    import onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph([helper.make_node("Identity", ["d"], ["kind"])], "device", [
+        helper.make_tensor_value_info("d", TensorProto.FLOAT, [1])], [
+        helper.make_tensor_value_info("kind", TensorProto.FLOAT, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "device.onnx"
+    onnx.save(model, str(path))
+    (tmp_path / "device.json").write_text(json.dumps({
+        "input_sources": {"d": {"value": "device_type"}}, "output_keys": ["kind"]}))
+    with vmafdnn.Context(device="cpu", threads=threads) as ctx:
+        info = ctx.use_model(str(path))
+        assert info.kind == "features" and info.attached_ep == "CPU"
+        for i in range(3):
+            ctx.read_pictures(None, None, i)
+        ctx.flush()
+        assert [ctx.feature("kind", i) for i in range(3)] == [0.0, 0.0, 0.0]
