@@ -365,16 +365,26 @@ static int grow_leaf(VdnnFeatureCollector *fc, Feature *f, Leaf *leaf, unsigned 
     return 0;
 }
 
+/* The leaf holding frame `index` of f and the frame's offset in it, when
+ * that frame has a value; else NULL. Caller holds the lock. */
+static Leaf *written_leaf(const Feature *f, unsigned index, unsigned *off)
+{
+    const unsigned li = index >> LEAF_SHIFT;
+    Leaf *leaf = li < f->leaves ? f->leaf[li] : NULL;
+    *off = index & (LEAF_FRAMES - 1);
+    if (!leaf || *off >= leaf->capacity || !(leaf->written[*off / 64] >> (*off % 64) & 1))
+        return NULL;
+    return leaf;
+}
+
 /* The value of frame `index` of f, if it has one. Caller holds the lock. */
 static bool lookup(const Feature *f, unsigned index, double *value)
 {
-    const unsigned li = index >> LEAF_SHIFT, off = index & (LEAF_FRAMES - 1);
-    const Leaf *leaf = li < f->leaves ? f->leaf[li] : NULL;
-    if (!leaf || off >= leaf->capacity || !(leaf->written[off / 64] >> (off % 64) & 1))
-        return false;
-    if (value)
+    unsigned off;
+    const Leaf *leaf = written_leaf(f, index, &off);
+    if (leaf && value)
         *value = leaf->value[off];
-    return true;
+    return leaf != NULL;
 }
 
 /* Writes one value (index < VDNN_FEATURE_MAX_FRAMES), charging what it
@@ -502,10 +512,11 @@ bool vdnn_feature_collector_take(VdnnFeatureCollector *fc, const char *name, uns
         return false;
     lock(fc);
     Feature *f = find(fc, name);
-    bool had = f && lookup(f, index, value);
+    unsigned off;
+    Leaf *leaf = f ? written_leaf(f, index, &off) : NULL;
+    const bool had = leaf != NULL;
     if (had) {
-        const unsigned li = index >> LEAF_SHIFT, off = index & (LEAF_FRAMES - 1);
-        Leaf *leaf = f->leaf[li];
+        *value = leaf->value[off];
         leaf->written[off / 64] &= ~((uint64_t)1 << (off % 64));
         bool empty = true;
         for (unsigned w = 0; empty && w < leaf->capacity / 64; w++)
@@ -513,7 +524,7 @@ bool vdnn_feature_collector_take(VdnnFeatureCollector *fc, const char *name, uns
         if (empty) {
             fc->bytes -= leaf_bytes(leaf->capacity);
             leaf_free(leaf);
-            f->leaf[li] = NULL;
+            f->leaf[index >> LEAF_SHIFT] = NULL;
         }
     }
     unlock(fc);

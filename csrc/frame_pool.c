@@ -277,19 +277,17 @@ static int normalise_slot(Worker *w, const Slot *s, VdnnTinyFrame *f)
  * stopping at the first failure. */
 static int score_frame(Worker *w, Slot *s)
 {
-    for (size_t i = 0; i < s->n_feature; i++) {
-        const SlotFeature *f = &s->feature[i];
-        if (vdnn_feature_collector_has(w->fc, f->name, s->frame.index))
-            continue; /* the frame came before and failed before any model stored */
-        int rc = vdnn_feature_collector_append(w->fc, f->name, s->frame.index, f->value);
-        if (rc)
-            return rc;
-    }
+    int rc = 0;
+    for (size_t i = 0; i < s->n_feature && !rc; i++)
+        rc = vdnn_feature_collector_append(w->fc, s->feature[i].name, s->frame.index,
+                                           s->feature[i].value);
     VdnnTinyFrame frame;
-    int rc = normalise_slot(w, s, &frame);
+    if (!rc)
+        rc = normalise_slot(w, s, &frame);
     for (size_t i = 0; i < w->pool->setup.n_models && !rc; i++)
         rc = run_model(w, s, &frame, w->model[i]);
-    /* The context's features were lent for this frame only. */
+    /* The context's features were lent for this frame only, whatever became
+     * of it (a retry of the frame finds none left). */
     for (size_t i = 0; i < s->n_feature; i++) {
         double lent;
         vdnn_feature_collector_take(w->fc, s->feature[i].name, s->frame.index, &lent);
