@@ -32,7 +32,7 @@ import numpy as np
 from . import __version__, available, ort_library_path, ort_version, unavailable_reason
 from . import models as builtin_models
 from . import _gpu_libraries, names
-from ._native import ffi, lib
+from ._native import ensure_ort, ffi, lib
 from .errors import DnnError
 from .scoring import Canceller, UsageError, refuse_overwrite, score
 from .session import (EP_PACKAGE_ERRORS, MAX_THREADS, Session, ep_devices, ep_libraries,
@@ -281,6 +281,7 @@ def _shape(shape) -> str:
 def _print_devices(args) -> None:
     """Plugin EP libraries, the EP devices ORT offers and the chain of
     --device: what `vmafdnn info --devices` prints."""
+    ensure_ort(args.device)  # before LOADED is printed: --device's chain may load CUDA
     print(f"ONNX Runtime {ort_version()} ({printable(ort_library_path())}), "
           f"API {lib.vmaf_dnn_ort_api_version()}")
     for path, state in _gpu_libraries.LOADED:

@@ -195,3 +195,29 @@ print(json.dumps({"errors": errors, "available": vmafdnn.available(), "loaded": 
 """)
     assert got["errors"] == [] and got["available"] is True
     assert got["loaded"] == [["", "preload failed: ValueError('broken wheel layout')"]]
+
+
+def test_info_devices_lists_what_the_chain_loaded(layout, tmp_path):
+    """`vmafdnn info --devices` prints the libraries its --device's chain loaded (the preload
+    runs before the list is printed, not after). The real CPU build of ORT is copied beside a
+    stand-in CUDA provider, so the command runs whole and CUDA is declined honestly."""
+    import vmafdnn
+    real = vmafdnn.ort_library_path()
+    capi = layout["ort"].parent
+    for f in os.listdir(os.path.dirname(real)):
+        if f.startswith("libonnxruntime") and "providers_cuda" not in f:
+            shutil.copy(os.path.join(os.path.dirname(real), f), capi / f)
+    ort = capi / os.path.basename(real)
+    run = [sys.executable, "-m", "vmafdnn", "info", "--devices"]
+    env = {**os.environ, "VMAFDNN_ORT_LIBRARY": str(ort)}
+    auto = subprocess.run(run, capture_output=True, text=True, timeout=120, env=env)
+    assert auto.returncode == 0, auto.stderr
+    listed = [line for line in auto.stdout.splitlines() if "CUDA library of an nvidia-* wheel" in line]
+    assert [line.split(": ")[1].rsplit("/", 1)[1] for line in listed] == [
+        "libcudart.so.13", "libcublasLt.so.13", "libcublas.so.13", "libcufft.so.12",
+        "libcudnn.so.9"]
+    assert "CUDA: not available" in auto.stdout  # the stand-in provider does not load
+    cpu = subprocess.run(run + ["--device", "cpu"], capture_output=True, text=True, timeout=120,
+                         env=env)
+    assert cpu.returncode == 0, cpu.stderr
+    assert "CUDA library" not in cpu.stdout  # a CPU chain loads none
