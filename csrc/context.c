@@ -59,11 +59,13 @@ struct VmafDnnContext {
     struct timespec call_start, clock_start, clock_end;
     unsigned width, height;
 
-    /* Frames in flight (threads > 1, no temporal model): opened at the
-     * first frame, dropped when a model is attached. Set and cleared under
+    /* Frames in flight (threads > 1, every model that reads pictures able
+     * to run on a worker: see frames_in_flight_split): opened at the first
+     * frame, dropped when a model is attached. Set and cleared under
      * `gate`, for cancel. */
     VdnnFramePool *pool;
     VdnnFramePending pending; /* first unreported failure of such a frame */
+    VdnnRawPast past;         /* the last frames' samples, for the workers' past pictures */
 };
 
 static int check_resize(VmafDnnResize r, const char *what)
@@ -228,6 +230,7 @@ void vmaf_dnn_context_close(VmafDnnContext *ctx)
         pthread_cond_wait(&ctx->turn, &ctx->gate);
     pthread_mutex_unlock(&ctx->gate);
     vdnn_frame_pool_close(ctx->pool);
+    vdnn_raw_past_free(&ctx->past);
     for (size_t i = 0; i < ctx->n_models; i++) {
         vdnn_tiny_model_close(ctx->model[i]);
         vdnn_model_recipe_free(ctx->recipe[i]);
@@ -306,38 +309,96 @@ static void drop_pool(VmafDnnContext *ctx)
  * 8: 93, 16: 76-84; docs/throughput.md). */
 #define ACCEL_FRAMES_IN_FLIGHT 4
 
-/* The frame workers for `threads`: all of them, unless every model runs on
- * a GPU or NPU, where more than ACCEL_FRAMES_IN_FLIGHT only slow it. */
-static unsigned frame_workers(const VmafDnnContext *ctx)
+/* The frame workers for `threads`: all of them, unless every model they run
+ * runs on a GPU or NPU, where more than ACCEL_FRAMES_IN_FLIGHT only slow
+ * it. */
+static unsigned frame_workers(const VmafDnnContext *ctx, const unsigned char *ordered)
 {
     for (size_t i = 0; i < ctx->n_models; i++)
-        if (vdnn_session_device_type(vdnn_tiny_model_session(ctx->model[i])) == 0)
+        if (!ordered[i] &&
+            vdnn_session_device_type(vdnn_tiny_model_session(ctx->model[i])) == 0)
             return (unsigned)ctx->cfg.threads;
     return ctx->cfg.threads < ACCEL_FRAMES_IN_FLIGHT ? (unsigned)ctx->cfg.threads
                                                      : ACCEL_FRAMES_IN_FLIGHT;
 }
 
-/* Before a frame is taken: with threads > 1 and no temporal model, the pool
- * exists and has a free slot, and an earlier frame's failure is returned
- * now, before this frame is taken. Which call that is depends only on the
- * calls made (a slot is freed by waiting for the oldest frame), never on
- * which worker finished first. */
+static const VdnnTinyModel *key_owner(const VmafDnnContext *ctx, const char *key);
+
+/* Which models frame workers can run, any frame on any worker: ordered[i]
+ * is set for the others, which the context's thread runs in frame order as
+ * frames are merged. A worker runs a model that runs behind no frame and
+ * reads features of its own frame only, stored by the caller or written by
+ * models the workers run before it (it keeps its own copy of the past
+ * pictures it reads). Returns 0 when frames cannot be in flight: no model
+ * for the workers, or one that reads pictures but must run in order (the
+ * pictures are gone by its turn). */
+static int frames_in_flight_split(const VmafDnnContext *ctx, unsigned char *ordered)
+{
+    int any = 0;
+    for (size_t i = 0; i < ctx->n_models; i++) {
+        const VdnnTinyModel *m = ctx->model[i];
+        int in_order = vdnn_tiny_model_lag(m) > 0;
+        for (size_t k = 0; k < vdnn_tiny_model_read_count(m) && !in_order; k++) {
+            int offset;
+            const char *name = vdnn_tiny_model_read(m, k, &offset);
+            if (!name)
+                continue;
+            const VdnnTinyModel *owner = key_owner(ctx, name);
+            size_t o = 0;
+            while (owner && ctx->model[o] != owner)
+                o++;
+            in_order = offset != 0 || (owner && ordered[o]);
+        }
+        if (in_order && vdnn_tiny_model_planes(m))
+            return 0;
+        ordered[i] = (unsigned char)in_order;
+        any |= !in_order;
+    }
+    return any;
+}
+
+static int run_in_turn(VmafDnnContext *ctx, size_t i, const VdnnTinyFrame *frame);
+
+/* frame_pool.h's run_ordered: model i's turn as frame `index` is merged. */
+static int run_ordered(void *opaque, size_t i, unsigned index)
+{
+    VmafDnnContext *ctx = opaque;
+    const VdnnTinyFrame frame = {.index = index, .first = ctx->first, .last = index};
+    return run_in_turn(ctx, i, &frame);
+}
+
+/* Before a frame is taken: with threads > 1 and models frame workers can
+ * run, the pool exists and has a free slot, and an earlier frame's failure
+ * is returned now, before this frame is taken. Which call that is depends
+ * only on the calls made (a slot is freed by waiting for the oldest
+ * frame), never on which worker finished first. */
 static int pool_ready(VmafDnnContext *ctx)
 {
-    if (ctx->cfg.threads < 2 || ctx->temporal)
+    if (ctx->cfg.threads < 2)
         return 0;
     if (!ctx->pool) {
+        unsigned char *ordered = calloc(ctx->n_models, 1);
+        if (!ordered)
+            return vdnn_fail(-ENOMEM, "out of memory");
+        if (!frames_in_flight_split(ctx, ordered)) {
+            free(ordered);
+            return 0;
+        }
         const VdnnFramePoolSetup setup = {
             .model = ctx->model,
             .recipe = ctx->recipe,
             .n_models = ctx->n_models,
+            .ordered = ordered,
+            .run_ordered = run_ordered,
+            .opaque = ctx,
             .policy = ctx->cfg.policy,
             .context_resize = ctx->cfg.resize,
-            .workers = frame_workers(ctx),
+            .workers = frame_workers(ctx, ordered),
             .pending = &ctx->pending,
         };
         VdnnFramePool *p = NULL;
         int rc = vdnn_frame_pool_open(&p, &setup);
+        free(ordered);
         if (rc)
             return rc;
         pthread_mutex_lock(&ctx->gate);
@@ -376,6 +437,7 @@ static int context_reset(VmafDnnContext *ctx)
     memset(&ctx->clock_start, 0, sizeof(ctx->clock_start));
     memset(&ctx->clock_end, 0, sizeof(ctx->clock_end));
     memset(&ctx->pending, 0, sizeof(ctx->pending));
+    ctx->past.filled = ctx->past.next = 0;
     return 0;
 }
 
@@ -886,6 +948,21 @@ static int run_model(VmafDnnContext *ctx, VdnnTinyModel *m, const VdnnTinyFrame 
     return rc ? rc : end_run(ctx, m, f->index, vdnn_tiny_model_run(m, f, ctx->fc));
 }
 
+/* Model i's turn as `frame` is read (or, in flight, merged): it scores the
+ * frame, or one `lag` frames back once there is one. */
+static int run_in_turn(VmafDnnContext *ctx, size_t i, const VdnnTinyFrame *frame)
+{
+    VdnnTinyModel *m = ctx->model[i];
+    const unsigned lag = vdnn_tiny_model_lag(m);
+    if (!lag)
+        return run_model(ctx, m, frame);
+    if (frame->index - ctx->first < lag)
+        return 0;
+    const VdnnTinyFrame late = {.index = frame->index - lag, .first = frame->first,
+                                .last = frame->index};
+    return run_model(ctx, m, &late);
+}
+
 static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
                          const VmafDnnPicture *dist, unsigned index)
 {
@@ -928,18 +1005,9 @@ static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
     frame.first = ctx->temporal ? ctx->first : 0;
     frame.last = index;
     if (ctx->pool)
-        return vdnn_frame_pool_submit(ctx->pool, &frame, &raw, ctx->fc);
-    for (size_t i = 0; i < ctx->n_models && !rc; i++) {
-        VdnnTinyModel *m = ctx->model[i];
-        const unsigned lag = vdnn_tiny_model_lag(m);
-        if (!lag) {
-            rc = run_model(ctx, m, &frame);
-        } else if (index - ctx->first >= lag) {
-            const VdnnTinyFrame late = {.index = index - lag, .first = frame.first,
-                                        .last = index};
-            rc = run_model(ctx, m, &late);
-        }
-    }
+        return vdnn_frame_pool_submit(ctx->pool, &frame, &raw, ctx->fc, &ctx->past);
+    for (size_t i = 0; i < ctx->n_models && !rc; i++)
+        rc = run_in_turn(ctx, i, &frame);
     for (size_t i = 0; i < ctx->n_models; i++) {
         int kept = vdnn_tiny_model_remember(ctx->model[i], &frame);
         if (!rc)

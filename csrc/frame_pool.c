@@ -139,15 +139,15 @@ typedef struct SlotFeature {
 typedef struct Slot {
     SlotState state;
     unsigned long long seq;  /* submission number: merges go in this order */
-    VdnnTinyFrame frame;     /* geometry, bpc, index; its planes are the worker's */
-    unsigned char *raw[2][3]; /* the caller's samples, rows contiguous */
-    size_t raw_cap[2][3];    /* bytes */
-    unsigned raw_w[2][3], raw_h[2][3]; /* 0: a plane no model reads */
+    VdnnRawCopy now;         /* the frame: the caller's samples */
+    VdnnRawCopy past[VMAF_DNN_MAX_FRAME_OFFSET]; /* the frames before it, oldest first */
+    unsigned n_past;
     SlotFeature *feature;
     size_t n_feature, feature_cap;
     int cancelled;
     unsigned worker;         /* the worker whose store holds the results */
     int rc;
+    size_t failed_model;     /* the worker's model that failed; n_models: none did */
     char message[1024];
 } Slot;
 
@@ -160,6 +160,8 @@ typedef struct Worker {
     VdnnFeatureCollector *fc;
     float *plane[2][3];      /* the frame it scores, normalised from a slot */
     size_t plane_cap[2][3];  /* floats */
+    float *past_plane[2][3]; /* a past frame, normalised likewise */
+    size_t past_cap[2][3];
     VdnnTinyModel *running;  /* under the pool's lock: for cancel */
     int opened;              /* under the lock: open_worker returned */
     int open_rc;             /* its code; open_message its message */
@@ -169,6 +171,9 @@ typedef struct Worker {
 struct VdnnFramePool {
     VdnnFramePoolSetup setup;
     uint64_t max_memory_bytes; /* 0: no budget */
+    unsigned char *ordered;    /* n_models flags: setup.ordered's copy (the owner runs it) */
+    unsigned past_depth;       /* frames back the workers' models read, 0: none */
+    unsigned past_pictures;    /* bit p: picture p of those frames is kept */
     int reads_features;        /* some model reads features: slots carry them */
     int native;                /* some model locks its size at the first frame */
     unsigned first_w[3], first_h[3]; /* that size; first_w[0] == 0: none yet */
@@ -221,7 +226,7 @@ static int run_model(Worker *w, Slot *s, const VdnnTinyFrame *f, VdnnTinyModel *
     pthread_mutex_unlock(&p->lock);
     if (before)
         return vdnn_fail(-ECANCELED, "read_pictures: frame %u was cancelled before model %s ran",
-                         s->frame.index, vdnn_tiny_model_path(m));
+                         s->now.frame.index, vdnn_tiny_model_path(m));
     int rc = vdnn_tiny_model_run(m, f, w->fc);
     pthread_mutex_lock(&p->lock);
     const int during = s->cancelled;
@@ -229,7 +234,7 @@ static int run_model(Worker *w, Slot *s, const VdnnTinyFrame *f, VdnnTinyModel *
     pthread_mutex_unlock(&p->lock);
     if (!rc && during)
         return vdnn_fail(-ECANCELED, "read_pictures: frame %u was cancelled while model %s ran "
-                         "(its scores are kept)", s->frame.index, vdnn_tiny_model_path(m));
+                         "(its scores are kept)", s->now.frame.index, vdnn_tiny_model_path(m));
     return rc;
 }
 
@@ -255,42 +260,77 @@ int vdnn_raw_planes_normalise(const VdnnRawPlanes *raw, VdnnTinyFrame *f, float 
     return 0;
 }
 
-/* The slot's raw planes normalised into the worker's own fp32 planes as the
- * frame the models read. */
-static int normalise_slot(Worker *w, const Slot *s, VdnnTinyFrame *f)
+/* The raw planes a copy holds, as vmaf_dnn_read_pictures checked them. */
+static VdnnRawPlanes raw_view(const VdnnRawCopy *c)
 {
-    *f = s->frame;
-    const size_t bytes = s->frame.bpc > 8 ? 2 : 1;
+    const size_t bytes = c->frame.bpc > 8 ? 2 : 1;
     VdnnRawPlanes raw = {0};
     for (int pic = 0; pic < 2; pic++)
         for (int i = 0; i < 3; i++)
-            if (s->raw_w[pic][i]) {
-                raw.data[pic][i] = s->raw[pic][i];
-                raw.stride[pic][i] = (ptrdiff_t)(s->raw_w[pic][i] * bytes);
-                raw.w[pic][i] = s->raw_w[pic][i];
-                raw.h[pic][i] = s->raw_h[pic][i];
+            if (c->w[pic][i]) {
+                raw.data[pic][i] = c->raw[pic][i];
+                raw.stride[pic][i] = (ptrdiff_t)(c->w[pic][i] * bytes);
+                raw.w[pic][i] = c->w[pic][i];
+                raw.h[pic][i] = c->h[pic][i];
             }
-    return vdnn_raw_planes_normalise(&raw, f, w->plane, w->plane_cap);
+    return raw;
 }
 
-/* Scores one frame as the serial path does: every model in attach order,
- * stopping at the first failure. */
+/* Shows each model the frames before the slot's, oldest first, from
+ * nothing: what it then holds is what the context's model holds after
+ * reading them in order (vdnn_tiny_model_remember forgets a frame it cannot
+ * take, as there). */
+static int remember_past(Worker *w, const Slot *s)
+{
+    const VdnnFramePool *p = w->pool;
+    if (!p->past_depth)
+        return 0;
+    for (size_t i = 0; i < p->setup.n_models; i++)
+        if (w->model[i])
+            vdnn_tiny_model_forget_past(w->model[i]);
+    for (unsigned k = 0; k < s->n_past; k++) {
+        VdnnTinyFrame past = s->past[k].frame;
+        const VdnnRawPlanes raw = raw_view(&s->past[k]);
+        int rc = vdnn_raw_planes_normalise(&raw, &past, w->past_plane, w->past_cap);
+        for (size_t i = 0; i < p->setup.n_models && !rc; i++)
+            if (w->model[i])
+                rc = vdnn_tiny_model_remember(w->model[i], &past);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Scores one frame as the serial path does: every model the workers run, in
+ * attach order, stopping at the first failure (s->failed_model says which). */
 static int score_frame(Worker *w, Slot *s)
 {
+    const size_t n = w->pool->setup.n_models;
+    const unsigned index = s->now.frame.index;
     int rc = 0;
     for (size_t i = 0; i < s->n_feature && !rc; i++)
-        rc = vdnn_feature_collector_append(w->fc, s->feature[i].name, s->frame.index,
+        rc = vdnn_feature_collector_append(w->fc, s->feature[i].name, index,
                                            s->feature[i].value);
-    VdnnTinyFrame frame;
+    VdnnTinyFrame frame = s->now.frame;
     if (!rc)
-        rc = normalise_slot(w, s, &frame);
-    for (size_t i = 0; i < w->pool->setup.n_models && !rc; i++)
-        rc = run_model(w, s, &frame, w->model[i]);
+        rc = remember_past(w, s);
+    if (!rc) {
+        const VdnnRawPlanes raw = raw_view(&s->now);
+        rc = vdnn_raw_planes_normalise(&raw, &frame, w->plane, w->plane_cap);
+    }
+    /* A failure before any model counts as the first model's. */
+    size_t i = 0;
+    while (i < n && !w->model[i])
+        i++;
+    for (; i < n && !rc; i++)
+        if (w->model[i] && (rc = run_model(w, s, &frame, w->model[i])))
+            break;
+    s->failed_model = rc ? i : n;
     /* The context's features were lent for this frame only, whatever became
      * of it (a retry of the frame finds none left). */
-    for (size_t i = 0; i < s->n_feature; i++) {
+    for (size_t f = 0; f < s->n_feature; f++) {
         double lent;
-        vdnn_feature_collector_take(w->fc, s->feature[i].name, s->frame.index, &lent);
+        vdnn_feature_collector_take(w->fc, s->feature[f].name, index, &lent);
     }
     return rc;
 }
@@ -334,14 +374,30 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* Moves a done slot's scores into fc and frees the slot. Under the lock (the
- * stores have locks of their own, never held while taking the pool's). */
+/* Moves a done slot's scores into fc, model by model in attach order: a
+ * worker's model gives what it stored, an ordered one runs now (on the
+ * owner's thread); the frame stops at its first failure, as in the serial
+ * path. The owner calls this without the pool's lock, which run_ordered must
+ * not meet (vmaf_dnn_context_cancel takes the context's lock, then the
+ * pool's); a done slot is the owner's alone, and the stores have locks of
+ * their own. */
 static void merge(VdnnFramePool *p, Slot *s, VdnnFeatureCollector *fc)
 {
     const Worker *w = &p->worker[s->worker];
-    const unsigned index = s->frame.index;
-    int rc = s->rc;
-    for (size_t i = 0; i < p->setup.n_models; i++) {
+    const VdnnFramePoolSetup *setup = &p->setup;
+    const unsigned index = s->now.frame.index;
+    int rc = 0;
+    for (size_t i = 0; i < setup->n_models && !rc; i++) {
+        if (p->ordered[i]) {
+            vdnn_clear_error();
+            if ((rc = setup->run_ordered(setup->opaque, i, index)))
+                snprintf(s->message, sizeof(s->message), "%s", vdnn_last_error());
+            continue;
+        }
+        if (i == s->failed_model) {
+            rc = s->rc;
+            break;
+        }
         const VdnnTinyModel *m = w->model[i];
         for (size_t k = 0; k < vdnn_tiny_model_key_count(m); k++) {
             const char *key = vdnn_tiny_model_key(m, k);
@@ -358,7 +414,16 @@ static void merge(VdnnFramePool *p, Slot *s, VdnnFeatureCollector *fc)
             }
         }
     }
-    VdnnFramePending *pending = p->setup.pending;
+    if (!rc && s->rc) /* a failure before the first model (normalising, lent features) */
+        rc = s->rc;
+    /* What a failure left unmerged goes too: the store keeps frames in flight only. */
+    for (size_t i = 0; i < setup->n_models; i++)
+        for (size_t k = 0; w->model[i] && k < vdnn_tiny_model_key_count(w->model[i]); k++) {
+            double dropped;
+            vdnn_feature_collector_take(w->fc, vdnn_tiny_model_key(w->model[i], k), index,
+                                        &dropped);
+        }
+    VdnnFramePending *pending = setup->pending;
     if (rc && pending->rc) {
         pending->more++;
     } else if (rc) {
@@ -366,16 +431,24 @@ static void merge(VdnnFramePool *p, Slot *s, VdnnFeatureCollector *fc)
         pending->frame = index;
         memcpy(pending->message, s->message, sizeof(pending->message));
     }
-    s->state = SLOT_FREE;
-    s->n_feature = 0;
 }
 
-static void wait_merge(VdnnFramePool *p, Slot *s, VdnnFeatureCollector *fc, unsigned *merged)
+/* Waits for the oldest frame, merges it and frees its slot; 0 when no slot
+ * is taken. Called and returns under the lock, which it drops to merge. */
+static int merge_oldest(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *merged)
 {
+    Slot *s = oldest(p);
+    if (!s)
+        return 0;
     while (s->state != SLOT_DONE)
         pthread_cond_wait(&p->done, &p->lock);
+    pthread_mutex_unlock(&p->lock);
     merge(p, s, fc);
+    pthread_mutex_lock(&p->lock);
+    s->state = SLOT_FREE;
+    s->n_feature = 0;
     ++*merged;
+    return 1;
 }
 
 void vdnn_frame_pool_make_room(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *merged)
@@ -385,9 +458,8 @@ void vdnn_frame_pool_make_room(VdnnFramePool *p, VdnnFeatureCollector *fc, unsig
         unsigned used = 0;
         for (unsigned i = 0; i < p->n_slots; i++)
             used += p->slot[i].state != SLOT_FREE;
-        if (used < p->n_slots)
+        if (used < p->n_slots || !merge_oldest(p, fc, merged))
             break;
-        wait_merge(p, oldest(p), fc, merged);
     }
     pthread_mutex_unlock(&p->lock);
 }
@@ -395,19 +467,19 @@ void vdnn_frame_pool_make_room(VdnnFramePool *p, VdnnFeatureCollector *fc, unsig
 void vdnn_frame_pool_drain(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *merged)
 {
     pthread_mutex_lock(&p->lock);
-    Slot *s;
-    while ((s = oldest(p)))
-        wait_merge(p, s, fc, merged);
+    while (merge_oldest(p, fc, merged))
+        ;
     pthread_mutex_unlock(&p->lock);
 }
 
-/* Samples of the planes the models read in one frame. */
-static uint64_t frame_samples(const VdnnRawPlanes *raw)
+/* Samples of the planes the models read in one frame, of the pictures in
+ * `pictures` (bit p: picture p). */
+static uint64_t frame_samples(const VdnnRawPlanes *raw, unsigned pictures)
 {
     uint64_t n = 0;
     for (int pic = 0; pic < 2; pic++)
         for (int i = 0; i < 3; i++)
-            if (raw->data[pic][i])
+            if (raw->data[pic][i] && (pictures >> pic & 1))
                 n += (uint64_t)raw->w[pic][i] * raw->h[pic][i];
     return n;
 }
@@ -419,22 +491,28 @@ int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
     pthread_mutex_lock(&pool->lock);
     int queued = 0;
     for (unsigned i = 0; i < p->n_slots && !queued; i++)
-        queued = p->slot[i].state != SLOT_FREE && p->slot[i].frame.index == f->index;
+        queued = p->slot[i].state != SLOT_FREE && p->slot[i].now.frame.index == f->index;
     pthread_mutex_unlock(&pool->lock);
     if (queued)
         return vdnn_fail(-EEXIST, "read_pictures: frame %u was already read (it is being "
                          "scored)", f->index);
-    /* The slots hold raw samples; each worker normalises the frame it
-     * scores into fp32 planes of its own. */
-    const uint64_t samples = frame_samples(raw);
-    const uint64_t bytes = samples * (f->bpc > 8 ? 2 : 1) * p->n_slots +
-                           samples * sizeof(float) * p->n_workers;
+    /* The slots hold raw samples, each with the past frames' pictures that
+     * models read (the context keeps as many); each worker normalises the
+     * frame it scores, and one past frame at a time, into fp32 planes of
+     * its own. */
+    const uint64_t samples = frame_samples(raw, 3);
+    const uint64_t past = p->past_depth ? frame_samples(raw, p->past_pictures) : 0;
+    const uint64_t sample_bytes = f->bpc > 8 ? 2 : 1;
+    const uint64_t bytes =
+        (samples + past * p->past_depth) * sample_bytes * p->n_slots +
+        past * p->past_depth * sample_bytes + (samples + past) * sizeof(float) * p->n_workers;
     if (p->max_memory_bytes && bytes > p->max_memory_bytes)
         return vdnn_fail(-EDQUOT, "read_pictures: %u frames in flight of %ux%u need %llu bytes "
-                         "(%u slots of %u-bit samples, %u workers' fp32 planes), above the "
-                         "policy's max_memory_bytes of %llu; use fewer threads", p->n_slots,
-                         f->w[0], f->h[0], (unsigned long long)bytes, p->n_slots,
-                         f->bpc > 8 ? 16 : 8, p->n_workers,
+                         "(%u slots of %u-bit samples with %u past frame%s, %u workers' fp32 "
+                         "planes), above the policy's max_memory_bytes of %llu; use fewer "
+                         "threads", p->n_slots, f->w[0], f->h[0], (unsigned long long)bytes,
+                         p->n_slots, f->bpc > 8 ? 16 : 8, p->past_depth,
+                         p->past_depth == 1 ? "" : "s", p->n_workers,
                          (unsigned long long)p->max_memory_bytes);
     if (p->native && p->first_w[0] && f->w[0] &&
         (memcmp(f->w, p->first_w, sizeof(f->w)) || memcmp(f->h, p->first_h, sizeof(f->h)))) {
@@ -470,30 +548,99 @@ static int copy_features(Slot *s, const VdnnFeatureCollector *fc, unsigned index
 }
 
 /* Copies one plane's w x h samples of `bytes` bytes, rows contiguous. */
-static int copy_plane(Slot *s, int pic, int i, const VdnnRawPlanes *raw, size_t bytes)
+static int copy_plane(VdnnRawCopy *c, int pic, int i, const VdnnRawPlanes *raw, size_t bytes)
 {
     const size_t row = (size_t)raw->w[pic][i] * bytes, n = row * raw->h[pic][i];
-    if (n > s->raw_cap[pic][i]) {
-        unsigned char *grown = realloc(s->raw[pic][i], n);
+    if (n > c->cap[pic][i]) {
+        unsigned char *grown = realloc(c->raw[pic][i], n);
         if (!grown)
             return vdnn_fail(-ENOMEM, "out of memory for a frame in flight");
-        s->raw[pic][i] = grown;
-        s->raw_cap[pic][i] = n;
+        c->raw[pic][i] = grown;
+        c->cap[pic][i] = n;
     }
     const unsigned char *src = raw->data[pic][i];
     if (raw->stride[pic][i] == (ptrdiff_t)row) {
-        memcpy(s->raw[pic][i], src, n);
+        memcpy(c->raw[pic][i], src, n);
     } else {
         for (unsigned y = 0; y < raw->h[pic][i]; y++)
-            memcpy(s->raw[pic][i] + y * row, src + (ptrdiff_t)y * raw->stride[pic][i], row);
+            memcpy(c->raw[pic][i] + y * row, src + (ptrdiff_t)y * raw->stride[pic][i], row);
     }
-    s->raw_w[pic][i] = raw->w[pic][i];
-    s->raw_h[pic][i] = raw->h[pic][i];
+    c->w[pic][i] = raw->w[pic][i];
+    c->h[pic][i] = raw->h[pic][i];
+    return 0;
+}
+
+/* Copies frame f's planes of the pictures in `pictures` (bit p: picture p). */
+static int copy_frame(VdnnRawCopy *c, const VdnnTinyFrame *f, const VdnnRawPlanes *raw,
+                      unsigned pictures)
+{
+    c->frame = *f;
+    memset(c->frame.plane, 0, sizeof(c->frame.plane));
+    memset(c->w, 0, sizeof(c->w));
+    memset(c->h, 0, sizeof(c->h));
+    const size_t bytes = f->bpc > 8 ? 2 : 1;
+    int rc = 0;
+    for (int pic = 0; pic < 2 && !rc; pic++)
+        for (int i = 0; i < 3 && !rc; i++)
+            if (raw->data[pic][i] && (pictures >> pic & 1))
+                rc = copy_plane(c, pic, i, raw, bytes);
+    return rc;
+}
+
+static void raw_copy_free(VdnnRawCopy *c)
+{
+    for (int pic = 0; pic < 2; pic++)
+        for (int i = 0; i < 3; i++)
+            free(c->raw[pic][i]);
+    memset(c, 0, sizeof(*c));
+}
+
+void vdnn_raw_past_free(VdnnRawPast *past)
+{
+    if (!past)
+        return;
+    for (unsigned k = 0; k < VMAF_DNN_MAX_FRAME_OFFSET; k++)
+        raw_copy_free(&past->frame[k]);
+    memset(past, 0, sizeof(*past));
+}
+
+/* Copies the past frames the workers' models read into the slot, oldest
+ * first, then keeps frame f among them. */
+static int copy_past(VdnnFramePool *p, Slot *s, const VdnnTinyFrame *f,
+                     const VdnnRawPlanes *raw, VdnnRawPast *past)
+{
+    s->n_past = 0;
+    if (!p->past_depth)
+        return 0;
+    if (past->depth != p->past_depth) { /* models of another depth: start afresh */
+        past->depth = p->past_depth;
+        past->filled = past->next = 0;
+    }
+    int rc = 0;
+    for (unsigned k = 0; k < past->filled && !rc; k++) {
+        const VdnnRawCopy *c =
+            &past->frame[(past->next + past->depth - past->filled + k) % past->depth];
+        const VdnnRawPlanes view = raw_view(c);
+        rc = copy_frame(&s->past[k], &c->frame, &view, p->past_pictures);
+        s->n_past = k + 1;
+    }
+    if (!rc)
+        rc = copy_frame(&past->frame[past->next], f, raw, p->past_pictures);
+    if (rc) {
+        /* The frame counts as read, so what it would have shown is gone:
+         * the next frame starts afresh, like one after a frame a model
+         * could not take. */
+        past->filled = past->next = 0;
+        return rc;
+    }
+    past->next = (past->next + 1) % past->depth;
+    if (past->filled < past->depth)
+        past->filled++;
     return 0;
 }
 
 int vdnn_frame_pool_submit(VdnnFramePool *p, const VdnnTinyFrame *f, const VdnnRawPlanes *raw,
-                           const VdnnFeatureCollector *fc)
+                           const VdnnFeatureCollector *fc, VdnnRawPast *past)
 {
     /* Only the owner queues slots and only it frees them, so a free slot
      * stays free while it is filled outside the lock. */
@@ -505,16 +652,9 @@ int vdnn_frame_pool_submit(VdnnFramePool *p, const VdnnTinyFrame *f, const VdnnR
     pthread_mutex_unlock(&p->lock);
     if (!s)
         return vdnn_fail(-EAGAIN, "read_pictures: no free frame slot (internal)");
-    s->frame = *f;
-    memset(s->frame.plane, 0, sizeof(s->frame.plane));
-    memset(s->raw_w, 0, sizeof(s->raw_w));
-    memset(s->raw_h, 0, sizeof(s->raw_h));
-    const size_t bytes = f->bpc > 8 ? 2 : 1;
-    int rc = 0;
-    for (int pic = 0; pic < 2 && !rc; pic++)
-        for (int i = 0; i < 3 && !rc; i++)
-            if (raw->data[pic][i])
-                rc = copy_plane(s, pic, i, raw, bytes);
+    int rc = copy_frame(&s->now, f, raw, 3);
+    if (!rc)
+        rc = copy_past(p, s, f, raw, past);
     if (rc)
         return rc;
     s->n_feature = 0;
@@ -568,8 +708,9 @@ static int open_worker(VdnnFramePool *p, Worker *w)
     if (!rc) /* a worker's store holds what it scored too: the same budget */
         vdnn_feature_collector_set_budget(w->fc, vdnn_policy_max_memory(s->policy));
     for (size_t i = 0; i < s->n_models && !rc; i++)
-        rc = vdnn_tiny_model_reopen(&w->model[i], s->model[i], s->recipe[i], s->policy,
-                                    s->context_resize, 1);
+        if (!p->ordered[i])
+            rc = vdnn_tiny_model_reopen(&w->model[i], s->model[i], s->recipe[i], s->policy,
+                                        s->context_resize, 1);
     return rc;
 }
 
@@ -579,10 +720,28 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
     if (!p)
         return vdnn_fail(-ENOMEM, "out of memory");
     p->setup = *setup;
+    p->setup.ordered = NULL;
     p->max_memory_bytes = vdnn_policy_max_memory(setup->policy);
+    p->ordered = calloc(setup->n_models ? setup->n_models : 1, 1);
+    if (!p->ordered) {
+        free(p);
+        return vdnn_fail(-ENOMEM, "out of memory");
+    }
     for (size_t i = 0; i < setup->n_models; i++) {
-        p->reads_features |= vdnn_tiny_model_read_count(setup->model[i]) > 0;
-        p->native |= native_resolution(setup->model[i]);
+        const VdnnTinyModel *m = setup->model[i];
+        p->native |= native_resolution(m);
+        if (setup->ordered && setup->ordered[i]) {
+            p->ordered[i] = 1;
+            continue;
+        }
+        p->reads_features |= vdnn_tiny_model_read_count(m) > 0;
+        for (int pic = 0; pic < 2; pic++) {
+            const unsigned depth = vdnn_tiny_model_history_depth(m, (VdnnSourcePicture)pic);
+            if (depth)
+                p->past_pictures |= 1u << pic;
+            if (depth > p->past_depth)
+                p->past_depth = depth;
+        }
     }
     p->n_workers = setup->workers;
     /* One frame more than workers: the caller prepares the next frame while
@@ -593,6 +752,7 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
     if (!p->slot || !p->worker) {
         free(p->slot);
         free(p->worker);
+        free(p->ordered);
         free(p);
         return vdnn_fail(-ENOMEM, "out of memory");
     }
@@ -647,13 +807,15 @@ void vdnn_frame_pool_close(VdnnFramePool *p)
         close_models(w, p->setup.n_models);
         vdnn_feature_collector_free(w->fc);
         for (int pic = 0; pic < 2; pic++)
-            for (int k = 0; k < 3; k++)
+            for (int k = 0; k < 3; k++) {
                 free(w->plane[pic][k]);
+                free(w->past_plane[pic][k]);
+            }
     }
     for (unsigned i = 0; i < p->n_slots; i++) {
-        for (int pic = 0; pic < 2; pic++)
-            for (int k = 0; k < 3; k++)
-                free(p->slot[i].raw[pic][k]);
+        raw_copy_free(&p->slot[i].now);
+        for (unsigned k = 0; k < VMAF_DNN_MAX_FRAME_OFFSET; k++)
+            raw_copy_free(&p->slot[i].past[k]);
         free(p->slot[i].feature);
     }
     pthread_cond_destroy(&p->done);
@@ -661,6 +823,7 @@ void vdnn_frame_pool_close(VdnnFramePool *p)
     pthread_mutex_destroy(&p->lock);
     free(p->slot);
     free(p->worker);
+    free(p->ordered);
     free(p);
 }
 
@@ -680,7 +843,8 @@ int vdnn_frame_pool_restart(VdnnFramePool *p)
         vdnn_feature_collector_free(w->fc);
         w->fc = fresh;
         for (size_t k = 0; k < s->n_models; k++)
-            vdnn_tiny_model_rewind(w->model[k]);
+            if (w->model[k])
+                vdnn_tiny_model_rewind(w->model[k]);
     }
     return 0;
 }

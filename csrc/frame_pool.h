@@ -1,9 +1,12 @@
-/* Internal: frames in flight. A context with `threads` > 1 and no temporal
- * model hands each frame, once its pictures are checked, to a pool of worker
- * threads (the raw samples copied; the worker normalises them); every worker
- * owns a copy of each attached model (its own ORT session, one intra-op thread) and a private feature store,
- * and the frame's scores are moved into the context's store by the thread
- * that owns the context, oldest frame first. docs/throughput.md says why
+/* Internal: frames in flight. A context with `threads` > 1 hands each
+ * frame, once its pictures are checked, to a pool of worker threads (the raw
+ * samples copied, with those of the past frames its models read; the worker
+ * normalises them); every worker owns a copy of each model that reads
+ * pictures (its own ORT session, one intra-op thread) and a private feature
+ * store, and the frame's scores are moved into the context's store by the
+ * thread that owns the context, oldest frame first, which also runs the
+ * models that need frames in order (features of other frames, running
+ * behind) as each frame's turn comes. docs/throughput.md says why
  * (measurements) and vmaf_dnn_read_pictures() what a caller sees.
  *
  * Thread-safety: every function but vdnn_frame_pool_cancel is called by the
@@ -56,10 +59,46 @@ int vdnn_frame_pending_take(VdnnFramePending *pending);
 
 typedef struct VdnnFramePool VdnnFramePool;
 
+/* A frame's raw samples as a slot or the past frames keep them (rows
+ * contiguous, uint8_t for bpc 8, uint16_t above); w[][] == 0: a plane not
+ * held. Buffers grow as needed and are freed by vdnn_raw_past_free or the
+ * pool. */
+typedef struct VdnnRawCopy {
+    VdnnTinyFrame frame;        /* geometry, bpc, index; its planes unused */
+    unsigned char *raw[2][3];
+    size_t cap[2][3];           /* bytes */
+    unsigned w[2][3], h[2][3];
+} VdnnRawCopy;
+
+/* The raw samples of the last frames read, for the workers' models that
+ * read past pictures ("input_sources" offsets < 0): a worker shows its copy
+ * the frames before the one it scores (vdnn_tiny_model_remember), so that
+ * any worker can score any frame. Owned by the context, not the pool, so
+ * that they survive a pool closed between two frames (a model attached in
+ * the middle of a clip). Zero-initialised is empty. */
+typedef struct VdnnRawPast {
+    unsigned depth;             /* frames held at most; 0: none */
+    unsigned filled, next;      /* frames held; where the next one goes */
+    VdnnRawCopy frame[VMAF_DNN_MAX_FRAME_OFFSET];
+} VdnnRawPast;
+
+/* Frees the buffers and empties `past`. NULL-safe. */
+void vdnn_raw_past_free(VdnnRawPast *past);
+
 typedef struct VdnnFramePoolSetup {
     VdnnTinyModel *const *model;          /* the context's models (keys read) */
     VdnnModelRecipe *const *recipe;       /* one per model */
     size_t n_models;
+    /* ordered[i] non-zero: model i is not run by the workers but by the
+     * owner, through run_ordered(opaque, i, frame), when the frame's turn
+     * comes in the merge: in attach order between the workers' models, so
+     * that the store sees what one-frame-at-a-time scoring gives. For
+     * models that read features of other frames or run behind; they read
+     * no picture. A non-zero return fails the frame like a worker's
+     * failure. NULL: every model runs on the workers. */
+    const unsigned char *ordered;         /* copied by vdnn_frame_pool_open */
+    int (*run_ordered)(void *opaque, size_t model, unsigned frame);
+    void *opaque;
     const VmafDnnModelPolicy *policy;     /* NULL: the default policy */
     VmafDnnResize context_resize;
     unsigned workers;                     /* 2..VMAF_DNN_MAX_THREADS */
@@ -116,11 +155,12 @@ int vdnn_raw_planes_normalise(const VdnnRawPlanes *raw, VdnnTinyFrame *f, float 
 int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
                           const VdnnRawPlanes *raw);
 
-/* Copies the frame's raw planes, and the features fc holds for its index
- * when a model reads features, into a free slot (vdnn_frame_pool_make_room
- * first) and queues it. Returns 0, -ENOMEM. */
+/* Copies the frame's raw planes, the past frames its models read (from
+ * `past`, which then keeps this frame too), and the features fc holds for
+ * its index when a model reads features, into a free slot
+ * (vdnn_frame_pool_make_room first) and queues it. Returns 0, -ENOMEM. */
 int vdnn_frame_pool_submit(VdnnFramePool *p, const VdnnTinyFrame *f, const VdnnRawPlanes *raw,
-                           const VdnnFeatureCollector *fc);
+                           const VdnnFeatureCollector *fc, VdnnRawPast *past);
 
 /* Cancels every frame queued or running now (each fails with -ECANCELED);
  * frames submitted later run normally. Any thread. */

@@ -1036,6 +1036,16 @@ static void forget_history(VdnnTinyModel *m)
     m->history[0].next = m->history[1].next = 0;
 }
 
+unsigned vdnn_tiny_model_history_depth(const VdnnTinyModel *m, VdnnSourcePicture picture)
+{
+    return m->history[picture].depth;
+}
+
+void vdnn_tiny_model_forget_past(VdnnTinyModel *m)
+{
+    forget_history(m);
+}
+
 void vdnn_tiny_model_rewind(VdnnTinyModel *m)
 {
     /* Buffers stay allocated (they grow to the next clip's size as needed);

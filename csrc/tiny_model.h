@@ -116,6 +116,16 @@ void vdnn_tiny_model_rewind(VdnnTinyModel *m);
  * order. */
 int vdnn_tiny_model_temporal(const VdnnTinyModel *m);
 
+/* How many frames back the model reads picture `picture` (VdnnSourcePicture):
+ * the past planes it keeps of it; 0 when none. */
+unsigned vdnn_tiny_model_history_depth(const VdnnTinyModel *m, VdnnSourcePicture picture);
+
+/* Forgets the past planes only (the locked size stays): a frame worker's
+ * copy does this before it is shown the frames preceding the one it scores
+ * (vdnn_tiny_model_remember, oldest first), which leaves it holding what
+ * the context's own model would hold after reading them in order. */
+void vdnn_tiny_model_forget_past(VdnnTinyModel *m);
+
 /* Keeps this frame's planes that later frames read at a past offset, at the
  * model's input size; call once for every frame read (whether the model ran
  * on it or not, so that offsets count frames). A frame the model cannot take

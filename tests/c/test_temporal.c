@@ -72,10 +72,18 @@ static int read_level(VmafDnnContext *ctx, unsigned v, unsigned index)
     return vmaf_dnn_read_pictures(ctx, NULL, &p.pic, index);
 }
 
+/* VmafDnnContextConfig.threads of the contexts the tests open: the tests
+ * that do not look at when a failure is reported run with frames in flight
+ * too, where they must observe the very same scores. */
+static int frame_threads;
+
 static VmafDnnContext *ctx_new(void)
 {
+    VmafDnnContextConfig cfg;
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.threads = frame_threads;
     VmafDnnContext *ctx = NULL;
-    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
     return ctx;
 }
 
@@ -328,6 +336,36 @@ static void test_sidecar_keys(void)
     vmaf_dnn_context_close(ctx);
 }
 
+/* In flight, a frame's failure is reported by a later call (context.h): the
+ * frame that fails here is refused before it counts (the pool checks the
+ * native size), and a model that misses a feature fails the frame it
+ * scores when that frame is merged. */
+static void test_failure_in_flight(void)
+{
+    VmafDnnContext *ctx = ctx_new();
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "diff", diff_sidecar(-1)),
+                                         NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(
+                     ctx, stage("pair_sum", "sum",
+                                "{\"output_keys\": [\"s\"], \"input_sources\": {\"a\": "
+                                "{\"feature\": \"m\"}, \"b\": {\"feature\": "
+                                "\"x\", \"offset\": -1}}}"), NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "x", 0, 5), 0);
+    CHECK_EQ_INT(read_level(ctx, 10, 0), 0);
+    CHECK_EQ_INT(read_level(ctx, 20, 1), 0); /* no x[0]... there is: s[1] = m[1] + x[0] */
+    CHECK_EQ_INT(read_level(ctx, 40, 2), 0); /* x[1] is missing: s[2] fails */
+    CHECK_EQ_INT(read_level(ctx, 70, 3), 0);
+    int rc = vmaf_dnn_flush(ctx);
+    CHECK_EQ_INT(rc, -ENOENT);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "frame 2 (scored in flight)");
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "feature \"x\" of frame 1");
+    CHECK_NEAR(get(ctx, "s", 0), 0 + 5);
+    CHECK_NEAR(get(ctx, "m", 2), 20 / 255.0);   /* the worker's model scored it */
+    CHECK(isnan(get(ctx, "s", 2)));
+    CHECK_NEAR(get(ctx, "m", 3), 30 / 255.0);   /* the past pictures went on */
+    vmaf_dnn_context_close(ctx);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2 || !realpath(argv[1], model_dir) || !mkdtemp(tmp_dir)) {
@@ -340,6 +378,15 @@ int main(int argc, char **argv)
     test_chain();
     test_failure_in_the_middle();
     test_sidecar_keys();
+    /* The same with frames in flight: the picture model on the workers, the
+     * models that read other frames' features on the context's thread. */
+    for (frame_threads = 2; frame_threads <= 3; frame_threads++) {
+        test_past_pictures();
+        test_order();
+        test_look_ahead();
+        test_chain();
+        test_failure_in_flight();
+    }
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp_dir);
     if (system(cmd) != 0)
