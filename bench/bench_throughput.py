@@ -1,8 +1,9 @@
-"""Whole-process throughput of psnr + ssim: the vmafdnn CLI against libvmaf and FFmpeg's filters.
+"""Whole-process throughput of psnr + ssim, or VMAF: the vmafdnn CLI against libvmaf (and FFmpeg's filters).
 
     python bench/bench_throughput.py [--sizes 1920x1080,3840x2160] [--frames 60] [--rounds 3]
                                      [--threads 1,all] [--dir DIR] [--ffmpeg PATH]
                                      [--cli [LABEL=]COMMAND ...] [--only vmafdnn,libvmaf,ffmpeg]
+                                     [--metric psnr_ssim|vmaf]
 
 All contenders read the same Y4M files: FFmpeg's testsrc2 (8-bit 4:2:0, 25 fps) and its libx264
 crf-40 round trip, made with the static FFmpeg 9.0.2 of the imageio-ffmpeg 0.8.1 wheel
@@ -15,6 +16,10 @@ crf-40 round trip, made with the static FFmpeg 9.0.2 of the imageio-ffmpeg 0.8.1
             (psnr on all three planes, float_ssim on luma without its default downscaling)
   ffmpeg    ffmpeg -filter_threads N -i DIST -i REF -lavfi "...[a][c]psnr;[b][d]ssim" -f null -
             (FFmpeg's own filters: 8x8-block SSIM, not the Gaussian one, on all planes)
+
+With --metric vmaf: vmafdnn `--tiny-model vmaf` against libvmaf's
+`model=version=vmaf_v0.6.1:n_threads=N` (FFmpeg has no VMAF of its own); pooled VMAF must agree
+within 0.1.
 
 --cli names the scoring command (default: this interpreter's `-m vmafdnn`); given more than once,
 as LABEL=COMMAND, each is a contender "vmafdnn LABEL" (say, the build before a change and the one
@@ -51,24 +56,38 @@ def static_ffmpeg(path):
     return imageio_ffmpeg.get_ffmpeg_exe()
 
 
-def contenders(ff, clis, ref, dist, threads, tmp, only):
+# What each side computes: vmafdnn's models, libvmaf's options, the pooled metrics compared
+# (ours, theirs) and the largest pooled difference allowed.
+METRICS = {
+    "psnr_ssim": (["psnr_y", "ssim_y"], "model='':feature='name=psnr|name=float_ssim\\:scale=1'",
+                  ("psnr_y", "psnr_y"), ("ssim_y", "float_ssim"), 1e-3),
+    "vmaf": (["vmaf"], "model=version=vmaf_v0.6.1", ("vmaf", "vmaf"), ("adm2", "integer_adm2"),
+             0.1),
+}
+
+
+def contenders(ff, clis, ref, dist, threads, tmp, only, metric):
     """({name: report path}, {name: command}) of the contenders kept by `only`."""
     quiet = [ff, "-nostdin", "-v", "error"]
-    features = "name=psnr|name=float_ssim\\:scale=1"
+    models, options = METRICS[metric][:2]
     out, cmds = {}, {}
     for label, cli in clis:
         name = f"vmafdnn {label}" if label else "vmafdnn"
         out[name] = os.path.join(tmp, f"{name.replace(' ', '-')}-{threads}.json")
-        cmds[name] = cli + ["-r", ref, "-d", dist, "--tiny-model", "psnr_y", "--tiny-model",
-                            "ssim_y", "--tiny-threads", str(threads), "-q", "-o", out[name]]
+        cmds[name] = cli + ["-r", ref, "-d", dist, "--tiny-threads", str(threads), "-q", "-o",
+                            out[name]]
+        for model in models:
+            cmds[name] += ["--tiny-model", model]
     out["libvmaf"] = os.path.join(tmp, f"libvmaf-{threads}.json")
     cmds["libvmaf"] = quiet + ["-i", dist, "-i", ref, "-lavfi",
-                               f"[0:v][1:v]libvmaf=model='':feature='{features}':"
+                               f"[0:v][1:v]libvmaf={options}:"
                                f"n_threads={threads}:log_fmt=json:log_path={out['libvmaf']}",
                                "-f", "null", "-"]
     cmds["ffmpeg"] = quiet + ["-filter_threads", str(threads), "-i", dist, "-i", ref, "-lavfi",
                               "[0:v]split[a][b];[1:v]split[c][d];[a][c]psnr;[b][d]ssim",
                               "-f", "null", "-"]
+    if metric != "psnr_ssim":
+        del cmds["ffmpeg"]
     cmds = {name: cmd for name, cmd in cmds.items() if name.split()[0] in only}
     return out, cmds
 
@@ -78,15 +97,16 @@ def frame_scores(path):
         return [frame["metrics"] for frame in json.load(f)["frames"]]
 
 
-def pooled(path, psnr, ssim):
+def pooled(path, *names):
     with open(path) as f:
         metrics = json.load(f)["pooled_metrics"]
-    return metrics[psnr]["mean"], metrics[ssim]["mean"]
+    return tuple(metrics[name]["mean"] for name in names)
 
 
-def measure(ff, clis, ref, dist, frames, threads, rounds, tmp, only):
+def measure(ff, clis, ref, dist, frames, threads, rounds, tmp, only, metric):
     """{contender: (median fps, min fps, max fps, peak RSS MiB)} for one thread count."""
-    out, cmds = contenders(ff, clis, ref, dist, threads, tmp, only)
+    out, cmds = contenders(ff, clis, ref, dist, threads, tmp, only, metric)
+    (main, main_theirs), (second, second_theirs), tolerance = METRICS[metric][2:]
     walls = {name: [] for name in cmds}
     cpus = {name: [] for name in cmds}
     rss = dict.fromkeys(cmds, 0.0)
@@ -102,15 +122,15 @@ def measure(ff, clis, ref, dist, frames, threads, rounds, tmp, only):
         for name in ours[1:]:
             if frame_scores(out[name]) != first:
                 sys.exit(f"per-frame scores differ: {ours[0]} and {name}")
-        psnr, ssim = pooled(out[ours[0]], "psnr_y", "ssim_y")
-        line = f"  {threads} thread(s); pooled psnr_y {psnr:.4f}, ssim_y {ssim:.6f}"
+        value, value2 = pooled(out[ours[0]], main, second)
+        line = f"  {threads} thread(s); pooled {main} {value:.4f}, {second} {value2:.6f}"
         if len(ours) > 1:
             line += f" (per-frame scores equal in {len(ours)} builds)"
         if "libvmaf" in cmds:
-            theirs = pooled(out["libvmaf"], "psnr_y", "float_ssim")
-            if abs(psnr - theirs[0]) > 1e-3:
-                sys.exit(f"pooled psnr_y differs: vmafdnn {psnr}, libvmaf {theirs[0]}")
-            line += f"; libvmaf psnr_y {theirs[0]:.4f}, float_ssim scale=1 {theirs[1]:.6f}"
+            theirs = pooled(out["libvmaf"], main_theirs, second_theirs)
+            if abs(value - theirs[0]) > tolerance:
+                sys.exit(f"pooled {main} differs: vmafdnn {value}, libvmaf {theirs[0]}")
+            line += f"; libvmaf {main_theirs} {theirs[0]:.4f}, {second_theirs} {theirs[1]:.6f}"
         print(line)
     results = {name: (frames / statistics.median(w), frames / max(w), frames / min(w), rss[name])
                for name, w in walls.items()}
@@ -152,6 +172,8 @@ def main(argv=None):
                              f"builds (default: {sys.executable} -m vmafdnn)")
     parser.add_argument("--only", default="vmafdnn,libvmaf,ffmpeg",
                         help="the contenders to run (default: %(default)s)")
+    parser.add_argument("--metric", choices=sorted(METRICS), default="psnr_ssim",
+                        help="psnr_y + ssim_y (default) or VMAF")
     args = parser.parse_args(argv)
     clis = []
     for value in args.cli or [f"{sys.executable} -m vmafdnn"]:
@@ -175,11 +197,12 @@ def main(argv=None):
             clip_dir = os.path.join(args.dir or tmp, f"{size}-{args.frames}")
             os.makedirs(clip_dir, exist_ok=True)
             ref, dist = make_clip(clip_dir, size, args.frames, ff)
-            print(f"{size} 8-bit 4:2:0, psnr + ssim", flush=True)
+            print(f"{size} 8-bit 4:2:0, {'VMAF' if args.metric == 'vmaf' else 'psnr + ssim'}",
+                  flush=True)
             results, scores = {}, {}
             for t in threads_list:
                 results[t], scores[t] = measure(ff, clis, ref, dist, args.frames, t, args.rounds,
-                                                tmp, only)
+                                                tmp, only, args.metric)
             # Frames in flight must not change a score (docs/throughput.md).
             if any(scores[t] != scores[threads_list[0]] for t in threads_list):
                 sys.exit("per-frame scores differ between thread counts")

@@ -125,13 +125,19 @@ typedef struct VmafDnnContextConfig {
                               on one intra-op thread (measured faster than N
                               intra-op threads: docs/throughput.md; at
                               most 4 when every model runs on a GPU or
-                              NPU, where more only contend for it); a
-                              context with a temporal model (one that reads
-                              other frames, see vmaf_dnn_use_tiny_model)
-                              scores one frame at a time on N intra-op
-                              threads instead. Non-zero replaces the
-                              session configs' threads. See
-                              vmaf_dnn_read_pictures for frames in flight */
+                              NPU, where more only contend for it). With
+                              temporal models (see vmaf_dnn_use_tiny_model)
+                              the workers run the models that read
+                              pictures, past ones included, and the
+                              context's thread those that read other
+                              frames' features or run behind, in frame
+                              order; only where a model that reads pictures
+                              also reads another frame's features (or
+                              ones such a model writes) is a frame
+                              scored at a time, on N intra-op threads.
+                              Non-zero replaces the session configs'
+                              threads. See vmaf_dnn_read_pictures for
+                              frames in flight */
 } VmafDnnContextConfig;
 
 /* Fills `cfg` with the defaults: vmaf_dnn_default_config() sessions, resize
@@ -409,14 +415,21 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
  * model that needs a score the failure left missing fails with -ENOENT on
  * the call that runs it; later frames score normally.
  *
- * Frames in flight (VmafDnnContextConfig.threads N > 1, no temporal model
- * attached): once the checks above pass, the raw samples of the planes the
- * models read are copied into one of W + 1 slots (W workers: N, or at most
- * 4 when every model runs on a GPU or NPU; the slots' samples plus each
+ * Frames in flight (VmafDnnContextConfig.threads N > 1): once the checks
+ * above pass, the raw samples of the planes the models read are copied into
+ * one of W + 1 slots (W workers: N, or at most 4 when every model the
+ * workers run is on a GPU or NPU), with those of the D frames before it
+ * when a model reads pictures up to D frames back (the context keeps D
+ * frames' samples for that; the slots' and those samples plus each
  * worker's fp32 planes must fit the policy's max_memory_bytes, else
  * -EDQUOT before the frame is taken) and this call returns; a worker
- * normalises them and scores it
- * with its own copy of every model. When every slot is taken the call
+ * normalises them and scores the frame with its own copy of every model
+ * that reads pictures (shown the past frames first, so it holds what one
+ * model reading every frame in order would). Models that read other
+ * frames' features or run behind are run by the thread that owns the
+ * context as each frame's scores are moved into the context, oldest first,
+ * in attach order among the others: their failures are reported like a
+ * worker's. When every slot is taken the call
  * first waits for the oldest frame. Every other call on the context waits
  * for all frames in flight first, so scores, frame count and reports are
  * those of one-frame-at-a-time scoring. A frame that fails on a worker is

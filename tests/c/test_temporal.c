@@ -48,6 +48,13 @@ static const char *stage(const char *model, const char *as, const char *sidecar)
     return path;
 }
 
+static const char *model_path(const char *name)
+{
+    static char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/%s.onnx", model_dir, name);
+    return path;
+}
+
 /* A w x h 8-bit picture with every sample `v`. */
 typedef struct Pic {
     VmafDnnPicture pic;
@@ -336,6 +343,28 @@ static void test_sidecar_keys(void)
     vmaf_dnn_context_close(ctx);
 }
 
+/* A model attached in the middle of a clip (no past pictures of its own)
+ * leaves the temporal model's past alone; a reset forgets it. */
+static void test_attach_and_reset(void)
+{
+    VmafDnnContext *ctx = ctx_new();
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "diff", diff_sidecar(-1)),
+                                         NULL), 0);
+    CHECK_EQ_INT(read_level(ctx, 10, 0), 0);
+    CHECK_EQ_INT(read_level(ctx, 30, 1), 0);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model_path("nr_mean"), NULL), 0);
+    CHECK_EQ_INT(read_level(ctx, 70, 2), 0);
+    CHECK_NEAR(get(ctx, "m", 1), 20 / 255.0);
+    CHECK_NEAR(get(ctx, "m", 2), 40 / 255.0);
+    CHECK_EQ_INT(vmaf_dnn_context_reset(ctx), 0);
+    CHECK_EQ_INT(read_level(ctx, 200, 0), 0);
+    CHECK_EQ_INT(read_level(ctx, 210, 1), 0);
+    CHECK_NEAR(get(ctx, "m", 0), 0); /* its own first frame stands in, not frame 2 */
+    CHECK_NEAR(get(ctx, "m", 1), 10 / 255.0);
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    vmaf_dnn_context_close(ctx);
+}
+
 /* In flight, a frame's failure is reported by a later call (context.h): the
  * frame that fails here is refused before it counts (the pool checks the
  * native size), and a model that misses a feature fails the frame it
@@ -378,6 +407,7 @@ int main(int argc, char **argv)
     test_chain();
     test_failure_in_the_middle();
     test_sidecar_keys();
+    test_attach_and_reset();
     /* The same with frames in flight: the picture model on the workers, the
      * models that read other frames' features on the context's thread. */
     for (frame_threads = 2; frame_threads <= 3; frame_threads++) {
@@ -385,6 +415,7 @@ int main(int argc, char **argv)
         test_order();
         test_look_ahead();
         test_chain();
+        test_attach_and_reset();
         test_failure_in_flight();
     }
     char cmd[PATH_MAX + 16];

@@ -77,3 +77,19 @@ def test_variants_side_by_side(reference, models, tmp_path):
         ours = np.array([f["metrics"][key] for f in result["frames"]])
         assert np.max(np.abs(ours - theirs)) <= TOL["vmaf"], key
         assert all(k + suffix in result["frames"][0]["metrics"] for k in FEATURES)
+
+
+def test_frames_in_flight_give_the_same_scores(reference, models, tmp_path):
+    """threads=N scores VMAF's features graph N frames at a time (the previous reference picture
+    travels with each frame; motion2 and the SVM run in order on the context's thread): every
+    value and the order of the metrics are those of one frame at a time, vmaf_neg and a
+    non-temporal model beside them included."""
+    ref, dist = make_clip(reference["FFMPEG"], "scenecut_8bit", str(tmp_path))
+    paths = [os.path.join(models, n + ".onnx") for n in ("vmaf_v0.6.1", "vmaf_v0.6.1neg")]
+    runs = {t: vmafdnn.score(ref, dist, models=paths + ["psnr_y"], threads=t)
+            for t in (0, 2, 3)}
+    want = [list(f["metrics"].items()) for f in runs[0]["frames"]]
+    assert len(want) == CLIPS["scenecut_8bit"][2] and all(len(m) == 17 for m in want)
+    assert any(dict(m)["motion2"] > 1 for m in want)  # the scene cut moves
+    for t in (2, 3):
+        assert [list(f["metrics"].items()) for f in runs[t]["frames"]] == want, t
