@@ -557,11 +557,31 @@ const VmafDnnCatalogEntry *vmaf_dnn_catalog_entry(const VmafDnnCatalog *catalog,
 
 /* ---- defaults ------------------------------------------------------------ */
 
+/* Whether `name` resolves on the search path, quietly (no error recorded):
+ * VMAF is generated only where the build could fetch libvmaf's model files. */
+static int resolves(const char *name)
+{
+    Strings dirs;
+    if (search_path(&dirs))
+        return 0;
+    int found = 0;
+    for (size_t i = 0; i < dirs.count && !found; i++) {
+        char path[PATH_MAX];
+        int n = snprintf(path, sizeof(path), "%s/%s.onnx", dirs.items[i], name);
+        found = n > 0 && (size_t)n < sizeof(path) && is_regular(path);
+    }
+    strings_free(&dirs);
+    return found;
+}
+
 const char *const *vmaf_dnn_default_models(VmafDnnModelKind kind)
 {
+    static const char *const fr_vmaf[] = {"psnr_y", "ssim_y", "vmaf", NULL};
     static const char *const fr[] = {"psnr_y", "ssim_y", NULL};
     static const char *const nr[] = {"sharpness_nr", NULL};
-    return kind == VMAF_DNN_MODEL_FR ? fr : kind == VMAF_DNN_MODEL_NR ? nr : NULL;
+    if (kind == VMAF_DNN_MODEL_FR)
+        return resolves("vmaf") ? fr_vmaf : fr;
+    return kind == VMAF_DNN_MODEL_NR ? nr : NULL;
 }
 
 const char *vmaf_dnn_version(void)

@@ -382,7 +382,11 @@ static int pool_ready(VmafDnnContext *ctx)
             return vdnn_fail(-ENOMEM, "out of memory");
         if (!frames_in_flight_split(ctx, ordered)) {
             free(ordered);
-            return 0;
+            /* A model attached in the middle of a clip took frames in
+             * flight away: the context's own models see what the workers
+             * saw, and go on reading every frame themselves. */
+            return vdnn_raw_past_replay(&ctx->past, ctx->model, ctx->n_models, ctx->plane,
+                                        ctx->plane_capacity);
         }
         const VdnnFramePoolSetup setup = {
             .model = ctx->model,

@@ -276,6 +276,20 @@ static VdnnRawPlanes raw_view(const VdnnRawCopy *c)
     return raw;
 }
 
+/* Shows the models (NULL entries skipped) one past frame, normalised into
+ * plane[][] (grown as needed). */
+static int show_past_frame(VdnnTinyModel *const *model, size_t n, const VdnnRawCopy *c,
+                           float *plane[2][3], size_t cap[2][3])
+{
+    VdnnTinyFrame past = c->frame;
+    const VdnnRawPlanes raw = raw_view(c);
+    int rc = vdnn_raw_planes_normalise(&raw, &past, plane, cap);
+    for (size_t i = 0; i < n && !rc; i++)
+        if (model[i])
+            rc = vdnn_tiny_model_remember(model[i], &past);
+    return rc;
+}
+
 /* Shows each model the frames before the slot's, oldest first, from
  * nothing: what it then holds is what the context's model holds after
  * reading them in order (vdnn_tiny_model_remember forgets a frame it cannot
@@ -288,17 +302,24 @@ static int remember_past(Worker *w, const Slot *s)
     for (size_t i = 0; i < p->setup.n_models; i++)
         if (w->model[i])
             vdnn_tiny_model_forget_past(w->model[i]);
-    for (unsigned k = 0; k < s->n_past; k++) {
-        VdnnTinyFrame past = s->past[k].frame;
-        const VdnnRawPlanes raw = raw_view(&s->past[k]);
-        int rc = vdnn_raw_planes_normalise(&raw, &past, w->past_plane, w->past_cap);
-        for (size_t i = 0; i < p->setup.n_models && !rc; i++)
-            if (w->model[i])
-                rc = vdnn_tiny_model_remember(w->model[i], &past);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    int rc = 0;
+    for (unsigned k = 0; k < s->n_past && !rc; k++)
+        rc = show_past_frame(w->model, p->setup.n_models, &s->past[k], w->past_plane,
+                             w->past_cap);
+    return rc;
+}
+
+int vdnn_raw_past_replay(VdnnRawPast *past, VdnnTinyModel *const *model, size_t n,
+                         float *plane[2][3], size_t cap[2][3])
+{
+    int rc = 0;
+    for (unsigned k = 0; k < past->filled && !rc; k++)
+        rc = show_past_frame(model, n,
+                             &past->frame[(past->next + past->depth - past->filled + k) %
+                                          past->depth],
+                             plane, cap);
+    past->filled = past->next = 0;
+    return rc;
 }
 
 /* Scores one frame as the serial path does: every model the workers run, in

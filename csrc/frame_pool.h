@@ -85,6 +85,14 @@ typedef struct VdnnRawPast {
 /* Frees the buffers and empties `past`. NULL-safe. */
 void vdnn_raw_past_free(VdnnRawPast *past);
 
+/* Shows the models (vdnn_tiny_model_remember; NULL entries skipped) the
+ * frames `past` holds, oldest first, normalised into plane[][] (grown as
+ * needed; cap[][] their floats), then empties it: for a context going back
+ * to one frame at a time, whose own models did not see the frames scored
+ * in flight. Returns 0, -ENOMEM. */
+int vdnn_raw_past_replay(VdnnRawPast *past, VdnnTinyModel *const *model, size_t n,
+                         float *plane[2][3], size_t cap[2][3]);
+
 typedef struct VdnnFramePoolSetup {
     VdnnTinyModel *const *model;          /* the context's models (keys read) */
     VdnnModelRecipe *const *recipe;       /* one per model */

@@ -214,10 +214,15 @@ VMAF_DNN_API void vmaf_dnn_catalog_close(VmafDnnCatalog *catalog);
 /*
  * The models that run when the user names none, as a NULL-terminated array
  * of names (static storage) to resolve through the catalog:
- *   VMAF_DNN_MODEL_FR: "psnr_y", "ssim_y"
+ *   VMAF_DNN_MODEL_FR: "psnr_y", "ssim_y", "vmaf" ("vmaf" only where that
+ *                      name resolves, vmaf_dnn_model_resolve: the build
+ *                      generates it from libvmaf's model files when it can
+ *                      fetch them, see docs/vmaf.md)
  *   VMAF_DNN_MODEL_NR: "sharpness_nr"
  * NULL for any other kind. A front end given only distorted pictures runs
- * the NR set; given both, the FR set. Thread-safe.
+ * the NR set; given both, the FR set. On a CPU VMAF costs several times
+ * psnr_y and ssim_y together (docs/vmaf.md, "Speed"): name those two for
+ * the fast set. Thread-safe.
  */
 VMAF_DNN_API const char *const *vmaf_dnn_default_models(VmafDnnModelKind kind);
 

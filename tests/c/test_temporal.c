@@ -365,6 +365,41 @@ static void test_attach_and_reset(void)
     vmaf_dnn_context_close(ctx);
 }
 
+/* A model attached in the middle of a clip that reads pictures and a
+ * feature written in frame order makes the context score one frame at a
+ * time from then on: the temporal model's past goes on unbroken. */
+static void test_back_to_one_frame_at_a_time(void)
+{
+    VmafDnnContext *ctx = ctx_new();
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "diff", diff_sidecar(-1)),
+                                         NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(
+                     ctx, stage("pair_sum", "sum",
+                                "{\"output_keys\": [\"s\"], \"input_sources\": {\"a\": "
+                                "{\"feature\": \"m\"}, \"b\": {\"feature\": "
+                                "\"x\", \"offset\": -1}}}"), NULL), 0);
+    static const unsigned level[] = {10, 30, 100, 160};
+    for (unsigned t = 0; t < 4; t++) {
+        CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "x", t, t), 0);
+        if (t == 2) /* reads pictures and "s", which runs in frame order */
+            CHECK_EQ_INT(vmaf_dnn_use_tiny_model(
+                             ctx, stage("temporal_diff", "late",
+                                        "{\"native_resolution\": true, \"output_keys\": "
+                                        "[\"m9\", \"b9\"], \"input_sources\": {\"prev\": "
+                                        "{\"picture\": \"distorted\"}, \"bpc\": "
+                                        "{\"feature\": \"s\"}}}"), NULL), 0);
+        CHECK_EQ_INT(read_level(ctx, level[t], t), 0);
+    }
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    for (unsigned t = 1; t < 4; t++) {
+        const double m = ((double)level[t] - level[t - 1]) / 255.0;
+        CHECK_NEAR(get(ctx, "m", t), m);
+        CHECK_NEAR(get(ctx, "s", t), m + (t - 1));
+    }
+    CHECK_NEAR(get(ctx, "b9", 3), get(ctx, "s", 3));
+    vmaf_dnn_context_close(ctx);
+}
+
 /* In flight, a frame's failure is reported by a later call (context.h): the
  * frame that fails here is refused before it counts (the pool checks the
  * native size), and a model that misses a feature fails the frame it
@@ -408,6 +443,7 @@ int main(int argc, char **argv)
     test_failure_in_the_middle();
     test_sidecar_keys();
     test_attach_and_reset();
+    test_back_to_one_frame_at_a_time();
     /* The same with frames in flight: the picture model on the workers, the
      * models that read other frames' features on the context's thread. */
     for (frame_threads = 2; frame_threads <= 3; frame_threads++) {
@@ -416,6 +452,7 @@ int main(int argc, char **argv)
         test_look_ahead();
         test_chain();
         test_attach_and_reset();
+        test_back_to_one_frame_at_a_time();
         test_failure_in_flight();
     }
     char cmd[PATH_MAX + 16];

@@ -115,10 +115,12 @@ def test_builtin_entries():
 
 
 def test_defaults_are_the_c_sets():
+    """VMAF joins the FR set where the build generated it (it needs libvmaf's model files)."""
     from vmafdnn import scoring
-    assert models.default_models() == ["psnr_y", "ssim_y"]
+    fr = ["psnr_y", "ssim_y"] + (["vmaf"] if "vmaf" in models.MODEL_NAMES else [])
+    assert models.default_models() == fr
     assert models.default_models(no_reference=True) == ["sharpness_nr"]
-    assert scoring.DEFAULT_FR_MODELS == ("psnr_y", "ssim_y")
+    assert scoring.DEFAULT_FR_MODELS == tuple(fr)
     assert scoring.DEFAULT_NR_MODELS == ("sharpness_nr",)
 
 

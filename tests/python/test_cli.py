@@ -52,7 +52,9 @@ def test_y4m_pair_to_json(clips8, tmp_path):
     assert [f["frameNum"] for f in report["frames"]] == list(range(clips8.frames))
     expected = vmafdnn.score(clips8.ref, clips8.dist, threads=1)
     printed = pooled_lines(proc.stdout)
-    assert set(printed) == {"psnr_y", "ssim_y", "frames"}
+    # The default set: psnr_y, ssim_y and, where built, vmaf with its features.
+    assert set(printed) == set(expected["pooled_metrics"]) | {"frames"}
+    assert ("vmaf" in printed) == ("vmaf" in vmafdnn.models.default_models())
     for name in ("psnr_y", "ssim_y"):
         assert float(printed[name]) == pytest.approx(
             expected["pooled_metrics"][name]["mean"], abs=1e-6)
