@@ -170,9 +170,15 @@ newest_source_version() {
 build_lib() {
     step "libvmafdnn: meson build and install into $prefix"
     mkdir -p "$cache"
+    # A build set up from another checkout (or with a meson that is gone)
+    # cannot regenerate itself: set it up afresh for this one.
+    if [ "$(cat "$cache/lib-build/.vmafdnn-source" 2>/dev/null)" != "$here $(command -v meson)" ]; then
+        rm -rf "$cache/lib-build"
+    fi
     if [ ! -f "$cache/lib-build/build.ninja" ]; then
         meson setup "$cache/lib-build" "$here" -Dprefix="$prefix" \
             -Dpython=disabled -Dtests=false >&2
+        echo "$here $(command -v meson)" > "$cache/lib-build/.vmafdnn-source"
     fi
     meson install -C "$cache/lib-build" > "$cache/lib-build/install.log" 2>&1 ||
         { tail -n 40 "$cache/lib-build/install.log" >&2; die "building libvmafdnn failed (log above)"; }

@@ -62,8 +62,9 @@ def test_y4m_pair_to_json(clips8, tmp_path):
             expected["pooled_metrics"][name]["mean"], abs=1e-6)
     # Each model and the execution provider it really runs on.
     attached = re.findall(r"^model (.+): (fr|nr|features), on (\S+)$", proc.stdout, re.M)
-    assert [(Path(p).name, kind) for p, kind, _ in attached] == [("psnr_y.onnx", "fr"),
-                                                                ("ssim_y.onnx", "fr")]
+    assert [(Path(p).name, kind) for p, kind, _ in attached] == [
+        (Path(m["path"]).name, m["kind"]) for m in expected["models"]]
+    assert [Path(p).stem for p, _, _ in attached][:2] == ["psnr_y", "ssim_y"]
     assert {ep for _, _, ep in attached} <= {"CPU", "CUDA", "OpenVINO:GPU", "OpenVINO:CPU",
                                              "ROCm"}
     assert f"report: {out}" in proc.stdout

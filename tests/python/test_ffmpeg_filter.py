@@ -79,12 +79,18 @@ def score_with_filter(patched, tmp_path, inputs, options, frames=None):
     return frame_metadata(meta), proc.stderr
 
 
+# Scores of models that run behind (VMAF's motion2 and SVM need the next frame) exist only
+# after the frame left the filter: they are in the report and the summary, not its metadata.
+LATE = {"motion2", "vmaf"}
+
+
 def assert_frames_match(got, expected):
     assert len(got) == len(expected["frames"])
     for frame, want in zip(got, expected["frames"]):
-        assert set(frame) == set(want["metrics"])
-        for key, value in want["metrics"].items():
-            assert frame[key] == pytest.approx(value, abs=TOL), (want["frameNum"], key)
+        assert set(frame) <= set(want["metrics"])
+        assert set(want["metrics"]) - set(frame) <= LATE
+        for key, value in frame.items():
+            assert value == pytest.approx(want["metrics"][key], abs=TOL), (want["frameNum"], key)
 
 
 @pytest.mark.parametrize("clip_name", ["clips8", "clips10"])
@@ -98,7 +104,11 @@ def test_scores_match_python(patched, tmp_path, request, clip_name):
     for name, pooled in expected["pooled_metrics"].items():
         mean = re.search(rf"{name} mean: ([0-9.]+)", log)
         assert mean and float(mean.group(1)) == pytest.approx(pooled["mean"], abs=1e-6)
-    assert len(re.findall(r"model \S+\.onnx ran on \S+", log)) == 2
+    # The default set is the library's (vmaf_dnn_default_models), VMAF where it was built.
+    ran = [Path(p).stem for p in re.findall(r"model (\S+)\.onnx ran on \S+", log)]
+    assert [m["path"] for m in expected["models"]] and \
+        ran == [Path(m["path"]).stem for m in expected["models"]]
+    assert ("vmaf" in ran) == Path(patched[1]["VMAFDNN_BUILTIN_MODELS"], "vmaf.onnx").is_file()
 
 
 def _report_rows(path: Path, fmt: str):

@@ -92,11 +92,16 @@ def test_result_layout(scored8, clips8):
     assert scored8["version"] == vmafdnn.context.REPORT_VERSION
     assert scored8["fps"] > 0  # libvmaf's meaning: frames scored per second
     assert [f["frameNum"] for f in scored8["frames"]] == list(range(clips8.frames))
-    assert set(scored8["pooled_metrics"]) == {"psnr_y", "ssim_y"}
+    # The default set: psnr_y, ssim_y and, where built, vmaf (its three stages listed).
+    vmaf = [["vif_scale0", "vif_scale1", "vif_scale2", "vif_scale3", "adm2", "motion"],
+            ["motion2"], ["vmaf"]] if "vmaf" in vmafdnn.models.default_models() else []
+    features = [["psnr_y"], ["ssim_y"]] + vmaf
+    assert set(scored8["pooled_metrics"]) == {k for f in features for k in f}
     for pooled in scored8["pooled_metrics"].values():
         assert set(pooled) == {"min", "max", "mean", "harmonic_mean"}
-    assert [m["features"] for m in scored8["models"]] == [["psnr_y"], ["ssim_y"]]
-    assert {m["kind"] for m in scored8["models"]} == {"fr"}
+    assert [m["features"] for m in scored8["models"]] == features
+    assert [m["kind"] for m in scored8["models"]] == \
+        ["fr", "fr"] + (["fr", "features", "features"] if vmaf else [])
     assert all(m["attached_ep"] for m in scored8["models"])
     json.dumps(scored8)  # plain data
 
