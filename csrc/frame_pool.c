@@ -92,22 +92,6 @@ int vdnn_tiny_model_reopen(VdnnTinyModel **out, const VdnnTinyModel *m,
     return 0;
 }
 
-/* Attach refuses a symbolic image height or width unless the sidecar says
- * "native_resolution", so a rank-4 input with one is such a model (a rank-4
- * "value" input of symbolic dims is taken for one too: its frames are then
- * held to one size, as the caller's first frame set it). */
-static int native_resolution(const VdnnTinyModel *m)
-{
-    const VmafDnnSession *s = vdnn_tiny_model_session(m);
-    for (size_t i = 0; i < vmaf_dnn_session_input_count(s); i++) {
-        VmafDnnTensorInfo in;
-        if (!vmaf_dnn_session_input_info(s, i, &in) && in.rank == 4 &&
-            (in.shape[2] < 0 || in.shape[3] < 0))
-            return 1;
-    }
-    return 0;
-}
-
 int vdnn_frame_pending_take(VdnnFramePending *pending)
 {
     const int rc = pending->rc;
@@ -142,6 +126,7 @@ typedef struct Slot {
     VdnnRawCopy now;         /* the frame: the caller's samples */
     VdnnRawCopy past[VMAF_DNN_MAX_FRAME_OFFSET]; /* the frames before it, oldest first */
     unsigned n_past;
+    unsigned *lock;          /* 2 x n_models: the models' size locks for this frame */
     SlotFeature *feature;
     size_t n_feature, feature_cap;
     int cancelled;
@@ -175,8 +160,6 @@ struct VdnnFramePool {
     unsigned past_depth;       /* frames back the workers' models read, 0: none */
     unsigned past_pictures;    /* bit p: picture p of those frames is kept */
     int reads_features;        /* some model reads features: slots carry them */
-    int native;                /* some model locks its size at the first frame */
-    unsigned first_w[3], first_h[3]; /* that size; first_w[0] == 0: none yet */
     pthread_mutex_t lock;
     pthread_cond_t work;       /* a slot was queued, or stop */
     pthread_cond_t done;       /* a slot is done, or a worker opened its models */
@@ -297,6 +280,9 @@ static int show_past_frame(VdnnTinyModel *const *model, size_t n, const VdnnRawC
 static int remember_past(Worker *w, const Slot *s)
 {
     const VdnnFramePool *p = w->pool;
+    for (size_t i = 0; i < p->setup.n_models; i++)
+        if (w->model[i])
+            vdnn_tiny_model_set_locked_size(w->model[i], s->lock[2 * i], s->lock[2 * i + 1]);
     if (!p->past_depth)
         return 0;
     for (size_t i = 0; i < p->setup.n_models; i++)
@@ -415,11 +401,12 @@ static void merge(VdnnFramePool *p, Slot *s, VdnnFeatureCollector *fc)
                 snprintf(s->message, sizeof(s->message), "%s", vdnn_last_error());
             continue;
         }
-        if (i == s->failed_model) {
-            rc = s->rc;
-            break;
-        }
         const VdnnTinyModel *m = w->model[i];
+        /* A failed model may have stored some outputs (a cancel that came
+         * while it ran, a budget reached at its second output): they stay,
+         * as in the serial path; the models after it did not run. */
+        if (i == s->failed_model)
+            rc = s->rc;
         for (size_t k = 0; k < vdnn_tiny_model_key_count(m); k++) {
             const char *key = vdnn_tiny_model_key(m, k);
             double v;
@@ -535,15 +522,6 @@ int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
                          p->n_slots, f->bpc > 8 ? 16 : 8, p->past_depth,
                          p->past_depth == 1 ? "" : "s", p->n_workers,
                          (unsigned long long)p->max_memory_bytes);
-    if (p->native && p->first_w[0] && f->w[0] &&
-        (memcmp(f->w, p->first_w, sizeof(f->w)) || memcmp(f->h, p->first_h, sizeof(f->h)))) {
-        for (size_t i = 0; i < p->setup.n_models; i++)
-            if (native_resolution(p->setup.model[i]))
-                return vdnn_fail(-ERANGE, "frame %u is %ux%u; model %s runs at native "
-                                 "resolution, which its first frame set to %ux%u", f->index,
-                                 f->w[0], f->h[0], vdnn_tiny_model_path(p->setup.model[i]),
-                                 p->first_w[0], p->first_h[0]);
-    }
     return 0;
 }
 
@@ -682,9 +660,15 @@ int vdnn_frame_pool_submit(VdnnFramePool *p, const VdnnTinyFrame *f, const VdnnR
     rc = p->reads_features ? copy_features(s, fc, f->index) : 0;
     if (rc)
         return rc;
-    if (!p->first_w[0] && f->w[0]) {
-        memcpy(p->first_w, f->w, sizeof(f->w));
-        memcpy(p->first_h, f->h, sizeof(f->h));
+    /* The context's models hold the size locks, noted in frame order; each
+     * frame takes their state to the worker's copies (a copy locked by the
+     * frames it happened to score would refuse, or take, other frames than
+     * the one model does). */
+    for (size_t i = 0; i < p->setup.n_models; i++) {
+        if (p->ordered[i])
+            continue;
+        vdnn_tiny_model_note_frame(p->setup.model[i], f);
+        vdnn_tiny_model_locked_size(p->setup.model[i], &s->lock[2 * i], &s->lock[2 * i + 1]);
     }
     pthread_mutex_lock(&p->lock);
     s->seq = p->next_seq++;
@@ -750,7 +734,6 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
     }
     for (size_t i = 0; i < setup->n_models; i++) {
         const VdnnTinyModel *m = setup->model[i];
-        p->native |= native_resolution(m);
         if (setup->ordered && setup->ordered[i]) {
             p->ordered[i] = 1;
             continue;
@@ -770,7 +753,12 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
     p->n_slots = setup->workers + 1;
     p->slot = calloc(p->n_slots, sizeof(*p->slot));
     p->worker = calloc(p->n_workers, sizeof(*p->worker));
-    if (!p->slot || !p->worker) {
+    int locks = p->slot != NULL;
+    for (unsigned i = 0; locks && i < p->n_slots; i++)
+        locks = (p->slot[i].lock = calloc(2 * (setup->n_models + 1), sizeof(unsigned))) != NULL;
+    if (!p->slot || !p->worker || !locks) {
+        for (unsigned i = 0; p->slot && i < p->n_slots; i++)
+            free(p->slot[i].lock);
         free(p->slot);
         free(p->worker);
         free(p->ordered);
@@ -834,6 +822,7 @@ void vdnn_frame_pool_close(VdnnFramePool *p)
             }
     }
     for (unsigned i = 0; i < p->n_slots; i++) {
+        free(p->slot[i].lock);
         raw_copy_free(&p->slot[i].now);
         for (unsigned k = 0; k < VMAF_DNN_MAX_FRAME_OFFSET; k++)
             raw_copy_free(&p->slot[i].past[k]);
@@ -851,8 +840,6 @@ void vdnn_frame_pool_close(VdnnFramePool *p)
 int vdnn_frame_pool_restart(VdnnFramePool *p)
 {
     const VdnnFramePoolSetup *s = &p->setup;
-    memset(p->first_w, 0, sizeof(p->first_w));
-    memset(p->first_h, 0, sizeof(p->first_h));
     /* The workers wait for work: nothing of theirs is in use. */
     for (unsigned i = 0; i < p->n_workers; i++) {
         Worker *w = &p->worker[i];

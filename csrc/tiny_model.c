@@ -1041,6 +1041,26 @@ unsigned vdnn_tiny_model_history_depth(const VdnnTinyModel *m, VdnnSourcePicture
     return m->history[picture].depth;
 }
 
+void vdnn_tiny_model_note_frame(VdnnTinyModel *m, const VdnnTinyFrame *f)
+{
+    if (!m->n_image || too_small(m, f) || m->locked_w)
+        return;
+    m->locked_w = f->w[m->plane];
+    m->locked_h = f->h[m->plane];
+}
+
+void vdnn_tiny_model_locked_size(const VdnnTinyModel *m, unsigned *w, unsigned *h)
+{
+    *w = m->locked_w;
+    *h = m->locked_h;
+}
+
+void vdnn_tiny_model_set_locked_size(VdnnTinyModel *m, unsigned w, unsigned h)
+{
+    m->locked_w = w;
+    m->locked_h = h;
+}
+
 void vdnn_tiny_model_forget_past(VdnnTinyModel *m)
 {
     forget_history(m);

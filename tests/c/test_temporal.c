@@ -400,6 +400,74 @@ static void test_back_to_one_frame_at_a_time(void)
     vmaf_dnn_context_close(ctx);
 }
 
+/* Reads frame `index` (w x w, every sample `v`); a failure of an earlier
+ * frame scored in flight is counted in *late and the frame read again, as
+ * context.h tells callers to. */
+static int read_sized(VmafDnnContext *ctx, unsigned w, unsigned v, unsigned index, int *late)
+{
+    Pic p;
+    pic_set(&p, w, w, v);
+    int rc = vmaf_dnn_read_pictures(ctx, NULL, &p.pic, index);
+    if (rc && strstr(vmaf_dnn_last_error(), "scored in flight")) {
+        CHECK_EQ_INT(rc, -ERANGE);
+        CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "native resolution");
+        ++*late;
+        rc = vmaf_dnn_read_pictures(ctx, NULL, &p.pic, index);
+    }
+    return rc;
+}
+
+/* A native-resolution model's size is locked by the first frame it runs
+ * on, in frame order whichever worker scores what: a first frame too small
+ * to run locks nothing, and a frame of another size fails (at once, or
+ * later in flight) and counts, the clip going on after it. */
+static void test_native_size_in_order(void)
+{
+    const char *sidecar =
+        "{\"native_resolution\": true, \"min_width\": 6, \"min_height\": 6, "
+        "\"output_keys\": [\"m\", \"bits\"], \"input_sources\": {\"prev\": {\"picture\": "
+        "\"distorted\", \"offset\": -1}, \"bpc\": {\"value\": \"bpc\"}}}";
+    VmafDnnContext *ctx = ctx_new();
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "small", sidecar), NULL), 0);
+    int late = 0;
+    CHECK_EQ_INT(read_sized(ctx, 4, 10, 0, &late), 0);
+    CHECK_EQ_INT(read_sized(ctx, 8, 40, 1, &late), 0);
+    CHECK_EQ_INT(read_sized(ctx, 8, 30, 2, &late), 0);
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 3);
+    CHECK(isnan(get(ctx, "m", 0)));
+    CHECK_NEAR(get(ctx, "m", 1), 0);
+    CHECK_NEAR(get(ctx, "m", 2), -10 / 255.0);
+    vmaf_dnn_context_close(ctx);
+
+    static const unsigned size[] = {8, 8, 16, 8, 8}, level[] = {10, 20, 90, 50, 80};
+    ctx = ctx_new();
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "diff", diff_sidecar(-1)),
+                                         NULL), 0);
+    int now = 0;
+    late = 0;
+    for (unsigned t = 0; t < 5; t++) {
+        int rc = read_sized(ctx, size[t], level[t], t, &late);
+        if (rc) {
+            CHECK_EQ_INT(rc, -ERANGE);
+            CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "native resolution");
+            now++;
+        }
+    }
+    int rc = vmaf_dnn_flush(ctx);
+    if (rc) {
+        CHECK_EQ_INT(rc, -ERANGE);
+        late++;
+    }
+    CHECK_EQ_INT(now + late, 1); /* frame 2, at once or in flight */
+    CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 5);
+    CHECK_NEAR(get(ctx, "m", 1), 10 / 255.0);
+    CHECK(isnan(get(ctx, "m", 2)));
+    CHECK_NEAR(get(ctx, "m", 3), 0); /* history restarted after frame 2 */
+    CHECK_NEAR(get(ctx, "m", 4), 30 / 255.0);
+    vmaf_dnn_context_close(ctx);
+}
+
 /* In flight, a frame's failure is reported by a later call (context.h): the
  * frame that fails here is refused before it counts (the pool checks the
  * native size), and a model that misses a feature fails the frame it
@@ -444,6 +512,7 @@ int main(int argc, char **argv)
     test_sidecar_keys();
     test_attach_and_reset();
     test_back_to_one_frame_at_a_time();
+    test_native_size_in_order();
     /* The same with frames in flight: the picture model on the workers, the
      * models that read other frames' features on the context's thread. */
     for (frame_threads = 2; frame_threads <= 3; frame_threads++) {
@@ -453,6 +522,7 @@ int main(int argc, char **argv)
         test_chain();
         test_attach_and_reset();
         test_back_to_one_frame_at_a_time();
+        test_native_size_in_order();
         test_failure_in_flight();
     }
     char cmd[PATH_MAX + 16];
