@@ -1038,6 +1038,11 @@ def _with_labels(row: dict, job: dict) -> dict:
 
 # -- the command line (vmafdnn batch) ------------------------------------------------------
 
+def _default_models(no_reference: bool = False) -> List[str]:
+    from . import models  # the library's set; loads it, which --help may do
+    return models.default_models(no_reference)
+
+
 def add_arguments(parser) -> None:
     """The ``vmafdnn batch`` arguments (cli.py adds the policy flags)."""
     from . import cli
@@ -1056,7 +1061,8 @@ def add_arguments(parser) -> None:
                              "(default 1)")
     parser.add_argument("--tiny-model", action="append", dest="models", metavar="PATH",
                         help="model of jobs without a 'models' column; repeatable (default: "
-                             "psnr_y and ssim_y, sharpness_nr without a reference)")
+                             f"{', '.join(_default_models())}; "
+                             f"{', '.join(_default_models(True))} without a reference)")
     parser.add_argument("--tiny-device", default="auto", type=str.lower, choices=list(DEVICES))
     parser.add_argument("--tiny-device-index", type=cli._non_negative_int, default=0,
                         metavar="N")

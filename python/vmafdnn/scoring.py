@@ -350,8 +350,9 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     no-reference models only. Raw YUV needs ``width``, ``height``,
     ``pix_fmt`` (420, 422, 444, 400) and ``bitdepth``.
 
-    ``models``: .onnx paths or built-in names; None means psnr_y and ssim_y
-    (sharpness_nr without a reference). ``device``, ``device_index``,
+    ``models``: .onnx paths or built-in names; None means the library's default
+    set, DEFAULT_FR_MODELS (psnr_y, ssim_y and, where it was built, vmaf), or
+    DEFAULT_NR_MODELS (sharpness_nr) without a reference. ``device``, ``device_index``,
     ``threads``, ``fp16_io`` and ``resize`` configure every model.
     ``features``: a libvmaf JSON report whose per-frame metrics are fed to
     feature-vector models and appear in the report (metrics named like a
