@@ -273,11 +273,12 @@ static int show_past_frame(VdnnTinyModel *const *model, size_t n, const VdnnRawC
     return rc;
 }
 
-/* Shows each model the frames before the slot's, oldest first, from
- * nothing: what it then holds is what the context's model holds after
- * reading them in order (vdnn_tiny_model_remember forgets a frame it cannot
- * take, as there). */
-static int remember_past(Worker *w, const Slot *s)
+/* Brings the worker's copies to the state of the context's models at the
+ * slot's frame: their size locks, then the frames before it, shown from
+ * nothing, oldest first: what a copy then holds is what the context's model
+ * holds after reading them in order (vdnn_tiny_model_remember forgets a
+ * frame it cannot take, as there). */
+static int prime_copies(Worker *w, const Slot *s)
 {
     const VdnnFramePool *p = w->pool;
     for (size_t i = 0; i < p->setup.n_models; i++)
@@ -295,15 +296,18 @@ static int remember_past(Worker *w, const Slot *s)
     return rc;
 }
 
+/* The k-th oldest frame `past` holds (k < past->filled). */
+static const VdnnRawCopy *past_frame(const VdnnRawPast *past, unsigned k)
+{
+    return &past->frame[(past->next + past->depth - past->filled + k) % past->depth];
+}
+
 int vdnn_raw_past_replay(VdnnRawPast *past, VdnnTinyModel *const *model, size_t n,
                          float *plane[2][3], size_t cap[2][3])
 {
     int rc = 0;
     for (unsigned k = 0; k < past->filled && !rc; k++)
-        rc = show_past_frame(model, n,
-                             &past->frame[(past->next + past->depth - past->filled + k) %
-                                          past->depth],
-                             plane, cap);
+        rc = show_past_frame(model, n, past_frame(past, k), plane, cap);
     past->filled = past->next = 0;
     return rc;
 }
@@ -320,7 +324,7 @@ static int score_frame(Worker *w, Slot *s)
                                            s->feature[i].value);
     VdnnTinyFrame frame = s->now.frame;
     if (!rc)
-        rc = remember_past(w, s);
+        rc = prime_copies(w, s);
     if (!rc) {
         const VdnnRawPlanes raw = raw_view(&s->now);
         rc = vdnn_raw_planes_normalise(&raw, &frame, w->plane, w->plane_cap);
@@ -617,8 +621,7 @@ static int copy_past(VdnnFramePool *p, Slot *s, const VdnnTinyFrame *f,
     }
     int rc = 0;
     for (unsigned k = 0; k < past->filled && !rc; k++) {
-        const VdnnRawCopy *c =
-            &past->frame[(past->next + past->depth - past->filled + k) % past->depth];
+        const VdnnRawCopy *c = past_frame(past, k);
         const VdnnRawPlanes view = raw_view(c);
         rc = copy_frame(&s->past[k], &c->frame, &view, p->past_pictures);
         s->n_past = k + 1;

@@ -365,10 +365,10 @@ static void test_attach_and_reset(void)
     vmaf_dnn_context_close(ctx);
 }
 
-/* A model attached in the middle of a clip that reads pictures and a
- * feature written in frame order makes the context score one frame at a
- * time from then on: the temporal model's past goes on unbroken. */
-static void test_back_to_one_frame_at_a_time(void)
+/* A context with "diff" (m[t] from frames t and t - 1, on the workers with
+ * threads > 1) and "sum" (s[t] = m[t] + x[t - 1], x stored by the caller:
+ * it runs in frame order). */
+static VmafDnnContext *ctx_with_diff_and_sum(void)
 {
     VmafDnnContext *ctx = ctx_new();
     CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "diff", diff_sidecar(-1)),
@@ -378,6 +378,15 @@ static void test_back_to_one_frame_at_a_time(void)
                                 "{\"output_keys\": [\"s\"], \"input_sources\": {\"a\": "
                                 "{\"feature\": \"m\"}, \"b\": {\"feature\": "
                                 "\"x\", \"offset\": -1}}}"), NULL), 0);
+    return ctx;
+}
+
+/* A model attached in the middle of a clip that reads pictures and a
+ * feature written in frame order makes the context score one frame at a
+ * time from then on: the temporal model's past goes on unbroken. */
+static void test_back_to_one_frame_at_a_time(void)
+{
+    VmafDnnContext *ctx = ctx_with_diff_and_sum();
     static const unsigned level[] = {10, 30, 100, 160};
     for (unsigned t = 0; t < 4; t++) {
         CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "x", t, t), 0);
@@ -468,23 +477,15 @@ static void test_native_size_in_order(void)
     vmaf_dnn_context_close(ctx);
 }
 
-/* In flight, a frame's failure is reported by a later call (context.h): the
- * frame that fails here is refused before it counts (the pool checks the
- * native size), and a model that misses a feature fails the frame it
- * scores when that frame is merged. */
+/* In flight, a frame's failure is reported by a later call (context.h): a
+ * model run in frame order that misses a feature fails the frame it scores
+ * when that frame is merged, and the frames after it go on. */
 static void test_failure_in_flight(void)
 {
-    VmafDnnContext *ctx = ctx_new();
-    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "diff", diff_sidecar(-1)),
-                                         NULL), 0);
-    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(
-                     ctx, stage("pair_sum", "sum",
-                                "{\"output_keys\": [\"s\"], \"input_sources\": {\"a\": "
-                                "{\"feature\": \"m\"}, \"b\": {\"feature\": "
-                                "\"x\", \"offset\": -1}}}"), NULL), 0);
+    VmafDnnContext *ctx = ctx_with_diff_and_sum();
     CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "x", 0, 5), 0);
     CHECK_EQ_INT(read_level(ctx, 10, 0), 0);
-    CHECK_EQ_INT(read_level(ctx, 20, 1), 0); /* no x[0]... there is: s[1] = m[1] + x[0] */
+    CHECK_EQ_INT(read_level(ctx, 20, 1), 0); /* s[1] = m[1] + x[0] */
     CHECK_EQ_INT(read_level(ctx, 40, 2), 0); /* x[1] is missing: s[2] fails */
     CHECK_EQ_INT(read_level(ctx, 70, 3), 0);
     int rc = vmaf_dnn_flush(ctx);
