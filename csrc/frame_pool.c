@@ -511,18 +511,25 @@ int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
     /* The slots hold raw samples, each with the past frames' pictures that
      * models read (the context keeps as many); each worker normalises the
      * frame it scores, and one past frame at a time, into fp32 planes of
-     * its own. */
+     * its own, and its model copies hold their own buffers (past planes,
+     * resize scratch, FLOAT16 copies) as the context's models do. */
     const uint64_t samples = frame_samples(raw, 3);
     const uint64_t past = p->past_depth ? frame_samples(raw, p->past_pictures) : 0;
     const uint64_t sample_bytes = f->bpc > 8 ? 2 : 1;
+    uint64_t copies = 0;
+    for (size_t i = 0; i < p->setup.n_models; i++)
+        if (!p->ordered[i])
+            copies += vdnn_tiny_model_own_frame_bytes(p->setup.model[i], raw->w[1], raw->h[1]);
     const uint64_t bytes =
         (samples + past * p->past_depth) * sample_bytes * p->n_slots +
-        past * p->past_depth * sample_bytes + (samples + past) * sizeof(float) * p->n_workers;
+        past * p->past_depth * sample_bytes +
+        ((samples + past) * sizeof(float) + copies) * p->n_workers;
     if (p->max_memory_bytes && bytes > p->max_memory_bytes)
         return vdnn_fail(-EDQUOT, "read_pictures: %u frames in flight of %ux%u need %llu bytes "
                          "(%u slots of %u-bit samples with %u past frame%s, %u workers' fp32 "
-                         "planes), above the policy's max_memory_bytes of %llu; use fewer "
-                         "threads", p->n_slots, f->w[0], f->h[0], (unsigned long long)bytes,
+                         "planes and model buffers), above the policy's max_memory_bytes of "
+                         "%llu; use fewer threads", p->n_slots, f->w[0], f->h[0],
+                         (unsigned long long)bytes,
                          p->n_slots, f->bpc > 8 ? 16 : 8, p->past_depth,
                          p->past_depth == 1 ? "" : "s", p->n_workers,
                          (unsigned long long)p->max_memory_bytes);

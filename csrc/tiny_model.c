@@ -529,23 +529,31 @@ static int setup_outputs(VdnnTinyModel *m)
 /* Memory budget of the per-frame buffers                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Bytes the model's per-frame buffers take for a plane of fw x fh fed at
- * tw x th: the context's fp32 planes it reads (one per picture read);
- * when `resized`, the resized planes and the resizer's row pass; the past
- * planes it keeps ("input_sources" offsets); and the session's FLOAT16
- * copies of FLOAT16 image inputs. The resizer's tap tables (O(W + H)) are
- * left out. 64-bit: 2 x 20 x 32768^2 x 4 fits. */
+/* Bytes of the per-frame buffers the model itself holds for a plane of
+ * fw x fh fed at tw x th: when `resized`, the resized planes and the
+ * resizer's row pass; the past planes it keeps ("input_sources" offsets);
+ * and the session's FLOAT16 copies of FLOAT16 image inputs. The resizer's
+ * tap tables (O(W + H)) are left out. 64-bit: 2 x 20 x 32768^2 x 4 fits. */
+static uint64_t own_bytes(const VdnnTinyModel *m, uint64_t fh, uint64_t tw, uint64_t th,
+                          int resized)
+{
+    uint64_t bytes = 0;
+    if (resized)
+        bytes += m->n_image * tw * th * sizeof(float) + fh * tw * sizeof(float);
+    bytes += (uint64_t)(m->history[0].depth + m->history[1].depth) * tw * th * sizeof(float);
+    return bytes + m->n_image_fp16 * tw * th * sizeof(uint16_t);
+}
+
+/* own_bytes plus the fp32 planes of fw x fh it reads (one per picture
+ * read), which the context (or a frame worker) holds for it. */
 static uint64_t frame_bytes(const VdnnTinyModel *m, uint64_t fw, uint64_t fh, uint64_t tw,
                             uint64_t th, int resized)
 {
     int read[2] = {0, 0};
     for (size_t k = 0; k < m->n_image; k++)
         read[m->image_src[k].picture] = 1;
-    uint64_t bytes = (uint64_t)(read[0] + read[1]) * fw * fh * sizeof(float);
-    if (resized)
-        bytes += m->n_image * tw * th * sizeof(float) + fh * tw * sizeof(float);
-    bytes += (uint64_t)(m->history[0].depth + m->history[1].depth) * tw * th * sizeof(float);
-    return bytes + m->n_image_fp16 * tw * th * sizeof(uint16_t);
+    return (uint64_t)(read[0] + read[1]) * fw * fh * sizeof(float) +
+           own_bytes(m, fh, tw, th, resized);
 }
 
 static int check_budget(const VdnnTinyModel *m, uint64_t bytes, const char *when, int resized)
@@ -573,18 +581,39 @@ static int check_attach_budget(const VdnnTinyModel *m)
                         when, 0);
 }
 
+/* The size the model is fed for a frame whose planes are pw x ph. */
+static void fed_size(const VdnnTinyModel *m, const unsigned pw[3], const unsigned ph[3],
+                     unsigned *tw, unsigned *th, int *resized)
+{
+    const unsigned w = pw[m->plane], h = ph[m->plane];
+    *tw = m->model_w < 0 ? w : (unsigned)m->model_w;
+    *th = m->model_h < 0 ? h : (unsigned)m->model_h;
+    *resized = (*tw != w || *th != h) && m->resize != VMAF_DNN_RESIZE_NONE;
+}
+
 int vdnn_tiny_model_check_frame(const VdnnTinyModel *m, const unsigned pw[3],
                                 const unsigned ph[3])
 {
     if (!m->n_image)
         return 0;
+    unsigned tw, th;
+    int resized;
+    fed_size(m, pw, ph, &tw, &th, &resized);
     const unsigned w = pw[m->plane], h = ph[m->plane];
-    const unsigned tw = m->model_w < 0 ? w : (unsigned)m->model_w;
-    const unsigned th = m->model_h < 0 ? h : (unsigned)m->model_h;
-    const int resized = (tw != w || th != h) && m->resize != VMAF_DNN_RESIZE_NONE;
     char when[96];
     snprintf(when, sizeof(when), "at %ux%u for a %ux%u frame", tw, th, w, h);
     return check_budget(m, frame_bytes(m, w, h, tw, th, resized), when, resized);
+}
+
+uint64_t vdnn_tiny_model_own_frame_bytes(const VdnnTinyModel *m, const unsigned pw[3],
+                                         const unsigned ph[3])
+{
+    if (!m->n_image)
+        return 0;
+    unsigned tw, th;
+    int resized;
+    fed_size(m, pw, ph, &tw, &th, &resized);
+    return own_bytes(m, ph[m->plane], tw, th, resized);
 }
 
 uint64_t vdnn_policy_max_memory(const VmafDnnModelPolicy *policy)

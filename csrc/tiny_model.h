@@ -12,6 +12,7 @@
 #define VMAFDNN_TINY_MODEL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "vmafdnn/context.h"
 
@@ -66,11 +67,18 @@ void vdnn_tiny_model_cancel(VdnnTinyModel *m);
 
 /* Checks that the model's per-frame buffers for a frame whose planes are
  * w[i] x h[i] (the fp32 planes it reads, resize scratch when the frame will be resized,
- * FLOAT16 copies) fit the policy's max_memory_bytes, before any of them is
+ * the past planes it keeps, FLOAT16 copies) fit the policy's max_memory_bytes, before any of them is
  * allocated. Native-resolution models meet their real size here first.
  * Returns 0 or -EDQUOT naming the input, the sizes and the bytes. */
 int vdnn_tiny_model_check_frame(const VdnnTinyModel *m, const unsigned w[3],
                                 const unsigned h[3]);
+
+/* The part of those buffers every copy of the model holds itself (resize
+ * scratch, past planes, FLOAT16 copies; not the fp32 planes it reads, which
+ * belong to the context or a frame worker), in bytes; 0 for a FEATURES
+ * model. The frame pool counts it once per worker. */
+uint64_t vdnn_tiny_model_own_frame_bytes(const VdnnTinyModel *m, const unsigned w[3],
+                                         const unsigned h[3]);
 
 /* The planes the model's image inputs read: bit picture * 3 + plane
  * (VdnnSourcePicture, VdnnSourcePlane) for each; 0 for a FEATURES model. */

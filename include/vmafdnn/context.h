@@ -421,7 +421,8 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
  * workers run is on a GPU or NPU), with those of the D frames before it
  * when a model reads pictures up to D frames back (the context keeps D
  * frames' samples for that; the slots' and those samples plus each
- * worker's fp32 planes must fit the policy's max_memory_bytes, else
+ * worker's fp32 planes and its model copies' own buffers (past planes,
+ * resize scratch, FLOAT16 copies) must fit the policy's max_memory_bytes, else
  * -EDQUOT before the frame is taken) and this call returns; a worker
  * normalises them and scores the frame with its own copy of every model
  * that reads pictures (shown the past frames first, so it holds what one
@@ -451,7 +452,7 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
  * input has no value for this frame: the message names the feature, frame
  * and model); -ENOTSUP (a model returned more than one value); -EDQUOT
  * (a model's per-frame buffers for this frame: the fp32 luma planes it
- * reads, resize scratch, FLOAT16 copies, exceed its policy's
+ * reads, resize scratch, the past planes it keeps, FLOAT16 copies, exceed its policy's
  * max_memory_bytes; checked before anything is allocated or run, so the
  * frame stays unscored; a native-resolution model meets its real size
  * here; or storing an output would take the stored scores past their

@@ -499,6 +499,36 @@ static void test_failure_in_flight(void)
     vmaf_dnn_context_close(ctx);
 }
 
+/* Frames in flight count each worker's copy of a model that keeps past
+ * pictures (its history planes) against the memory budget, as the context's
+ * own model counts them: at 64x64 with offset -8 a copy keeps 8 fp32 planes
+ * (128 KiB); one context fits 300000 bytes (the model's planes: 144 KiB),
+ * 2 workers' copies with the slots and past frames (~460 KiB) do not,
+ * though without the copies' planes (~204 KiB) they would. */
+static void test_budget_counts_copies_history(void)
+{
+    VmafDnnModelPolicy policy;
+    vmaf_dnn_default_model_policy(&policy);
+    policy.max_memory_bytes = 300000;
+    for (int threads = 0; threads <= 2; threads += 2) {
+        VmafDnnContextConfig cfg;
+        vmaf_dnn_default_context_config(&cfg);
+        cfg.threads = threads;
+        cfg.policy = &policy;
+        VmafDnnContext *ctx = NULL;
+        CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
+        CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "deep",
+                                                        diff_sidecar(-8)), NULL), 0);
+        Pic p;
+        pic_set(&p, 64, 64, 7);
+        const int rc = vmaf_dnn_read_pictures(ctx, NULL, &p.pic, 0);
+        CHECK_EQ_INT(rc, threads ? -EDQUOT : 0);
+        if (threads)
+            CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "model buffers");
+        vmaf_dnn_context_close(ctx);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2 || !realpath(argv[1], model_dir) || !mkdtemp(tmp_dir)) {
@@ -514,6 +544,7 @@ int main(int argc, char **argv)
     test_attach_and_reset();
     test_back_to_one_frame_at_a_time();
     test_native_size_in_order();
+    test_budget_counts_copies_history();
     /* The same with frames in flight: the picture model on the workers, the
      * models that read other frames' features on the context's thread. */
     for (frame_threads = 2; frame_threads <= 3; frame_threads++) {
