@@ -1008,6 +1008,12 @@ static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
     }
     frame.first = ctx->temporal ? ctx->first : 0;
     frame.last = index;
+    /* A native-resolution model's size is the first frame's it could take,
+     * whatever becomes of that frame in the models before it: noted here,
+     * in frame order, so that frames in flight (whose workers' copies get
+     * the lock with the frame) lock alike. */
+    for (size_t i = 0; i < ctx->n_models; i++)
+        vdnn_tiny_model_note_frame(ctx->model[i], &frame);
     if (ctx->pool)
         return vdnn_frame_pool_submit(ctx->pool, &frame, &raw, ctx->fc, &ctx->past);
     for (size_t i = 0; i < ctx->n_models && !rc; i++)

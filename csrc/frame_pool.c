@@ -670,16 +670,14 @@ int vdnn_frame_pool_submit(VdnnFramePool *p, const VdnnTinyFrame *f, const VdnnR
     rc = p->reads_features ? copy_features(s, fc, f->index) : 0;
     if (rc)
         return rc;
-    /* The context's models hold the size locks, noted in frame order; each
-     * frame takes their state to the worker's copies (a copy locked by the
-     * frames it happened to score would refuse, or take, other frames than
-     * the one model does). */
-    for (size_t i = 0; i < p->setup.n_models; i++) {
-        if (p->ordered[i])
-            continue;
-        vdnn_tiny_model_note_frame(p->setup.model[i], f);
-        vdnn_tiny_model_locked_size(p->setup.model[i], &s->lock[2 * i], &s->lock[2 * i + 1]);
-    }
+    /* The context's models hold the size locks, noted in frame order by the
+     * context; each frame takes their state to the worker's copies (a copy
+     * locked by the frames it happened to score would refuse, or take,
+     * other frames than the one model does). */
+    for (size_t i = 0; i < p->setup.n_models; i++)
+        if (!p->ordered[i])
+            vdnn_tiny_model_locked_size(p->setup.model[i], &s->lock[2 * i],
+                                        &s->lock[2 * i + 1]);
     pthread_mutex_lock(&p->lock);
     s->seq = p->next_seq++;
     s->cancelled = 0;

@@ -128,12 +128,12 @@ int vdnn_tiny_model_temporal(const VdnnTinyModel *m);
  * the past planes it keeps of it; 0 when none. */
 unsigned vdnn_tiny_model_history_depth(const VdnnTinyModel *m, VdnnSourcePicture picture);
 
-/* A native-resolution model's size lock, which the first frame it runs on
- * sets (a frame too small to run sets nothing): note_frame locks it as
- * vdnn_tiny_model_run would on this frame, without running. Frame workers
- * keep the context's model as the one lock (noted on the owner's thread, in
- * frame order) and give its state to their copies before each frame, so a
- * copy refuses what the one model would. 0 x 0: not locked. */
+/* A native-resolution model's size lock, which the first frame read that it
+ * could take sets (a frame too small to run sets nothing), whether or not
+ * the model then runs on it: the context notes every frame it reads, in
+ * frame order, before any model runs. Frame workers keep the context's model
+ * as the one lock and give its state to their copies before each frame, so
+ * a copy refuses what the one model would. 0 x 0: not locked. */
 void vdnn_tiny_model_note_frame(VdnnTinyModel *m, const VdnnTinyFrame *f);
 void vdnn_tiny_model_locked_size(const VdnnTinyModel *m, unsigned *w, unsigned *h);
 void vdnn_tiny_model_set_locked_size(VdnnTinyModel *m, unsigned w, unsigned h);

@@ -251,7 +251,8 @@ typedef enum VmafDnnModelKind {
  *     model's own size cannot fit (every frame is checked again, see
  *     vmaf_dnn_read_pictures). A symbolic H or W is
  *     refused unless the sidecar says "native_resolution": true: then it
- *     takes the size of the first frame the model sees, and a later frame of
+ *     takes the size of the first frame read that is not below its minimum
+ *     size (even one an earlier model then fails), and a later frame of
  *     another size fails with -ERANGE.
  *   - At most one rank-2 input. Its F values are the sidecar's "features"
  *     read from this context for the frame, optionally scaled as

@@ -477,6 +477,54 @@ static void test_native_size_in_order(void)
     vmaf_dnn_context_close(ctx);
 }
 
+/* A native-resolution model's size is locked by the first frame read that
+ * it could take, whatever becomes of that frame in the models before it: a
+ * frame an earlier model fails (here "g" misses the caller's feature "x")
+ * locks it too, one frame at a time as in flight, where the workers' copies
+ * are given the lock before the frame runs. (Offset 0: a model that keeps
+ * past planes locks as it keeps the frame's, even one it did not run.) */
+static void test_native_size_after_an_earlier_failure(void)
+{
+    VmafDnnContext *ctx = ctx_new();
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(
+                     ctx, stage("pair_sum", "gate",
+                                "{\"output_keys\": [\"g\"], \"input_sources\": {\"a\": "
+                                "{\"feature\": \"x\"}, \"b\": {\"feature\": \"x\"}}}"),
+                     NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "diff", diff_sidecar(0)),
+                                         NULL), 0);
+    static const unsigned size[] = {16, 8, 16};
+    int enoent = 0, erange = 0;
+    for (unsigned t = 0; t < 4; t++) {
+        int rc = 0;
+        if (t < 3) {
+            if (t)
+                CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "x", t, 1.0), 0);
+            Pic p;
+            pic_set(&p, size[t], size[t], 10 * (t + 1));
+            rc = vmaf_dnn_read_pictures(ctx, NULL, &p.pic, t);
+            if (rc && strstr(vmaf_dnn_last_error(), "scored in flight")) {
+                enoent += rc == -ENOENT;
+                erange += rc == -ERANGE;
+                rc = vmaf_dnn_read_pictures(ctx, NULL, &p.pic, t);
+            }
+        } else {
+            rc = vmaf_dnn_flush(ctx);
+        }
+        enoent += rc == -ENOENT;
+        erange += rc == -ERANGE;
+        if (rc == -ERANGE)
+            CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "set to 16x16");
+    }
+    CHECK_EQ_INT(enoent, 1); /* frame 0, model gate */
+    CHECK_EQ_INT(erange, 1); /* frame 1, model diff: frame 0 locked 16x16 */
+    CHECK(isnan(get(ctx, "m", 0)));
+    CHECK(isnan(get(ctx, "m", 1)));
+    CHECK(!isnan(get(ctx, "m", 2)));
+    CHECK_NEAR(get(ctx, "g", 2), 2.0);
+    vmaf_dnn_context_close(ctx);
+}
+
 /* In flight, a frame's failure is reported by a later call (context.h): a
  * model run in frame order that misses a feature fails the frame it scores
  * when that frame is merged, and the frames after it go on. */
@@ -544,6 +592,7 @@ int main(int argc, char **argv)
     test_attach_and_reset();
     test_back_to_one_frame_at_a_time();
     test_native_size_in_order();
+    test_native_size_after_an_earlier_failure();
     test_budget_counts_copies_history();
     /* The same with frames in flight: the picture model on the workers, the
      * models that read other frames' features on the context's thread. */
@@ -555,6 +604,7 @@ int main(int argc, char **argv)
         test_attach_and_reset();
         test_back_to_one_frame_at_a_time();
         test_native_size_in_order();
+        test_native_size_after_an_earlier_failure();
         test_failure_in_flight();
     }
     char cmd[PATH_MAX + 16];
