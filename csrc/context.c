@@ -330,8 +330,10 @@ static const VdnnTinyModel *key_owner(const VmafDnnContext *ctx, const char *key
  * reads features of its own frame only, stored by the caller or written by
  * models the workers run before it (it keeps its own copy of the past
  * pictures it reads). Returns 0 when frames cannot be in flight: no model
- * for the workers, or one that reads pictures but must run in order (the
- * pictures are gone by its turn). */
+ * for the workers, one that reads pictures but must run in order (the
+ * pictures are gone by its turn), or one on an EP whose sessions run in
+ * turn (OpenVINO: the workers' copies would wait for each other, while the
+ * context's own session runs on all the context's threads). */
 static int frames_in_flight_split(const VmafDnnContext *ctx, unsigned char *ordered)
 {
     int any = 0;
@@ -350,6 +352,8 @@ static int frames_in_flight_split(const VmafDnnContext *ctx, unsigned char *orde
             in_order = offset != 0 || (owner && ordered[o]);
         }
         if (in_order && vdnn_tiny_model_planes(m))
+            return 0;
+        if (!in_order && vdnn_session_runs_in_turn(vdnn_tiny_model_session(m)))
             return 0;
         ordered[i] = (unsigned char)in_order;
         any |= !in_order;

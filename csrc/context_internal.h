@@ -33,6 +33,9 @@ int vdnn_config_check(const VmafDnnConfig *in, VmafDnnConfig *out, const char *w
  * input is fed. */
 int vdnn_session_device_type(const VmafDnnSession *s);
 
+/* vdnn_ort_runs_sessions_in_turn for the session's EP. */
+int vdnn_session_runs_in_turn(const VmafDnnSession *s);
+
 /* Checks the values of a model policy that no model file can change
  * (max_model_bytes > 0; the allow-list and the Loop, node and depth caps
  * only narrowing the built-in ones). Returns 0 or -EINVAL naming the field.

@@ -412,6 +412,11 @@ int vdnn_session_device_type(const VmafDnnSession *s)
     return vdnn_ort_device_type(s ? s->attached_ep : NULL);
 }
 
+int vdnn_session_runs_in_turn(const VmafDnnSession *s)
+{
+    return vdnn_ort_runs_sessions_in_turn(s ? s->attached_ep : NULL);
+}
+
 const char *vmaf_dnn_session_fallback_reason(const VmafDnnSession *s)
 {
     return s ? s->fallback_reason : NULL;

@@ -911,22 +911,28 @@ static int find_device(EpKind ep, int device_index, EpDevice *out)
     return found;
 }
 
-/* OpenVINO's precision options for step `ep`, appended to keys/values (room
- * for 2); returns how many. OpenVINO runs a model in the device's fast
- * precision unless told otherwise: bf16 on a CPU with AMX, fp16 on a GPU.
- * Unasked, that moved ssim_y by 0.0035 on a Xeon through the plugin
+/* Room for openvino_options' load_config text. */
+#define OPENVINO_CONFIG_SIZE 160
+
+/* OpenVINO's options for step `ep`, appended to keys/values (room for 2);
+ * returns how many. `config` (OPENVINO_CONFIG_SIZE bytes) holds the
+ * load_config text and must outlive the append.
+ * Precision: OpenVINO runs a model in the device's fast precision unless
+ * told otherwise: bf16 on a CPU with AMX, fp16 on a GPU. Unasked, that moved
+ * ssim_y by 0.0035 on a Xeon through the plugin
  * (docs/execution_providers.md), so sessions ask for f32 twice over: the
  * EP's "precision" (deprecated in ORT 1.23, still read) and OpenVINO's own
  * hints through "load_config" (accepted by onnxruntime-openvino 1.24.1 as
  * a JSON string). FP16 only on a GPU with fp16_io, the caller's opt-in; the
- * CPU device refuses FP16 at append, the NPU runs FP16 only (no options). */
+ * CPU device refuses FP16 at append, the NPU runs FP16 only (no options).
+ * Threads: OpenVINO's CPU device runs on its own threads, one per core, and
+ * ignores ORT's intra-op count: two frame workers' sessions each took both
+ * cores of a 2-core machine and VMAF ran no faster on 2 threads than on 1
+ * (2.72 against 2.80 fps, docs/execution_providers.md). So the session's
+ * thread count, when set, is also OpenVINO's INFERENCE_NUM_THREADS. */
 static size_t openvino_options(EpKind ep, const VmafDnnConfig *cfg, const char **keys,
-                               const char **values)
+                               const char **values, char *config)
 {
-    static const char cpu_f32[] = "{\"CPU\": {\"INFERENCE_PRECISION_HINT\": \"f32\", "
-                                  "\"EXECUTION_MODE_HINT\": \"ACCURACY\"}}";
-    static const char gpu_f32[] = "{\"GPU\": {\"INFERENCE_PRECISION_HINT\": \"f32\", "
-                                  "\"EXECUTION_MODE_HINT\": \"ACCURACY\"}}";
     if (ep != EP_OPENVINO_CPU && ep != EP_OPENVINO_GPU)
         return 0;
     keys[0] = "precision";
@@ -935,8 +941,14 @@ static size_t openvino_options(EpKind ep, const VmafDnnConfig *cfg, const char *
         return 1;
     }
     values[0] = "FP32";
+    char threads[48] = "";
+    if (ep == EP_OPENVINO_CPU && cfg->threads > 0)
+        snprintf(threads, sizeof(threads), ", \"INFERENCE_NUM_THREADS\": \"%d\"", cfg->threads);
+    snprintf(config, OPENVINO_CONFIG_SIZE, "{\"%s\": {\"INFERENCE_PRECISION_HINT\": \"f32\", "
+             "\"EXECUTION_MODE_HINT\": \"ACCURACY\"%s}}", ep == EP_OPENVINO_CPU ? "CPU" : "GPU",
+             threads);
     keys[1] = "load_config";
-    values[1] = ep == EP_OPENVINO_CPU ? cpu_f32 : gpu_f32;
+    values[1] = config;
     return 2;
 }
 
@@ -973,7 +985,8 @@ static OrtStatus *append_builtin(OrtSessionOptions *opts, EpKind ep, const VmafD
         else
             snprintf(device_type, sizeof(device_type), "GPU");
         const char *keys[3] = {"device_type"}, *values[3] = {device_type};
-        const size_t n = 1 + openvino_options(ep, cfg, keys + 1, values + 1);
+        char config[OPENVINO_CONFIG_SIZE];
+        const size_t n = 1 + openvino_options(ep, cfg, keys + 1, values + 1, config);
         return a->SessionOptionsAppendExecutionProvider(opts, "OpenVINO", keys, values, n);
     }
     case EP_ROCM: {
@@ -1025,7 +1038,8 @@ static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnCon
     }
     if (find_device(ep, ep == EP_OPENVINO_CPU ? 0 : cfg->device_index, &dev)) {
         const char *keys[2], *values[2];
-        const size_t n = openvino_options(ep, cfg, keys, values);
+        char config[OPENVINO_CONFIG_SIZE];
+        const size_t n = openvino_options(ep, cfg, keys, values, config);
         *attached = dev.attached;
         *ort_name = a->EpDevice_EpName(dev.device);
         snprintf(how, how_size, "EP device of %s%s%s", a->EpDevice_EpName(dev.device),
@@ -1495,6 +1509,11 @@ int vdnn_ort_device_type(const char *attached_ep)
     if (len > 4 && strcmp(attached_ep + len - 4, ":NPU") == 0)
         return OrtHardwareDeviceType_NPU;
     return OrtHardwareDeviceType_CPU;
+}
+
+int vdnn_ort_runs_sessions_in_turn(const char *attached_ep)
+{
+    return attached_ep && strncmp(attached_ep, "OpenVINO", 8) == 0;
 }
 
 /* What ORT's selection policy chose: the EP device of the session's first

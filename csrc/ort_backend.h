@@ -95,6 +95,14 @@ int vdnn_ort_session_create(const void *model, size_t len, const char *model_pat
  * cannot tell what its policy chose). */
 int vdnn_ort_device_type(const char *attached_ep);
 
+/* Whether sessions on the EP of an attached_ep string run one at a time in
+ * a process and each on threads of the EP's own (OpenVINO: its
+ * INFERENCE_NUM_THREADS, set from the session's thread count), so that a
+ * context gains nothing from frames in flight there and gives each session
+ * all its threads instead. Measured with onnxruntime-ep-openvino 1.8.1:
+ * two sessions run from two threads took as long as one after the other. */
+int vdnn_ort_runs_sessions_in_turn(const char *attached_ep);
+
 /* Makes the run in flight on `s` (if any) stop with -ECANCELED. Thread-safe;
  * a run that starts later is not affected. */
 void vdnn_ort_cancel(VdnnOrtSession *s);

@@ -125,7 +125,12 @@ typedef struct VmafDnnContextConfig {
                               on one intra-op thread (measured faster than N
                               intra-op threads: docs/throughput.md; at
                               most 4 when every model runs on a GPU or
-                              NPU, where more only contend for it). With
+                              NPU, where more only contend for it; one
+                              frame at a time, each session on N threads,
+                              when a model that would be copied runs on
+                              OpenVINO, whose sessions run one at a
+                              time in a process and on threads of its
+                              own). With
                               temporal models (see vmaf_dnn_use_tiny_model)
                               the workers run the models that read
                               pictures, past ones included, and the

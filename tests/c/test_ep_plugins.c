@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "vmafdnn/catalog.h"
+#include "vmafdnn/context.h"
 #include "vmafdnn/vmafdnn.h"
 
 static const char *models_dir;
@@ -311,6 +312,40 @@ static void test_plugin_binds(const char *stub)
     }
 }
 
+/* A context's models on OpenVINO (here the stub's device under its name)
+ * score one frame at a time with threads > 1, each session on all the
+ * context's threads: OpenVINO runs the sessions of a process one at a time,
+ * so frame workers' copies would only wait for each other. Seen from
+ * outside: a frame the model refuses fails the very call that reads it
+ * (in flight it would be reported by a later call), and the session keeps
+ * the context's thread count. */
+static void test_openvino_context_one_frame_at_a_time(void)
+{
+    if (!ep_abi())
+        return;
+    VmafDnnContextConfig cfg;
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.session.device = VMAF_DNN_DEVICE_OPENVINO;
+    cfg.threads = 2;
+    VmafDnnContext *ctx = NULL;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
+    if (!ctx)
+        return;
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("nr_mean"), NULL), 0);
+    const VmafDnnSession *s = vmaf_dnn_tiny_model_session(ctx, 0);
+    CHECK(s && strcmp(vmaf_dnn_session_attached_ep(s), "OpenVINO:CPU") == 0);
+    CHECK(s && vmaf_dnn_session_config(s)->threads == 2);
+    static unsigned char y[8 * 8];
+    VmafDnnPicture pic = {.data = {y}, .stride = {8}, .w = {8}, .h = {8}, .bpc = 8};
+    for (unsigned t = 0; t < 3; t++)
+        CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &pic, t), 0);
+    pic.w[0] = pic.h[0] = 7; /* nr_mean takes 8x8 only, no resize */
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &pic, 3), -ERANGE);
+    CHECK(strstr(vmaf_dnn_last_error(), "scored in flight") == NULL);
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    vmaf_dnn_context_close(ctx);
+}
+
 /* A plugin that appends and cannot create the session: one retry on the CPU
  * EP, with the reason. */
 static void test_failcreate(const char *stub)
@@ -368,5 +403,6 @@ int main(int argc, char **argv)
     test_before_plugin();
     test_registration_errors(stub);
     test_plugin_binds(stub);
+    test_openvino_context_one_frame_at_a_time();
     return check_report();
 }
