@@ -916,40 +916,46 @@ static int find_device(EpKind ep, int device_index, EpDevice *out)
 
 /* OpenVINO's options for step `ep`, appended to keys/values (room for 2);
  * returns how many. `config` (OPENVINO_CONFIG_SIZE bytes) holds the
- * load_config text and must outlive the append.
+ * load_config text and must outlive the append. `plugin`: the EP comes as
+ * an EP device (the plugin library), which reads OpenVINO's own properties
+ * from load_config only and warns that "precision" is ignored.
  * Precision: OpenVINO runs a model in the device's fast precision unless
  * told otherwise: bf16 on a CPU with AMX, fp16 on a GPU. Unasked, that moved
  * ssim_y by 0.0035 on a Xeon through the plugin
- * (docs/execution_providers.md), so sessions ask for f32 twice over: the
- * EP's "precision" (deprecated in ORT 1.23, still read) and OpenVINO's own
- * hints through "load_config" (accepted by onnxruntime-openvino 1.24.1 as
- * a JSON string). FP16 only on a GPU with fp16_io, the caller's opt-in; the
- * CPU device refuses FP16 at append, the NPU runs FP16 only (no options).
+ * (docs/execution_providers.md), so sessions ask for f32: OpenVINO's
+ * INFERENCE_PRECISION_HINT and EXECUTION_MODE_HINT=ACCURACY through
+ * "load_config" (a JSON string; onnxruntime-openvino 1.24.1 accepts it
+ * too), and for the compiled-in EP also its "precision" (deprecated in ORT
+ * 1.23, still read). FP16 only on a GPU with fp16_io, the caller's opt-in;
+ * the CPU device refuses FP16 at append, the NPU runs FP16 only (no
+ * options).
  * Threads: OpenVINO's CPU device runs on its own threads, one per core, and
  * ignores ORT's intra-op count: two frame workers' sessions each took both
  * cores of a 2-core machine and VMAF ran no faster on 2 threads than on 1
  * (2.72 against 2.80 fps, docs/execution_providers.md). So the session's
  * thread count, when set, is also OpenVINO's INFERENCE_NUM_THREADS. */
-static size_t openvino_options(EpKind ep, const VmafDnnConfig *cfg, const char **keys,
-                               const char **values, char *config)
+static size_t openvino_options(EpKind ep, const VmafDnnConfig *cfg, int plugin,
+                               const char **keys, const char **values, char *config)
 {
     if (ep != EP_OPENVINO_CPU && ep != EP_OPENVINO_GPU)
         return 0;
-    keys[0] = "precision";
-    if (ep == EP_OPENVINO_GPU && cfg->fp16_io) {
-        values[0] = "FP16";
-        return 1;
+    const int fp16 = ep == EP_OPENVINO_GPU && cfg->fp16_io;
+    size_t n = 0;
+    if (!plugin) {
+        keys[n] = "precision";
+        values[n++] = fp16 ? "FP16" : "FP32";
+        if (fp16)
+            return n;
     }
-    values[0] = "FP32";
     char threads[48] = "";
     if (ep == EP_OPENVINO_CPU && cfg->threads > 0)
         snprintf(threads, sizeof(threads), ", \"INFERENCE_NUM_THREADS\": \"%d\"", cfg->threads);
-    snprintf(config, OPENVINO_CONFIG_SIZE, "{\"%s\": {\"INFERENCE_PRECISION_HINT\": \"f32\", "
-             "\"EXECUTION_MODE_HINT\": \"ACCURACY\"%s}}", ep == EP_OPENVINO_CPU ? "CPU" : "GPU",
-             threads);
-    keys[1] = "load_config";
-    values[1] = config;
-    return 2;
+    snprintf(config, OPENVINO_CONFIG_SIZE, "{\"%s\": {\"INFERENCE_PRECISION_HINT\": \"%s\"%s%s}}",
+             ep == EP_OPENVINO_CPU ? "CPU" : "GPU", fp16 ? "f16" : "f32",
+             fp16 ? "" : ", \"EXECUTION_MODE_HINT\": \"ACCURACY\"", threads);
+    keys[n] = "load_config";
+    values[n++] = config;
+    return n;
 }
 
 /* The EP compiled into ORT for step `ep`; NULL status when it appended. */
@@ -986,7 +992,7 @@ static OrtStatus *append_builtin(OrtSessionOptions *opts, EpKind ep, const VmafD
             snprintf(device_type, sizeof(device_type), "GPU");
         const char *keys[3] = {"device_type"}, *values[3] = {device_type};
         char config[OPENVINO_CONFIG_SIZE];
-        const size_t n = 1 + openvino_options(ep, cfg, keys + 1, values + 1, config);
+        const size_t n = 1 + openvino_options(ep, cfg, 0, keys + 1, values + 1, config);
         return a->SessionOptionsAppendExecutionProvider(opts, "OpenVINO", keys, values, n);
     }
     case EP_ROCM: {
@@ -1039,7 +1045,7 @@ static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnCon
     if (find_device(ep, ep == EP_OPENVINO_CPU ? 0 : cfg->device_index, &dev)) {
         const char *keys[2], *values[2];
         char config[OPENVINO_CONFIG_SIZE];
-        const size_t n = openvino_options(ep, cfg, keys, values, config);
+        const size_t n = openvino_options(ep, cfg, dev.library != NULL, keys, values, config);
         *attached = dev.attached;
         *ort_name = a->EpDevice_EpName(dev.device);
         snprintf(how, how_size, "EP device of %s%s%s", a->EpDevice_EpName(dev.device),
