@@ -387,10 +387,13 @@ static int pool_ready(VmafDnnContext *ctx)
         if (!frames_in_flight_split(ctx, ordered)) {
             free(ordered);
             /* A model attached in the middle of a clip took frames in
-             * flight away: the context's own models see what the workers
-             * saw, and go on reading every frame themselves. */
-            return vdnn_raw_past_replay(&ctx->past, ctx->model, ctx->n_models, ctx->plane,
-                                        ctx->plane_capacity);
+             * flight away: a failure of a frame scored in flight is
+             * reported first (ctx->past stays for the next call), then the
+             * context's own models see what the workers saw, and go on
+             * reading every frame themselves. */
+            int rc = vdnn_frame_pending_take(&ctx->pending);
+            return rc ? rc : vdnn_raw_past_replay(&ctx->past, ctx->model, ctx->n_models,
+                                                  ctx->plane, ctx->plane_capacity);
         }
         const VdnnFramePoolSetup setup = {
             .model = ctx->model,

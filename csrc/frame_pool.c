@@ -519,7 +519,7 @@ int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
     uint64_t copies = 0;
     for (size_t i = 0; i < p->setup.n_models; i++)
         if (!p->ordered[i])
-            copies += vdnn_tiny_model_own_frame_bytes(p->setup.model[i], raw->w[1], raw->h[1]);
+            copies += vdnn_tiny_model_own_frame_bytes(p->setup.model[i], f->w, f->h);
     const uint64_t bytes =
         (samples + past * p->past_depth) * sample_bytes * p->n_slots +
         past * p->past_depth * sample_bytes +

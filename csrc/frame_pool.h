@@ -157,11 +157,12 @@ int vdnn_raw_planes_normalise(const VdnnRawPlanes *raw, VdnnTinyFrame *f, float 
 
 /* Checks a frame before it counts as read: frame `index` is not in flight
  * already (-EEXIST), and the slots' raw planes plus every worker's fp32
- * planes fit the policy's max_memory_bytes (-EDQUOT). A frame of another
- * size than a native-resolution model locked fails on the worker, as
- * vdnn_tiny_model_run says it (the lock is the context's model's, noted in
- * frame order by the context as it reads the frame), and counts as read, as in the
- * serial path. f gives the geometry, bpc and index (its planes are
+ * planes and its model copies' own buffers (vdnn_tiny_model_own_frame_bytes
+ * at the frame's size) fit the policy's max_memory_bytes (-EDQUOT). A frame
+ * of another size than a native-resolution model locked fails on the
+ * worker, as vdnn_tiny_model_run says it (the lock is the context's
+ * model's, noted in frame order by the context as it reads the frame), and
+ * counts as read, as in the serial path. f gives the geometry, bpc and index (its planes are
  * unused). */
 int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
                           const VdnnRawPlanes *raw);

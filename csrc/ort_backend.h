@@ -97,7 +97,9 @@ int vdnn_ort_device_type(const char *attached_ep);
 
 /* Whether sessions on the EP of an attached_ep string run one at a time in
  * a process and each on threads of the EP's own (OpenVINO: its
- * INFERENCE_NUM_THREADS, set from the session's thread count), so that a
+ * INFERENCE_NUM_THREADS, set from the session's thread count, except where
+ * ORT's selection policy chose it: a policy takes no EP options, and
+ * OpenVINO then takes a thread per core), so that a
  * context gains nothing from frames in flight there and gives each session
  * all its threads instead. Measured with onnxruntime-ep-openvino 1.8.1:
  * two sessions run from two threads took as long as one after the other. */

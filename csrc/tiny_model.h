@@ -128,8 +128,8 @@ int vdnn_tiny_model_temporal(const VdnnTinyModel *m);
  * the past planes it keeps of it; 0 when none. */
 unsigned vdnn_tiny_model_history_depth(const VdnnTinyModel *m, VdnnSourcePicture picture);
 
-/* A native-resolution model's size lock, which the first frame read that it
- * could take sets (a frame too small to run sets nothing), whether or not
+/* A native-resolution model's size lock, which the first frame read that is
+ * not below its minimum size sets (a smaller one sets nothing), whether or not
  * the model then runs on it: the context notes every frame it reads, in
  * frame order, before any model runs. Frame workers keep the context's model
  * as the one lock and give its state to their copies before each frame, so

@@ -344,6 +344,33 @@ static void test_openvino_context_one_frame_at_a_time(void)
     CHECK(strstr(vmaf_dnn_last_error(), "scored in flight") == NULL);
     CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
     vmaf_dnn_context_close(ctx);
+
+    /* Attached in the middle of a clip scored in flight: a frame that
+     * failed in flight is still reported by the next read (context.h), not
+     * left for flush, and that read takes no frame. */
+    cfg.session.device = VMAF_DNN_DEVICE_CPU;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
+    if (!ctx)
+        return;
+    const VmafDnnModelConfig a = {.name = "a"};
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("nr_mean"), &a), 0);
+    pic.w[0] = pic.h[0] = 8;
+    for (unsigned t = 0; t < 5; t++) {
+        pic.w[0] = pic.h[0] = t == 3 ? 7 : 8;
+        CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &pic, t), 0); /* 3 fails in flight */
+    }
+    VmafDnnConfig on_openvino;
+    vmaf_dnn_default_config(&on_openvino);
+    on_openvino.device = VMAF_DNN_DEVICE_OPENVINO;
+    const VmafDnnModelConfig b = {.name = "b", .session = &on_openvino};
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("nr_mean"), &b), 0);
+    pic.w[0] = pic.h[0] = 8;
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &pic, 5), -ERANGE);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "frame 3 (scored in flight)");
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &pic, 5), 0);
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 6);
+    vmaf_dnn_context_close(ctx);
 }
 
 /* A plugin that appends and cannot create the session: one retry on the CPU

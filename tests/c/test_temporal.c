@@ -558,7 +558,15 @@ static void test_budget_counts_copies_history(void)
     VmafDnnModelPolicy policy;
     vmaf_dnn_default_model_policy(&policy);
     policy.max_memory_bytes = 300000;
-    for (int threads = 0; threads <= 2; threads += 2) {
+    /* The same when the model reads the reference picture only (whose
+     * planes are all the frame's slots hold). */
+    static const char *const sidecar[] = {
+        NULL,
+        "{\"native_resolution\": true, \"output_keys\": [\"m\", \"bits\"], \"input_sources\": "
+        "{\"cur\": {\"picture\": \"reference\"}, \"prev\": {\"picture\": \"reference\", "
+        "\"offset\": -8}, \"bpc\": {\"value\": \"bpc\"}}}"};
+    for (int run = 0; run < 4; run++) {
+        const int k = run / 2, threads = run % 2 * 2;
         VmafDnnContextConfig cfg;
         vmaf_dnn_default_context_config(&cfg);
         cfg.threads = threads;
@@ -566,10 +574,11 @@ static void test_budget_counts_copies_history(void)
         VmafDnnContext *ctx = NULL;
         CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
         CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "deep",
-                                                        diff_sidecar(-8)), NULL), 0);
+                                                        k ? sidecar[k] : diff_sidecar(-8)),
+                                             NULL), 0);
         Pic p;
         pic_set(&p, 64, 64, 7);
-        const int rc = vmaf_dnn_read_pictures(ctx, NULL, &p.pic, 0);
+        const int rc = vmaf_dnn_read_pictures(ctx, k ? &p.pic : NULL, &p.pic, 0);
         CHECK_EQ_INT(rc, threads ? -EDQUOT : 0);
         if (threads)
             CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "model buffers");
