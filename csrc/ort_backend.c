@@ -17,6 +17,7 @@
 
 #include <onnxruntime_c_api.h>
 
+#include "block_cache.h"
 #include "error.h"
 #include "ort_backend.h"
 
@@ -62,8 +63,13 @@ static _Thread_local Account *current_account;
 
 typedef struct BlockHeader {
     Account *account;
-    size_t size;
+    size_t size;     /* what ORT asked for: charged to the account */
+    size_t capacity; /* the whole block, header included */
 } BlockHeader;
+
+/* Sessions alive: freed large blocks are kept for reuse (block_cache.h)
+ * only while there is one, and the last one to close frees them. */
+static atomic_long live_sessions;
 
 static OrtMemoryInfo *budget_memory_info;
 
@@ -126,8 +132,16 @@ static void *ORT_API_CALL budget_alloc(OrtAllocator *self, size_t size)
         }
         atomic_fetch_add(&acct->refs, 1);
     }
-    void *block = NULL;
-    if (posix_memalign(&block, BLOCK_HEADER, BLOCK_HEADER + size)) {
+    size_t capacity = BLOCK_HEADER + size;
+    void *block = vdnn_block_cache_take(capacity, &capacity);
+    if (!block && posix_memalign(&block, BLOCK_HEADER, capacity) != 0) {
+        /* The blocks kept for reuse go back first. */
+        block = NULL;
+        vdnn_block_cache_purge();
+        if (posix_memalign(&block, BLOCK_HEADER, capacity) != 0)
+            block = NULL;
+    }
+    if (!block) {
         if (acct) {
             atomic_fetch_sub(&acct->used, size);
             account_unref(acct);
@@ -139,6 +153,7 @@ static void *ORT_API_CALL budget_alloc(OrtAllocator *self, size_t size)
     BlockHeader *h = block;
     h->account = acct;
     h->size = size;
+    h->capacity = capacity;
     return (char *)block + BLOCK_HEADER;
 }
 
@@ -152,7 +167,8 @@ static void ORT_API_CALL budget_free(OrtAllocator *self, void *p)
         atomic_fetch_sub(&h->account->used, h->size);
         account_unref(h->account);
     }
-    free(h);
+    if (atomic_load(&live_sessions) == 0 || !vdnn_block_cache_put(h, h->capacity))
+        free(h);
 }
 
 static const OrtMemoryInfo *ORT_API_CALL budget_info(const OrtAllocator *self)
@@ -1722,6 +1738,7 @@ int vdnn_ort_session_create(const void *model, size_t len, const char *model_pat
     acct->limit = budget->max_memory_bytes;
     atomic_init(&acct->refs, 1);
     s->account = acct;
+    atomic_fetch_add(&live_sessions, 1);
     s->max_run_ms = budget->max_run_ms;
     s->watch.session = s;
 
@@ -1777,6 +1794,8 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
     if (s->run_options)
         a->ReleaseRunOptions(s->run_options);
     account_unref(s->account); /* blocks ORT still holds keep it alive */
+    if (s->account && atomic_fetch_sub(&live_sessions, 1) == 1)
+        vdnn_block_cache_purge();
     pthread_mutex_destroy(&s->stop_lock);
     for (size_t i = 0; s->inputs && i < s->n_inputs; i++)
         free(s->inputs[i].name);

@@ -22,6 +22,7 @@
 
 #include <vmafdnn/context.h>
 
+#include "block_cache.h"
 #include "check.h"
 #include "ort_backend.h"
 #include "context_internal.h"
@@ -1415,6 +1416,35 @@ static void test_device_type(void)
                  -EINVAL, "\"device_type\"");
 }
 
+/* Large blocks ORT frees are kept for reuse while a session lives
+ * (csrc/block_cache.h: a model asks for the same ones every run) and all
+ * freed when the last session closes. image_invert's output is a new
+ * 512x512 plane each run; the first run's is freed by the second. */
+static void test_freed_blocks_kept_while_sessions_live(void)
+{
+    vdnn_block_cache_purge(); /* what earlier tests' sessions left, if any */
+    VmafDnnConfig cfg;
+    vmaf_dnn_default_config(&cfg);
+    cfg.device = VMAF_DNN_DEVICE_CPU;
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s/image_invert.onnx", model_dir);
+    VmafDnnSession *s = NULL;
+    CHECK_EQ_INT(vmaf_dnn_session_open(&s, path, &cfg), 0);
+    if (!s)
+        return;
+    static float x[512 * 512], y[512 * 512];
+    const int64_t shape[4] = {1, 1, 512, 512};
+    const VmafDnnInput in = {NULL, x, shape, 4};
+    for (int run = 0; run < 3; run++) {
+        VmafDnnOutput o = {.name = NULL, .data = y, .capacity = 512 * 512};
+        CHECK_EQ_INT(vmaf_dnn_session_run(s, &in, 1, &o, 1), 0);
+        CHECK(y[0] == 1.0f);
+    }
+    CHECK(vdnn_block_cache_bytes() >= sizeof(x));
+    vmaf_dnn_session_close(s);
+    CHECK(vdnn_block_cache_bytes() == 0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -1439,6 +1469,7 @@ int main(int argc, char **argv)
     test_shape_rules();
     test_native_resolution();
     test_memory_budget();
+    test_freed_blocks_kept_while_sessions_live();
     test_store_budget();
     test_config_at_open();
     test_resize_modes();
