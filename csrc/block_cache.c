@@ -49,11 +49,16 @@ void *vdnn_block_cache_take(size_t bytes, size_t *capacity)
     if (bytes < VDNN_BLOCK_CACHE_MIN_BYTES)
         return NULL;
     lock();
+    /* Newest first: a run asks again for the sizes it freed last, and an
+     * exact fit ends the search. */
     size_t best = n_kept;
-    for (size_t i = 0; i < n_kept; i++)
+    for (size_t i = n_kept; i-- > 0;)
         if (kept[i].capacity >= bytes && kept[i].capacity - bytes <= bytes / 8 &&
-            (best == n_kept || kept[i].capacity < kept[best].capacity))
+            (best == n_kept || kept[i].capacity <= kept[best].capacity)) {
             best = i;
+            if (kept[i].capacity == bytes)
+                break;
+        }
     void *block = NULL;
     if (best < n_kept) {
         block = kept[best].block;

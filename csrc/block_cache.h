@@ -25,7 +25,7 @@
 
 #define VDNN_BLOCK_CACHE_BLOCKS 256
 #define VDNN_BLOCK_CACHE_BYTES ((size_t)64 << 20)
-#define VDNN_BLOCK_CACHE_MIN_BYTES ((size_t)16 << 10)
+#define VDNN_BLOCK_CACHE_MIN_BYTES ((size_t)64 << 10)
 
 /* A kept block of at least `bytes` and at most 1/8 more, the closest fit;
  * its capacity in *capacity. NULL when none fits (then allocate). */

@@ -74,8 +74,8 @@ static void test_bounds(void)
     vdnn_block_cache_purge();
     CHECK(vdnn_block_cache_bytes() == 0);
 
-    /* By bytes: the fourth quarter-and-a-bit evicts the first; equal fits
-     * come oldest first (the capacity is what is counted: the memory need
+    /* By bytes: the fourth quarter-and-a-bit evicts the first; exact fits
+     * come newest first (the capacity is what is counted: the memory need
      * not be touched). */
     const size_t big = VDNN_BLOCK_CACHE_BYTES / 4 + 1;
     void *q[4];
@@ -84,7 +84,7 @@ static void test_bounds(void)
         CHECK_EQ_INT(vdnn_block_cache_put(q[i], big), 1);
     }
     CHECK(vdnn_block_cache_bytes() == 3 * big);
-    for (int i = 1; i < 4; i++) {
+    for (int i = 3; i >= 1; i--) {
         void *got = vdnn_block_cache_take(big, &cap);
         CHECK(got == q[i]);
         free(got);
