@@ -1,6 +1,6 @@
 /* Large freed blocks kept for reuse (block_cache.h). A small array under
  * one lock, oldest first: at most VDNN_BLOCK_CACHE_BLOCKS entries, searched
- * whole (a model's runs free and take a few dozen large blocks a frame). */
+ * from the newest (a run asks again first for what it freed last). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,113 +9,141 @@
 
 typedef struct Kept {
     void *block;
-    size_t capacity;
+    size_t bytes;
+    uint64_t owner;
 } Kept;
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static Kept kept[VDNN_BLOCK_CACHE_BLOCKS];
 static size_t n_kept, kept_bytes;
+static long open_sessions; /* under cache_lock: put keeps nothing at 0 */
+static int disabled;       /* VMAFDNN_NO_BLOCK_CACHE=1 */
 
-/* fork() copies only the calling thread: a lock another thread held then
- * would stay locked in the child for ever. */
-static void fork_prepare(void)
-{
-    pthread_mutex_lock(&cache_lock);
-}
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
-static void fork_done(void)
-{
-    pthread_mutex_unlock(&cache_lock);
-}
-
-static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
-static int disabled; /* VMAFDNN_NO_BLOCK_CACHE=1: keep nothing, for comparison */
-
-static void setup(void)
+static void read_env(void)
 {
     const char *off = getenv("VMAFDNN_NO_BLOCK_CACHE");
     disabled = off && strcmp(off, "1") == 0;
-    pthread_atfork(fork_prepare, fork_done, fork_done);
 }
 
-static void lock(void)
+/* Removes the entries for which drop(entry) holds into gone[]; under the
+ * lock. Returns how many. */
+static size_t remove_kept(int (*drop)(const Kept *, uint64_t), uint64_t arg, Kept *gone)
 {
-    pthread_once(&setup_once, setup);
-    pthread_mutex_lock(&cache_lock);
-}
-
-void *vdnn_block_cache_take(size_t bytes, size_t *capacity)
-{
-    if (bytes < VDNN_BLOCK_CACHE_MIN_BYTES)
-        return NULL;
-    lock();
-    /* Newest first: a run asks again for the sizes it freed last, and an
-     * exact fit ends the search. */
-    size_t best = n_kept;
-    for (size_t i = n_kept; i-- > 0;)
-        if (kept[i].capacity >= bytes && kept[i].capacity - bytes <= bytes / 8 &&
-            (best == n_kept || kept[i].capacity <= kept[best].capacity)) {
-            best = i;
-            if (kept[i].capacity == bytes)
-                break;
+    size_t n_gone = 0, n = 0;
+    for (size_t i = 0; i < n_kept; i++) {
+        if (drop(&kept[i], arg)) {
+            gone[n_gone++] = kept[i];
+            kept_bytes -= kept[i].bytes;
+        } else {
+            kept[n++] = kept[i];
         }
-    void *block = NULL;
-    if (best < n_kept) {
-        block = kept[best].block;
-        *capacity = kept[best].capacity;
-        kept_bytes -= kept[best].capacity;
-        memmove(kept + best, kept + best + 1, (--n_kept - best) * sizeof(kept[0]));
     }
+    n_kept = n;
+    return n_gone;
+}
+
+static int any(const Kept *k, uint64_t arg)
+{
+    (void)k;
+    (void)arg;
+    return 1;
+}
+
+static int owned_by(const Kept *k, uint64_t owner)
+{
+    return k->owner == owner;
+}
+
+static void free_all(const Kept *gone, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(gone[i].block);
+}
+
+void vdnn_block_cache_session_opened(void)
+{
+    pthread_once(&env_once, read_env);
+    pthread_mutex_lock(&cache_lock);
+    open_sessions++;
+    pthread_mutex_unlock(&cache_lock);
+}
+
+void vdnn_block_cache_session_closed(uint64_t owner)
+{
+    Kept gone[VDNN_BLOCK_CACHE_BLOCKS];
+    pthread_mutex_lock(&cache_lock);
+    open_sessions--;
+    const size_t n = open_sessions > 0 ? remove_kept(owned_by, owner, gone)
+                                       : remove_kept(any, 0, gone);
+    pthread_mutex_unlock(&cache_lock);
+    free_all(gone, n);
+}
+
+void *vdnn_block_cache_take(size_t bytes)
+{
+    if (bytes < VDNN_BLOCK_CACHE_MIN_BYTES || bytes > VDNN_BLOCK_CACHE_BYTES)
+        return NULL;
+    void *block = NULL;
+    pthread_mutex_lock(&cache_lock);
+    for (size_t i = n_kept; i-- > 0;)
+        if (kept[i].bytes == bytes) {
+            block = kept[i].block;
+            kept_bytes -= bytes;
+            memmove(kept + i, kept + i + 1, (--n_kept - i) * sizeof(kept[0]));
+            break;
+        }
     pthread_mutex_unlock(&cache_lock);
     return block;
 }
 
-int vdnn_block_cache_put(void *block, size_t capacity)
+int vdnn_block_cache_put(void *block, size_t bytes, uint64_t owner)
 {
-    if (!block || capacity < VDNN_BLOCK_CACHE_MIN_BYTES || capacity > VDNN_BLOCK_CACHE_BYTES)
+    if (!block || bytes < VDNN_BLOCK_CACHE_MIN_BYTES || bytes > VDNN_BLOCK_CACHE_BYTES)
         return 0;
-    /* The oldest kept blocks make room: a run takes back soon what it
-     * freed last. kept[] is in the order blocks came (take keeps it). */
-    Kept evicted[VDNN_BLOCK_CACHE_BLOCKS];
-    size_t n_evicted = 0;
-    lock();
-    int keep = !disabled;
+    Kept gone[VDNN_BLOCK_CACHE_BLOCKS];
+    size_t n_gone = 0;
+    pthread_mutex_lock(&cache_lock);
+    const int keep = open_sessions > 0 && !disabled;
     if (keep) {
-        size_t drop = 0, bytes = kept_bytes;
+        /* The oldest kept blocks make room. */
+        size_t drop = 0, total = kept_bytes;
         while (drop < n_kept && (n_kept - drop >= VDNN_BLOCK_CACHE_BLOCKS ||
-                                 bytes > VDNN_BLOCK_CACHE_BYTES - capacity))
-            bytes -= kept[drop++].capacity;
+                                 total > VDNN_BLOCK_CACHE_BYTES - bytes))
+            total -= kept[drop++].bytes;
         for (size_t i = 0; i < drop; i++)
-            evicted[n_evicted++] = kept[i];
+            gone[n_gone++] = kept[i];
         memmove(kept, kept + drop, (n_kept - drop) * sizeof(kept[0]));
         n_kept -= drop;
-        kept_bytes = bytes;
-        kept[n_kept++] = (Kept){block, capacity};
-        kept_bytes += capacity;
+        kept[n_kept++] = (Kept){block, bytes, owner};
+        kept_bytes = total + bytes;
     }
     pthread_mutex_unlock(&cache_lock);
-    for (size_t i = 0; i < n_evicted; i++)
-        free(evicted[i].block);
+    free_all(gone, n_gone);
     return keep;
 }
 
 void vdnn_block_cache_purge(void)
 {
-    lock();
     Kept gone[VDNN_BLOCK_CACHE_BLOCKS];
-    const size_t n = n_kept;
-    for (size_t i = 0; i < n; i++)
-        gone[i] = kept[i];
-    n_kept = kept_bytes = 0;
+    pthread_mutex_lock(&cache_lock);
+    const size_t n = remove_kept(any, 0, gone);
     pthread_mutex_unlock(&cache_lock);
-    for (size_t i = 0; i < n; i++)
-        free(gone[i].block);
+    free_all(gone, n);
 }
 
 size_t vdnn_block_cache_bytes(void)
 {
-    lock();
+    pthread_mutex_lock(&cache_lock);
     const size_t n = kept_bytes;
     pthread_mutex_unlock(&cache_lock);
     return n;
+}
+
+void vdnn_block_cache_fork_child(void)
+{
+    static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    memcpy(&cache_lock, &fresh, sizeof(fresh));
+    n_kept = kept_bytes = 0;
 }

@@ -50,6 +50,8 @@
  * charged. A block records its account, so it may be freed on any thread and
  * after the run. The account lives while its session or any block does. */
 typedef struct Account {
+    uint64_t serial;             /* the session's, unique in the process: the
+                                    block cache's owner tag */
     atomic_uint_least64_t used;  /* bytes of live blocks */
     uint64_t limit;              /* 0: none */
     atomic_uint_least64_t refused; /* size of the last refused block; 0: none */
@@ -63,13 +65,11 @@ static _Thread_local Account *current_account;
 
 typedef struct BlockHeader {
     Account *account;
-    size_t size;     /* what ORT asked for: charged to the account */
-    size_t capacity; /* the whole block, header included */
+    size_t size; /* what ORT asked for, charged to the account; the block is
+                    BLOCK_HEADER + size bytes */
 } BlockHeader;
 
-/* Sessions alive: freed large blocks are kept for reuse (block_cache.h)
- * only while there is one, and the last one to close frees them. */
-static atomic_long live_sessions;
+static atomic_uint_least64_t next_serial;
 
 static OrtMemoryInfo *budget_memory_info;
 
@@ -132,8 +132,9 @@ static void *ORT_API_CALL budget_alloc(OrtAllocator *self, size_t size)
         }
         atomic_fetch_add(&acct->refs, 1);
     }
-    size_t capacity = BLOCK_HEADER + size;
-    void *block = vdnn_block_cache_take(capacity, &capacity);
+    /* A large block freed earlier, of exactly this size (block_cache.h). */
+    const size_t capacity = BLOCK_HEADER + size;
+    void *block = vdnn_block_cache_take(capacity);
     if (!block && posix_memalign(&block, BLOCK_HEADER, capacity) != 0) {
         /* The blocks kept for reuse go back first. */
         block = NULL;
@@ -153,7 +154,6 @@ static void *ORT_API_CALL budget_alloc(OrtAllocator *self, size_t size)
     BlockHeader *h = block;
     h->account = acct;
     h->size = size;
-    h->capacity = capacity;
     return (char *)block + BLOCK_HEADER;
 }
 
@@ -163,11 +163,13 @@ static void ORT_API_CALL budget_free(OrtAllocator *self, void *p)
     if (!p)
         return;
     BlockHeader *h = (BlockHeader *)(void *)((char *)p - BLOCK_HEADER);
+    uint64_t owner = 0;
     if (h->account) {
+        owner = h->account->serial;
         atomic_fetch_sub(&h->account->used, h->size);
         account_unref(h->account);
     }
-    if (atomic_load(&live_sessions) == 0 || !vdnn_block_cache_put(h, h->capacity))
+    if (!vdnn_block_cache_put(h, BLOCK_HEADER + h->size, owner))
         free(h);
 }
 
@@ -1317,7 +1319,9 @@ static void watch_remove(VdnnOrtSession *s)
  * watched, which belong to threads that do not exist there: its first run
  * with a budget starts a watchdog of its own. Sessions of the parent stay
  * unusable in the child (docs/security.md); this keeps the child's own
- * sessions working. */
+ * sessions working. The block cache's lock is not taken around fork (it is
+ * taken on frees that may happen under a host's lock, which the host's own
+ * fork handler may take after ours): the child's cache starts empty. */
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&load_lock);
@@ -1334,6 +1338,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+    vdnn_block_cache_fork_child();
     watch_list.next = watch_list.prev = &watch_list;
     watch_started = 0;
     watch_sleep_until = UINT64_MAX;
@@ -1737,8 +1742,9 @@ int vdnn_ort_session_create(const void *model, size_t len, const char *model_pat
     pthread_mutex_init(&s->stop_lock, NULL);
     acct->limit = budget->max_memory_bytes;
     atomic_init(&acct->refs, 1);
+    acct->serial = atomic_fetch_add(&next_serial, 1) + 1;
     s->account = acct;
-    atomic_fetch_add(&live_sessions, 1);
+    vdnn_block_cache_session_opened();
     s->max_run_ms = budget->max_run_ms;
     s->watch.session = s;
 
@@ -1793,9 +1799,10 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
         a->ReleaseMemoryInfo(s->cpu_memory);
     if (s->run_options)
         a->ReleaseRunOptions(s->run_options);
+    const uint64_t serial = s->account ? s->account->serial : 0;
     account_unref(s->account); /* blocks ORT still holds keep it alive */
-    if (s->account && atomic_fetch_sub(&live_sessions, 1) == 1)
-        vdnn_block_cache_purge();
+    if (serial)
+        vdnn_block_cache_session_closed(serial);
     pthread_mutex_destroy(&s->stop_lock);
     for (size_t i = 0; s->inputs && i < s->n_inputs; i++)
         free(s->inputs[i].name);
