@@ -371,7 +371,12 @@ typedef struct VmafDnnModelPolicy {
                                      Default
                                      VMAF_DNN_DEFAULT_MAX_MEMORY_BYTES, or the
                                      environment variable
-                                     VMAFDNN_MAX_MEMORY_BYTES */
+                                     VMAFDNN_MAX_MEMORY_BYTES. Blocks a
+                                     session freed may stay with the process
+                                     for reuse until that session closes (at
+                                     most 64 MiB per process, counted in no
+                                     budget: docs/security.md, "Memory";
+                                     VMAFDNN_NO_BLOCK_CACHE=1: none) */
     unsigned max_run_ms;          /* wall-clock time one run may take; a run
                                      past it is stopped and returns
                                      -ETIMEDOUT. 0: no limit. Default
