@@ -27,13 +27,13 @@ static void read_env(void)
     disabled = off && strcmp(off, "1") == 0;
 }
 
-/* Removes the entries for which drop(entry) holds into gone[]; under the
+/* Removes every entry (all) or those of `owner` into gone[]; under the
  * lock. Returns how many. */
-static size_t remove_kept(int (*drop)(const Kept *, uint64_t), uint64_t arg, Kept *gone)
+static size_t remove_kept(int all, uint64_t owner, Kept *gone)
 {
     size_t n_gone = 0, n = 0;
     for (size_t i = 0; i < n_kept; i++) {
-        if (drop(&kept[i], arg)) {
+        if (all || kept[i].owner == owner) {
             gone[n_gone++] = kept[i];
             kept_bytes -= kept[i].bytes;
         } else {
@@ -42,18 +42,6 @@ static size_t remove_kept(int (*drop)(const Kept *, uint64_t), uint64_t arg, Kep
     }
     n_kept = n;
     return n_gone;
-}
-
-static int any(const Kept *k, uint64_t arg)
-{
-    (void)k;
-    (void)arg;
-    return 1;
-}
-
-static int owned_by(const Kept *k, uint64_t owner)
-{
-    return k->owner == owner;
 }
 
 static void free_all(const Kept *gone, size_t n)
@@ -75,8 +63,7 @@ void vdnn_block_cache_session_closed(uint64_t owner)
     Kept gone[VDNN_BLOCK_CACHE_BLOCKS];
     pthread_mutex_lock(&cache_lock);
     open_sessions--;
-    const size_t n = open_sessions > 0 ? remove_kept(owned_by, owner, gone)
-                                       : remove_kept(any, 0, gone);
+    const size_t n = remove_kept(open_sessions <= 0, owner, gone);
     pthread_mutex_unlock(&cache_lock);
     free_all(gone, n);
 }
@@ -128,7 +115,7 @@ void vdnn_block_cache_purge(void)
 {
     Kept gone[VDNN_BLOCK_CACHE_BLOCKS];
     pthread_mutex_lock(&cache_lock);
-    const size_t n = remove_kept(any, 0, gone);
+    const size_t n = remove_kept(1, 0, gone);
     pthread_mutex_unlock(&cache_lock);
     free_all(gone, n);
 }

@@ -162,8 +162,8 @@ int vdnn_raw_planes_normalise(const VdnnRawPlanes *raw, VdnnTinyFrame *f, float 
  * of another size than a native-resolution model locked fails on the
  * worker, as vdnn_tiny_model_run says it (the lock is the context's
  * model's, noted in frame order by the context as it reads the frame), and
- * counts as read, as in the serial path. f gives the geometry, bpc and index (its planes are
- * unused). */
+ * counts as read, as in the serial path. f gives the geometry, bpc and
+ * index (its planes are unused). */
 int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
                           const VdnnRawPlanes *raw);
 

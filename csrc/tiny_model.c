@@ -581,14 +581,19 @@ static int check_attach_budget(const VdnnTinyModel *m)
                         when, 0);
 }
 
-/* The size the model is fed for a frame whose planes are pw x ph. */
-static void fed_size(const VdnnTinyModel *m, const unsigned pw[3], const unsigned ph[3],
-                     unsigned *tw, unsigned *th, int *resized)
+/* A frame's plane the model reads (w x h) and the size it is fed at. */
+typedef struct FedSize {
+    unsigned w, h, tw, th;
+    int resized;
+} FedSize;
+
+static FedSize fed_size(const VdnnTinyModel *m, const unsigned pw[3], const unsigned ph[3])
 {
-    const unsigned w = pw[m->plane], h = ph[m->plane];
-    *tw = m->model_w < 0 ? w : (unsigned)m->model_w;
-    *th = m->model_h < 0 ? h : (unsigned)m->model_h;
-    *resized = (*tw != w || *th != h) && m->resize != VMAF_DNN_RESIZE_NONE;
+    FedSize s = {.w = pw[m->plane], .h = ph[m->plane]};
+    s.tw = m->model_w < 0 ? s.w : (unsigned)m->model_w;
+    s.th = m->model_h < 0 ? s.h : (unsigned)m->model_h;
+    s.resized = (s.tw != s.w || s.th != s.h) && m->resize != VMAF_DNN_RESIZE_NONE;
+    return s;
 }
 
 int vdnn_tiny_model_check_frame(const VdnnTinyModel *m, const unsigned pw[3],
@@ -596,13 +601,10 @@ int vdnn_tiny_model_check_frame(const VdnnTinyModel *m, const unsigned pw[3],
 {
     if (!m->n_image)
         return 0;
-    unsigned tw, th;
-    int resized;
-    fed_size(m, pw, ph, &tw, &th, &resized);
-    const unsigned w = pw[m->plane], h = ph[m->plane];
+    const FedSize s = fed_size(m, pw, ph);
     char when[96];
-    snprintf(when, sizeof(when), "at %ux%u for a %ux%u frame", tw, th, w, h);
-    return check_budget(m, frame_bytes(m, w, h, tw, th, resized), when, resized);
+    snprintf(when, sizeof(when), "at %ux%u for a %ux%u frame", s.tw, s.th, s.w, s.h);
+    return check_budget(m, frame_bytes(m, s.w, s.h, s.tw, s.th, s.resized), when, s.resized);
 }
 
 uint64_t vdnn_tiny_model_own_frame_bytes(const VdnnTinyModel *m, const unsigned pw[3],
@@ -610,10 +612,8 @@ uint64_t vdnn_tiny_model_own_frame_bytes(const VdnnTinyModel *m, const unsigned 
 {
     if (!m->n_image)
         return 0;
-    unsigned tw, th;
-    int resized;
-    fed_size(m, pw, ph, &tw, &th, &resized);
-    return own_bytes(m, ph[m->plane], tw, th, resized);
+    const FedSize s = fed_size(m, pw, ph);
+    return own_bytes(m, s.h, s.tw, s.th, s.resized);
 }
 
 uint64_t vdnn_policy_max_memory(const VmafDnnModelPolicy *policy)
