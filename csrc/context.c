@@ -66,6 +66,8 @@ struct VmafDnnContext {
     VdnnFramePool *pool;
     VdnnFramePending pending; /* first unreported failure of such a frame */
     VdnnRawPast past;         /* the last frames' samples, for the workers' past pictures */
+    size_t serial_models;     /* n_models when these models were found to
+                                 score a frame at a time; SIZE_MAX: not yet */
 };
 
 static int check_resize(VmafDnnResize r, const char *what)
@@ -159,6 +161,9 @@ static int check_context_config(const VmafDnnContextConfig *cfg)
     if (cfg->threads < 0 || cfg->threads > VMAF_DNN_MAX_THREADS)
         return vdnn_fail(-EINVAL, "context config: threads must be 0..%d (got %d)",
                          VMAF_DNN_MAX_THREADS, cfg->threads);
+    if (cfg->batch < 0 || cfg->batch > VMAF_DNN_MAX_BATCH)
+        return vdnn_fail(-EINVAL, "context config: batch must be 0..%d (got %d)",
+                         VMAF_DNN_MAX_BATCH, cfg->batch);
     VmafDnnConfig session;
     if ((rc = vdnn_config_check(&cfg->session, &session, "context config: session.")))
         return rc;
@@ -196,6 +201,7 @@ int vmaf_dnn_context_open(VmafDnnContext **out, const VmafDnnContextConfig *cfg)
     if (!ctx)
         return vdnn_fail(-ENOMEM, "out of memory");
     ctx->cfg = config;
+    ctx->serial_models = SIZE_MAX;
     if (pthread_mutex_init(&ctx->gate, NULL)) {
         free(ctx);
         return vdnn_fail(-ENOMEM, "context_open: cannot create the context's lock");
@@ -314,12 +320,39 @@ static void drop_pool(VmafDnnContext *ctx)
  * it. */
 static unsigned frame_workers(const VmafDnnContext *ctx, const unsigned char *ordered)
 {
+    const unsigned threads = ctx->cfg.threads > 1 ? (unsigned)ctx->cfg.threads : 1;
     for (size_t i = 0; i < ctx->n_models; i++)
         if (!ordered[i] &&
             vdnn_session_device_type(vdnn_tiny_model_session(ctx->model[i])) == 0)
-            return (unsigned)ctx->cfg.threads;
-    return ctx->cfg.threads < ACCEL_FRAMES_IN_FLIGHT ? (unsigned)ctx->cfg.threads
-                                                     : ACCEL_FRAMES_IN_FLIGHT;
+            return threads;
+    return threads < ACCEL_FRAMES_IN_FLIGHT ? threads : ACCEL_FRAMES_IN_FLIGHT;
+}
+
+/* Frames per Run for model m (VmafDnnContextConfig.batch): 1 unless it can
+ * take several. */
+static unsigned model_batch(const VmafDnnContext *ctx, const VdnnTinyModel *m)
+{
+    if (!vdnn_tiny_model_batchable(m) || ctx->cfg.batch == 1)
+        return 1;
+    if (ctx->cfg.batch > 1)
+        return (unsigned)ctx->cfg.batch;
+    return vdnn_session_device_type(vdnn_tiny_model_session(m)) ? VMAF_DNN_AUTO_BATCH : 1;
+}
+
+/* Which of the models the workers run take several frames per Run
+ * (batched[i]), and the most any takes: the frames a worker takes at once.
+ * Returns 1 when none does. */
+static unsigned batch_split(const VmafDnnContext *ctx, const unsigned char *ordered,
+                            unsigned char *batched)
+{
+    unsigned most = 1;
+    for (size_t i = 0; i < ctx->n_models; i++) {
+        const unsigned b = ordered[i] ? 1 : model_batch(ctx, ctx->model[i]);
+        batched[i] = b > 1;
+        if (b > most)
+            most = b;
+    }
+    return most;
 }
 
 static const VdnnTinyModel *key_owner(const VmafDnnContext *ctx, const char *key);
@@ -371,29 +404,42 @@ static int run_ordered(void *opaque, size_t i, unsigned index)
     return run_in_turn(ctx, i, &frame);
 }
 
-/* Before a frame is taken: with threads > 1 and models frame workers can
- * run, the pool exists and has a free slot, and an earlier frame's failure
- * is returned now, before this frame is taken. Which call that is depends
+/* Before a frame is taken: with frames in flight (threads > 1, or models
+ * that take several frames per Run) and models frame workers can run, the
+ * pool exists and has a free slot, and an earlier frame's failure is
+ * returned now, before this frame is taken. Which call that is depends
  * only on the calls made (a slot is freed by waiting for the oldest
  * frame), never on which worker finished first. */
 static int pool_ready(VmafDnnContext *ctx)
 {
-    if (ctx->cfg.threads < 2)
+    if (ctx->cfg.threads < 2 && ctx->cfg.batch == 1)
+        return 0;
+    if (!ctx->pool && ctx->serial_models == ctx->n_models)
         return 0;
     if (!ctx->pool) {
-        unsigned char *ordered = calloc(ctx->n_models, 1);
+        unsigned char *ordered = calloc(ctx->n_models ? 2 * ctx->n_models : 1, 1);
         if (!ordered)
             return vdnn_fail(-ENOMEM, "out of memory");
-        if (!frames_in_flight_split(ctx, ordered)) {
+        unsigned char *batched = ordered + ctx->n_models;
+        const int split = frames_in_flight_split(ctx, ordered);
+        const unsigned batch = split ? batch_split(ctx, ordered, batched) : 1;
+        /* threads 0 and 1 score a frame at a time unless frames share a
+         * Run (then on one worker). */
+        if (!split || (ctx->cfg.threads < 2 && batch < 2)) {
             free(ordered);
             /* A model attached in the middle of a clip took frames in
              * flight away: a failure of a frame scored in flight is
              * reported first (ctx->past stays for the next call), then the
              * context's own models see what the workers saw, and go on
-             * reading every frame themselves. */
+             * reading every frame themselves, with no pool until the
+             * models change. */
             int rc = vdnn_frame_pending_take(&ctx->pending);
-            return rc ? rc : vdnn_raw_past_replay(&ctx->past, ctx->model, ctx->n_models,
-                                                  ctx->plane, ctx->plane_capacity);
+            if (!rc)
+                rc = vdnn_raw_past_replay(&ctx->past, ctx->model, ctx->n_models, ctx->plane,
+                                          ctx->plane_capacity);
+            if (!rc)
+                ctx->serial_models = ctx->n_models;
+            return rc;
         }
         const VdnnFramePoolSetup setup = {
             .model = ctx->model,
@@ -406,6 +452,11 @@ static int pool_ready(VmafDnnContext *ctx)
             .context_resize = ctx->cfg.resize,
             .workers = frame_workers(ctx, ordered),
             .pending = &ctx->pending,
+            .batched = batched,
+            .batch = batch,
+            /* frames-level workers are the parallelism; a lone worker that
+             * exists for the batch keeps the sessions' threads */
+            .copy_threads = ctx->cfg.threads > 1 ? 1 : ctx->cfg.threads,
         };
         VdnnFramePool *p = NULL;
         int rc = vdnn_frame_pool_open(&p, &setup);

@@ -136,6 +136,12 @@ typedef struct Slot {
     char message[1024];
 } Slot;
 
+/* One frame's fp32 planes. */
+typedef struct PlaneSet {
+    float *plane[2][3];
+    size_t cap[2][3];        /* floats */
+} PlaneSet;
+
 typedef struct Worker {
     struct VdnnFramePool *pool;
     unsigned id;
@@ -143,8 +149,8 @@ typedef struct Worker {
     int started;
     VdnnTinyModel **model;   /* the pool's n_models copies */
     VdnnFeatureCollector *fc;
-    float *plane[2][3];      /* the frame it scores, normalised from a slot */
-    size_t plane_cap[2][3];  /* floats */
+    PlaneSet *set;           /* the pool's batch: the frames it scores at once,
+                                normalised from their slots */
     float *past_plane[2][3]; /* a past frame, normalised likewise */
     size_t past_cap[2][3];
     VdnnTinyModel *running;  /* under the pool's lock: for cancel */
@@ -157,6 +163,8 @@ struct VdnnFramePool {
     VdnnFramePoolSetup setup;
     uint64_t max_memory_bytes; /* 0: no budget */
     unsigned char *ordered;    /* n_models flags: setup.ordered's copy (the owner runs it) */
+    unsigned char *batched;    /* n_models flags: setup.batched's copy */
+    unsigned batch;            /* frames a worker takes at once, >= 1 */
     unsigned past_depth;       /* frames back the workers' models read, 0: none */
     unsigned past_pictures;    /* bit p: picture p of those frames is kept */
     int reads_features;        /* some model reads features: slots carry them */
@@ -164,6 +172,8 @@ struct VdnnFramePool {
     pthread_cond_t work;       /* a slot was queued, or stop */
     pthread_cond_t done;       /* a slot is done, or a worker opened its models */
     int stop;
+    unsigned hurry;            /* owners waiting for a queued frame: workers
+                                  take what is queued without a full batch */
     unsigned long long next_seq;
     unsigned n_slots;
     Slot *slot;
@@ -184,6 +194,33 @@ static Slot *next_queued(VdnnFramePool *p)
         if (p->slot[i].state == SLOT_QUEUED && (!best || p->slot[i].seq < best->seq))
             best = &p->slot[i];
     return best;
+}
+
+/* The queued slot a worker takes next, or NULL: with a batch above 1,
+ * only once a whole batch is queued or someone waits for a queued frame
+ * (the end of a clip), so that Runs take full batches. Under the lock. */
+static Slot *next_ready(VdnnFramePool *p)
+{
+    if (p->batch > 1 && !p->hurry) {
+        unsigned queued = 0;
+        for (unsigned i = 0; i < p->n_slots; i++)
+            queued += p->slot[i].state == SLOT_QUEUED;
+        if (queued < p->batch)
+            return NULL;
+    }
+    return next_queued(p);
+}
+
+/* Waits for slot s to be done, hurrying the workers. Under the lock. */
+static void wait_done(VdnnFramePool *p, const Slot *s)
+{
+    if (s->state == SLOT_DONE)
+        return;
+    p->hurry++;
+    pthread_cond_broadcast(&p->work);
+    while (s->state != SLOT_DONE)
+        pthread_cond_wait(&p->done, &p->lock);
+    p->hurry--;
 }
 
 /* The occupied slot submitted first, or NULL. Under the lock. */
@@ -312,38 +349,150 @@ int vdnn_raw_past_replay(VdnnRawPast *past, VdnnTinyModel *const *model, size_t 
     return rc;
 }
 
-/* Scores one frame as the serial path does: every model the workers run, in
- * attach order, stopping at the first failure (s->failed_model says which). */
-static int score_frame(Worker *w, Slot *s)
+/* Records the first failure of a slot's frame: model `model` failed with
+ * rc, the message being this thread's last error. */
+static void fail_slot(Slot *s, int rc, size_t model)
 {
-    const size_t n = w->pool->setup.n_models;
-    const unsigned index = s->now.frame.index;
-    int rc = 0;
-    for (size_t i = 0; i < s->n_feature && !rc; i++)
-        rc = vdnn_feature_collector_append(w->fc, s->feature[i].name, index,
-                                           s->feature[i].value);
-    VdnnTinyFrame frame = s->now.frame;
-    if (!rc)
-        rc = prime_copies(w, s);
-    if (!rc) {
-        const VdnnRawPlanes raw = raw_view(&s->now);
-        rc = vdnn_raw_planes_normalise(&raw, &frame, w->plane, w->plane_cap);
+    s->rc = rc;
+    s->failed_model = model;
+    snprintf(s->message, sizeof(s->message), "%s", vdnn_last_error());
+}
+
+/* Whether two frames can share a Run: the same planes, sizes and depth. */
+static int same_geometry(const VdnnRawCopy *a, const VdnnRawCopy *b)
+{
+    if (a->frame.bpc != b->frame.bpc)
+        return 0;
+    for (int pic = 0; pic < 2; pic++)
+        for (int i = 0; i < 3; i++)
+            if (a->w[pic][i] != b->w[pic][i] || a->h[pic][i] != b->h[pic][i])
+                return 0;
+    return 1;
+}
+
+/* Model i of the worker on the frames of the group that have not failed,
+ * in one Run (vdnn_tiny_model_batch_run), or one by one where the model
+ * says they cannot share one. Cancellation as in run_model. */
+static void run_batched(Worker *w, Slot **group, const VdnnTinyFrame *frame, size_t n,
+                        size_t i)
+{
+    VdnnFramePool *p = w->pool;
+    VdnnTinyModel *m = w->model[i];
+    const VdnnTinyFrame *live_frame[VMAF_DNN_MAX_BATCH];
+    Slot *live[VMAF_DNN_MAX_BATCH];
+    unsigned locks[2 * VMAF_DNN_MAX_BATCH];
+    size_t n_live = 0;
+    pthread_mutex_lock(&p->lock);
+    for (size_t b = 0; b < n; b++) {
+        Slot *s = group[b];
+        if (s->rc)
+            continue;
+        if (s->cancelled) {
+            vdnn_fail(-ECANCELED, "read_pictures: frame %u was cancelled before model %s ran",
+                      s->now.frame.index, vdnn_tiny_model_path(m));
+            fail_slot(s, -ECANCELED, i);
+            continue;
+        }
+        live[n_live] = s;
+        live_frame[n_live] = &frame[b];
+        locks[2 * n_live] = s->lock[2 * i];
+        locks[2 * n_live + 1] = s->lock[2 * i + 1];
+        n_live++;
     }
+    w->running = n_live > 1 ? m : NULL;
+    pthread_mutex_unlock(&p->lock);
+    int rc = n_live > 1 ? vdnn_tiny_model_batch_run(m, live_frame, locks, n_live) : 1;
+    pthread_mutex_lock(&p->lock);
+    int cancelled[VMAF_DNN_MAX_BATCH];
+    for (size_t k = 0; k < n_live; k++)
+        cancelled[k] = live[k]->cancelled;
+    w->running = NULL;
+    pthread_mutex_unlock(&p->lock);
+    for (size_t k = 0; k < n_live; k++) {
+        Slot *s = live[k];
+        int frame_rc;
+        if (rc == 1) {
+            vdnn_tiny_model_set_locked_size(m, locks[2 * k], locks[2 * k + 1]);
+            frame_rc = run_model(w, s, live_frame[k], m);
+        } else if (rc) {
+            frame_rc = vdnn_fail(rc, "read_pictures: frame %u was cancelled while model %s ran "
+                                 "on %zu frames", s->now.frame.index, vdnn_tiny_model_path(m),
+                                 n_live);
+        } else if ((frame_rc = vdnn_tiny_model_batch_store(m, k, live_frame[k], w->fc)) == 0 &&
+                   cancelled[k]) {
+            frame_rc = vdnn_fail(-ECANCELED, "read_pictures: frame %u was cancelled while "
+                                 "model %s ran (its scores are kept)", s->now.frame.index,
+                                 vdnn_tiny_model_path(m));
+        }
+        if (frame_rc)
+            fail_slot(s, frame_rc, i);
+    }
+}
+
+/* Scores the frames of a group as the serial path scores each: every model
+ * the workers run, in attach order, a frame stopping at its first failure
+ * (its slot's failed_model says which). Models that take several frames
+ * per Run (the pool's `batched`) score the group's frames together; the
+ * others run frame by frame, each stretch of them on one frame before the
+ * next, so that a frame's copies are primed (prime_copies) once a stretch. */
+static void score_group(Worker *w, Slot **group, size_t n)
+{
+    const VdnnFramePool *p = w->pool;
+    const size_t n_models = p->setup.n_models;
+    VdnnTinyFrame frame[VMAF_DNN_MAX_BATCH];
     /* A failure before any model counts as the first model's. */
-    size_t i = 0;
-    while (i < n && !w->model[i])
-        i++;
-    for (; i < n && !rc; i++)
-        if (w->model[i] && (rc = run_model(w, s, &frame, w->model[i])))
-            break;
-    s->failed_model = rc ? i : n;
-    /* The context's features were lent for this frame only, whatever became
-     * of it (a retry of the frame finds none left). */
-    for (size_t f = 0; f < s->n_feature; f++) {
-        double lent;
-        vdnn_feature_collector_take(w->fc, s->feature[f].name, index, &lent);
+    size_t first = 0;
+    while (first < n_models && !w->model[first])
+        first++;
+    for (size_t b = 0; b < n; b++) {
+        Slot *s = group[b];
+        const unsigned index = s->now.frame.index;
+        s->rc = 0;
+        s->failed_model = n_models;
+        s->message[0] = 0;
+        frame[b] = s->now.frame;
+        int rc = 0;
+        for (size_t i = 0; i < s->n_feature && !rc; i++)
+            rc = vdnn_feature_collector_append(w->fc, s->feature[i].name, index,
+                                               s->feature[i].value);
+        if (!rc) {
+            const VdnnRawPlanes raw = raw_view(&s->now);
+            rc = vdnn_raw_planes_normalise(&raw, &frame[b], w->set[b].plane, w->set[b].cap);
+        }
+        if (rc)
+            fail_slot(s, rc, first);
     }
-    return rc;
+    for (size_t i = first; i < n_models;) {
+        if (n > 1 && p->batched[i] && w->model[i]) {
+            run_batched(w, group, frame, n, i++);
+            continue;
+        }
+        size_t end = i + 1;
+        while (end < n_models && !(n > 1 && p->batched[end] && w->model[end]))
+            end++;
+        for (size_t b = 0; b < n; b++) {
+            Slot *s = group[b];
+            if (s->rc)
+                continue;
+            int rc = prime_copies(w, s);
+            if (rc) {
+                fail_slot(s, rc, i);
+                continue;
+            }
+            for (size_t j = i; j < end && !s->rc; j++)
+                if (w->model[j] && (rc = run_model(w, s, &frame[b], w->model[j])))
+                    fail_slot(s, rc, j);
+        }
+        i = end;
+    }
+    /* The context's features were lent for these frames only, whatever
+     * became of them (a retry of a frame finds none left). */
+    for (size_t b = 0; b < n; b++)
+        for (size_t f = 0; f < group[b]->n_feature; f++) {
+            double lent;
+            vdnn_feature_collector_take(w->fc, group[b]->feature[f].name,
+                                        group[b]->now.frame.index, &lent);
+        }
 }
 
 static int open_worker(VdnnFramePool *p, Worker *w);
@@ -365,20 +514,25 @@ static void *worker_main(void *arg)
     pthread_cond_broadcast(&p->done);
     for (;;) {
         Slot *s = NULL;
-        while (!p->stop && (open_rc || !(s = next_queued(p))))
+        while (!p->stop && (open_rc || !(s = next_ready(p))))
             pthread_cond_wait(&p->work, &p->lock);
         if (!s)
             break;
-        s->state = SLOT_RUNNING;
-        s->worker = w->id;
+        /* The frames queued now, up to the batch, oldest first: no waiting
+         * for more (while a group runs the caller queues the next). */
+        Slot *group[VMAF_DNN_MAX_BATCH];
+        size_t n = 0;
+        do {
+            s->state = SLOT_RUNNING;
+            s->worker = w->id;
+            group[n++] = s;
+        } while (n < p->batch && (s = next_queued(p)) && same_geometry(&s->now, &group[0]->now));
         pthread_mutex_unlock(&p->lock);
         vdnn_clear_error();
-        const int rc = score_frame(w, s);
+        score_group(w, group, n);
         pthread_mutex_lock(&p->lock);
-        s->rc = rc;
-        if (rc)
-            snprintf(s->message, sizeof(s->message), "%s", vdnn_last_error());
-        s->state = SLOT_DONE;
+        for (size_t b = 0; b < n; b++)
+            group[b]->state = SLOT_DONE;
         pthread_cond_broadcast(&p->done);
     }
     pthread_mutex_unlock(&p->lock);
@@ -452,8 +606,7 @@ static int merge_oldest(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *me
     Slot *s = oldest(p);
     if (!s)
         return 0;
-    while (s->state != SLOT_DONE)
-        pthread_cond_wait(&p->done, &p->lock);
+    wait_done(p, s);
     pthread_mutex_unlock(&p->lock);
     merge(p, s, fc);
     pthread_mutex_lock(&p->lock);
@@ -519,20 +672,25 @@ int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
     uint64_t copies = 0;
     for (size_t i = 0; i < p->setup.n_models; i++)
         if (!p->ordered[i])
-            copies += vdnn_tiny_model_own_frame_bytes(p->setup.model[i], f->w, f->h);
+            copies += vdnn_tiny_model_own_frame_bytes(p->setup.model[i], f->w, f->h) +
+                      (p->batched[i] ? vdnn_tiny_model_batch_bytes(p->setup.model[i], f->w,
+                                                                   f->h, p->batch) : 0);
+    /* A worker normalises each frame of the group it takes (up to the
+     * batch) into planes of its own. */
     const uint64_t bytes =
         (samples + past * p->past_depth) * sample_bytes * p->n_slots +
         past * p->past_depth * sample_bytes +
-        ((samples + past) * sizeof(float) + copies) * p->n_workers;
+        ((samples * p->batch + past) * sizeof(float) + copies) * p->n_workers;
     if (p->max_memory_bytes && bytes > p->max_memory_bytes)
         return vdnn_fail(-EDQUOT, "read_pictures: %u frames in flight of %ux%u need %llu bytes "
                          "(%u slots of %u-bit samples with %u past frame%s, %u workers' fp32 "
-                         "planes and model buffers), above the policy's max_memory_bytes of "
-                         "%llu; use fewer threads", p->n_slots, f->w[0], f->h[0],
-                         (unsigned long long)bytes,
+                         "planes and model buffers for %u frame%s per Run), above the "
+                         "policy's max_memory_bytes of %llu; use fewer threads%s",
+                         p->n_slots, f->w[0], f->h[0], (unsigned long long)bytes,
                          p->n_slots, f->bpc > 8 ? 16 : 8, p->past_depth,
-                         p->past_depth == 1 ? "" : "s", p->n_workers,
-                         (unsigned long long)p->max_memory_bytes);
+                         p->past_depth == 1 ? "" : "s", p->n_workers, p->batch,
+                         p->batch == 1 ? "" : "s", (unsigned long long)p->max_memory_bytes,
+                         p->batch > 1 ? " or a smaller batch" : "");
     return 0;
 }
 
@@ -723,7 +881,7 @@ static int open_worker(VdnnFramePool *p, Worker *w)
     for (size_t i = 0; i < s->n_models && !rc; i++)
         if (!p->ordered[i])
             rc = vdnn_tiny_model_reopen(&w->model[i], s->model[i], s->recipe[i], s->policy,
-                                        s->context_resize, 1);
+                                        s->context_resize, s->copy_threads);
     return rc;
 }
 
@@ -733,19 +891,25 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
     if (!p)
         return vdnn_fail(-ENOMEM, "out of memory");
     p->setup = *setup;
-    p->setup.ordered = NULL;
+    p->setup.ordered = p->setup.batched = NULL;
     p->max_memory_bytes = vdnn_policy_max_memory(setup->policy);
     p->ordered = calloc(setup->n_models ? setup->n_models : 1, 1);
-    if (!p->ordered) {
+    p->batched = calloc(setup->n_models ? setup->n_models : 1, 1);
+    if (!p->ordered || !p->batched) {
+        free(p->ordered);
+        free(p->batched);
         free(p);
         return vdnn_fail(-ENOMEM, "out of memory");
     }
+    p->batch = setup->batch < 1 ? 1 : setup->batch > VMAF_DNN_MAX_BATCH ? VMAF_DNN_MAX_BATCH
+                                                                         : setup->batch;
     for (size_t i = 0; i < setup->n_models; i++) {
         const VdnnTinyModel *m = setup->model[i];
         if (setup->ordered && setup->ordered[i]) {
             p->ordered[i] = 1;
             continue;
         }
+        p->batched[i] = setup->batched && setup->batched[i] && vdnn_tiny_model_batchable(m);
         p->reads_features |= vdnn_tiny_model_read_count(m) > 0;
         for (int pic = 0; pic < 2; pic++) {
             const unsigned depth = vdnn_tiny_model_history_depth(m, (VdnnSourcePicture)pic);
@@ -756,20 +920,26 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
         }
     }
     p->n_workers = setup->workers;
-    /* One frame more than workers: the caller prepares the next frame while
-     * every worker runs one (docs/throughput.md). */
-    p->n_slots = setup->workers + 1;
+    /* One group of frames more than workers: the caller prepares the next
+     * frames while every worker runs a group (docs/throughput.md). */
+    p->n_slots = (setup->workers + 1) * p->batch;
     p->slot = calloc(p->n_slots, sizeof(*p->slot));
     p->worker = calloc(p->n_workers, sizeof(*p->worker));
-    int locks = p->slot != NULL;
-    for (unsigned i = 0; locks && i < p->n_slots; i++)
-        locks = (p->slot[i].lock = calloc(2 * (setup->n_models + 1), sizeof(unsigned))) != NULL;
-    if (!p->slot || !p->worker || !locks) {
+    int allocated = p->slot && p->worker;
+    for (unsigned i = 0; allocated && i < p->n_slots; i++)
+        allocated = (p->slot[i].lock = calloc(2 * (setup->n_models + 1), sizeof(unsigned))) !=
+                    NULL;
+    for (unsigned i = 0; allocated && i < p->n_workers; i++)
+        allocated = (p->worker[i].set = calloc(p->batch, sizeof(PlaneSet))) != NULL;
+    if (!allocated) {
         for (unsigned i = 0; p->slot && i < p->n_slots; i++)
             free(p->slot[i].lock);
+        for (unsigned i = 0; p->worker && i < p->n_workers; i++)
+            free(p->worker[i].set);
         free(p->slot);
         free(p->worker);
         free(p->ordered);
+        free(p->batched);
         free(p);
         return vdnn_fail(-ENOMEM, "out of memory");
     }
@@ -812,8 +982,8 @@ void vdnn_frame_pool_close(VdnnFramePool *p)
         return;
     pthread_mutex_lock(&p->lock);
     for (unsigned i = 0; i < p->n_slots; i++)
-        while (p->slot[i].state == SLOT_QUEUED || p->slot[i].state == SLOT_RUNNING)
-            pthread_cond_wait(&p->done, &p->lock);
+        if (p->slot[i].state == SLOT_QUEUED || p->slot[i].state == SLOT_RUNNING)
+            wait_done(p, &p->slot[i]);
     p->stop = 1;
     pthread_cond_broadcast(&p->work);
     pthread_mutex_unlock(&p->lock);
@@ -825,9 +995,11 @@ void vdnn_frame_pool_close(VdnnFramePool *p)
         vdnn_feature_collector_free(w->fc);
         for (int pic = 0; pic < 2; pic++)
             for (int k = 0; k < 3; k++) {
-                free(w->plane[pic][k]);
+                for (unsigned b = 0; w->set && b < p->batch; b++)
+                    free(w->set[b].plane[pic][k]);
                 free(w->past_plane[pic][k]);
             }
+        free(w->set);
     }
     for (unsigned i = 0; i < p->n_slots; i++) {
         free(p->slot[i].lock);
@@ -842,6 +1014,7 @@ void vdnn_frame_pool_close(VdnnFramePool *p)
     free(p->slot);
     free(p->worker);
     free(p->ordered);
+    free(p->batched);
     free(p);
 }
 

@@ -107,9 +107,18 @@ typedef struct VdnnFramePoolSetup {
     const unsigned char *ordered;         /* copied by vdnn_frame_pool_open */
     int (*run_ordered)(void *opaque, size_t model, unsigned frame);
     void *opaque;
+    /* batched[i] non-zero: model i scores the frames a worker takes at
+     * once in one Run when it can (vdnn_tiny_model_batch_run); copied.
+     * NULL: none does. */
+    const unsigned char *batched;
+    unsigned batch;                       /* frames a worker takes at once,
+                                             1..VMAF_DNN_MAX_BATCH */
     const VmafDnnModelPolicy *policy;     /* NULL: the default policy */
     VmafDnnResize context_resize;
-    unsigned workers;                     /* 2..VMAF_DNN_MAX_THREADS */
+    unsigned workers;                     /* 1..VMAF_DNN_MAX_THREADS */
+    int copy_threads;                     /* intra-op threads of the
+                                             workers' copies; 0: the
+                                             recipe's */
     VdnnFramePending *pending;            /* outlives the pool */
 } VdnnFramePoolSetup;
 

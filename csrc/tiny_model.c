@@ -80,6 +80,17 @@ struct VdnnTinyModel {
     char **key;                    /* n_out owned keys */
     VmafDnnOutput *outputs;        /* n_out requests of one value each */
     float *value;                  /* n_out results */
+
+    /* Frames per Run (vdnn_tiny_model_batch_run): only for a batchable
+     * model, whose every input and output has a symbolic first dim. */
+    int outputs_per_frame;         /* every attached output's first dim is symbolic */
+    int batchable;
+    unsigned batch_frames;         /* frames the last batched Run scored */
+    float **batch_in;              /* n_image planes of batch_cap floats */
+    size_t batch_cap;
+    float *batch_value;            /* n_out x batch_value_cap results */
+    size_t batch_value_cap;
+    int64_t batch_shape[4];        /* {B, 1, H, W} */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -515,11 +526,13 @@ static int setup_outputs(VdnnTinyModel *m)
         return vdnn_fail(-ENOMEM, "out of memory");
     m->n_out = count;
     const int batch_symbolic = has_symbolic_batch_input(m);
+    m->outputs_per_frame = 1;
     for (size_t s = 0; s < count; s++) {
         VmafDnnTensorInfo out = output_info(m, first + s);
         int rc = check_scalar_output(m, &out, batch_symbolic);
         if (rc)
             return rc;
+        m->outputs_per_frame &= out.rank >= 1 && out.shape[0] < 0;
         m->outputs[s] = (VmafDnnOutput){.name = out.name, .data = &m->value[s], .capacity = 1};
     }
     return 0;
@@ -791,6 +804,23 @@ static int check_cap(const VdnnTinyModel *m)
     return 0;
 }
 
+/* Frames can share a Run when the model scores each on its own: every input
+ * is a picture of the frame scored (no past pictures, "value" or "feature"
+ * inputs, which are one per Run) with a symbolic first dim, every attached
+ * output has a symbolic first dim (one value per frame), and the model is
+ * not temporal. */
+static int decide_batchable(const VdnnTinyModel *m)
+{
+    const size_t n_in = vmaf_dnn_session_input_count(m->session);
+    if (!m->n_image || m->n_image != n_in || m->n_scalar || m->vector_name ||
+        vdnn_tiny_model_temporal(m))
+        return 0;
+    for (size_t k = 0; k < m->n_image; k++)
+        if (m->image_src[k].back || input_info(m, m->image_slot[k]).shape[0] >= 0)
+            return 0;
+    return m->outputs_per_frame;
+}
+
 int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt)
 {
     if (!out || !opt || !opt->onnx_path)
@@ -826,6 +856,8 @@ int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt)
     }
     if (!rc)
         rc = assign_keys(m, opt);
+    if (!rc)
+        m->batchable = decide_batchable(m);
     if (rc) {
         vdnn_tiny_model_close(m);
         return rc;
@@ -847,6 +879,10 @@ void vdnn_tiny_model_close(VdnnTinyModel *m)
     for (size_t k = 0; m->resized && k < m->n_image; k++)
         free(m->resized[k]);
     free(m->resized);
+    for (size_t k = 0; m->batch_in && k < m->n_image; k++)
+        free(m->batch_in[k]);
+    free(m->batch_in);
+    free(m->batch_value);
     for (int p = 0; p < 2; p++)
         for (unsigned k = 0; k < m->history[p].depth; k++)
             free(m->history[p].plane[k]);
@@ -1272,4 +1308,134 @@ int vdnn_tiny_model_run(VdnnTinyModel *m, const VdnnTinyFrame *f, VdnnFeatureCol
                                  "attached tiny models must output scalars", m->path,
                                  m->outputs[s].name, m->outputs[s].count, f->index);
     return rc ? rc : store_scores(m, f, fc, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Frames per Run                                                           */
+/* ------------------------------------------------------------------------ */
+
+int vdnn_tiny_model_batchable(const VdnnTinyModel *m)
+{
+    return m->batchable;
+}
+
+uint64_t vdnn_tiny_model_batch_bytes(const VdnnTinyModel *m, const unsigned pw[3],
+                                     const unsigned ph[3], unsigned frames)
+{
+    if (!m->batchable || frames < 2)
+        return 0;
+    const FedSize s = fed_size(m, pw, ph);
+    const uint64_t plane = (uint64_t)s.tw * s.th;
+    /* The stacked inputs, the results, and the session's FLOAT16 copies
+     * growing from one frame (own_bytes) to `frames`. */
+    return frames * (m->n_image * plane * sizeof(float) + m->n_out * sizeof(float)) +
+           (frames - 1) * m->n_image_fp16 * plane * sizeof(uint16_t);
+}
+
+static int grow_batch(VdnnTinyModel *m, size_t floats, size_t values)
+{
+    if (!m->batch_in && !(m->batch_in = calloc(m->n_image, sizeof(*m->batch_in))))
+        return -ENOMEM;
+    if (floats > m->batch_cap) {
+        for (size_t k = 0; k < m->n_image; k++) {
+            float *grown = realloc(m->batch_in[k], floats * sizeof(float));
+            if (!grown)
+                return -ENOMEM;
+            m->batch_in[k] = grown;
+        }
+        m->batch_cap = floats;
+    }
+    if (values > m->batch_value_cap) {
+        if (values > SIZE_MAX / sizeof(float) / m->n_out)
+            return -ENOMEM;
+        float *grown = realloc(m->batch_value, m->n_out * values * sizeof(float));
+        if (!grown)
+            return -ENOMEM;
+        m->batch_value = grown;
+        m->batch_value_cap = values;
+    }
+    return 0;
+}
+
+/* The size the frames are fed at when one Run can take them all: every
+ * frame's plane the same size, fitting the model (its size lock included)
+ * and not below its minimum. Returns 0 when it can. */
+static int common_size(VdnnTinyModel *m, const VdnnTinyFrame *const *f, const unsigned *locks,
+                       size_t n, unsigned *tw, unsigned *th, int *resize)
+{
+    const unsigned w = f[0]->w[m->plane], h = f[0]->h[m->plane];
+    for (size_t b = 0; b < n; b++) {
+        unsigned bw, bh;
+        int bresize;
+        vdnn_tiny_model_set_locked_size(m, locks[2 * b], locks[2 * b + 1]);
+        if (f[b]->w[m->plane] != w || f[b]->h[m->plane] != h || too_small(m, f[b]) ||
+            fit_size(m, w, h, &bw, &bh, &bresize))
+            return -ERANGE;
+        if (b == 0) {
+            *tw = bw;
+            *th = bh;
+            *resize = bresize;
+        }
+    }
+    return 0;
+}
+
+int vdnn_tiny_model_batch_run(VdnnTinyModel *m, const VdnnTinyFrame *const *f,
+                              const unsigned *locks, size_t n)
+{
+    m->batch_frames = 0;
+    unsigned tw = 0, th = 0;
+    int resize = 0;
+    if (!m->batchable || n < 2 || n > VMAF_DNN_MAX_BATCH ||
+        common_size(m, f, locks, n, &tw, &th, &resize))
+        return 1;
+    const size_t plane = (size_t)tw * th;
+    if (plane > SIZE_MAX / sizeof(float) / n || grow_batch(m, plane * n, n))
+        return 1;
+    if (resize && vdnn_resizer_prepare(&m->resizer, m->resize, f[0]->w[m->plane],
+                                       f[0]->h[m->plane], tw, th))
+        return 1;
+    for (size_t k = 0; k < m->n_image; k++)
+        for (size_t b = 0; b < n; b++) {
+            const float *src = frame_plane(m, f[b], m->image_src[k].picture);
+            float *dst = m->batch_in[k] + b * plane;
+            if (resize)
+                vdnn_resizer_run(&m->resizer, src, dst);
+            else
+                memcpy(dst, src, plane * sizeof(float));
+        }
+    m->batch_shape[0] = (int64_t)n;
+    m->batch_shape[1] = 1;
+    m->batch_shape[2] = th;
+    m->batch_shape[3] = tw;
+    for (size_t k = 0; k < m->n_image; k++)
+        m->feed[k] = (VmafDnnInput){m->image_name[k], m->batch_in[k], m->batch_shape, 4};
+    for (size_t s = 0; s < m->n_out; s++) {
+        m->outputs[s].data = m->batch_value + s * n;
+        m->outputs[s].capacity = n;
+    }
+    const int rc = vmaf_dnn_session_run(m->session, m->feed, m->n_image, m->outputs, m->n_out);
+    int whole = !rc;
+    for (size_t s = 0; s < m->n_out; s++) {
+        whole &= m->outputs[s].count == n;
+        m->outputs[s].data = &m->value[s];
+        m->outputs[s].capacity = 1;
+    }
+    if (rc == -ECANCELED)
+        return rc;
+    if (!whole)
+        return 1;
+    m->batch_frames = (unsigned)n;
+    return 0;
+}
+
+int vdnn_tiny_model_batch_store(VdnnTinyModel *m, size_t b, const VdnnTinyFrame *f,
+                                VdnnFeatureCollector *fc)
+{
+    if (b >= m->batch_frames)
+        return vdnn_fail(-EINVAL, "model %s: no batched result for frame %u (internal)",
+                         m->path, f->index);
+    for (size_t s = 0; s < m->n_out; s++)
+        m->value[s] = m->batch_value[s * m->batch_frames + b];
+    return store_scores(m, f, fc, 0);
 }

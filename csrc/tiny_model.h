@@ -128,6 +128,34 @@ int vdnn_tiny_model_temporal(const VdnnTinyModel *m);
  * the past planes it keeps of it; 0 when none. */
 unsigned vdnn_tiny_model_history_depth(const VdnnTinyModel *m, VdnnSourcePicture picture);
 
+/* Frames per Run. A batchable model (every input a picture of the frame
+ * scored with a symbolic first dim, every attached output with a symbolic
+ * first dim, not temporal; decided at open) can score n frames in one ORT
+ * Run: vdnn_tiny_model_batch_run stacks their planes ([n, 1, H, W]), with
+ * locks[2 * b], locks[2 * b + 1] as frame b's size lock (see below), and
+ * runs once. It returns 0 when every output gave n values, kept for
+ * vdnn_tiny_model_batch_store to store frame b's (0 <= b < n) as
+ * vdnn_tiny_model_run would; 1 when these frames must be scored one by one
+ * with vdnn_tiny_model_run instead: not batchable, n < 2 or above
+ * VMAF_DNN_MAX_BATCH, planes of different sizes, a frame the model would
+ * refuse or skip alone (size lock, too small), no memory for the stacked
+ * planes, or a Run that failed or gave other than n values (so that a
+ * frame fails only where it fails alone); -ECANCELED when the Run was
+ * cancelled. The frames' planes are read during the call only. */
+int vdnn_tiny_model_batchable(const VdnnTinyModel *m);
+int vdnn_tiny_model_batch_run(VdnnTinyModel *m, const VdnnTinyFrame *const *f,
+                              const unsigned *locks, size_t n);
+int vdnn_tiny_model_batch_store(VdnnTinyModel *m, size_t b, const VdnnTinyFrame *f,
+                                VdnnFeatureCollector *fc);
+
+/* Bytes a copy of a batchable model holds beyond one frame's
+ * (vdnn_tiny_model_own_frame_bytes) to score `frames` frames of w[i] x h[i]
+ * per Run: the stacked planes, the results, larger FLOAT16 copies. 0 when
+ * not batchable or frames < 2. */
+uint64_t vdnn_tiny_model_batch_bytes(const VdnnTinyModel *m, const unsigned w[3],
+                                     const unsigned h[3], unsigned frames);
+
+
 /* A native-resolution model's size lock, which the first frame read that is
  * not below its minimum size sets (a smaller one sets nothing), whether or not
  * the model then runs on it: the context notes every frame it reads, in

@@ -47,6 +47,11 @@ extern "C" {
  * pictures up to this many frames back, features this many back or ahead. */
 #define VMAF_DNN_MAX_FRAME_OFFSET 8
 
+/* Frames one ONNX Runtime Run may score (VmafDnnContextConfig.batch), and
+ * how many a batchable model on a GPU or NPU takes when batch is 0. */
+#define VMAF_DNN_MAX_BATCH 64
+#define VMAF_DNN_AUTO_BATCH 8
+
 /* ------------------------------------------------------------------------ */
 /* Pictures                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -143,10 +148,33 @@ typedef struct VmafDnnContextConfig {
                               Non-zero replaces the session configs'
                               threads. See vmaf_dnn_read_pictures for
                               frames in flight */
+    int batch;             /* frames per ONNX Runtime Run, at most, for the
+                              models that can score several at once: every
+                              input a picture of the frame scored with a
+                              symbolic first (batch) dim, every output with
+                              one, nothing temporal (see
+                              vmaf_dnn_use_tiny_model); other models score
+                              a frame per Run. 0..VMAF_DNN_MAX_BATCH.
+                              0 (default): VMAF_DNN_AUTO_BATCH frames for
+                              such a model that runs on a GPU or NPU, one
+                              on a CPU, where stacking frames was measured
+                              slower (docs/throughput.md). 1: one frame per
+                              Run. Above 1 with such a model, frames are
+                              in flight (see vmaf_dnn_read_pictures) with
+                              threads 0 and 1 too, on one worker whose
+                              copies keep the session configs' threads; a
+                              worker takes the frames queued when it is
+                              free, up to the batch, and their scores are
+                              those of one Run per frame (each frame's
+                              outputs depend on its own planes only). A
+                              Run of several frames that fails is retried
+                              frame by frame, so a frame fails only where
+                              it fails alone. Frames of another size than
+                              the ones before them start a new Run. */
 } VmafDnnContextConfig;
 
 /* Fills `cfg` with the defaults: vmaf_dnn_default_config() sessions, resize
- * NONE, fps 0, threads 0. A NULL config given to vmaf_dnn_context_open means these.
+ * NONE, fps 0, threads 0, batch 0. A NULL config given to vmaf_dnn_context_open means these.
  * NULL cfg: no-op. */
 VMAF_DNN_API void vmaf_dnn_default_context_config(VmafDnnContextConfig *cfg);
 
@@ -158,7 +186,7 @@ VMAF_DNN_API void vmaf_dnn_default_context_config(VmafDnnContextConfig *cfg);
  * value fails where it was given rather than at the first attach.
  * Returns 0, -ENOMEM, or -EINVAL with a message naming the field: out NULL;
  * unknown resize value; fps negative or not finite; threads outside
- * 0..VMAF_DNN_MAX_THREADS; in session, an unknown device, device_index < 0
+ * 0..VMAF_DNN_MAX_THREADS; batch outside 0..VMAF_DNN_MAX_BATCH; in session, an unknown device, device_index < 0
  * or threads outside 0..VMAF_DNN_MAX_THREADS (checked even when the
  * context's threads replaces it); in the policy (when not NULL),
  * max_model_bytes 0, max_nodes outside 1..VMAF_DNN_MAX_NODES,

@@ -195,6 +195,60 @@ def symbolic_batch_image():
     return make_model(nodes, [tensor("x", F32, ["N", 1, 4, 4])], [tensor("score", F32, ["N"])])
 
 
+def _batch_image(name):
+    return tensor(name, F32, ["N", 1, "H", "W"])
+
+
+def batch_size():
+    """x[N,1,H,W] -> frames[N] = N (how many frames shared the Run), mean[N,1] = each frame's
+    mean: a batchable model whose scores show the batching."""
+    two = numpy_helper.from_array(np.array([0, 1], np.int64), "to_n1")
+    first = numpy_helper.from_array(np.array([0], np.int64), "zero")
+    one = numpy_helper.from_array(np.array([1], np.int64), "one")
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Slice", ["shape", "zero", "one"], ["n"]),
+             helper.make_node("Cast", ["n"], ["nf"], to=F32),
+             helper.make_node("Expand", ["nf", "n"], ["frames"]),
+             helper.make_node("ReduceMean", ["x"], ["m4"], axes=[2, 3], keepdims=0),
+             helper.make_node("Reshape", ["m4", "to_n1"], ["mean"])]
+    return make_model(nodes, [_batch_image("x")],
+                      [tensor("frames", F32, ["N"]), tensor("mean", F32, ["N", 1])],
+                      [two, first, one])
+
+
+def batch_fr():
+    """reference[N,1,H,W], distorted[N,1,H,W] -> diff[N] = mean(reference) - mean(distorted)
+    per frame."""
+    nodes = [helper.make_node("ReduceMean", ["reference"], ["mr"], axes=[1, 2, 3], keepdims=0),
+             helper.make_node("ReduceMean", ["distorted"], ["md"], axes=[1, 2, 3], keepdims=0),
+             helper.make_node("Sub", ["mr", "md"], ["diff"])]
+    return make_model(nodes, [_batch_image("reference"), _batch_image("distorted")],
+                      [tensor("diff", F32, ["N"])])
+
+
+def batch_one_only():
+    """Declares a symbolic batch but its Reshape to [1,1,H,W] fails for N > 1: frames must be
+    scored one per Run after the batched Run fails."""
+    hw = numpy_helper.from_array(np.array([2], np.int64), "two")
+    end = numpy_helper.from_array(np.array([4], np.int64), "four")
+    ones = numpy_helper.from_array(np.array([1, 1], np.int64), "ones")
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Slice", ["shape", "two", "four"], ["hw"]),
+             helper.make_node("Concat", ["ones", "hw"], ["to"], axis=0),
+             helper.make_node("Reshape", ["x", "to"], ["one"]),
+             helper.make_node("ReduceMean", ["one"], ["score"], axes=[1, 2, 3], keepdims=0)]
+    return make_model(nodes, [_batch_image("x")], [tensor("score", F32, ["N"])],
+                      [hw, end, ones])
+
+
+def batch_lies():
+    """Declares score[N] but returns one value whatever N (the mean of the whole batch)."""
+    shape = numpy_helper.from_array(np.array([1], np.int64), "shape1")
+    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], keepdims=0),
+             helper.make_node("Reshape", ["m", "shape1"], ["score"])]
+    return make_model(nodes, [_batch_image("x")], [tensor("score", F32, ["N"])], [shape])
+
+
 def fixed_batch2():
     return _mean_model([2, 1, 4, 4])
 
@@ -352,6 +406,10 @@ ALL = {
     "dup_outputs": dup_outputs,
     "symbolic_batch_image": symbolic_batch_image,
     "fixed_batch2": fixed_batch2,
+    "batch_size": batch_size,
+    "batch_fr": batch_fr,
+    "batch_one_only": batch_one_only,
+    "batch_lies": batch_lies,
     "rank3_input": rank3_input,
     "two_channel": two_channel,
     "symbolic_hw_mean": symbolic_hw_mean,
@@ -636,10 +694,18 @@ ALL.update({
 })
 
 
+# Sidecars written beside models (the batch models run at the frame's size).
+SIDECARS = {name: '{"native_resolution": true}\n'
+            for name in ("batch_size", "batch_fr", "batch_one_only", "batch_lies")}
+
+
 def write_all(outdir):
     os.makedirs(outdir, exist_ok=True)
     for name, build in ALL.items():
         onnx.save(build(), os.path.join(outdir, f"{name}.onnx"))
+        if name in SIDECARS:
+            with open(os.path.join(outdir, f"{name}.json"), "w") as f:
+                f.write(SIDECARS[name])
 
 
 if __name__ == "__main__":

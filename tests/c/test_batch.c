@@ -1,0 +1,267 @@
+/* Frames per Run (VmafDnnContextConfig.batch): a batchable model scores
+ * several frames in one ORT Run, with the scores of one Run per frame; the
+ * models that cannot are scored frame by frame beside it; Runs that fail
+ * are retried frame by frame; the batch bounds memory and ends at flush,
+ * close and a change of frame size.
+ * Usage: test_batch MODEL_DIR (tests/models/factory.py's output). */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vmafdnn/context.h>
+
+#include "check.h"
+
+static char model_dir[1024];
+
+static const char *model(const char *name)
+{
+    static char path[4][PATH_MAX];
+    static int turn;
+    turn = (turn + 1) % 4;
+    snprintf(path[turn], sizeof(path[turn]), "%s/%s.onnx", model_dir, name);
+    return path[turn];
+}
+
+/* A w x h 8-bit luma picture whose samples depend on seed. */
+typedef struct Frame {
+    uint8_t *y;
+    VmafDnnPicture pic;
+} Frame;
+
+static Frame frame_make(unsigned w, unsigned h, unsigned seed)
+{
+    Frame f;
+    f.y = malloc((size_t)w * h);
+    for (size_t i = 0; i < (size_t)w * h; i++)
+        f.y[i] = (uint8_t)((i * 7 + seed * 31 + (i / w) * seed) & 0xff);
+    memset(&f.pic, 0, sizeof(f.pic));
+    f.pic.data[0] = f.y;
+    f.pic.stride[0] = w;
+    f.pic.w[0] = w;
+    f.pic.h[0] = h;
+    f.pic.bpc = 8;
+    return f;
+}
+
+static VmafDnnContext *open_ctx(int threads, int batch, const VmafDnnModelPolicy *policy)
+{
+    VmafDnnContextConfig cfg;
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.session.device = VMAF_DNN_DEVICE_CPU;
+    cfg.threads = threads;
+    cfg.batch = batch;
+    cfg.policy = policy;
+    VmafDnnContext *ctx = NULL;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
+    return ctx;
+}
+
+static void attach(VmafDnnContext *ctx, const char *name)
+{
+    const int rc = vmaf_dnn_use_tiny_model(ctx, model(name), NULL);
+    if (rc)
+        fprintf(stderr, "attach %s: %d %s\n", name, rc, vmaf_dnn_last_error());
+    CHECK_EQ_INT(rc, 0);
+}
+
+/* Reads frames [0, n) of w x h (reference seed i, distorted 3i + 1). */
+static int read_frames(VmafDnnContext *ctx, unsigned first, unsigned n, unsigned w, unsigned h)
+{
+    int rc = 0;
+    for (unsigned i = first; i < first + n && !rc; i++) {
+        Frame ref = frame_make(w, h, i), dist = frame_make(w, h, 3 * i + 1);
+        rc = vmaf_dnn_read_pictures(ctx, &ref.pic, &dist.pic, i);
+        free(ref.y);
+        free(dist.y);
+    }
+    return rc;
+}
+
+static double get(const VmafDnnContext *ctx, const char *name, unsigned index)
+{
+    double v = NAN;
+    const int rc = vmaf_dnn_feature_get(ctx, name, index, &v);
+    if (rc)
+        fprintf(stderr, "get %s[%u]: %d %s\n", name, index, rc, vmaf_dnn_last_error());
+    CHECK_EQ_INT(rc, 0);
+    return v;
+}
+
+#define FRAMES 10
+
+/* batch_size's "frames" output is the number of frames its Run took. With
+ * one worker a Run takes a whole batch as soon as one is queued, and the
+ * rest at flush: 4, 4, 2. The per-frame means are those of one Run each. */
+static void test_runs_take_whole_batches(void)
+{
+    VmafDnnContext *one = open_ctx(1, 1, NULL), *four = open_ctx(1, 4, NULL);
+    attach(one, "batch_size");
+    attach(four, "batch_size");
+    CHECK_EQ_INT(read_frames(one, 0, FRAMES, 16, 8), 0);
+    CHECK_EQ_INT(read_frames(four, 0, FRAMES, 16, 8), 0);
+    CHECK_EQ_INT(vmaf_dnn_flush(one), 0);
+    CHECK_EQ_INT(vmaf_dnn_flush(four), 0);
+    for (unsigned i = 0; i < FRAMES; i++) {
+        CHECK(get(one, "batch_size_frames", i) == 1.0);
+        CHECK(get(four, "batch_size_frames", i) == (i < 8 ? 4.0 : 2.0));
+        CHECK(fabs(get(one, "batch_size_mean", i) - get(four, "batch_size_mean", i)) < 1e-7);
+    }
+    vmaf_dnn_context_close(one);
+    vmaf_dnn_context_close(four);
+}
+
+/* batch 0 on the CPU EP: one frame per Run (stacking was measured slower
+ * there), and no frames in flight with threads 0. */
+static void test_default_is_one_frame_on_cpu(void)
+{
+    VmafDnnContext *ctx = open_ctx(0, 0, NULL);
+    attach(ctx, "batch_size");
+    CHECK_EQ_INT(read_frames(ctx, 0, 3, 16, 8), 0);
+    /* Scored by the read itself: no flush needed. */
+    for (unsigned i = 0; i < 3; i++)
+        CHECK(get(ctx, "batch_size_frames", i) == 1.0);
+    vmaf_dnn_context_close(ctx);
+}
+
+/* Two workers, a full-reference batchable model between two that are not
+ * (fr_diff at 8x8, nr_mean): every score equals one-frame-at-a-time
+ * scoring, in the same features and order. */
+static void test_mixed_models_same_scores(void)
+{
+    static const char *const names[] = {"batch_fr", "fr_diff", "batch_size_frames", "nr_mean"};
+    VmafDnnContext *want = open_ctx(0, 1, NULL), *got = open_ctx(2, 3, NULL);
+    VmafDnnContext *ctx[2] = {want, got};
+    for (int c = 0; c < 2; c++) {
+        attach(ctx[c], "batch_fr");
+        attach(ctx[c], "fr_diff");
+        attach(ctx[c], "batch_size");
+        attach(ctx[c], "nr_mean");
+        CHECK_EQ_INT(read_frames(ctx[c], 0, 12, 8, 8), 0);
+        CHECK_EQ_INT(vmaf_dnn_flush(ctx[c]), 0);
+    }
+    CHECK_EQ_INT(vmaf_dnn_feature_count(got), vmaf_dnn_feature_count(want));
+    for (size_t f = 0; f < vmaf_dnn_feature_count(want); f++)
+        CHECK(strcmp(vmaf_dnn_feature_name(got, f), vmaf_dnn_feature_name(want, f)) == 0);
+    double most = 0;
+    for (unsigned i = 0; i < 12; i++) {
+        for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+            if (k == 2)
+                continue;
+            CHECK(fabs(get(got, names[k], i) - get(want, names[k], i)) < 1e-7);
+        }
+        const double frames = get(got, "batch_size_frames", i);
+        CHECK(frames >= 1 && frames <= 3);
+        most = frames > most ? frames : most;
+    }
+    CHECK(most == 3.0);
+    vmaf_dnn_context_close(want);
+    vmaf_dnn_context_close(got);
+}
+
+/* A model whose batched Run fails (batch_one_only) or gives one value for
+ * the whole Run (batch_lies) is scored frame by frame: no failure, the
+ * values of one Run per frame. */
+static void test_failed_batch_runs_go_frame_by_frame(void)
+{
+    static const char *const models[] = {"batch_one_only", "batch_lies"};
+    for (size_t k = 0; k < 2; k++) {
+        VmafDnnContext *one = open_ctx(0, 1, NULL), *four = open_ctx(1, 4, NULL);
+        attach(one, models[k]);
+        attach(four, models[k]);
+        CHECK_EQ_INT(read_frames(one, 0, FRAMES, 16, 8), 0);
+        CHECK_EQ_INT(read_frames(four, 0, FRAMES, 16, 8), 0);
+        CHECK_EQ_INT(vmaf_dnn_flush(four), 0);
+        for (unsigned i = 0; i < FRAMES; i++)
+            CHECK(get(four, models[k], i) == get(one, models[k], i));
+        vmaf_dnn_context_close(one);
+        vmaf_dnn_context_close(four);
+    }
+}
+
+/* Frames of another size end the group before them; a native-resolution
+ * model refuses them one by one (as it would alone), and the frames before
+ * keep their scores. */
+static void test_size_change(void)
+{
+    VmafDnnContext *ctx = open_ctx(1, 4, NULL);
+    attach(ctx, "batch_size");
+    CHECK_EQ_INT(read_frames(ctx, 0, 3, 16, 8), 0);
+    int rc = read_frames(ctx, 3, 3, 8, 8);
+    if (!rc)
+        rc = vmaf_dnn_flush(ctx);
+    CHECK_EQ_INT(rc, -ERANGE);
+    CHECK(strstr(vmaf_dnn_last_error(), "native resolution") != NULL);
+    for (unsigned i = 0; i < 3; i++)
+        CHECK(get(ctx, "batch_size_frames", i) == 3.0);
+    double v;
+    CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "batch_size_frames", 4, &v), -ENOENT);
+    vmaf_dnn_context_close(ctx);
+}
+
+/* A batch that never fills: flush takes what is queued, close does not
+ * wait for frames that will never come. */
+static void test_partial_batches_end(void)
+{
+    VmafDnnContext *ctx = open_ctx(2, 8, NULL);
+    attach(ctx, "batch_size");
+    CHECK_EQ_INT(read_frames(ctx, 0, 3, 16, 8), 0);
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    for (unsigned i = 0; i < 3; i++)
+        CHECK(get(ctx, "batch_size_frames", i) == 3.0);
+    vmaf_dnn_context_close(ctx);
+    ctx = open_ctx(1, 8, NULL);
+    attach(ctx, "batch_size");
+    CHECK_EQ_INT(read_frames(ctx, 0, 5, 16, 8), 0);
+    vmaf_dnn_context_close(ctx); /* must return */
+}
+
+/* The batch is checked at open, and the memory it takes is charged to the
+ * policy's max_memory_bytes before a frame is taken. */
+static void test_limits(void)
+{
+    VmafDnnContextConfig cfg;
+    vmaf_dnn_default_context_config(&cfg);
+    CHECK_EQ_INT(cfg.batch, 0);
+    VmafDnnContext *ctx = NULL;
+    for (int bad = -1; bad <= VMAF_DNN_MAX_BATCH + 1; bad += VMAF_DNN_MAX_BATCH + 2) {
+        cfg.batch = bad;
+        CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), -EINVAL);
+        CHECK(ctx == NULL);
+        CHECK(strstr(vmaf_dnn_last_error(), "batch") != NULL);
+    }
+    VmafDnnModelPolicy policy;
+    vmaf_dnn_default_model_policy(&policy);
+    policy.max_memory_bytes = 1u << 20;
+    ctx = open_ctx(1, VMAF_DNN_MAX_BATCH, &policy);
+    attach(ctx, "batch_size");
+    CHECK_EQ_INT(read_frames(ctx, 0, 1, 256, 256), -EDQUOT);
+    CHECK(strstr(vmaf_dnn_last_error(), "64 frames per Run") != NULL);
+    CHECK(strstr(vmaf_dnn_last_error(), "smaller batch") != NULL);
+    vmaf_dnn_context_close(ctx);
+    ctx = open_ctx(1, 1, &policy);
+    attach(ctx, "batch_size");
+    CHECK_EQ_INT(read_frames(ctx, 0, 1, 256, 256), 0);
+    vmaf_dnn_context_close(ctx);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s MODEL_DIR\n", argv[0]);
+        return 2;
+    }
+    snprintf(model_dir, sizeof(model_dir), "%s", argv[1]);
+    test_runs_take_whole_batches();
+    test_default_is_one_frame_on_cpu();
+    test_mixed_models_same_scores();
+    test_failed_batch_runs_go_frame_by_frame();
+    test_size_change();
+    test_partial_batches_end();
+    test_limits();
+    return check_report();
+}
