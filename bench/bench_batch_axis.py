@@ -138,6 +138,8 @@ def write_models(folder):
     for name, build in MODELS.items():
         paths[name] = os.path.join(folder, name + ".onnx")
         onnx.save(build(), paths[name])
+        with open(os.path.join(folder, name + ".json"), "w") as f:
+            f.write('{"native_resolution": true}\n')  # symbolic H, W: the frame's size
     return paths
 
 
@@ -190,18 +192,18 @@ def synthetic_clip(width, height, frames):
 
 
 def context_row(models, device, batch, refs, dists, threads, rounds):
+    """Seconds per frame of score() (best of rounds after a warm-up call: contexts, sessions
+    and CUDA start-up included, as a user sees them) and {metric: per-frame values}."""
     best, scores = float("inf"), None
-    for _ in range(rounds + 1):  # the first call warms up
-        stamps = []
+    for r in range(rounds + 1):
         t0 = time.perf_counter()
         result = vmafdnn.score(refs, dists, models=models, device=device, threads=threads,
-                               batch=batch, progress=lambda done, total: stamps.append(
-                                   time.perf_counter()))
+                               batch=batch)
         elapsed = time.perf_counter() - t0
-        if scores is None:
-            scores = result
-        else:
+        if r:
             best = min(best, elapsed / len(refs))
+        scores = {k: np.array([f["metrics"][k] for f in result["frames"]])
+                  for k in result["frames"][0]["metrics"]}
     return best, scores
 
 
@@ -249,9 +251,7 @@ def main(argv=None):
                                               args.rounds)
                     base = base or sec
                     scores0 = scores0 or scores
-                    worst = max(float(np.max(np.abs(np.asarray(scores.frames[k])
-                                                    - np.asarray(scores0.frames[k]))))
-                                for k in ("cnn_nr", "ssim_b"))
+                    worst = max(float(np.max(np.abs(scores[k] - scores0[k]))) for k in scores0)
                     print(f"{device:5s} score() cnn_nr+ssim_b batch={batch:<3d} "
                           f"{sec * 1e3:8.2f} ms/frame {1 / sec:7.1f} fps  x{base / sec:5.2f} "
                           f"vs batch=1   max|d| {worst:.1e}", flush=True)

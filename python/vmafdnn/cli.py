@@ -35,8 +35,8 @@ from . import _gpu_libraries, names
 from ._native import ensure_ort, ffi, lib
 from .errors import DnnError
 from .scoring import Canceller, UsageError, refuse_overwrite, score
-from .session import (EP_PACKAGE_ERRORS, MAX_THREADS, Session, ep_devices, ep_libraries,
-                      explain_device)
+from .session import (EP_PACKAGE_ERRORS, MAX_BATCH, MAX_THREADS, Session, ep_devices,
+                      ep_libraries, explain_device)
 
 USAGE_EXIT = 2
 RUNTIME_EXIT = 1
@@ -89,6 +89,7 @@ def _int_at_least(minimum: int, maximum=None):
 _positive_int = _int_at_least(1)
 _non_negative_int = _int_at_least(0)
 _thread_count = _int_at_least(0, MAX_THREADS)
+_batch_size = _int_at_least(0, MAX_BATCH)
 
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
 
@@ -523,6 +524,9 @@ def build_score_parser() -> argparse.ArgumentParser:
     m.add_argument("--tiny-threads", type=_thread_count, default=0, metavar="N",
                    help=f"threads in all, 0..{MAX_THREADS}: N > 1 scores N frames at once, "
                         "at most 4 when every model runs on a GPU (0: ORT's default per model)")
+    m.add_argument("--tiny-batch", type=_batch_size, default=0, metavar="N",
+                   help=f"frames per ONNX Runtime Run, 0..{MAX_BATCH}, for models with a "
+                        "symbolic batch dim (0: several on a GPU, one on a CPU; 1: one)")
     m.add_argument("--tiny-fp16", action="store_true", help="FLOAT16 model inputs and outputs")
     m.add_argument("--tiny-resize", default="none", type=_name_of("resize"),
                    choices=names.RESIZE_NAMES,
@@ -616,7 +620,7 @@ def cmd_score(args) -> int:
             output=args.output, fmt=args.fmt, features=args.features, progress=progress,
             width=args.width, height=args.height, pix_fmt=args.pix_fmt, bitdepth=args.bitdepth,
             scale=args.scale, ref_offset=args.ref_offset, dist_offset=args.dist_offset,
-            cancel=args.canceller, **_policy(args))
+            cancel=args.canceller, batch=args.tiny_batch, **_policy(args))
     finally:
         if progress is not None:
             progress.end()

@@ -29,7 +29,7 @@ from . import models as _builtin
 from . import names
 from ._native import NativeHandle, c_name, c_path, check, decode_name, ensure_ort, ffi, lib
 from .errors import InvalidArgumentError, RangeError
-from .session import (MAX_DEVICE_INDEX, MAX_THREADS, config_int, device_value, ep_nodes,
+from .session import (MAX_BATCH, MAX_DEVICE_INDEX, MAX_THREADS, config_int, device_value, ep_nodes,
                       model_policy)
 from .video import Frame
 
@@ -209,7 +209,13 @@ class Context(NativeHandle):
     when every model runs on a GPU or NPU, where more only contend) unless a
     model reads neighbouring frames; a failure of a frame scored that way
     is raised by a later :meth:`read_pictures` or by :meth:`flush`, and the
-    frame given to that call is not taken. ``resize`` (none,
+    frame given to that call is not taken. ``batch``: frames per ONNX
+    Runtime Run, at most (0..``vmafdnn.MAX_BATCH``), for models that can
+    score several at once (every input a picture of the frame scored with a
+    symbolic first dim, every output likewise, nothing temporal); 0
+    (default) stacks ``VMAF_DNN_AUTO_BATCH`` frames where such a model runs
+    on a GPU or NPU and none on a CPU, 1 never; frames that share Runs are
+    in flight as above, also with ``threads`` 0 or 1. ``resize`` (none,
     bilinear, nearest, bicubic) applies to models whose sidecar names none;
     ``fps`` is written into reports instead of the measured processing speed
     (None: measured, frames scored per second, libvmaf's meaning). The
@@ -229,7 +235,7 @@ class Context(NativeHandle):
 
     def __init__(self, device: str = "auto", device_index: int = 0, threads: int = 0,
                  fp16_io: bool = False, resize: str = "none", fps: Optional[float] = None,
-                 **policy):
+                 batch: int = 0, **policy):
         ensure_ort(device)
         cfg = ffi.new("VmafDnnContextConfig *")
         lib.vmaf_dnn_default_context_config(cfg)
@@ -237,6 +243,7 @@ class Context(NativeHandle):
         # The same number is the context's total: N > 1 scores N frames at
         # once (C: VmafDnnContextConfig.threads; docs/throughput.md).
         cfg.threads = cfg.session.threads
+        cfg.batch = config_int("batch", batch, MAX_BATCH)
         cfg.resize = names.value("resize", resize)
         cfg.fps = 0.0 if fps is None else float(fps)
         # The context borrows the policy (and its strings) for its whole

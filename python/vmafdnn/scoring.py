@@ -338,7 +338,7 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
           width: Optional[int] = None, height: Optional[int] = None,
           pix_fmt: Optional[str] = None, bitdepth: Optional[int] = None,
           fps: Optional[float] = None, scale: bool = False, ref_offset: int = 0,
-          dist_offset: int = 0, cancel: Optional[Canceller] = None,
+          dist_offset: int = 0, cancel: Optional[Canceller] = None, batch: int = 0,
           **policy) -> Dict[str, object]:
     """Scores ``distorted`` (against ``reference``) with tiny models.
 
@@ -353,7 +353,8 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     ``models``: .onnx paths or built-in names; None means the library's default
     set, DEFAULT_FR_MODELS (psnr_y, ssim_y and, where it was built, vmaf), or
     DEFAULT_NR_MODELS (sharpness_nr) without a reference. ``device``, ``device_index``,
-    ``threads``, ``fp16_io`` and ``resize`` configure every model.
+    ``threads``, ``fp16_io``, ``resize`` and ``batch`` (frames per ONNX Runtime Run for
+    models that can take several; see :class:`Context`) configure every model.
     ``features``: a libvmaf JSON report whose per-frame metrics are fed to
     feature-vector models and appear in the report (metrics named like a
     model's output are skipped: the model computes them).
@@ -419,7 +420,7 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
                 dist.scale_like(ref)
         cancel = cancel if cancel is not None else Canceller()
         with Context(device=device, device_index=device_index, threads=threads,
-                     fp16_io=fp16_io, resize=resize, fps=fps, **policy) as ctx:
+                     fp16_io=fp16_io, resize=resize, fps=fps, batch=batch, **policy) as ctx:
             cancel.watch(ctx)
             try:
                 for model in model_list:

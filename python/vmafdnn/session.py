@@ -15,6 +15,7 @@ __all__ = ["Session", "TensorInfo", "DEVICES", "POLICY_KEYWORDS", "model_policy"
 
 #: Most ORT threads a session or context may ask for (VMAF_DNN_MAX_THREADS).
 MAX_THREADS = lib.VMAF_DNN_MAX_THREADS
+MAX_BATCH = lib.VMAF_DNN_MAX_BATCH
 
 #: ``device`` names and their VmafDnnDevice values: the C table (any case,
 #: '_' for '-' accepted).

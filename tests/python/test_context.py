@@ -282,6 +282,40 @@ def test_bad_context_arguments():
         vmafdnn.Context().use_model(42)
 
 
+def test_bad_batch():
+    for bad in (-1, vmafdnn.MAX_BATCH + 1):
+        with pytest.raises(vmafdnn.InvalidArgumentError, match="batch") as e:
+            vmafdnn.Context(batch=bad)
+        assert e.value.errno == errno.EINVAL
+    for bad in (2.5, True, "4"):
+        with pytest.raises(TypeError, match="batch"):
+            vmafdnn.Context(batch=bad)
+
+
+@pytest.mark.parametrize("threads", [0, 1, 2])
+def test_batched_runs_score_like_one_frame_per_run(models, threads):
+    """batch_size's "frames" output tells how many frames its Run took."""
+    rng = np.random.default_rng(5)
+    planes = [(rng.integers(0, 256, (12, 20), dtype=np.uint8),
+               rng.integers(0, 256, (12, 20), dtype=np.uint8)) for _ in range(9)]
+    scores = {}
+    for batch in (1, 4):
+        with vmafdnn.Context(device="cpu", threads=threads, batch=batch) as ctx:
+            ctx.use_model(models.batch_size)
+            ctx.use_model(models.batch_fr)
+            for i, (ref, dist) in enumerate(planes):
+                ctx.read_pictures(ref, dist, i)
+            ctx.flush()
+            scores[batch] = {k: [ctx.feature(k, i) for i in range(9)]
+                             for k in ("batch_size_frames", "batch_size_mean", "batch_fr")}
+    assert scores[1]["batch_size_frames"] == [1.0] * 9
+    assert max(scores[4]["batch_size_frames"]) == 4.0
+    if threads < 2:  # one worker: whole batches, the rest at flush
+        assert scores[4]["batch_size_frames"] == [4.0] * 8 + [1.0]
+    for key in ("batch_size_mean", "batch_fr"):
+        np.testing.assert_allclose(scores[4][key], scores[1][key], rtol=0, atol=1e-7)
+
+
 def test_resize_modes(stage):
     """A 4x4 model on an 8x8 constant frame: refused without a resize mode,
     the same constant with one (context-wide or per model)."""
