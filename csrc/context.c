@@ -329,14 +329,15 @@ static unsigned frame_workers(const VmafDnnContext *ctx, const unsigned char *or
 }
 
 /* Frames per Run for model m (VmafDnnContextConfig.batch): 1 unless it can
- * take several. */
+ * take several and the caller asked for more. batch 0 is the library's
+ * choice, one frame per Run today on every device: stacking frames was
+ * measured no faster on the CPU EP nor on CUDA fed from host memory (an
+ * H200 at 1080p: 0.5-1.0x per frame; docs/throughput.md). */
 static unsigned model_batch(const VmafDnnContext *ctx, const VdnnTinyModel *m)
 {
-    if (!vdnn_tiny_model_batchable(m) || ctx->cfg.batch == 1)
+    if (!vdnn_tiny_model_batchable(m) || ctx->cfg.batch <= 1)
         return 1;
-    if (ctx->cfg.batch > 1)
-        return (unsigned)ctx->cfg.batch;
-    return vdnn_session_device_type(vdnn_tiny_model_session(m)) ? VMAF_DNN_AUTO_BATCH : 1;
+    return (unsigned)ctx->cfg.batch;
 }
 
 /* Which of the models the workers run take several frames per Run
@@ -412,7 +413,7 @@ static int run_ordered(void *opaque, size_t i, unsigned index)
  * frame), never on which worker finished first. */
 static int pool_ready(VmafDnnContext *ctx)
 {
-    if (ctx->cfg.threads < 2 && ctx->cfg.batch == 1)
+    if (ctx->cfg.threads < 2 && ctx->cfg.batch < 2)
         return 0;
     if (!ctx->pool && ctx->serial_models == ctx->n_models)
         return 0;

@@ -47,10 +47,8 @@ extern "C" {
  * pictures up to this many frames back, features this many back or ahead. */
 #define VMAF_DNN_MAX_FRAME_OFFSET 8
 
-/* Frames one ONNX Runtime Run may score (VmafDnnContextConfig.batch), and
- * how many a batchable model on a GPU or NPU takes when batch is 0. */
+/* The most frames one ONNX Runtime Run may score (VmafDnnContextConfig.batch). */
 #define VMAF_DNN_MAX_BATCH 64
-#define VMAF_DNN_AUTO_BATCH 8
 
 /* ------------------------------------------------------------------------ */
 /* Pictures                                                                 */
@@ -155,11 +153,12 @@ typedef struct VmafDnnContextConfig {
                               one, nothing temporal (see
                               vmaf_dnn_use_tiny_model); other models score
                               a frame per Run. 0..VMAF_DNN_MAX_BATCH.
-                              0 (default): VMAF_DNN_AUTO_BATCH frames for
-                              such a model that runs on a GPU or NPU, one
-                              on a CPU, where stacking frames was measured
-                              slower (docs/throughput.md). 1: one frame per
-                              Run. Above 1 with such a model, frames are
+                              0 (default): the library's choice, today one
+                              frame per Run on every device: stacking
+                              frames was measured no faster on the CPU EP
+                              nor on CUDA fed from host memory
+                              (docs/throughput.md). 1: one frame per Run.
+                              Above 1 with such a model, frames are
                               in flight (see vmaf_dnn_read_pictures) with
                               threads 0 and 1 too, on one worker whose
                               copies keep the session configs' threads; a

@@ -526,7 +526,7 @@ def build_score_parser() -> argparse.ArgumentParser:
                         "at most 4 when every model runs on a GPU (0: ORT's default per model)")
     m.add_argument("--tiny-batch", type=_batch_size, default=0, metavar="N",
                    help=f"frames per ONNX Runtime Run, 0..{MAX_BATCH}, for models with a "
-                        "symbolic batch dim (0: several on a GPU, one on a CPU; 1: one)")
+                        "symbolic batch dim (0: the library's choice, one today)")
     m.add_argument("--tiny-fp16", action="store_true", help="FLOAT16 model inputs and outputs")
     m.add_argument("--tiny-resize", default="none", type=_name_of("resize"),
                    choices=names.RESIZE_NAMES,

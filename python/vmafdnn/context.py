@@ -213,9 +213,10 @@ class Context(NativeHandle):
     Runtime Run, at most (0..``vmafdnn.MAX_BATCH``), for models that can
     score several at once (every input a picture of the frame scored with a
     symbolic first dim, every output likewise, nothing temporal); 0
-    (default) stacks ``VMAF_DNN_AUTO_BATCH`` frames where such a model runs
-    on a GPU or NPU and none on a CPU, 1 never; frames that share Runs are
-    in flight as above, also with ``threads`` 0 or 1. ``resize`` (none,
+    (default) is the library's choice, today one frame per Run everywhere
+    (stacking was measured no faster on CPUs nor on CUDA fed from host
+    memory: docs/throughput.md); frames that share Runs are in flight as
+    above, also with ``threads`` 0 or 1. ``resize`` (none,
     bilinear, nearest, bicubic) applies to models whose sidecar names none;
     ``fps`` is written into reports instead of the measured processing speed
     (None: measured, frames scored per second, libvmaf's meaning). The
