@@ -3,7 +3,7 @@
     python bench/bench_throughput.py [--sizes 1920x1080,3840x2160] [--frames 60] [--rounds 3]
                                      [--threads 1,all] [--dir DIR] [--ffmpeg PATH]
                                      [--cli [LABEL=]COMMAND ...] [--only vmafdnn,libvmaf,ffmpeg]
-                                     [--metric psnr_ssim|vmaf]
+                                     [--metric psnr_ssim|vmaf] [--pairs]
 
 All contenders read the same Y4M files: FFmpeg's testsrc2 (8-bit 4:2:0, 25 fps) and its libx264
 crf-40 round trip, made with the static FFmpeg 9.0.2 of the imageio-ffmpeg 0.8.1 wheel
@@ -26,6 +26,11 @@ as LABEL=COMMAND, each is a contender "vmafdnn LABEL" (say, the build before a c
 after it, in the same rounds so that they see the same machine), and their per-frame scores must be
 equal. --only drops contenders (libvmaf at 2160p takes minutes).
 
+--pairs also runs two copies of each contender at 1 thread at the same time, on the same files
+(its "2 x 1 thread" row: 2 x frames over the later copy's wall time): what two independent jobs
+get from this machine's cores and memory, the ceiling for one job on 2 threads. Each contender's
+2-thread fps is then also printed as a share of its own pair's.
+
 Each is a whole process timed from start to exit (start-up, model load, reading and scoring),
 its peak RSS and CPU time (all threads) taken from os.wait4. The contenders take turns for
 --rounds rounds; the median wall time, the median CPU time per frame and the largest peak RSS
@@ -33,6 +38,7 @@ count, and the spread of the rounds is printed (the machines these run on are sh
 agree (1e-3 dB); the SSIMs differ by definition and are printed.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -103,8 +109,18 @@ def pooled(path, *names):
     return tuple(metrics[name]["mean"] for name in names)
 
 
-def measure(ff, clis, ref, dist, frames, threads, rounds, tmp, only, metric):
-    """{contender: (median fps, min fps, max fps, peak RSS MiB)} for one thread count."""
+def run_pair(cmd, out_path):
+    """Two copies of cmd at once (the second writes beside out_path): (the later wall time,
+    the larger peak RSS, the summed CPU time)."""
+    twin = [a.replace(out_path, out_path + ".twin") for a in cmd]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(timed_child, [cmd, twin]))
+    return max(r[0] for r in runs), max(r[1] for r in runs), sum(r[2] for r in runs)
+
+
+def measure(ff, clis, ref, dist, frames, threads, rounds, tmp, only, metric, pair=False):
+    """{contender: (median fps, min fps, max fps, peak RSS MiB)} for one thread count; with
+    `pair`, two copies at once per contender (fps counts both copies' frames)."""
     out, cmds = contenders(ff, clis, ref, dist, threads, tmp, only, metric)
     (main, main_theirs), (second, second_theirs), tolerance = METRICS[metric][2:]
     walls = {name: [] for name in cmds}
@@ -112,7 +128,9 @@ def measure(ff, clis, ref, dist, frames, threads, rounds, tmp, only, metric):
     rss = dict.fromkeys(cmds, 0.0)
     for _ in range(rounds):
         for name, cmd in cmds.items():
-            wall, peak, cpu = timed_child(cmd)
+            wall, peak, cpu = run_pair(cmd, out[name]) if pair else timed_child(cmd)
+            if pair:  # two clips' frames in that time and CPU
+                wall, cpu = wall / 2, cpu / 2
             walls[name].append(wall)
             cpus[name].append(cpu)
             rss[name] = max(rss[name], peak)
@@ -123,7 +141,8 @@ def measure(ff, clis, ref, dist, frames, threads, rounds, tmp, only, metric):
             if frame_scores(out[name]) != first:
                 sys.exit(f"per-frame scores differ: {ours[0]} and {name}")
         value, value2 = pooled(out[ours[0]], main, second)
-        line = f"  {threads} thread(s); pooled {main} {value:.4f}, {second} {value2:.6f}"
+        line = (f"  {'2 x 1 thread (two processes at once)' if pair else f'{threads} thread(s)'}"
+                f"; pooled {main} {value:.4f}, {second} {value2:.6f}")
         if len(ours) > 1:
             line += f" (per-frame scores equal in {len(ours)} builds)"
         if "libvmaf" in cmds:
@@ -174,6 +193,8 @@ def main(argv=None):
                         help="the contenders to run (default: %(default)s)")
     parser.add_argument("--metric", choices=sorted(METRICS), default="psnr_ssim",
                         help="psnr_y + ssim_y (default) or VMAF")
+    parser.add_argument("--pairs", action="store_true",
+                        help="also two 1-thread copies at once: the machine's ceiling for 2")
     args = parser.parse_args(argv)
     clis = []
     for value in args.cli or [f"{sys.executable} -m vmafdnn"]:
@@ -207,6 +228,16 @@ def main(argv=None):
             if any(scores[t] != scores[threads_list[0]] for t in threads_list):
                 sys.exit("per-frame scores differ between thread counts")
             report_scaling(results, threads_list)
+            if args.pairs:
+                pairs, _ = measure(ff, clis, ref, dist, args.frames, 1, args.rounds, tmp, only,
+                                   args.metric, pair=True)
+                print("  2 x 1 thread vs 1 thread: " + ", ".join(
+                    f"{name} {pairs[name][0] / results[threads_list[0]][name][0]:.2f}x"
+                    for name in pairs))
+                if 2 in results:
+                    print("  2 threads as a share of 2 x 1 thread: " + ", ".join(
+                        f"{name} {results[2][name][0] / pairs[name][0]:.2f}"
+                        for name in pairs))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
-/* Internal: frames in flight. A context with `threads` > 1 hands each
+/* Internal: frames in flight. A context with `threads` > 1, or a `batch`
+ * > 1 and a model that can take several frames per Run, hands each
  * frame, once its pictures are checked, to a pool of worker threads (the raw
  * samples copied, with those of the past frames its models read; the worker
  * normalises them); every worker owns a copy of each model that reads
  * pictures (its own ORT session, one intra-op thread) and a private feature
- * store, and the frame's scores are moved into the context's store by the
+ * store (a worker takes up to a batch of queued frames at once, which
+ * batchable models score in one Run), and the frame's scores are moved
+ * into the context's store by the
  * thread that owns the context, oldest frame first, which also runs the
  * models that need frames in order (features of other frames, running
  * behind) as each frame's turn comes. docs/throughput.md says why

@@ -197,7 +197,8 @@ VMAF_DNN_API int vmaf_dnn_context_open(VmafDnnContext **out, const VmafDnnContex
 /* Releases the context, its models (and their sessions) and its scores.
  * Every string and session handed out by the context becomes invalid.
  * Waits for a call in flight on another thread (see Thread-safety above)
- * and for the frames in flight (threads > 1), whose failures go unreported.
+ * and for the frames in flight (see vmaf_dnn_read_pictures), whose failures
+ * go unreported.
  * NULL is a no-op. */
 VMAF_DNN_API void vmaf_dnn_context_close(VmafDnnContext *ctx);
 
@@ -448,14 +449,17 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
  * model that needs a score the failure left missing fails with -ENOENT on
  * the call that runs it; later frames score normally.
  *
- * Frames in flight (VmafDnnContextConfig.threads N > 1): once the checks
+ * Frames in flight (VmafDnnContextConfig.threads N > 1, or batch B > 1
+ * with a model that can take several frames per Run): once the checks
  * above pass, the raw samples of the planes the models read are copied into
- * one of W + 1 slots (W workers: N, or at most 4 when every model the
- * workers run is on a GPU or NPU), with those of the D frames before it
+ * one of (W + 1) x B slots (W workers: N, or at most 4 when every model the
+ * workers run is on a GPU or NPU, 1 when threads is 0 or 1; B 1 without
+ * such a model), with those of the D frames before it
  * when a model reads pictures up to D frames back (the context keeps D
  * frames' samples for that; the slots' and those samples plus each
- * worker's fp32 planes and its model copies' own buffers (past planes,
- * resize scratch, FLOAT16 copies) must fit the policy's max_memory_bytes, else
+ * worker's fp32 planes (B frames' with a batch) and its model copies' own
+ * buffers (past planes, resize scratch, FLOAT16 copies, stacked planes)
+ * must fit the policy's max_memory_bytes, else
  * -EDQUOT before the frame is taken) and this call returns; a worker
  * normalises them and scores the frame with its own copy of every model
  * that reads pictures (shown the past frames first, so it holds what one
