@@ -172,6 +172,18 @@ def test_tiny_model_options(synth, models, tmp_path):
     assert re.search(r"nr_mean.onnx: nr, on CPU$", proc.stdout, re.M)
 
 
+def test_tiny_batch(synth, models, tmp_path):
+    """--tiny-batch 4: batch_size's "frames" output is the frames per Run (synth has 4)."""
+    out = tmp_path / "r.json"
+    proc = vmafdnn_cli("-d", synth.dist, "--no-reference", "--tiny-model", models.batch_size,
+                       "--tiny-device", "cpu", "--tiny-batch", "4", "-q", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    frames = json.loads(out.read_text())["frames"]
+    assert [f["metrics"]["batch_size_frames"] for f in frames] == [4.0] * synth.frames
+    assert_error(vmafdnn_cli("-d", synth.dist, "--no-reference", "--tiny-batch", "65"), 2,
+                 "65 is more than the maximum, 64")
+
+
 def test_features_file(synth, models, tmp_path):
     model = tmp_path / "fv.onnx"
     shutil.copyfile(models.fv_weighted, model)
