@@ -68,6 +68,9 @@ struct VmafDnnContext {
     VdnnRawPast past;         /* the last frames' samples, for the workers' past pictures */
     size_t serial_models;     /* n_models when these models were found to
                                  score a frame at a time; SIZE_MAX: not yet */
+    int past_gap;             /* a frame was scored one at a time since the
+                                 clip began: `past` lacks it */
+    unsigned long long batched_frames; /* of the pools closed so far */
 };
 
 static int check_resize(VmafDnnResize r, const char *what)
@@ -306,6 +309,8 @@ static void drop_pool(VmafDnnContext *ctx)
     VdnnFramePool *p = ctx->pool;
     ctx->pool = NULL;
     pthread_mutex_unlock(&ctx->gate);
+    if (p) /* drained by every caller but close, where the count no longer matters */
+        ctx->batched_frames += vdnn_frame_pool_batched_frames(p);
     vdnn_frame_pool_close(p);
 }
 
@@ -357,6 +362,27 @@ static unsigned batch_split(const VmafDnnContext *ctx, const unsigned char *orde
 }
 
 static const VdnnTinyModel *key_owner(const VmafDnnContext *ctx, const char *key);
+
+/* Whether a model the workers would run (ordered[i] 0) reads past pictures. */
+static int workers_read_past(const VmafDnnContext *ctx, const unsigned char *ordered)
+{
+    for (size_t i = 0; i < ctx->n_models; i++)
+        if (!ordered[i] &&
+            (vdnn_tiny_model_history_depth(ctx->model[i], VDNN_PICTURE_REFERENCE) ||
+             vdnn_tiny_model_history_depth(ctx->model[i], VDNN_PICTURE_DISTORTED)))
+            return 1;
+    return 0;
+}
+
+unsigned long long vdnn_context_batched_frames(VmafDnnContext *ctx)
+{
+    pthread_mutex_lock(&ctx->gate);
+    unsigned long long n = ctx->batched_frames;
+    if (ctx->pool)
+        n += vdnn_frame_pool_batched_frames(ctx->pool);
+    pthread_mutex_unlock(&ctx->gate);
+    return n;
+}
 
 /* Which models frame workers can run, any frame on any worker: ordered[i]
  * is set for the others, which the context's thread runs in frame order as
@@ -425,8 +451,12 @@ static int pool_ready(VmafDnnContext *ctx)
         const int split = frames_in_flight_split(ctx, ordered);
         const unsigned batch = split ? batch_split(ctx, ordered, batched) : 1;
         /* threads 0 and 1 score a frame at a time unless frames share a
-         * Run (then on one worker). */
-        if (!split || (ctx->cfg.threads < 2 && batch < 2)) {
+         * Run (then on one worker). After frames scored one at a time,
+         * whose raw samples `past` does not hold, workers could not show
+         * their copies the past pictures those read: a frame at a time
+         * then, until a reset. */
+        if (!split || (ctx->cfg.threads < 2 && batch < 2) ||
+            (ctx->past_gap && workers_read_past(ctx, ordered))) {
             free(ordered);
             /* A model attached in the middle of a clip took frames in
              * flight away: a failure of a frame scored in flight is
@@ -462,6 +492,15 @@ static int pool_ready(VmafDnnContext *ctx)
         VdnnFramePool *p = NULL;
         int rc = vdnn_frame_pool_open(&p, &setup);
         free(ordered);
+        if (rc && ctx->cfg.threads < 2) {
+            /* Only there for the batch, an optimisation that measured no
+             * faster anywhere yet: the context's own models score as one
+             * frame at a time instead (a model file gone since its attach,
+             * the budget, no thread). */
+            vdnn_clear_error();
+            ctx->serial_models = ctx->n_models;
+            return 0;
+        }
         if (rc)
             return rc;
         pthread_mutex_lock(&ctx->gate);
@@ -501,6 +540,9 @@ static int context_reset(VmafDnnContext *ctx)
     memset(&ctx->clock_end, 0, sizeof(ctx->clock_end));
     memset(&ctx->pending, 0, sizeof(ctx->pending));
     ctx->past.filled = ctx->past.next = 0;
+    /* A clip without frames scored one at a time: frames in flight again. */
+    ctx->past_gap = 0;
+    ctx->serial_models = SIZE_MAX;
     return 0;
 }
 
@@ -1075,6 +1117,7 @@ static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
         vdnn_tiny_model_note_frame(ctx->model[i], &frame);
     if (ctx->pool)
         return vdnn_frame_pool_submit(ctx->pool, &frame, &raw, ctx->fc, &ctx->past);
+    ctx->past_gap = 1;
     for (size_t i = 0; i < ctx->n_models && !rc; i++)
         rc = run_in_turn(ctx, i, &frame);
     for (size_t i = 0; i < ctx->n_models; i++) {

@@ -174,12 +174,29 @@ struct VdnnFramePool {
     int stop;
     unsigned hurry;            /* owners waiting for a queued frame: workers
                                   take what is queued without a full batch */
+    unsigned long long batched_frames; /* frames scored by trusted batched Runs */
     unsigned long long next_seq;
     unsigned n_slots;
     Slot *slot;
     unsigned n_workers;
     Worker *worker;
 };
+
+unsigned long long vdnn_frame_pool_batched_frames(VdnnFramePool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    const unsigned long long n = p->batched_frames;
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}
+
+/* The pool's own bookkeeping: slot headers and the workers' plane sets,
+ * which grow with threads x batch (up to 16448 slots of ~3 KB). */
+static uint64_t bookkeeping_bytes(unsigned n_slots, unsigned n_workers, unsigned batch)
+{
+    return (uint64_t)n_slots * (sizeof(Slot) + 2 * sizeof(unsigned)) +
+           (uint64_t)n_workers * (sizeof(Worker) + batch * sizeof(PlaneSet));
+}
 
 unsigned vdnn_frame_pool_slots(const VdnnFramePool *p)
 {
@@ -408,24 +425,42 @@ static void run_batched(Worker *w, Slot **group, const VdnnTinyFrame *frame, siz
         cancelled[k] = live[k]->cancelled;
     w->running = NULL;
     pthread_mutex_unlock(&p->lock);
+    /* The copy's first batched Run is checked against one Run per frame,
+     * whose scores are the ones kept (vdnn_tiny_model_batch_trusted). */
+    const int verify = rc == 0 && !vdnn_tiny_model_batch_trusted(m);
+    int agrees = 1, decided = verify;
+    unsigned long long batched = 0;
     for (size_t k = 0; k < n_live; k++) {
         Slot *s = live[k];
         int frame_rc;
-        if (rc == 1) {
+        if (rc == 1 || verify) {
             vdnn_tiny_model_set_locked_size(m, locks[2 * k], locks[2 * k + 1]);
             frame_rc = run_model(w, s, live_frame[k], m);
+            if (verify && frame_rc == -ECANCELED)
+                decided = 0;
+            else if (verify)
+                agrees = agrees && !frame_rc &&
+                         vdnn_tiny_model_batch_agrees(m, k, live_frame[k], w->fc);
         } else if (rc) {
             frame_rc = vdnn_fail(rc, "read_pictures: frame %u was cancelled while model %s ran "
                                  "on %zu frames", s->now.frame.index, vdnn_tiny_model_path(m),
                                  n_live);
-        } else if ((frame_rc = vdnn_tiny_model_batch_store(m, k, live_frame[k], w->fc)) == 0 &&
-                   cancelled[k]) {
-            frame_rc = vdnn_fail(-ECANCELED, "read_pictures: frame %u was cancelled while "
-                                 "model %s ran (its scores are kept)", s->now.frame.index,
-                                 vdnn_tiny_model_path(m));
+        } else if ((frame_rc = vdnn_tiny_model_batch_store(m, k, live_frame[k], w->fc)) == 0) {
+            batched++;
+            if (cancelled[k])
+                frame_rc = vdnn_fail(-ECANCELED, "read_pictures: frame %u was cancelled while "
+                                     "model %s ran (its scores are kept)", s->now.frame.index,
+                                     vdnn_tiny_model_path(m));
         }
         if (frame_rc)
             fail_slot(s, frame_rc, i);
+    }
+    if (decided)
+        vdnn_tiny_model_batch_verdict(m, agrees);
+    if (batched) {
+        pthread_mutex_lock(&p->lock);
+        p->batched_frames += batched;
+        pthread_mutex_unlock(&p->lock);
     }
 }
 
@@ -470,13 +505,18 @@ static void score_group(Worker *w, Slot **group, size_t n)
         size_t end = i + 1;
         while (end < n_models && !(n > 1 && p->batched[end] && w->model[end]))
             end++;
-        for (size_t b = 0; b < n; b++) {
+        /* A priming failure counts as the stretch's first model the worker
+         * runs (an owner-run model there would not stop the frame's merge). */
+        size_t runs = i;
+        while (runs < end && !w->model[runs])
+            runs++;
+        for (size_t b = 0; b < n && runs < end; b++) {
             Slot *s = group[b];
             if (s->rc)
                 continue;
             int rc = prime_copies(w, s);
             if (rc) {
-                fail_slot(s, rc, i);
+                fail_slot(s, rc, runs);
                 continue;
             }
             for (size_t j = i; j < end && !s->rc; j++)
@@ -680,7 +720,8 @@ int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
     const uint64_t bytes =
         (samples + past * p->past_depth) * sample_bytes * p->n_slots +
         past * p->past_depth * sample_bytes +
-        ((samples * p->batch + past) * sizeof(float) + copies) * p->n_workers;
+        ((samples * p->batch + past) * sizeof(float) + copies) * p->n_workers +
+        bookkeeping_bytes(p->n_slots, p->n_workers, p->batch);
     if (p->max_memory_bytes && bytes > p->max_memory_bytes)
         return vdnn_fail(-EDQUOT, "read_pictures: %u frames in flight of %ux%u need %llu bytes "
                          "(%u slots of %u-bit samples with %u past frame%s, %u workers' fp32 "
@@ -923,6 +964,19 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
     /* One group of frames more than workers: the caller prepares the next
      * frames while every worker runs a group (docs/throughput.md). */
     p->n_slots = (setup->workers + 1) * p->batch;
+    const uint64_t bookkeeping = bookkeeping_bytes(p->n_slots, p->n_workers, p->batch);
+    if (p->max_memory_bytes && bookkeeping > p->max_memory_bytes) {
+        const unsigned slots = p->n_slots, batch = p->batch;
+        free(p->ordered);
+        free(p->batched);
+        free(p);
+        return vdnn_fail(-EDQUOT, "read_pictures: %u frame slots (%u workers, %u frame%s per "
+                         "Run) need %llu bytes of bookkeeping, above the policy's "
+                         "max_memory_bytes of %llu; use fewer threads or a smaller batch",
+                         slots, setup->workers, batch, batch == 1 ? "" : "s",
+                         (unsigned long long)bookkeeping,
+                         (unsigned long long)vdnn_policy_max_memory(setup->policy));
+    }
     p->slot = calloc(p->n_slots, sizeof(*p->slot));
     p->worker = calloc(p->n_workers, sizeof(*p->worker));
     int allocated = p->slot && p->worker;

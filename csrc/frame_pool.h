@@ -129,12 +129,17 @@ typedef struct VdnnFramePoolSetup {
  * thread (the copies of different workers open in parallel), and this waits
  * for all of them. Returns 0, the codes of vdnn_tiny_model_reopen (the
  * failure of the lowest-numbered worker that failed, whatever the timing),
- * -ENOMEM, -EAGAIN (no thread could be started). */
+ * -ENOMEM, -EAGAIN (no thread could be started), -EDQUOT (the slots' and
+ * workers' bookkeeping alone is above the policy's max_memory_bytes). */
 int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup);
 
 /* Waits for every frame in flight (their scores are dropped), stops the
  * workers and closes their models. NULL-safe. */
 void vdnn_frame_pool_close(VdnnFramePool *p);
+
+/* Frames whose scores came from batched Runs trusted after their check
+ * (vdnn_tiny_model_batch_trusted), since the pool opened. */
+unsigned long long vdnn_frame_pool_batched_frames(VdnnFramePool *p);
 
 /* Frames the pool holds at most (queued, running or done and not merged). */
 unsigned vdnn_frame_pool_slots(const VdnnFramePool *p);

@@ -136,7 +136,8 @@ unsigned vdnn_tiny_model_history_depth(const VdnnTinyModel *m, VdnnSourcePicture
  * runs once. It returns 0 when every output gave n values, kept for
  * vdnn_tiny_model_batch_store to store frame b's (0 <= b < n) as
  * vdnn_tiny_model_run would; 1 when these frames must be scored one by one
- * with vdnn_tiny_model_run instead: not batchable, n < 2 or above
+ * with vdnn_tiny_model_run instead: not batchable or refused (see
+ * vdnn_tiny_model_batch_trusted), n < 2 or above
  * VMAF_DNN_MAX_BATCH, planes of different sizes, a frame the model would
  * refuse or skip alone (size lock, too small), no memory for the stacked
  * planes, or a Run that failed or gave other than n values (so that a
@@ -147,6 +148,21 @@ int vdnn_tiny_model_batch_run(VdnnTinyModel *m, const VdnnTinyFrame *const *f,
                               const unsigned *locks, size_t n);
 int vdnn_tiny_model_batch_store(VdnnTinyModel *m, size_t b, const VdnnTinyFrame *f,
                                 VdnnFeatureCollector *fc);
+
+/* Whether the model's batched Runs can be trusted. A model is batchable by
+ * its declared shapes only; whether its frames really do not mix (no
+ * statistic over the whole batch, no output that only looks per-frame) is
+ * checked on its first batched Run: the caller also scores those frames
+ * one per Run (vdnn_tiny_model_run, whose scores it keeps), asks
+ * vdnn_tiny_model_batch_agrees for each (frame b's batched values against
+ * the ones stored in fc for f, within 1e-6 + 1e-5 relative; 0 on any
+ * difference) and gives the verdict: after values that differed, or a
+ * frame that failed alone, batch_run returns 1 for good. So does a
+ * batched Run that failed or miscounted. */
+int vdnn_tiny_model_batch_trusted(const VdnnTinyModel *m);
+int vdnn_tiny_model_batch_agrees(const VdnnTinyModel *m, size_t b, const VdnnTinyFrame *f,
+                                 const VdnnFeatureCollector *fc);
+void vdnn_tiny_model_batch_verdict(VdnnTinyModel *m, int agrees);
 
 /* Bytes a copy of a batchable model holds beyond one frame's
  * (vdnn_tiny_model_own_frame_bytes) to score `frames` frames of w[i] x h[i]

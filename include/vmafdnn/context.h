@@ -161,15 +161,33 @@ typedef struct VmafDnnContextConfig {
                               Above 1 with such a model, frames are
                               in flight (see vmaf_dnn_read_pictures) with
                               threads 0 and 1 too, on one worker whose
-                              copies keep the session configs' threads; a
-                              worker takes the frames queued when it is
-                              free, up to the batch, and their scores are
-                              those of one Run per frame (each frame's
-                              outputs depend on its own planes only). A
-                              Run of several frames that fails is retried
-                              frame by frame, so a frame fails only where
-                              it fails alone. Frames of another size than
-                              the ones before them start a new Run. */
+                              copies keep the session configs' threads
+                              (if that worker cannot start, frames are
+                              scored one at a time instead). A worker
+                              waits until a whole batch is queued, unless
+                              a call waits for a queued frame (flush,
+                              close, reset, a full set of slots): Runs
+                              take whole batches, the last ones fewer.
+                              Frames of another size than the ones before
+                              them start a new Run. Scores are those of
+                              one Run per frame: the declared shapes only
+                              suggest that a model's frames do not mix
+                              (no statistic over the batch, no output that
+                              only looks per-frame), so each worker also
+                              scores the frames of its first batched Run
+                              one per Run, keeps those scores, and batches
+                              that model from then on only if the values
+                              agreed (1e-6 + 1e-5 relative) and no frame
+                              failed alone. A batched Run that fails or
+                              gives another count is redone frame by
+                              frame and ends the batching of that model,
+                              so a frame fails only where it fails
+                              alone. A context whose frames were scored
+                              one at a time before such a model was
+                              attached stays one frame at a time until
+                              vmaf_dnn_context_reset when a model reads
+                              past pictures (the workers would lack
+                              them). */
 } VmafDnnContextConfig;
 
 /* Fills `cfg` with the defaults: vmaf_dnn_default_config() sessions, resize
@@ -205,7 +223,7 @@ VMAF_DNN_API void vmaf_dnn_context_close(VmafDnnContext *ctx);
 /* Empties the context for the next clip while keeping its models: drops
  * every stored value (model outputs and appended features), the frame
  * count, the first-frame size, the speed measurement, the flushed state and
- * a frame failure not yet reported (threads > 1), after the frames in
+ * a frame failure not yet reported (frames in flight), after the frames in
  * flight have finished. The attached models stay, with their open ONNX
  * Runtime sessions; the context then scores a new clip from any frame index
  * (from frame 0 as if just opened with those models attached). Models that
@@ -220,7 +238,8 @@ VMAF_DNN_API int vmaf_dnn_context_reset(VmafDnnContext *ctx);
 
 /* Stops the model run in flight in vmaf_dnn_read_pictures() (if any) on
  * another thread: that call returns -ECANCELED and the frame is left partly
- * scored, as after any failed frame. With threads > 1 it stops every frame
+ * scored, as after any failed frame. With frames in flight (threads > 1,
+ * or a batch; see vmaf_dnn_read_pictures) it stops every frame
  * in flight: each fails with -ECANCELED, reported as vmaf_dnn_read_pictures
  * says. Later calls are not affected. Callable
  * from any thread without taking the context's lock; not async-signal-safe.
@@ -472,7 +491,7 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
  * for all frames in flight first, so scores, frame count and reports are
  * those of one-frame-at-a-time scoring. A frame that fails on a worker is
  * reported by the first later vmaf_dnn_read_pictures that needs its slot
- * (with W workers, the (W + 1)-th read after it) or by vmaf_dnn_flush,
+ * (the ((W + 1) x B)-th read after it) or by vmaf_dnn_flush,
  * whichever comes first: the code is the frame's own, the message starts
  * "frame K (scored in flight)", and that read_pictures call does NOT take
  * its own frame (call it again). Only the earliest unreported failure is

@@ -15,6 +15,7 @@
 #include <vmafdnn/context.h>
 
 #include "check.h"
+#include "context_internal.h"
 
 static char model_dir[1024];
 
@@ -94,78 +95,101 @@ static double get(const VmafDnnContext *ctx, const char *name, unsigned index)
 
 #define FRAMES 10
 
-/* batch_size's "frames" output is the number of frames its Run took. With
- * one worker a Run takes a whole batch as soon as one is queued, and the
- * rest at flush: 4, 4, 2. The per-frame means are those of one Run each. */
+/* One worker takes a whole batch as soon as one is queued, the rest at
+ * flush: Runs of 4, 4, 2. A copy's first batched Run is checked against one
+ * Run per frame (whose scores are kept), so 6 frames come from batched
+ * Runs; every score equals one-Run-per-frame scoring. */
 static void test_runs_take_whole_batches(void)
 {
     VmafDnnContext *one = open_ctx(1, 1, NULL), *four = open_ctx(1, 4, NULL);
-    attach(one, "batch_size");
-    attach(four, "batch_size");
+    attach(one, "batch_mean");
+    attach(four, "batch_mean");
     CHECK_EQ_INT(read_frames(one, 0, FRAMES, 16, 8), 0);
     CHECK_EQ_INT(read_frames(four, 0, FRAMES, 16, 8), 0);
     CHECK_EQ_INT(vmaf_dnn_flush(one), 0);
     CHECK_EQ_INT(vmaf_dnn_flush(four), 0);
-    for (unsigned i = 0; i < FRAMES; i++) {
-        CHECK(get(one, "batch_size_frames", i) == 1.0);
-        CHECK(get(four, "batch_size_frames", i) == (i < 8 ? 4.0 : 2.0));
-        CHECK(fabs(get(one, "batch_size_mean", i) - get(four, "batch_size_mean", i)) < 1e-7);
-    }
+    for (unsigned i = 0; i < FRAMES; i++)
+        CHECK(fabs(get(one, "batch_mean", i) - get(four, "batch_mean", i)) < 1e-7);
+    CHECK(vdnn_context_batched_frames(one) == 0);
+    CHECK(vdnn_context_batched_frames(four) == 6);
     vmaf_dnn_context_close(one);
     vmaf_dnn_context_close(four);
 }
 
-/* batch 0 on the CPU EP: one frame per Run (stacking was measured slower
- * there), and no frames in flight with threads 0. */
-static void test_default_is_one_frame_on_cpu(void)
+/* Models whose declared shapes say batchable but whose frames mix: the
+ * first batched Run disagrees with one Run per frame, whose scores are
+ * kept, and the copy never batches again. batch_size gives the frames per
+ * Run (a statistic of the whole batch); batch_rows one value per row,
+ * which looks like one per frame when a Run takes as many frames as the
+ * frames have rows, and alone fails ("gave 4 values"): so it does batched. */
+static void test_mixing_models_are_refused(void)
+{
+    VmafDnnContext *ctx = open_ctx(1, 4, NULL);
+    attach(ctx, "batch_size");
+    CHECK_EQ_INT(read_frames(ctx, 0, FRAMES, 16, 8), 0);
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    for (unsigned i = 0; i < FRAMES; i++)
+        CHECK(get(ctx, "batch_size_frames", i) == 1.0);
+    CHECK(vdnn_context_batched_frames(ctx) == 0);
+    vmaf_dnn_context_close(ctx);
+    for (int batch = 1; batch <= 4; batch += 3) {
+        ctx = open_ctx(1, batch, NULL);
+        attach(ctx, "batch_rows");
+        int rc = read_frames(ctx, 0, 8, 16, 4);
+        if (!rc)
+            rc = vmaf_dnn_flush(ctx);
+        CHECK_EQ_INT(rc, -ENOTSUP);
+        CHECK(strstr(vmaf_dnn_last_error(), "gave 4 values") != NULL);
+        double v;
+        CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "batch_rows", 0, &v), -ENOENT);
+        CHECK(vdnn_context_batched_frames(ctx) == 0);
+        vmaf_dnn_context_close(ctx);
+    }
+}
+
+/* batch 0: one frame per Run, and no frames in flight with threads 0. */
+static void test_default_is_one_frame(void)
 {
     VmafDnnContext *ctx = open_ctx(0, 0, NULL);
-    attach(ctx, "batch_size");
+    attach(ctx, "batch_mean");
     CHECK_EQ_INT(read_frames(ctx, 0, 3, 16, 8), 0);
     /* Scored by the read itself: no flush needed. */
     for (unsigned i = 0; i < 3; i++)
-        CHECK(get(ctx, "batch_size_frames", i) == 1.0);
+        CHECK(!isnan(get(ctx, "batch_mean", i)));
+    CHECK(vdnn_context_batched_frames(ctx) == 0);
     vmaf_dnn_context_close(ctx);
 }
 
 /* Two workers, a full-reference batchable model between two that are not
  * (fr_diff at 8x8, nr_mean): every score equals one-frame-at-a-time
- * scoring, in the same features and order. */
+ * scoring, in the same features and order. Each worker checks its first
+ * batched Run: of 4 Runs of 3, at least 2 are trusted. */
 static void test_mixed_models_same_scores(void)
 {
-    static const char *const names[] = {"batch_fr", "fr_diff", "batch_size_frames", "nr_mean"};
+    static const char *const names[] = {"batch_fr", "fr_diff", "batch_mean", "nr_mean"};
     VmafDnnContext *want = open_ctx(0, 1, NULL), *got = open_ctx(2, 3, NULL);
     VmafDnnContext *ctx[2] = {want, got};
     for (int c = 0; c < 2; c++) {
-        attach(ctx[c], "batch_fr");
-        attach(ctx[c], "fr_diff");
-        attach(ctx[c], "batch_size");
-        attach(ctx[c], "nr_mean");
+        for (size_t k = 0; k < 4; k++)
+            attach(ctx[c], names[k]);
         CHECK_EQ_INT(read_frames(ctx[c], 0, 12, 8, 8), 0);
         CHECK_EQ_INT(vmaf_dnn_flush(ctx[c]), 0);
     }
     CHECK_EQ_INT(vmaf_dnn_feature_count(got), vmaf_dnn_feature_count(want));
     for (size_t f = 0; f < vmaf_dnn_feature_count(want); f++)
         CHECK(strcmp(vmaf_dnn_feature_name(got, f), vmaf_dnn_feature_name(want, f)) == 0);
-    double most = 0;
-    for (unsigned i = 0; i < 12; i++) {
-        for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
-            if (k == 2)
-                continue;
+    for (unsigned i = 0; i < 12; i++)
+        for (size_t k = 0; k < 4; k++)
             CHECK(fabs(get(got, names[k], i) - get(want, names[k], i)) < 1e-7);
-        }
-        const double frames = get(got, "batch_size_frames", i);
-        CHECK(frames >= 1 && frames <= 3);
-        most = frames > most ? frames : most;
-    }
-    CHECK(most == 3.0);
+    /* two batchable models, each trusted after a worker's first group */
+    CHECK(vdnn_context_batched_frames(got) >= 2 * 6);
     vmaf_dnn_context_close(want);
     vmaf_dnn_context_close(got);
 }
 
 /* A model whose batched Run fails (batch_one_only) or gives one value for
  * the whole Run (batch_lies) is scored frame by frame: no failure, the
- * values of one Run per frame. */
+ * values of one Run per frame, and no more batched tries. */
 static void test_failed_batch_runs_go_frame_by_frame(void)
 {
     static const char *const models[] = {"batch_one_only", "batch_lies"};
@@ -178,6 +202,7 @@ static void test_failed_batch_runs_go_frame_by_frame(void)
         CHECK_EQ_INT(vmaf_dnn_flush(four), 0);
         for (unsigned i = 0; i < FRAMES; i++)
             CHECK(get(four, models[k], i) == get(one, models[k], i));
+        CHECK(vdnn_context_batched_frames(four) == 0);
         vmaf_dnn_context_close(one);
         vmaf_dnn_context_close(four);
     }
@@ -189,7 +214,7 @@ static void test_failed_batch_runs_go_frame_by_frame(void)
 static void test_size_change(void)
 {
     VmafDnnContext *ctx = open_ctx(1, 4, NULL);
-    attach(ctx, "batch_size");
+    attach(ctx, "batch_mean");
     CHECK_EQ_INT(read_frames(ctx, 0, 3, 16, 8), 0);
     int rc = read_frames(ctx, 3, 3, 8, 8);
     if (!rc)
@@ -197,9 +222,9 @@ static void test_size_change(void)
     CHECK_EQ_INT(rc, -ERANGE);
     CHECK(strstr(vmaf_dnn_last_error(), "native resolution") != NULL);
     for (unsigned i = 0; i < 3; i++)
-        CHECK(get(ctx, "batch_size_frames", i) == 3.0);
+        CHECK(!isnan(get(ctx, "batch_mean", i)));
     double v;
-    CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "batch_size_frames", 4, &v), -ENOENT);
+    CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "batch_mean", 4, &v), -ENOENT);
     vmaf_dnn_context_close(ctx);
 }
 
@@ -208,16 +233,45 @@ static void test_size_change(void)
 static void test_partial_batches_end(void)
 {
     VmafDnnContext *ctx = open_ctx(2, 8, NULL);
-    attach(ctx, "batch_size");
+    attach(ctx, "batch_mean");
     CHECK_EQ_INT(read_frames(ctx, 0, 3, 16, 8), 0);
     CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
     for (unsigned i = 0; i < 3; i++)
-        CHECK(get(ctx, "batch_size_frames", i) == 3.0);
+        CHECK(!isnan(get(ctx, "batch_mean", i)));
     vmaf_dnn_context_close(ctx);
     ctx = open_ctx(1, 8, NULL);
-    attach(ctx, "batch_size");
+    attach(ctx, "batch_mean");
     CHECK_EQ_INT(read_frames(ctx, 0, 5, 16, 8), 0);
     vmaf_dnn_context_close(ctx); /* must return */
+}
+
+/* threads 0 with a batch: frames scored one at a time before a batchable
+ * model is attached left the workers no past pictures for a model that
+ * reads the previous frame, so the context goes on a frame at a time
+ * (scores equal to batch 1's), and batches again after a reset. */
+static void test_attach_mid_clip(void)
+{
+    VmafDnnContext *one = open_ctx(0, 1, NULL), *four = open_ctx(0, 4, NULL);
+    VmafDnnContext *ctx[2] = {one, four};
+    for (int c = 0; c < 2; c++) {
+        attach(ctx[c], "past_diff");
+        CHECK_EQ_INT(read_frames(ctx[c], 0, 4, 16, 8), 0);
+        attach(ctx[c], "batch_mean");
+        CHECK_EQ_INT(read_frames(ctx[c], 4, 6, 16, 8), 0);
+        CHECK_EQ_INT(vmaf_dnn_flush(ctx[c]), 0);
+    }
+    for (unsigned i = 0; i < FRAMES; i++) {
+        CHECK(get(four, "m", i) == get(one, "m", i));
+        if (i >= 4)
+            CHECK(get(four, "batch_mean", i) == get(one, "batch_mean", i));
+    }
+    CHECK(vdnn_context_batched_frames(four) == 0);
+    CHECK_EQ_INT(vmaf_dnn_context_reset(four), 0);
+    CHECK_EQ_INT(read_frames(four, 0, FRAMES, 16, 8), 0);
+    CHECK_EQ_INT(vmaf_dnn_flush(four), 0);
+    CHECK(vdnn_context_batched_frames(four) == 6);
+    vmaf_dnn_context_close(one);
+    vmaf_dnn_context_close(four);
 }
 
 /* The batch is checked at open, and the memory it takes is charged to the
@@ -257,11 +311,13 @@ int main(int argc, char **argv)
     }
     snprintf(model_dir, sizeof(model_dir), "%s", argv[1]);
     test_runs_take_whole_batches();
-    test_default_is_one_frame_on_cpu();
+    test_mixing_models_are_refused();
+    test_default_is_one_frame();
     test_mixed_models_same_scores();
     test_failed_batch_runs_go_frame_by_frame();
     test_size_change();
     test_partial_batches_end();
+    test_attach_mid_clip();
     test_limits();
     return check_report();
 }

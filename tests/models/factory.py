@@ -241,6 +241,19 @@ def batch_one_only():
                       [hw, end, ones])
 
 
+def batch_mean():
+    """x[N,1,H,W] -> score[N] = each frame's mean: batchable for real."""
+    nodes = [helper.make_node("ReduceMean", ["x"], ["score"], axes=[1, 2, 3], keepdims=0)]
+    return make_model(nodes, [_batch_image("x")], [tensor("score", F32, ["N"])])
+
+
+def batch_rows():
+    """Declares score[N] but gives each row's mean over the batch ([H]): with N = H frames the
+    count looks right."""
+    nodes = [helper.make_node("ReduceMean", ["x"], ["score"], axes=[0, 1, 3], keepdims=0)]
+    return make_model(nodes, [_batch_image("x")], [tensor("score", F32, ["N"])])
+
+
 def batch_lies():
     """Declares score[N] but returns one value whatever N (the mean of the whole batch)."""
     shape = numpy_helper.from_array(np.array([1], np.int64), "shape1")
@@ -410,6 +423,8 @@ ALL = {
     "batch_fr": batch_fr,
     "batch_one_only": batch_one_only,
     "batch_lies": batch_lies,
+    "batch_mean": batch_mean,
+    "batch_rows": batch_rows,
     "rank3_input": rank3_input,
     "two_channel": two_channel,
     "symbolic_hw_mean": symbolic_hw_mean,
@@ -691,12 +706,18 @@ ALL.update({
     "temporal_diff": temporal_diff,
     "pair_min": pair_min,
     "pair_sum": pair_sum,
+    "past_diff": temporal_diff,
 })
 
 
 # Sidecars written beside models (the batch models run at the frame's size).
 SIDECARS = {name: '{"native_resolution": true}\n'
-            for name in ("batch_size", "batch_fr", "batch_one_only", "batch_lies")}
+            for name in ("batch_size", "batch_fr", "batch_one_only", "batch_lies",
+                         "batch_mean", "batch_rows")}
+# temporal_diff reading the distorted picture one frame back (tests/c/test_batch.c).
+SIDECARS["past_diff"] = ('{"native_resolution": true, "output_keys": ["m", "bits"], '
+                         '"input_sources": {"prev": {"picture": "distorted", "offset": -1}, '
+                         '"bpc": {"value": "bpc"}}}\n')
 
 
 def write_all(outdir):

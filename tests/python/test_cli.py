@@ -173,13 +173,20 @@ def test_tiny_model_options(synth, models, tmp_path):
 
 
 def test_tiny_batch(synth, models, tmp_path):
-    """--tiny-batch 4: batch_size's "frames" output is the frames per Run (synth has 4)."""
-    out = tmp_path / "r.json"
-    proc = vmafdnn_cli("-d", synth.dist, "--no-reference", "--tiny-model", models.batch_size,
-                       "--tiny-device", "cpu", "--tiny-batch", "4", "-q", "-o", out)
-    assert proc.returncode == 0, proc.stderr
-    frames = json.loads(out.read_text())["frames"]
-    assert [f["metrics"]["batch_size_frames"] for f in frames] == [4.0] * synth.frames
+    """--tiny-batch reaches the library: its memory check names the batch; scores equal."""
+    reports = {}
+    for batch in ("1", "4"):
+        out = tmp_path / f"r{batch}.json"
+        proc = vmafdnn_cli("-d", synth.dist, "--no-reference", "--tiny-model", models.batch_mean,
+                           "--tiny-device", "cpu", "--tiny-batch", batch, "-q", "-o", out)
+        assert proc.returncode == 0, proc.stderr
+        reports[batch] = [f["metrics"] for f in json.loads(out.read_text())["frames"]]
+    assert [f["batch_mean"] for f in reports["4"]] == pytest.approx(
+        [f["batch_mean"] for f in reports["1"]], abs=1e-7)
+    assert_error(vmafdnn_cli("-d", synth.dist, "--no-reference", "--tiny-model",
+                             models.batch_mean, "--tiny-batch", "64", "--tiny-threads", "2",
+                             "--max-memory", "100k"),
+                 1, "64 frames per Run")
     assert_error(vmafdnn_cli("-d", synth.dist, "--no-reference", "--tiny-batch", "65"), 2,
                  "65 is more than the maximum, 64")
 
