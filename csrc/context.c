@@ -70,7 +70,6 @@ struct VmafDnnContext {
                                  score a frame at a time; SIZE_MAX: not yet */
     int past_gap;             /* a frame was scored one at a time since the
                                  clip began: `past` lacks it */
-    unsigned long long batched_frames; /* of the pools closed so far */
 };
 
 static int check_resize(VmafDnnResize r, const char *what)
@@ -309,8 +308,14 @@ static void drop_pool(VmafDnnContext *ctx)
     VdnnFramePool *p = ctx->pool;
     ctx->pool = NULL;
     pthread_mutex_unlock(&ctx->gate);
-    if (p) /* drained by every caller but close, where the count no longer matters */
-        ctx->batched_frames += vdnn_frame_pool_batched_frames(p);
+    /* Drained by every caller but close, where the counts no longer matter:
+     * the workers' batching is kept on the context's models. */
+    for (size_t i = 0; p && i < ctx->n_models; i++) {
+        uint64_t frames;
+        int refused;
+        vdnn_frame_pool_batching(p, i, &frames, &refused);
+        vdnn_tiny_model_note_batching(ctx->model[i], frames, refused);
+    }
     vdnn_frame_pool_close(p);
 }
 
@@ -374,15 +379,6 @@ static int workers_read_past(const VmafDnnContext *ctx, const unsigned char *ord
     return 0;
 }
 
-unsigned long long vdnn_context_batched_frames(VmafDnnContext *ctx)
-{
-    pthread_mutex_lock(&ctx->gate);
-    unsigned long long n = ctx->batched_frames;
-    if (ctx->pool)
-        n += vdnn_frame_pool_batched_frames(ctx->pool);
-    pthread_mutex_unlock(&ctx->gate);
-    return n;
-}
 
 /* Which models frame workers can run, any frame on any worker: ordered[i]
  * is set for the others, which the context's thread runs in frame order as
@@ -839,6 +835,33 @@ const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnContext *ctx, siz
 {
     const VdnnTinyModel *m = model_at(ctx, model);
     return m ? vdnn_tiny_model_session(m) : NULL;
+}
+
+int vmaf_dnn_tiny_model_batching(const VmafDnnContext *locked_ctx, size_t model,
+                                 VmafDnnBatching *out)
+{
+    vdnn_clear_error();
+    if (!locked_ctx || !out)
+        return vdnn_fail(-EINVAL, "tiny_model_batching: %s is NULL", !out ? "out" : "ctx");
+    VmafDnnContext *ctx = enter(locked_ctx);
+    int rc = 0;
+    if (model >= ctx->n_models) {
+        rc = vdnn_fail(-EINVAL, "tiny_model_batching: model %zu out of range (%zu attached)",
+                       model, ctx->n_models);
+    } else {
+        const VdnnTinyModel *m = ctx->model[model];
+        uint64_t frames, pool_frames = 0;
+        int refused, pool_refused = 0;
+        vdnn_tiny_model_batching(m, &frames, &refused);
+        if (ctx->pool)
+            vdnn_frame_pool_batching(ctx->pool, model, &pool_frames, &pool_refused);
+        out->batchable = vdnn_tiny_model_batchable(m);
+        out->batch = (int)model_batch(ctx, m);
+        out->refused = refused || pool_refused;
+        out->batched_frames = frames + pool_frames;
+    }
+    leave(ctx);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */

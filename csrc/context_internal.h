@@ -22,12 +22,6 @@ size_t vdnn_context_calls_in_flight(const VmafDnnContext *ctx);
  * (waits like any call on the context). */
 size_t vdnn_context_feature_bytes(const VmafDnnContext *ctx);
 
-/* Frames whose scores came from batched Runs (VmafDnnContextConfig.batch)
- * trusted after their check against one Run per frame, since the context
- * opened: lets a test see that frames shared Runs, which their scores, equal
- * by design, cannot show. Thread-safe. */
-unsigned long long vdnn_context_batched_frames(VmafDnnContext *ctx);
-
 /* Checks a session config (device, device_index, threads) and copies it,
  * normalised, to *out; NULL `in` gives the defaults. Messages start with
  * `what` ("" for a session, "context config: session." for a context), so

@@ -174,7 +174,7 @@ struct VdnnFramePool {
     int stop;
     unsigned hurry;            /* owners waiting for a queued frame: workers
                                   take what is queued without a full batch */
-    unsigned long long batched_frames; /* frames scored by trusted batched Runs */
+    uint64_t *batched_model;   /* n_models: frames scored by trusted batched Runs */
     unsigned long long next_seq;
     unsigned n_slots;
     Slot *slot;
@@ -182,12 +182,18 @@ struct VdnnFramePool {
     Worker *worker;
 };
 
-unsigned long long vdnn_frame_pool_batched_frames(VdnnFramePool *p)
+void vdnn_frame_pool_batching(VdnnFramePool *p, size_t model, uint64_t *frames, int *refused)
 {
+    *frames = 0;
+    *refused = 0;
+    if (model >= p->setup.n_models)
+        return;
     pthread_mutex_lock(&p->lock);
-    const unsigned long long n = p->batched_frames;
+    *frames = p->batched_model[model];
+    for (unsigned i = 0; i < p->n_workers; i++)
+        if (p->worker[i].model && p->worker[i].model[model])
+            *refused |= vdnn_tiny_model_batch_refused(p->worker[i].model[model]);
     pthread_mutex_unlock(&p->lock);
-    return n;
 }
 
 /* The pool's own bookkeeping: slot headers and the workers' plane sets,
@@ -459,7 +465,7 @@ static void run_batched(Worker *w, Slot **group, const VdnnTinyFrame *frame, siz
         vdnn_tiny_model_batch_verdict(m, agrees);
     if (batched) {
         pthread_mutex_lock(&p->lock);
-        p->batched_frames += batched;
+        p->batched_model[i] += batched;
         pthread_mutex_unlock(&p->lock);
     }
 }
@@ -936,9 +942,11 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
     p->max_memory_bytes = vdnn_policy_max_memory(setup->policy);
     p->ordered = calloc(setup->n_models ? setup->n_models : 1, 1);
     p->batched = calloc(setup->n_models ? setup->n_models : 1, 1);
-    if (!p->ordered || !p->batched) {
+    p->batched_model = calloc(setup->n_models ? setup->n_models : 1, sizeof(uint64_t));
+    if (!p->ordered || !p->batched || !p->batched_model) {
         free(p->ordered);
         free(p->batched);
+        free(p->batched_model);
         free(p);
         return vdnn_fail(-ENOMEM, "out of memory");
     }
@@ -969,6 +977,7 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
         const unsigned slots = p->n_slots, batch = p->batch;
         free(p->ordered);
         free(p->batched);
+        free(p->batched_model);
         free(p);
         return vdnn_fail(-EDQUOT, "read_pictures: %u frame slots (%u workers, %u frame%s per "
                          "Run) need %llu bytes of bookkeeping, above the policy's "
@@ -994,6 +1003,7 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
         free(p->worker);
         free(p->ordered);
         free(p->batched);
+        free(p->batched_model);
         free(p);
         return vdnn_fail(-ENOMEM, "out of memory");
     }
@@ -1069,6 +1079,7 @@ void vdnn_frame_pool_close(VdnnFramePool *p)
     free(p->worker);
     free(p->ordered);
     free(p->batched);
+    free(p->batched_model);
     free(p);
 }
 

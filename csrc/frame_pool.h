@@ -137,9 +137,11 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup);
  * workers and closes their models. NULL-safe. */
 void vdnn_frame_pool_close(VdnnFramePool *p);
 
-/* Frames whose scores came from batched Runs trusted after their check
- * (vdnn_tiny_model_batch_trusted), since the pool opened. */
-unsigned long long vdnn_frame_pool_batched_frames(VdnnFramePool *p);
+/* For model `model` (the context's index): frames whose scores came from
+ * batched Runs trusted after their check (vdnn_tiny_model_batch_trusted)
+ * since the pool opened, and whether a worker's copy refused batching.
+ * On a drained pool (the workers' verdicts are read). */
+void vdnn_frame_pool_batching(VdnnFramePool *p, size_t model, uint64_t *frames, int *refused);
 
 /* Frames the pool holds at most (queued, running or done and not merged). */
 unsigned vdnn_frame_pool_slots(const VdnnFramePool *p);

@@ -92,6 +92,8 @@ struct VdnnTinyModel {
     int batchable;
     int batch_trust;               /* 0: not checked yet; 1: a batched Run gave
                                       one Run per frame's values; -1: refused */
+    uint64_t batched_kept;         /* of copies gone (vdnn_tiny_model_note_batching) */
+    int refused_kept;
     unsigned batch_frames;         /* frames the last batched Run scored */
     float **batch_in;              /* n_image planes of batch_cap floats */
     size_t batch_cap;
@@ -1476,6 +1478,23 @@ int vdnn_tiny_model_batch_agrees(const VdnnTinyModel *m, size_t b, const VdnnTin
 void vdnn_tiny_model_batch_verdict(VdnnTinyModel *m, int agrees)
 {
     m->batch_trust = agrees ? 1 : -1;
+}
+
+int vdnn_tiny_model_batch_refused(const VdnnTinyModel *m)
+{
+    return m->batch_trust < 0;
+}
+
+void vdnn_tiny_model_note_batching(VdnnTinyModel *m, uint64_t frames, int refused)
+{
+    m->batched_kept += frames;
+    m->refused_kept |= refused;
+}
+
+void vdnn_tiny_model_batching(const VdnnTinyModel *m, uint64_t *frames, int *refused)
+{
+    *frames = m->batched_kept;
+    *refused = m->refused_kept || m->batch_trust < 0;
 }
 
 int vdnn_tiny_model_batch_store(VdnnTinyModel *m, size_t b, const VdnnTinyFrame *f,

@@ -163,6 +163,13 @@ int vdnn_tiny_model_batch_trusted(const VdnnTinyModel *m);
 int vdnn_tiny_model_batch_agrees(const VdnnTinyModel *m, size_t b, const VdnnTinyFrame *f,
                                  const VdnnFeatureCollector *fc);
 void vdnn_tiny_model_batch_verdict(VdnnTinyModel *m, int agrees);
+int vdnn_tiny_model_batch_refused(const VdnnTinyModel *m);
+
+/* What the copies of the context's model did (frames scored by trusted
+ * batched Runs, whether one refused): noted on the model when a pool
+ * closes, read with its own refusal. */
+void vdnn_tiny_model_note_batching(VdnnTinyModel *m, uint64_t frames, int refused);
+void vdnn_tiny_model_batching(const VdnnTinyModel *m, uint64_t *frames, int *refused);
 
 /* Bytes a copy of a batchable model holds beyond one frame's
  * (vdnn_tiny_model_own_frame_bytes) to score `frames` frames of w[i] x h[i]

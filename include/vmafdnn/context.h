@@ -433,6 +433,31 @@ VMAF_DNN_API const char *vmaf_dnn_tiny_model_feature_name(const VmafDnnContext *
 VMAF_DNN_API const char *vmaf_dnn_tiny_model_attached_ep(const VmafDnnContext *ctx,
                                                          size_t model);
 
+/* What VmafDnnContextConfig.batch did for one attached model. */
+typedef struct VmafDnnBatching {
+    int batchable;           /* it can take several frames per Run: every
+                                input a picture of the frame scored with a
+                                symbolic first dim, every output with one,
+                                nothing temporal */
+    int batch;               /* frames per Run asked of it: the context's
+                                batch, 1 when that is 0 or 1 or the model is
+                                not batchable */
+    int refused;             /* a worker's check of its first batched Run
+                                found values other than one Run per frame's
+                                (or a frame that failed alone), or a batched
+                                Run failed: it scores a frame per Run */
+    uint64_t batched_frames; /* frames whose scores came from batched Runs
+                                (after the check) since the context opened;
+                                resets do not clear it */
+} VmafDnnBatching;
+
+/* Fills *out for model `model` once the frames in flight are scored (it
+ * waits for them, like the other calls). Returns 0, or -EINVAL (ctx or out
+ * NULL, model out of range) leaving *out untouched. Serialised with the
+ * context's other calls. */
+VMAF_DNN_API int vmaf_dnn_tiny_model_batching(const VmafDnnContext *ctx, size_t model,
+                                              VmafDnnBatching *out);
+
 /* The model's session, for the read-only functions of vmafdnn.h
  * (fallback reason, input and output info). Owned by the context: never
  * close or run it. NULL for a bad index. */

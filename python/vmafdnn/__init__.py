@@ -11,7 +11,7 @@ from ._native import ensure_ort as _ensure_ort
 from ._native import ffi as _ffi
 from ._native import last_error as _last_error
 from ._native import lib as _lib
-from .context import Context, ModelInfo
+from .context import Batching, Context, ModelInfo
 from .convert import fp16_to_fp32, fp32_to_fp16
 from .errors import (AlreadyExistsError, BusyError, ClosedError, DnnError, InvalidArgumentError,
                      InvalidModelError, MemoryBudgetError, ModelNotFoundError,
@@ -34,7 +34,7 @@ __all__ = [
     "NotARegularFileError", "ModelTooLargeError", "InvalidModelError", "UnsupportedError",
     "RuntimeNotFoundError", "OutputTooSmallError", "ReportBufferTooSmallError", "BusyError",
     "OutOfMemoryError",
-    "RangeError", "RuntimeFailureError", "__version__", "Context", "ModelInfo", "score",
+    "RangeError", "RuntimeFailureError", "__version__", "Batching", "Context", "ModelInfo", "score",
     "InputMismatchError", "UsageError", "ModelRuntimeError", "RunTimeoutError",
     "RunCancelledError", "MemoryBudgetError", "SymlinkRefusedError", "PathNotADirectoryError",
     "NameTooLongError", "AlreadyExistsError", "ClosedError", "Canceller", "MAX_BATCH", "MAX_THREADS",

@@ -632,11 +632,22 @@ def cmd_score(args) -> int:
     return 0
 
 
+def _batched(batching, frames: int) -> str:
+    """', N of M frames in batched Runs' where --tiny-batch asked for them."""
+    if not batching or batching["batch"] < 2:
+        return ""
+    if batching["refused"] and not batching["batched_frames"]:
+        return ", one frame per Run (its batched Run disagreed with one Run per frame, or failed)"
+    return (f", {batching['batched_frames']} of {frames} frames in Runs of up to "
+            f"{batching['batch']}")
+
+
 def _print_summary(result, args) -> None:
     frames = len(result["frames"])
     for model in result["models"]:
         print(f"model {printable(model['path'])}: {model['kind']}, "
-              f"on {_on_ep(model['attached_ep'], model.get('ep_nodes'))}")
+              f"on {_on_ep(model['attached_ep'], model.get('ep_nodes'))}"
+              f"{_batched(model.get('batching'), frames)}")
         if args.tiny_device != "auto":
             for line in model["fallback_reason"].splitlines():
                 print(f"  fallback: {printable(line)}")

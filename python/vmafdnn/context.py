@@ -63,6 +63,15 @@ class ModelInfo(NamedTuple):
     ep_nodes: Optional[Tuple[int, int]] = None
 
 
+class Batching(NamedTuple):
+    """What the context's ``batch`` did for one model (C: VmafDnnBatching)."""
+
+    batchable: bool      # it can take several frames per Run (declared shapes, not temporal)
+    batch: int           # frames per Run asked of it (1 when batch <= 1 or not batchable)
+    refused: bool        # its first batched Run disagreed with one Run per frame, or failed
+    batched_frames: int  # frames scored by batched Runs since the context opened
+
+
 def format_for_path(path, fmt: Optional[str] = None) -> str:
     """The report format: ``fmt`` when given, else from the file extension
     (.json, .xml, .csv), else "json"."""
@@ -321,6 +330,20 @@ class Context(NativeHandle):
         """The attached models, in attach (and run) order."""
         return list(self._models)
 
+    def batching(self, model: int) -> Batching:
+        """What ``batch`` did for model number ``model`` (in :attr:`models` order), once the
+        frames in flight are scored."""
+        if isinstance(model, bool):
+            raise TypeError("model must be an index, got bool")
+        model = operator.index(model)
+        if not 0 <= model < len(self._models):
+            raise IndexError(f"model {model} out of range ({len(self._models)} attached)")
+        out = ffi.new("VmafDnnBatching *")
+        with self._using() as handle:
+            check(lib.vmaf_dnn_tiny_model_batching(handle, model, out))
+        return Batching(bool(out.batchable), out.batch, bool(out.refused),
+                        int(out.batched_frames))
+
     # -- scoring ------------------------------------------------------------
     def read_pictures(self, reference, distorted, index: int,
                       bitdepth: Optional[int] = None) -> None:
@@ -467,8 +490,9 @@ class Context(NativeHandle):
                                   for name, stats in data["pooled_metrics"].items()}
         data["aggregate_metrics"] = _nan_for_null(data["aggregate_metrics"])
         data["models"] = [dict(m._asdict(), features=list(m.features),
-                               ep_nodes=None if m.ep_nodes is None else list(m.ep_nodes))
-                          for m in self._models]
+                               ep_nodes=None if m.ep_nodes is None else list(m.ep_nodes),
+                               batching=self.batching(i)._asdict())
+                          for i, m in enumerate(self._models)]
         return data
 
     def __repr__(self) -> str:

@@ -15,7 +15,6 @@
 #include <vmafdnn/context.h>
 
 #include "check.h"
-#include "context_internal.h"
 
 static char model_dir[1024];
 
@@ -95,6 +94,18 @@ static double get(const VmafDnnContext *ctx, const char *name, unsigned index)
 
 #define FRAMES 10
 
+/* Frames scored by batched Runs, over every model (vmaf_dnn_tiny_model_batching). */
+static uint64_t batched(const VmafDnnContext *ctx)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < vmaf_dnn_tiny_model_count(ctx); i++) {
+        VmafDnnBatching b;
+        CHECK_EQ_INT(vmaf_dnn_tiny_model_batching(ctx, i, &b), 0);
+        n += b.batched_frames;
+    }
+    return n;
+}
+
 /* One worker takes a whole batch as soon as one is queued, the rest at
  * flush: Runs of 4, 4, 2. A copy's first batched Run is checked against one
  * Run per frame (whose scores are kept), so 6 frames come from batched
@@ -110,8 +121,17 @@ static void test_runs_take_whole_batches(void)
     CHECK_EQ_INT(vmaf_dnn_flush(four), 0);
     for (unsigned i = 0; i < FRAMES; i++)
         CHECK(fabs(get(one, "batch_mean", i) - get(four, "batch_mean", i)) < 1e-7);
-    CHECK(vdnn_context_batched_frames(one) == 0);
-    CHECK(vdnn_context_batched_frames(four) == 6);
+    CHECK(batched(one) == 0);
+    CHECK(batched(four) == 6);
+    VmafDnnBatching b;
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_batching(four, 0, &b), 0);
+    CHECK(b.batchable == 1 && b.batch == 4 && b.refused == 0 && b.batched_frames == 6);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_batching(one, 0, &b), 0);
+    CHECK(b.batchable == 1 && b.batch == 1 && b.refused == 0 && b.batched_frames == 0);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_batching(four, 1, &b), -EINVAL);
+    CHECK(strstr(vmaf_dnn_last_error(), "out of range") != NULL);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_batching(four, 0, NULL), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_batching(NULL, 0, &b), -EINVAL);
     vmaf_dnn_context_close(one);
     vmaf_dnn_context_close(four);
 }
@@ -130,7 +150,10 @@ static void test_mixing_models_are_refused(void)
     CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
     for (unsigned i = 0; i < FRAMES; i++)
         CHECK(get(ctx, "batch_size_frames", i) == 1.0);
-    CHECK(vdnn_context_batched_frames(ctx) == 0);
+    CHECK(batched(ctx) == 0);
+    VmafDnnBatching b;
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_batching(ctx, 0, &b), 0);
+    CHECK(b.batchable == 1 && b.batch == 4 && b.refused == 1 && b.batched_frames == 0);
     vmaf_dnn_context_close(ctx);
     for (int batch = 1; batch <= 4; batch += 3) {
         ctx = open_ctx(1, batch, NULL);
@@ -142,7 +165,7 @@ static void test_mixing_models_are_refused(void)
         CHECK(strstr(vmaf_dnn_last_error(), "gave 4 values") != NULL);
         double v;
         CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "batch_rows", 0, &v), -ENOENT);
-        CHECK(vdnn_context_batched_frames(ctx) == 0);
+        CHECK(batched(ctx) == 0);
         vmaf_dnn_context_close(ctx);
     }
 }
@@ -156,7 +179,7 @@ static void test_default_is_one_frame(void)
     /* Scored by the read itself: no flush needed. */
     for (unsigned i = 0; i < 3; i++)
         CHECK(!isnan(get(ctx, "batch_mean", i)));
-    CHECK(vdnn_context_batched_frames(ctx) == 0);
+    CHECK(batched(ctx) == 0);
     vmaf_dnn_context_close(ctx);
 }
 
@@ -182,7 +205,10 @@ static void test_mixed_models_same_scores(void)
         for (size_t k = 0; k < 4; k++)
             CHECK(fabs(get(got, names[k], i) - get(want, names[k], i)) < 1e-7);
     /* two batchable models, each trusted after a worker's first group */
-    CHECK(vdnn_context_batched_frames(got) >= 2 * 6);
+    CHECK(batched(got) >= 2 * 6);
+    VmafDnnBatching b;
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_batching(got, 1, &b), 0); /* fr_diff: fixed batch */
+    CHECK(b.batchable == 0 && b.batch == 1 && b.refused == 0 && b.batched_frames == 0);
     vmaf_dnn_context_close(want);
     vmaf_dnn_context_close(got);
 }
@@ -202,7 +228,7 @@ static void test_failed_batch_runs_go_frame_by_frame(void)
         CHECK_EQ_INT(vmaf_dnn_flush(four), 0);
         for (unsigned i = 0; i < FRAMES; i++)
             CHECK(get(four, models[k], i) == get(one, models[k], i));
-        CHECK(vdnn_context_batched_frames(four) == 0);
+        CHECK(batched(four) == 0);
         vmaf_dnn_context_close(one);
         vmaf_dnn_context_close(four);
     }
@@ -265,11 +291,11 @@ static void test_attach_mid_clip(void)
         if (i >= 4)
             CHECK(get(four, "batch_mean", i) == get(one, "batch_mean", i));
     }
-    CHECK(vdnn_context_batched_frames(four) == 0);
+    CHECK(batched(four) == 0);
     CHECK_EQ_INT(vmaf_dnn_context_reset(four), 0);
     CHECK_EQ_INT(read_frames(four, 0, FRAMES, 16, 8), 0);
     CHECK_EQ_INT(vmaf_dnn_flush(four), 0);
-    CHECK(vdnn_context_batched_frames(four) == 6);
+    CHECK(batched(four) == 6);
     vmaf_dnn_context_close(one);
     vmaf_dnn_context_close(four);
 }

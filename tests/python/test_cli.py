@@ -183,6 +183,15 @@ def test_tiny_batch(synth, models, tmp_path):
         reports[batch] = [f["metrics"] for f in json.loads(out.read_text())["frames"]]
     assert [f["batch_mean"] for f in reports["4"]] == pytest.approx(
         [f["batch_mean"] for f in reports["1"]], abs=1e-7)
+    proc = vmafdnn_cli("-d", synth.dist, "--no-reference", "--tiny-model", models.batch_mean,
+                       "--tiny-model", models.batch_size, "--tiny-device", "cpu",
+                       "--tiny-batch", "2")
+    assert proc.returncode == 0, proc.stderr
+    # 4 frames: the first Run of 2 checked one per frame, the second kept
+    assert re.search(r"batch_mean.onnx: nr, on CPU, 2 of 4 frames in Runs of up to 2$",
+                     proc.stdout, re.M), proc.stdout
+    assert re.search(r"batch_size.onnx: nr, on CPU, one frame per Run \(its batched Run "
+                     r"disagreed", proc.stdout, re.M), proc.stdout
     assert_error(vmafdnn_cli("-d", synth.dist, "--no-reference", "--tiny-model",
                              models.batch_mean, "--tiny-batch", "64", "--tiny-threads", "2",
                              "--max-memory", "100k"),

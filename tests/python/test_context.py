@@ -301,7 +301,7 @@ def test_batched_runs_score_like_one_frame_per_run(models, threads):
     planes = [(rng.integers(0, 256, (12, 20), dtype=np.uint8),
                rng.integers(0, 256, (12, 20), dtype=np.uint8)) for _ in range(9)]
     keys = ("batch_size_frames", "batch_size_mean", "batch_fr", "batch_mean")
-    scores = {}
+    scores, batching = {}, {}
     for batch in (1, 4):
         with vmafdnn.Context(device="cpu", threads=threads, batch=batch) as ctx:
             for model in (models.batch_size, models.batch_fr, models.batch_mean):
@@ -310,9 +310,25 @@ def test_batched_runs_score_like_one_frame_per_run(models, threads):
                 ctx.read_pictures(ref, dist, i)
             ctx.flush()
             scores[batch] = {k: [ctx.feature(k, i) for i in range(9)] for k in keys}
+            batching[batch] = [ctx.batching(i) for i in range(3)]
+            report = ctx.report()
     assert scores[4]["batch_size_frames"] == [1.0] * 9
     for key in keys:
         np.testing.assert_allclose(scores[4][key], scores[1][key], rtol=0, atol=1e-7)
+    assert batching[1] == [vmafdnn.Batching(True, 1, False, 0)] * 3
+    size, fr, mean = batching[4]
+    assert size == vmafdnn.Batching(True, 4, True, 0)
+    # Runs of 4, 4 and the last frame alone; each worker checks its first Run one frame per
+    # Run: one worker keeps the second Run; of two, the one that takes it may be either
+    assert fr.batched_frames == mean.batched_frames
+    assert fr.batched_frames == 4 if threads < 2 else fr.batched_frames in (0, 4)
+    assert [m["batching"] for m in report["models"]] == [b._asdict() for b in batching[4]]
+    with vmafdnn.Context() as ctx:
+        ctx.use_model(models.batch_mean)
+        with pytest.raises(IndexError, match="out of range"):
+            ctx.batching(1)
+        with pytest.raises(TypeError):
+            ctx.batching(True)
 
 
 def test_resize_modes(stage):
