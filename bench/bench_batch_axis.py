@@ -19,8 +19,9 @@ Run; the best of --rounds is kept, as ms per frame, with the ratio of B=1's time
 1: batching is faster). Outputs of every B are checked against B=1's (max |d| printed).
 
 --context also scores a synthetic 8-bit clip with vmafdnn.score() for each B through the
-context's `batch` setting (frames per Run for the models that can take them), same figures:
-what a user of score(), the CLI or the FFmpeg filter gets.
+context's `batch` setting (frames per Run for the models that can take them), same figures,
+and how many frames each model scored in batched Runs (models[].batching: a worker checks its
+first batched Run against one Run per frame): what a user of score() or the CLI gets.
 
 A GPU run needs ONNX Runtime's GPU build (VMAFDNN_ORT_LIBRARY or onnxruntime-gpu) and CUDA;
 devices that do not bind are reported and skipped.
@@ -204,7 +205,10 @@ def context_row(models, device, batch, refs, dists, threads, rounds):
             best = min(best, elapsed / len(refs))
         scores = {k: np.array([f["metrics"][k] for f in result["frames"]])
                   for k in result["frames"][0]["metrics"]}
-    return best, scores
+    batched = ", ".join(
+        f"{os.path.basename(m['path'])} {m['batching']['batched_frames']}/{len(refs)} batched"
+        + (" (refused)" if m["batching"]["refused"] else "") for m in result["models"])
+    return best, scores, batched
 
 
 def main(argv=None):
@@ -244,17 +248,17 @@ def main(argv=None):
                           f"{worst:.1e}  [{where}]", flush=True)
             if args.context:
                 refs, dists = synthetic_clip(width, height, args.frames)
-                models = [paths["cnn_nr"], paths["ssim_b"]]
+                models = [paths[name] for name in MODELS]
                 base, scores0 = None, None
                 for batch in batches:
-                    sec, scores = context_row(models, device, batch, refs, dists, args.threads,
-                                              args.rounds)
+                    sec, scores, batched = context_row(models, device, batch, refs, dists,
+                                                       args.threads, args.rounds)
                     base = base or sec
                     scores0 = scores0 or scores
                     worst = max(float(np.max(np.abs(scores[k] - scores0[k]))) for k in scores0)
-                    print(f"{device:5s} score() cnn_nr+ssim_b batch={batch:<3d} "
+                    print(f"{device:5s} score() {'+'.join(MODELS)} batch={batch:<3d} "
                           f"{sec * 1e3:8.2f} ms/frame {1 / sec:7.1f} fps  x{base / sec:5.2f} "
-                          f"vs batch=1   max|d| {worst:.1e}", flush=True)
+                          f"vs batch=1   max|d| {worst:.1e}   [{batched}]", flush=True)
     return 0
 
 
