@@ -312,9 +312,11 @@ static void drop_pool(VmafDnnContext *ctx)
      * the workers' batching is kept on the context's models. */
     for (size_t i = 0; p && i < ctx->n_models; i++) {
         uint64_t frames;
-        int refused;
-        vdnn_frame_pool_batching(p, i, &frames, &refused);
-        vdnn_tiny_model_note_batching(ctx->model[i], frames, refused);
+        int trust;
+        vdnn_frame_pool_batching(p, i, &frames, &trust);
+        vdnn_tiny_model_note_batching(ctx->model[i], frames);
+        if (trust)
+            vdnn_tiny_model_set_batch_trust(ctx->model[i], trust);
     }
     vdnn_frame_pool_close(p);
 }
@@ -358,7 +360,10 @@ static unsigned batch_split(const VmafDnnContext *ctx, const unsigned char *orde
 {
     unsigned most = 1;
     for (size_t i = 0; i < ctx->n_models; i++) {
-        const unsigned b = ordered[i] ? 1 : model_batch(ctx, ctx->model[i]);
+        /* a model refused by an earlier pool's check is not tried again */
+        const unsigned b = ordered[i] || vdnn_tiny_model_batch_trust(ctx->model[i]) < 0
+                               ? 1
+                               : model_batch(ctx, ctx->model[i]);
         batched[i] = b > 1;
         if (b > most)
             most = b;
@@ -367,6 +372,16 @@ static unsigned batch_split(const VmafDnnContext *ctx, const unsigned char *orde
 }
 
 static const VdnnTinyModel *key_owner(const VmafDnnContext *ctx, const char *key);
+
+/* Whether an attached model keeps past pictures. */
+static int keeps_past(const VmafDnnContext *ctx)
+{
+    for (size_t i = 0; i < ctx->n_models; i++)
+        if (vdnn_tiny_model_history_depth(ctx->model[i], VDNN_PICTURE_REFERENCE) ||
+            vdnn_tiny_model_history_depth(ctx->model[i], VDNN_PICTURE_DISTORTED))
+            return 1;
+    return 0;
+}
 
 /* Whether a model the workers would run (ordered[i] 0) reads past pictures. */
 static int workers_read_past(const VmafDnnContext *ctx, const unsigned char *ordered)
@@ -427,6 +442,35 @@ static int run_ordered(void *opaque, size_t i, unsigned index)
     return run_in_turn(ctx, i, &frame);
 }
 
+/* The context goes on without frames in flight, until its models change
+ * or a reset: a failure of a frame scored in flight is reported first
+ * (ctx->past stays for the next call), then the context's own models are
+ * shown the frames the workers saw (they saw none of them), and go on
+ * reading every frame themselves. For a model attached in the middle of a
+ * clip that took frames in flight away, or a pool only there for the batch
+ * that could not be had. */
+static int go_serial(VmafDnnContext *ctx)
+{
+    int rc = vdnn_frame_pending_take(&ctx->pending);
+    if (!rc)
+        rc = vdnn_raw_past_replay(&ctx->past, ctx->model, ctx->n_models, ctx->plane,
+                                  ctx->plane_capacity);
+    if (!rc)
+        ctx->serial_models = ctx->n_models;
+    return rc;
+}
+
+/* Scores the frames in flight, closes the pool and goes on a frame at a
+ * time (go_serial). */
+static int leave_pool(VmafDnnContext *ctx)
+{
+    unsigned merged = 0;
+    vdnn_frame_pool_drain(ctx->pool, ctx->fc, &merged);
+    note_merged(ctx, merged);
+    drop_pool(ctx);
+    return go_serial(ctx);
+}
+
 /* Before a frame is taken: with frames in flight (threads > 1, or models
  * that take several frames per Run) and models frame workers can run, the
  * pool exists and has a free slot, and an earlier frame's failure is
@@ -454,19 +498,7 @@ static int pool_ready(VmafDnnContext *ctx)
         if (!split || (ctx->cfg.threads < 2 && batch < 2) ||
             (ctx->past_gap && workers_read_past(ctx, ordered))) {
             free(ordered);
-            /* A model attached in the middle of a clip took frames in
-             * flight away: a failure of a frame scored in flight is
-             * reported first (ctx->past stays for the next call), then the
-             * context's own models see what the workers saw, and go on
-             * reading every frame themselves, with no pool until the
-             * models change. */
-            int rc = vdnn_frame_pending_take(&ctx->pending);
-            if (!rc)
-                rc = vdnn_raw_past_replay(&ctx->past, ctx->model, ctx->n_models, ctx->plane,
-                                          ctx->plane_capacity);
-            if (!rc)
-                ctx->serial_models = ctx->n_models;
-            return rc;
+            return go_serial(ctx);
         }
         const VdnnFramePoolSetup setup = {
             .model = ctx->model,
@@ -490,12 +522,11 @@ static int pool_ready(VmafDnnContext *ctx)
         free(ordered);
         if (rc && ctx->cfg.threads < 2) {
             /* Only there for the batch, an optimisation that measured no
-             * faster anywhere yet: the context's own models score as one
-             * frame at a time instead (a model file gone since its attach,
-             * the budget, no thread). */
+             * faster anywhere yet: the context's own models score a frame
+             * at a time instead (a model file gone since its attach, the
+             * budget, no thread). */
             vdnn_clear_error();
-            ctx->serial_models = ctx->n_models;
-            return 0;
+            return go_serial(ctx);
         }
         if (rc)
             return rc;
@@ -850,15 +881,14 @@ int vmaf_dnn_tiny_model_batching(const VmafDnnContext *locked_ctx, size_t model,
                        model, ctx->n_models);
     } else {
         const VdnnTinyModel *m = ctx->model[model];
-        uint64_t frames, pool_frames = 0;
-        int refused, pool_refused = 0;
-        vdnn_tiny_model_batching(m, &frames, &refused);
+        uint64_t pool_frames = 0;
+        int pool_trust = 0;
         if (ctx->pool)
-            vdnn_frame_pool_batching(ctx->pool, model, &pool_frames, &pool_refused);
+            vdnn_frame_pool_batching(ctx->pool, model, &pool_frames, &pool_trust);
         out->batchable = vdnn_tiny_model_batchable(m);
         out->batch = (int)model_batch(ctx, m);
-        out->refused = refused || pool_refused;
-        out->batched_frames = frames + pool_frames;
+        out->refused = vdnn_tiny_model_batch_trust(m) < 0 || pool_trust < 0;
+        out->batched_frames = vdnn_tiny_model_batched_frames(m) + pool_frames;
     }
     leave(ctx);
     return rc;
@@ -1112,9 +1142,18 @@ static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
     VdnnRawPlanes raw;
     if ((rc = check_pictures(ctx, ref, dist)) || (rc = check_unscored(ctx, index)) ||
         (rc = check_frame_budgets(ctx, dist)) ||
-        (rc = prepare_frame(ctx, ref, dist, &frame, &raw)) ||
-        (ctx->pool && (rc = vdnn_frame_pool_check(ctx->pool, &frame, &raw))))
+        (rc = prepare_frame(ctx, ref, dist, &frame, &raw)))
         return rc;
+    if (ctx->pool && (rc = vdnn_frame_pool_check(ctx->pool, &frame, &raw))) {
+        if (rc != -EDQUOT || ctx->cfg.threads > 1)
+            return rc;
+        /* A pool only there for the batch, whose frames do not fit the
+         * budget: one frame at a time fits (check_frame_budgets). */
+        vdnn_clear_error();
+        if ((rc = leave_pool(ctx)) ||
+            (rc = vdnn_raw_planes_normalise(&raw, &frame, ctx->plane, ctx->plane_capacity)))
+            return rc;
+    }
     /* From here on the frame counts as read, failed or not: offsets count
      * frames, so the sequence moves on and each model keeps its planes. */
     if (!ctx->started) {
@@ -1140,7 +1179,9 @@ static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
         vdnn_tiny_model_note_frame(ctx->model[i], &frame);
     if (ctx->pool)
         return vdnn_frame_pool_submit(ctx->pool, &frame, &raw, ctx->fc, &ctx->past);
-    ctx->past_gap = 1;
+    /* Scored here, so not in `past`: a pool opened later lacks it, which
+     * matters only to models that keep past pictures. */
+    ctx->past_gap |= keeps_past(ctx);
     for (size_t i = 0; i < ctx->n_models && !rc; i++)
         rc = run_in_turn(ctx, i, &frame);
     for (size_t i = 0; i < ctx->n_models; i++) {

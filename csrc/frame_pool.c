@@ -175,6 +175,8 @@ struct VdnnFramePool {
     unsigned hurry;            /* owners waiting for a queued frame: workers
                                   take what is queued without a full batch */
     uint64_t *batched_model;   /* n_models: frames scored by trusted batched Runs */
+    signed char *verdict;      /* n_models: vdnn_tiny_model_batch_trust's values, shared */
+    unsigned *undecided;       /* n_models: checks that could not tell */
     unsigned long long next_seq;
     unsigned n_slots;
     Slot *slot;
@@ -182,26 +184,26 @@ struct VdnnFramePool {
     Worker *worker;
 };
 
-void vdnn_frame_pool_batching(VdnnFramePool *p, size_t model, uint64_t *frames, int *refused)
+void vdnn_frame_pool_batching(VdnnFramePool *p, size_t model, uint64_t *frames, int *trust)
 {
     *frames = 0;
-    *refused = 0;
+    *trust = 0;
     if (model >= p->setup.n_models)
         return;
     pthread_mutex_lock(&p->lock);
     *frames = p->batched_model[model];
-    for (unsigned i = 0; i < p->n_workers; i++)
-        if (p->worker[i].model && p->worker[i].model[model])
-            *refused |= vdnn_tiny_model_batch_refused(p->worker[i].model[model]);
+    *trust = p->verdict[model];
     pthread_mutex_unlock(&p->lock);
 }
 
 /* The pool's own bookkeeping: slot headers and the workers' plane sets,
  * which grow with threads x batch (up to 16448 slots of ~3 KB). */
-static uint64_t bookkeeping_bytes(unsigned n_slots, unsigned n_workers, unsigned batch)
+static uint64_t bookkeeping_bytes(unsigned n_slots, unsigned n_workers, unsigned batch,
+                                  size_t n_models)
 {
-    return (uint64_t)n_slots * (sizeof(Slot) + 2 * sizeof(unsigned)) +
-           (uint64_t)n_workers * (sizeof(Worker) + batch * sizeof(PlaneSet));
+    return (uint64_t)n_slots * (sizeof(Slot) + 2 * (n_models + 1) * sizeof(unsigned)) +
+           (uint64_t)n_workers * (sizeof(Worker) + batch * sizeof(PlaneSet) +
+                                  n_models * sizeof(VdnnTinyModel *));
 }
 
 unsigned vdnn_frame_pool_slots(const VdnnFramePool *p)
@@ -393,9 +395,18 @@ static int same_geometry(const VdnnRawCopy *a, const VdnnRawCopy *b)
     return 1;
 }
 
+/* Checks of a model's batched Runs that could not tell (every frame gave
+ * the same values) before it is refused: a model whose outputs never vary
+ * cannot be checked. */
+#define MAX_UNDECIDED_CHECKS 8
+
 /* Model i of the worker on the frames of the group that have not failed,
  * in one Run (vdnn_tiny_model_batch_run), or one by one where the model
- * says they cannot share one. Cancellation as in run_model. */
+ * says they cannot share one. Until the pool's verdict on the model is
+ * "trusted", a batched Run is checked against one Run per frame, whose
+ * scores are kept (vdnn_tiny_model_batch_check); the verdict is the pool's,
+ * shared by the workers' copies, and a refusal is final. Cancellation as
+ * in run_model. */
 static void run_batched(Worker *w, Slot **group, const VdnnTinyFrame *frame, size_t n,
                         size_t i)
 {
@@ -406,6 +417,7 @@ static void run_batched(Worker *w, Slot **group, const VdnnTinyFrame *frame, siz
     unsigned locks[2 * VMAF_DNN_MAX_BATCH];
     size_t n_live = 0;
     pthread_mutex_lock(&p->lock);
+    const int verdict = p->verdict[i];
     for (size_t b = 0; b < n; b++) {
         Slot *s = group[b];
         if (s->rc)
@@ -422,31 +434,29 @@ static void run_batched(Worker *w, Slot **group, const VdnnTinyFrame *frame, siz
         locks[2 * n_live + 1] = s->lock[2 * i + 1];
         n_live++;
     }
-    w->running = n_live > 1 ? m : NULL;
+    const int batch = n_live > 1 && verdict >= 0;
+    w->running = batch ? m : NULL;
     pthread_mutex_unlock(&p->lock);
-    int rc = n_live > 1 ? vdnn_tiny_model_batch_run(m, live_frame, locks, n_live) : 1;
+    vdnn_tiny_model_set_batch_trust(m, verdict);
+    int rc = batch ? vdnn_tiny_model_batch_run(m, live_frame, locks, n_live) : 1;
+    /* a batched Run that failed or miscounted: batch_run refused the model */
+    int found = batch && vdnn_tiny_model_batch_trust(m) < 0 ? -1 : 0;
     pthread_mutex_lock(&p->lock);
     int cancelled[VMAF_DNN_MAX_BATCH];
     for (size_t k = 0; k < n_live; k++)
         cancelled[k] = live[k]->cancelled;
     w->running = NULL;
     pthread_mutex_unlock(&p->lock);
-    /* The copy's first batched Run is checked against one Run per frame,
-     * whose scores are the ones kept (vdnn_tiny_model_batch_trusted). */
-    const int verify = rc == 0 && !vdnn_tiny_model_batch_trusted(m);
-    int agrees = 1, decided = verify;
-    unsigned long long batched = 0;
+    const int check = rc == 0 && verdict == 0;
+    int check_cancelled = 0;
+    uint64_t batched = 0;
     for (size_t k = 0; k < n_live; k++) {
         Slot *s = live[k];
         int frame_rc;
-        if (rc == 1 || verify) {
+        if (rc == 1 || check) {
             vdnn_tiny_model_set_locked_size(m, locks[2 * k], locks[2 * k + 1]);
             frame_rc = run_model(w, s, live_frame[k], m);
-            if (verify && frame_rc == -ECANCELED)
-                decided = 0;
-            else if (verify)
-                agrees = agrees && !frame_rc &&
-                         vdnn_tiny_model_batch_agrees(m, k, live_frame[k], w->fc);
+            check_cancelled |= frame_rc == -ECANCELED;
         } else if (rc) {
             frame_rc = vdnn_fail(rc, "read_pictures: frame %u was cancelled while model %s ran "
                                  "on %zu frames", s->now.frame.index, vdnn_tiny_model_path(m),
@@ -461,13 +471,17 @@ static void run_batched(Worker *w, Slot **group, const VdnnTinyFrame *frame, siz
         if (frame_rc)
             fail_slot(s, frame_rc, i);
     }
-    if (decided)
-        vdnn_tiny_model_batch_verdict(m, agrees);
-    if (batched) {
-        pthread_mutex_lock(&p->lock);
-        p->batched_model[i] += batched;
-        pthread_mutex_unlock(&p->lock);
-    }
+    if (check && !check_cancelled)
+        found = vdnn_tiny_model_batch_check(m, live_frame, n_live, w->fc);
+    pthread_mutex_lock(&p->lock);
+    if (check && !check_cancelled && found == 0 &&
+        ++p->undecided[i] >= MAX_UNDECIDED_CHECKS)
+        found = -1;
+    /* a refusal wins over a trust another worker found meanwhile */
+    if (found && (p->verdict[i] == 0 || found < 0))
+        p->verdict[i] = (signed char)found;
+    p->batched_model[i] += batched;
+    pthread_mutex_unlock(&p->lock);
 }
 
 /* Scores the frames of a group as the serial path scores each: every model
@@ -727,7 +741,7 @@ int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
         (samples + past * p->past_depth) * sample_bytes * p->n_slots +
         past * p->past_depth * sample_bytes +
         ((samples * p->batch + past) * sizeof(float) + copies) * p->n_workers +
-        bookkeeping_bytes(p->n_slots, p->n_workers, p->batch);
+        bookkeeping_bytes(p->n_slots, p->n_workers, p->batch, p->setup.n_models);
     if (p->max_memory_bytes && bytes > p->max_memory_bytes)
         return vdnn_fail(-EDQUOT, "read_pictures: %u frames in flight of %ux%u need %llu bytes "
                          "(%u slots of %u-bit samples with %u past frame%s, %u workers' fp32 "
@@ -821,16 +835,37 @@ void vdnn_raw_past_free(VdnnRawPast *past)
 
 /* Copies the past frames the workers' models read into the slot, oldest
  * first, then keeps frame f among them. */
+/* Models of another depth read the past now: the newest frames held that
+ * fit the new depth stay, oldest first (the slots' buffers move with them,
+ * none is lost or shared). */
+static void past_resize(VdnnRawPast *past, unsigned depth)
+{
+    VdnnRawCopy order[VMAF_DNN_MAX_FRAME_OFFSET];
+    unsigned char moved[VMAF_DNN_MAX_FRAME_OFFSET] = {0};
+    const unsigned keep = past->depth ? (past->filled < depth ? past->filled : depth) : 0;
+    unsigned n = 0;
+    for (unsigned k = past->filled - keep; k < past->filled; k++) {
+        const unsigned at = (past->next + past->depth - past->filled + k) % past->depth;
+        order[n++] = past->frame[at];
+        moved[at] = 1;
+    }
+    for (unsigned at = 0; at < VMAF_DNN_MAX_FRAME_OFFSET; at++)
+        if (!moved[at])
+            order[n++] = past->frame[at];
+    memcpy(past->frame, order, sizeof(order));
+    past->depth = depth;
+    past->filled = keep;
+    past->next = keep % depth;
+}
+
 static int copy_past(VdnnFramePool *p, Slot *s, const VdnnTinyFrame *f,
                      const VdnnRawPlanes *raw, VdnnRawPast *past)
 {
     s->n_past = 0;
     if (!p->past_depth)
         return 0;
-    if (past->depth != p->past_depth) { /* models of another depth: start afresh */
-        past->depth = p->past_depth;
-        past->filled = past->next = 0;
-    }
+    if (past->depth != p->past_depth)
+        past_resize(past, p->past_depth);
     int rc = 0;
     for (unsigned k = 0; k < past->filled && !rc; k++) {
         const VdnnRawCopy *c = past_frame(past, k);
@@ -932,6 +967,18 @@ static int open_worker(VdnnFramePool *p, Worker *w)
     return rc;
 }
 
+/* Frees the pool's per-model arrays and the pool itself (before its
+ * threads, slots and lock exist, or after they are gone). */
+static void free_flags(VdnnFramePool *p)
+{
+    free(p->ordered);
+    free(p->batched);
+    free(p->batched_model);
+    free(p->verdict);
+    free(p->undecided);
+    free(p);
+}
+
 int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
 {
     VdnnFramePool *p = calloc(1, sizeof(*p));
@@ -943,11 +990,10 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
     p->ordered = calloc(setup->n_models ? setup->n_models : 1, 1);
     p->batched = calloc(setup->n_models ? setup->n_models : 1, 1);
     p->batched_model = calloc(setup->n_models ? setup->n_models : 1, sizeof(uint64_t));
-    if (!p->ordered || !p->batched || !p->batched_model) {
-        free(p->ordered);
-        free(p->batched);
-        free(p->batched_model);
-        free(p);
+    p->verdict = calloc(setup->n_models ? setup->n_models : 1, 1);
+    p->undecided = calloc(setup->n_models ? setup->n_models : 1, sizeof(unsigned));
+    if (!p->ordered || !p->batched || !p->batched_model || !p->verdict || !p->undecided) {
+        free_flags(p);
         return vdnn_fail(-ENOMEM, "out of memory");
     }
     p->batch = setup->batch < 1 ? 1 : setup->batch > VMAF_DNN_MAX_BATCH ? VMAF_DNN_MAX_BATCH
@@ -959,6 +1005,8 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
             continue;
         }
         p->batched[i] = setup->batched && setup->batched[i] && vdnn_tiny_model_batchable(m);
+        /* the context's model carries the verdicts of earlier pools */
+        p->verdict[i] = (signed char)vdnn_tiny_model_batch_trust(m);
         p->reads_features |= vdnn_tiny_model_read_count(m) > 0;
         for (int pic = 0; pic < 2; pic++) {
             const unsigned depth = vdnn_tiny_model_history_depth(m, (VdnnSourcePicture)pic);
@@ -972,13 +1020,11 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
     /* One group of frames more than workers: the caller prepares the next
      * frames while every worker runs a group (docs/throughput.md). */
     p->n_slots = (setup->workers + 1) * p->batch;
-    const uint64_t bookkeeping = bookkeeping_bytes(p->n_slots, p->n_workers, p->batch);
+    const uint64_t bookkeeping = bookkeeping_bytes(p->n_slots, p->n_workers, p->batch,
+                                                   setup->n_models);
     if (p->max_memory_bytes && bookkeeping > p->max_memory_bytes) {
         const unsigned slots = p->n_slots, batch = p->batch;
-        free(p->ordered);
-        free(p->batched);
-        free(p->batched_model);
-        free(p);
+        free_flags(p);
         return vdnn_fail(-EDQUOT, "read_pictures: %u frame slots (%u workers, %u frame%s per "
                          "Run) need %llu bytes of bookkeeping, above the policy's "
                          "max_memory_bytes of %llu; use fewer threads or a smaller batch",
@@ -1001,10 +1047,7 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
             free(p->worker[i].set);
         free(p->slot);
         free(p->worker);
-        free(p->ordered);
-        free(p->batched);
-        free(p->batched_model);
-        free(p);
+        free_flags(p);
         return vdnn_fail(-ENOMEM, "out of memory");
     }
     pthread_mutex_init(&p->lock, NULL);
@@ -1077,10 +1120,7 @@ void vdnn_frame_pool_close(VdnnFramePool *p)
     pthread_mutex_destroy(&p->lock);
     free(p->slot);
     free(p->worker);
-    free(p->ordered);
-    free(p->batched);
-    free(p->batched_model);
-    free(p);
+    free_flags(p);
 }
 
 int vdnn_frame_pool_restart(VdnnFramePool *p)

@@ -138,10 +138,11 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup);
 void vdnn_frame_pool_close(VdnnFramePool *p);
 
 /* For model `model` (the context's index): frames whose scores came from
- * batched Runs trusted after their check (vdnn_tiny_model_batch_trusted)
- * since the pool opened, and whether a worker's copy refused batching.
- * On a drained pool (the workers' verdicts are read). */
-void vdnn_frame_pool_batching(VdnnFramePool *p, size_t model, uint64_t *frames, int *refused);
+ * trusted batched Runs since the pool opened, and the pool's verdict on its
+ * batched Runs (vdnn_tiny_model_batch_trust's values), which the pool
+ * starts from the context's model's and the context keeps when the pool
+ * closes. */
+void vdnn_frame_pool_batching(VdnnFramePool *p, size_t model, uint64_t *frames, int *trust);
 
 /* Frames the pool holds at most (queued, running or done and not merged). */
 unsigned vdnn_frame_pool_slots(const VdnnFramePool *p);

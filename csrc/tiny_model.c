@@ -93,7 +93,6 @@ struct VdnnTinyModel {
     int batch_trust;               /* 0: not checked yet; 1: a batched Run gave
                                       one Run per frame's values; -1: refused */
     uint64_t batched_kept;         /* of copies gone (vdnn_tiny_model_note_batching) */
-    int refused_kept;
     unsigned batch_frames;         /* frames the last batched Run scored */
     float **batch_in;              /* n_image planes of batch_cap floats */
     size_t batch_cap;
@@ -1448,53 +1447,55 @@ int vdnn_tiny_model_batch_run(VdnnTinyModel *m, const VdnnTinyFrame *const *f,
     return 0;
 }
 
-int vdnn_tiny_model_batch_trusted(const VdnnTinyModel *m)
+int vdnn_tiny_model_batch_trust(const VdnnTinyModel *m)
 {
-    return m->batch_trust > 0;
+    return m->batch_trust;
 }
 
-int vdnn_tiny_model_batch_agrees(const VdnnTinyModel *m, size_t b, const VdnnTinyFrame *f,
-                                 const VdnnFeatureCollector *fc)
+void vdnn_tiny_model_set_batch_trust(VdnnTinyModel *m, int trust)
 {
-    if (b >= m->batch_frames)
+    m->batch_trust = trust;
+}
+
+static int same_value(double a, double b, double abs_tol, double rel_tol)
+{
+    if (isnan(a) || isnan(b))
+        return isnan(a) && isnan(b);
+    return fabs(a - b) <= abs_tol + rel_tol * fabs(b);
+}
+
+int vdnn_tiny_model_batch_check(const VdnnTinyModel *m, const VdnnTinyFrame *const *f, size_t n,
+                                const VdnnFeatureCollector *fc)
+{
+    if (n != m->batch_frames || n < 2)
         return 0;
+    int varied = 0;
     for (size_t s = 0; s < m->n_out; s++) {
-        double alone;
-        if (vdnn_feature_collector_get(fc, m->key[s], f->index, &alone))
-            return 0;
-        const double batched =
-            stored_value(m, f, m->batch_value[s * m->batch_frames + b]);
-        if (isnan(alone) || isnan(batched)) {
-            if (!(isnan(alone) && isnan(batched)))
-                return 0;
-        } else if (!(fabs(batched - alone) <= BATCH_ABS_TOLERANCE +
-                                                  BATCH_REL_TOLERANCE * fabs(alone))) {
-            return 0;
+        double first = 0;
+        for (size_t b = 0; b < n; b++) {
+            double alone;
+            if (vdnn_feature_collector_get(fc, m->key[s], f[b]->index, &alone))
+                return -1;
+            const double batched = stored_value(m, f[b], m->batch_value[s * n + b]);
+            if (!same_value(batched, alone, BATCH_ABS_TOLERANCE, BATCH_REL_TOLERANCE))
+                return -1;
+            if (b == 0)
+                first = alone;
+            else if (!same_value(alone, first, 0, 0))
+                varied = 1;
         }
     }
-    return 1;
+    return varied;
 }
 
-void vdnn_tiny_model_batch_verdict(VdnnTinyModel *m, int agrees)
-{
-    m->batch_trust = agrees ? 1 : -1;
-}
-
-int vdnn_tiny_model_batch_refused(const VdnnTinyModel *m)
-{
-    return m->batch_trust < 0;
-}
-
-void vdnn_tiny_model_note_batching(VdnnTinyModel *m, uint64_t frames, int refused)
+void vdnn_tiny_model_note_batching(VdnnTinyModel *m, uint64_t frames)
 {
     m->batched_kept += frames;
-    m->refused_kept |= refused;
 }
 
-void vdnn_tiny_model_batching(const VdnnTinyModel *m, uint64_t *frames, int *refused)
+uint64_t vdnn_tiny_model_batched_frames(const VdnnTinyModel *m)
 {
-    *frames = m->batched_kept;
-    *refused = m->refused_kept || m->batch_trust < 0;
+    return m->batched_kept;
 }
 
 int vdnn_tiny_model_batch_store(VdnnTinyModel *m, size_t b, const VdnnTinyFrame *f,

@@ -149,27 +149,29 @@ int vdnn_tiny_model_batch_run(VdnnTinyModel *m, const VdnnTinyFrame *const *f,
 int vdnn_tiny_model_batch_store(VdnnTinyModel *m, size_t b, const VdnnTinyFrame *f,
                                 VdnnFeatureCollector *fc);
 
-/* Whether the model's batched Runs can be trusted. A model is batchable by
- * its declared shapes only; whether its frames really do not mix (no
- * statistic over the whole batch, no output that only looks per-frame) is
- * checked on its first batched Run: the caller also scores those frames
- * one per Run (vdnn_tiny_model_run, whose scores it keeps), asks
- * vdnn_tiny_model_batch_agrees for each (frame b's batched values against
- * the ones stored in fc for f, within 1e-6 + 1e-5 relative; 0 on any
- * difference) and gives the verdict: after values that differed, or a
- * frame that failed alone, batch_run returns 1 for good. So does a
- * batched Run that failed or miscounted. */
-int vdnn_tiny_model_batch_trusted(const VdnnTinyModel *m);
-int vdnn_tiny_model_batch_agrees(const VdnnTinyModel *m, size_t b, const VdnnTinyFrame *f,
-                                 const VdnnFeatureCollector *fc);
-void vdnn_tiny_model_batch_verdict(VdnnTinyModel *m, int agrees);
-int vdnn_tiny_model_batch_refused(const VdnnTinyModel *m);
+/* Whether the model's batched Runs can be trusted: 0 not checked yet, 1
+ * trusted, -1 refused (batch_run then returns 1). Declared shapes only
+ * suggest that a model's frames do not mix (no statistic over the whole
+ * batch, no output that only looks per-frame), so the caller checks a
+ * batched Run: it also scores those frames one per Run (vdnn_tiny_model_run,
+ * whose scores it keeps) and asks vdnn_tiny_model_batch_check, which
+ * compares the batched values (frames f[0..n-1] of the last batched Run)
+ * with the ones stored in fc: -1 when one differs (beyond 1e-6 + 1e-5
+ * relative) or is missing (the frame failed alone): refuse; 1 when they
+ * agree and the frames' values differ from each other: trust; 0 when they
+ * agree but every frame gave the same values, which a model that mixes
+ * frames would too (identical frames): check again. batch_run sets -1
+ * itself after a batched Run that failed or miscounted. The caller sets
+ * the copies' trust (several copies share one verdict). */
+int vdnn_tiny_model_batch_trust(const VdnnTinyModel *m);
+void vdnn_tiny_model_set_batch_trust(VdnnTinyModel *m, int trust);
+int vdnn_tiny_model_batch_check(const VdnnTinyModel *m, const VdnnTinyFrame *const *f, size_t n,
+                                const VdnnFeatureCollector *fc);
 
-/* What the copies of the context's model did (frames scored by trusted
- * batched Runs, whether one refused): noted on the model when a pool
- * closes, read with its own refusal. */
-void vdnn_tiny_model_note_batching(VdnnTinyModel *m, uint64_t frames, int refused);
-void vdnn_tiny_model_batching(const VdnnTinyModel *m, uint64_t *frames, int *refused);
+/* Frames the copies of the context's model scored by trusted batched Runs,
+ * noted on the model when a pool closes. */
+void vdnn_tiny_model_note_batching(VdnnTinyModel *m, uint64_t frames);
+uint64_t vdnn_tiny_model_batched_frames(const VdnnTinyModel *m);
 
 /* Bytes a copy of a batchable model holds beyond one frame's
  * (vdnn_tiny_model_own_frame_bytes) to score `frames` frames of w[i] x h[i]

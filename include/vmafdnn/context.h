@@ -162,8 +162,10 @@ typedef struct VmafDnnContextConfig {
                               in flight (see vmaf_dnn_read_pictures) with
                               threads 0 and 1 too, on one worker whose
                               copies keep the session configs' threads
-                              (if that worker cannot start, frames are
-                              scored one at a time instead). A worker
+                              (if that worker cannot start, or the frames
+                              in flight do not fit max_memory_bytes,
+                              frames are scored one at a time instead). A
+                              worker
                               waits until a whole batch is queued, unless
                               a call waits for a queued frame (flush,
                               close, reset, a full set of slots): Runs
@@ -173,16 +175,21 @@ typedef struct VmafDnnContextConfig {
                               one Run per frame: the declared shapes only
                               suggest that a model's frames do not mix
                               (no statistic over the batch, no output that
-                              only looks per-frame), so each worker also
-                              scores the frames of its first batched Run
-                              one per Run, keeps those scores, and batches
-                              that model from then on only if the values
-                              agreed (1e-6 + 1e-5 relative) and no frame
-                              failed alone. A batched Run that fails or
-                              gives another count is redone frame by
-                              frame and ends the batching of that model,
-                              so a frame fails only where it fails
-                              alone. A context whose frames were scored
+                              only looks per-frame), so the frames of a
+                              model's first batched Run are also scored
+                              one per Run, those scores are kept, and the
+                              model is batched from then on only if the
+                              values agreed (1e-6 + 1e-5 relative), no
+                              frame failed alone, and the frames' values
+                              differed from each other (identical frames
+                              prove nothing: the check is repeated, up to
+                              8 times, then the model is refused). A
+                              batched Run that fails or gives another
+                              count is redone frame by frame and refuses
+                              the model. A verdict is the context's, kept
+                              for the rest of its life (resets
+                              included), so a frame fails only where it
+                              fails alone. A context whose frames were scored
                               one at a time before such a model was
                               attached stays one frame at a time until
                               vmaf_dnn_context_reset when a model reads
@@ -442,10 +449,12 @@ typedef struct VmafDnnBatching {
     int batch;               /* frames per Run asked of it: the context's
                                 batch, 1 when that is 0 or 1 or the model is
                                 not batchable */
-    int refused;             /* a worker's check of its first batched Run
-                                found values other than one Run per frame's
-                                (or a frame that failed alone), or a batched
-                                Run failed: it scores a frame per Run */
+    int refused;             /* the check of its batched Runs found values
+                                other than one Run per frame's (or a frame
+                                that failed alone, or 8 checks on frames
+                                that all gave the same values), or a
+                                batched Run failed: it scores a frame per
+                                Run for the rest of the context's life */
     uint64_t batched_frames; /* frames whose scores came from batched Runs
                                 (after the check) since the context opened;
                                 resets do not clear it */

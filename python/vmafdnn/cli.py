@@ -636,8 +636,11 @@ def _batched(batching, frames: int) -> str:
     """', N of M frames in batched Runs' where --tiny-batch asked for them."""
     if not batching or batching["batch"] < 2:
         return ""
-    if batching["refused"] and not batching["batched_frames"]:
-        return ", one frame per Run (its batched Run disagreed with one Run per frame, or failed)"
+    if batching["refused"]:
+        return ", one frame per Run (its batched Run disagreed with one Run per frame, failed, " \
+               "or could not be checked)"
+    if not batching["batched_frames"]:
+        return ", one frame per Run (no batched Run was kept)"
     return (f", {batching['batched_frames']} of {frames} frames in Runs of up to "
             f"{batching['batch']}")
 

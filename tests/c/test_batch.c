@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <vmafdnn/context.h>
 
@@ -213,13 +214,15 @@ static void test_mixed_models_same_scores(void)
     vmaf_dnn_context_close(got);
 }
 
-/* A model whose batched Run fails (batch_one_only) or gives one value for
- * the whole Run (batch_lies) is scored frame by frame: no failure, the
- * values of one Run per frame, and no more batched tries. */
+/* A model whose batched Run fails (batch_one_only) is scored frame by
+ * frame: no failure, the values of one Run per frame, and no more batched
+ * tries. One whose batched Run gives another count than its frames
+ * (batch_rows: 8 rows, 4 frames) likewise: its frames fail as they do
+ * alone. */
 static void test_failed_batch_runs_go_frame_by_frame(void)
 {
-    static const char *const models[] = {"batch_one_only", "batch_lies"};
-    for (size_t k = 0; k < 2; k++) {
+    static const char *const models[] = {"batch_one_only"};
+    for (size_t k = 0; k < 1; k++) {
         VmafDnnContext *one = open_ctx(0, 1, NULL), *four = open_ctx(1, 4, NULL);
         attach(one, models[k]);
         attach(four, models[k]);
@@ -229,9 +232,23 @@ static void test_failed_batch_runs_go_frame_by_frame(void)
         for (unsigned i = 0; i < FRAMES; i++)
             CHECK(get(four, models[k], i) == get(one, models[k], i));
         CHECK(batched(four) == 0);
+        VmafDnnBatching b;
+        CHECK_EQ_INT(vmaf_dnn_tiny_model_batching(four, 0, &b), 0);
+        CHECK(b.batchable == 1 && b.refused == 1);
         vmaf_dnn_context_close(one);
         vmaf_dnn_context_close(four);
     }
+    VmafDnnContext *ctx = open_ctx(1, 4, NULL);
+    attach(ctx, "batch_rows");
+    int rc = read_frames(ctx, 0, 8, 16, 8);
+    if (!rc)
+        rc = vmaf_dnn_flush(ctx);
+    CHECK_EQ_INT(rc, -ENOTSUP);
+    CHECK(strstr(vmaf_dnn_last_error(), "gave 8 values") != NULL);
+    VmafDnnBatching b;
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_batching(ctx, 0, &b), 0);
+    CHECK(b.batchable == 1 && b.refused == 1 && b.batched_frames == 0);
+    vmaf_dnn_context_close(ctx);
 }
 
 /* Frames of another size end the group before them; a native-resolution
@@ -317,16 +334,113 @@ static void test_limits(void)
     VmafDnnModelPolicy policy;
     vmaf_dnn_default_model_policy(&policy);
     policy.max_memory_bytes = 1u << 20;
-    ctx = open_ctx(1, VMAF_DNN_MAX_BATCH, &policy);
-    attach(ctx, "batch_size");
+    /* threads 2: the frames in flight are the caller's choice: -EDQUOT */
+    ctx = open_ctx(2, VMAF_DNN_MAX_BATCH, &policy);
+    attach(ctx, "batch_mean");
     CHECK_EQ_INT(read_frames(ctx, 0, 1, 256, 256), -EDQUOT);
     CHECK(strstr(vmaf_dnn_last_error(), "64 frames per Run") != NULL);
     CHECK(strstr(vmaf_dnn_last_error(), "smaller batch") != NULL);
     vmaf_dnn_context_close(ctx);
-    ctx = open_ctx(1, 1, &policy);
-    attach(ctx, "batch_size");
-    CHECK_EQ_INT(read_frames(ctx, 0, 1, 256, 256), 0);
+    /* threads 1: frames are in flight only for the batch, which does not
+     * fit: they are scored one at a time, as batch 1 would */
+    ctx = open_ctx(1, VMAF_DNN_MAX_BATCH, &policy);
+    attach(ctx, "batch_mean");
+    CHECK_EQ_INT(read_frames(ctx, 0, 3, 256, 256), 0);
+    CHECK(!isnan(get(ctx, "batch_mean", 0)));
+    CHECK(batched(ctx) == 0);
     vmaf_dnn_context_close(ctx);
+    /* bookkeeping alone over the budget: refused at open with threads 2 */
+    policy.max_memory_bytes = 64 << 10;
+    ctx = open_ctx(2, VMAF_DNN_MAX_BATCH, &policy);
+    attach(ctx, "batch_mean");
+    CHECK_EQ_INT(read_frames(ctx, 0, 1, 8, 8), -EDQUOT);
+    CHECK(strstr(vmaf_dnn_last_error(), "bookkeeping") != NULL);
+    vmaf_dnn_context_close(ctx);
+}
+
+/* batch_center mixes frames, yet gives one Run per frame's values on
+ * identical frames: a check there cannot tell and is repeated; the first
+ * distinct frames refuse the model. Scores equal batch 1's throughout. */
+static void test_identical_frames_do_not_decide(void)
+{
+    VmafDnnContext *one = open_ctx(0, 1, NULL), *four = open_ctx(1, 4, NULL);
+    VmafDnnContext *ctx[2] = {one, four};
+    for (int c = 0; c < 2; c++) {
+        attach(ctx[c], "batch_center");
+        for (unsigned i = 0; i < 12; i++) {
+            /* frames 0-7 identical, then distinct */
+            Frame f = frame_make(16, 8, i < 8 ? 1 : i);
+            CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx[c], NULL, &f.pic, i), 0);
+            free(f.y);
+        }
+        CHECK_EQ_INT(vmaf_dnn_flush(ctx[c]), 0);
+    }
+    for (unsigned i = 0; i < 12; i++)
+        CHECK(fabs(get(four, "batch_center", i) - get(one, "batch_center", i)) < 1e-7);
+    VmafDnnBatching b;
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_batching(four, 0, &b), 0);
+    CHECK(b.refused == 1 && b.batched_frames == 0);
+    vmaf_dnn_context_close(one);
+    vmaf_dnn_context_close(four);
+}
+
+/* threads 0, batch 4: frames in flight with a model reading the previous
+ * picture; a model attached mid-clip reopens the pool; then one attached
+ * after the batchable model's file is gone: the pool cannot reopen and the
+ * context goes on a frame at a time, its models shown the frames the
+ * workers saw. Every score equals batch 1's; the verdict of the first pool
+ * carries over (trusted: no second check). */
+static void test_pool_reopen_and_fallback(void)
+{
+    char dir[] = "/tmp/vmafdnn-batch-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char onnx[PATH_MAX + 32], json[PATH_MAX + 32];
+    snprintf(onnx, sizeof(onnx), "%s/mean.onnx", dir);
+    snprintf(json, sizeof(json), "%s/mean.json", dir);
+    FILE *in = fopen(model("batch_mean"), "rb"), *out = fopen(onnx, "wb");
+    char buf[4096];
+    size_t got;
+    while (in && out && (got = fread(buf, 1, sizeof(buf), in)) > 0)
+        fwrite(buf, 1, got, out);
+    if (in)
+        fclose(in);
+    if (out)
+        fclose(out);
+    out = fopen(json, "w");
+    if (out) {
+        fputs("{\"native_resolution\": true}\n", out);
+        fclose(out);
+    }
+    VmafDnnContext *one = open_ctx(0, 1, NULL), *four = open_ctx(0, 4, NULL);
+    VmafDnnContext *ctx[2] = {one, four};
+    for (int c = 0; c < 2; c++) {
+        attach(ctx[c], "past_diff");
+        CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx[c], onnx, NULL), 0);
+        CHECK_EQ_INT(read_frames(ctx[c], 0, 8, 16, 8), 0);
+        attach(ctx[c], "batch_fr"); /* the pool reopens at the next frame */
+        CHECK_EQ_INT(read_frames(ctx[c], 8, 4, 16, 8), 0);
+    }
+    unlink(onnx);
+    unlink(json);
+    rmdir(dir);
+    for (int c = 0; c < 2; c++) {
+        attach(ctx[c], "batch_one_only"); /* mean.onnx cannot be opened again */
+        CHECK_EQ_INT(read_frames(ctx[c], 12, 4, 16, 8), 0);
+        CHECK_EQ_INT(vmaf_dnn_flush(ctx[c]), 0);
+    }
+    for (unsigned i = 0; i < 16; i++) {
+        CHECK(get(four, "m", i) == get(one, "m", i));
+        CHECK(fabs(get(four, "mean", i) - get(one, "mean", i)) < 1e-7);
+        if (i >= 8)
+            CHECK(fabs(get(four, "batch_fr", i) - get(one, "batch_fr", i)) < 1e-7);
+        if (i >= 12)
+            CHECK(get(four, "batch_one_only", i) == get(one, "batch_one_only", i));
+    }
+    VmafDnnBatching b;
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_batching(four, 1, &b), 0);
+    CHECK(b.refused == 0 && b.batched_frames == 8); /* frames 4-11 */
+    vmaf_dnn_context_close(one);
+    vmaf_dnn_context_close(four);
 }
 
 int main(int argc, char **argv)
@@ -345,5 +459,7 @@ int main(int argc, char **argv)
     test_partial_batches_end();
     test_attach_mid_clip();
     test_limits();
+    test_identical_frames_do_not_decide();
+    test_pool_reopen_and_fallback();
     return check_report();
 }
