@@ -437,10 +437,12 @@ static void run_batched(Worker *w, Slot **group, const VdnnTinyFrame *frame, siz
     const int batch = n_live > 1 && verdict >= 0;
     w->running = batch ? m : NULL;
     pthread_mutex_unlock(&p->lock);
-    vdnn_tiny_model_set_batch_trust(m, verdict);
     int rc = batch ? vdnn_tiny_model_batch_run(m, live_frame, locks, n_live) : 1;
-    /* a batched Run that failed or miscounted: batch_run refused the model */
-    int found = batch && vdnn_tiny_model_batch_trust(m) < 0 ? -1 : 0;
+    int found = 0;
+    if (rc == VDNN_BATCH_REFUSED) { /* frame by frame, and never batched again */
+        rc = 1;
+        found = -1;
+    }
     pthread_mutex_lock(&p->lock);
     int cancelled[VMAF_DNN_MAX_BATCH];
     for (size_t k = 0; k < n_live; k++)

@@ -90,8 +90,8 @@ struct VdnnTinyModel {
      * model, whose every input and output has a symbolic first dim. */
     int outputs_per_frame;         /* every attached output's first dim is symbolic */
     int batchable;
-    int batch_trust;               /* 0: not checked yet; 1: a batched Run gave
-                                      one Run per frame's values; -1: refused */
+    int batch_trust;               /* the context's model: the verdict of its
+                                      pools (vdnn_tiny_model_batch_trust) */
     uint64_t batched_kept;         /* of copies gone (vdnn_tiny_model_note_batching) */
     unsigned batch_frames;         /* frames the last batched Run scored */
     float **batch_in;              /* n_image planes of batch_cap floats */
@@ -1400,7 +1400,7 @@ int vdnn_tiny_model_batch_run(VdnnTinyModel *m, const VdnnTinyFrame *const *f,
     m->batch_frames = 0;
     unsigned tw = 0, th = 0;
     int resize = 0;
-    if (!m->batchable || m->batch_trust < 0 || n < 2 || n > VMAF_DNN_MAX_BATCH ||
+    if (!m->batchable || n < 2 || n > VMAF_DNN_MAX_BATCH ||
         common_size(m, f, locks, n, &tw, &th, &resize))
         return 1;
     const size_t plane = (size_t)tw * th;
@@ -1437,12 +1437,8 @@ int vdnn_tiny_model_batch_run(VdnnTinyModel *m, const VdnnTinyFrame *const *f,
     }
     if (rc == -ECANCELED)
         return rc;
-    if (!whole) {
-        /* A Run the frames cannot share (a model that only looks
-         * batchable, a Run over the budget or max_run_ms): no more tries. */
-        m->batch_trust = -1;
-        return 1;
-    }
+    if (!whole) /* a model that only looks batchable, a Run over the budget or max_run_ms */
+        return VDNN_BATCH_REFUSED;
     m->batch_frames = (unsigned)n;
     return 0;
 }

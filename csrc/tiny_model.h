@@ -136,13 +136,15 @@ unsigned vdnn_tiny_model_history_depth(const VdnnTinyModel *m, VdnnSourcePicture
  * runs once. It returns 0 when every output gave n values, kept for
  * vdnn_tiny_model_batch_store to store frame b's (0 <= b < n) as
  * vdnn_tiny_model_run would; 1 when these frames must be scored one by one
- * with vdnn_tiny_model_run instead: not batchable or refused (see
- * vdnn_tiny_model_batch_trusted), n < 2 or above
+ * with vdnn_tiny_model_run instead: not batchable, n < 2 or above
  * VMAF_DNN_MAX_BATCH, planes of different sizes, a frame the model would
  * refuse or skip alone (size lock, too small), no memory for the stacked
- * planes, or a Run that failed or gave other than n values (so that a
- * frame fails only where it fails alone); -ECANCELED when the Run was
- * cancelled. The frames' planes are read during the call only. */
+ * planes; VDNN_BATCH_REFUSED when they must too because the Run failed or
+ * gave other than n values (so that a frame fails only where it fails
+ * alone), which also says the model's frames cannot share a Run;
+ * -ECANCELED when the Run was cancelled. The frames' planes are read during
+ * the call only. */
+#define VDNN_BATCH_REFUSED 2
 int vdnn_tiny_model_batchable(const VdnnTinyModel *m);
 int vdnn_tiny_model_batch_run(VdnnTinyModel *m, const VdnnTinyFrame *const *f,
                               const unsigned *locks, size_t n);
@@ -150,7 +152,7 @@ int vdnn_tiny_model_batch_store(VdnnTinyModel *m, size_t b, const VdnnTinyFrame 
                                 VdnnFeatureCollector *fc);
 
 /* Whether the model's batched Runs can be trusted: 0 not checked yet, 1
- * trusted, -1 refused (batch_run then returns 1). Declared shapes only
+ * trusted, -1 refused. Declared shapes only
  * suggest that a model's frames do not mix (no statistic over the whole
  * batch, no output that only looks per-frame), so the caller checks a
  * batched Run: it also scores those frames one per Run (vdnn_tiny_model_run,
@@ -160,9 +162,10 @@ int vdnn_tiny_model_batch_store(VdnnTinyModel *m, size_t b, const VdnnTinyFrame 
  * relative) or is missing (the frame failed alone): refuse; 1 when they
  * agree and the frames' values differ from each other: trust; 0 when they
  * agree but every frame gave the same values, which a model that mixes
- * frames would too (identical frames): check again. batch_run sets -1
- * itself after a batched Run that failed or miscounted. The caller sets
- * the copies' trust (several copies share one verdict). */
+ * frames would too (identical frames): check again. A batched Run that
+ * failed or miscounted (VDNN_BATCH_REFUSED) refuses too. The verdict is
+ * the caller's (the frame pool shares one among its workers' copies); the
+ * context's model keeps it between pools (trust / set_batch_trust). */
 int vdnn_tiny_model_batch_trust(const VdnnTinyModel *m);
 void vdnn_tiny_model_set_batch_trust(VdnnTinyModel *m, int trust);
 int vdnn_tiny_model_batch_check(const VdnnTinyModel *m, const VdnnTinyFrame *const *f, size_t n,
