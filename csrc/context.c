@@ -68,8 +68,6 @@ struct VmafDnnContext {
     VdnnRawPast past;         /* the last frames' samples, for the workers' past pictures */
     size_t serial_models;     /* n_models when these models were found to
                                  score a frame at a time; SIZE_MAX: not yet */
-    int past_gap;             /* a frame was scored one at a time since the
-                                 clip began: `past` lacks it */
 };
 
 static int check_resize(VmafDnnResize r, const char *what)
@@ -373,27 +371,16 @@ static unsigned batch_split(const VmafDnnContext *ctx, const unsigned char *orde
 
 static const VdnnTinyModel *key_owner(const VmafDnnContext *ctx, const char *key);
 
-/* Whether an attached model keeps past pictures. */
-static int keeps_past(const VmafDnnContext *ctx)
+/* Whether a model the workers would run (ordered[i] 0) holds past planes
+ * of frames the context scored one at a time: `past` lacks those frames, so
+ * the workers' copies could not be shown them. */
+static int workers_lack_past(const VmafDnnContext *ctx, const unsigned char *ordered)
 {
     for (size_t i = 0; i < ctx->n_models; i++)
-        if (vdnn_tiny_model_history_depth(ctx->model[i], VDNN_PICTURE_REFERENCE) ||
-            vdnn_tiny_model_history_depth(ctx->model[i], VDNN_PICTURE_DISTORTED))
+        if (!ordered[i] && vdnn_tiny_model_holds_past(ctx->model[i]))
             return 1;
     return 0;
 }
-
-/* Whether a model the workers would run (ordered[i] 0) reads past pictures. */
-static int workers_read_past(const VmafDnnContext *ctx, const unsigned char *ordered)
-{
-    for (size_t i = 0; i < ctx->n_models; i++)
-        if (!ordered[i] &&
-            (vdnn_tiny_model_history_depth(ctx->model[i], VDNN_PICTURE_REFERENCE) ||
-             vdnn_tiny_model_history_depth(ctx->model[i], VDNN_PICTURE_DISTORTED)))
-            return 1;
-    return 0;
-}
-
 
 /* Which models frame workers can run, any frame on any worker: ordered[i]
  * is set for the others, which the context's thread runs in frame order as
@@ -491,12 +478,9 @@ static int pool_ready(VmafDnnContext *ctx)
         const int split = frames_in_flight_split(ctx, ordered);
         const unsigned batch = split ? batch_split(ctx, ordered, batched) : 1;
         /* threads 0 and 1 score a frame at a time unless frames share a
-         * Run (then on one worker). After frames scored one at a time,
-         * whose raw samples `past` does not hold, workers could not show
-         * their copies the past pictures those read: a frame at a time
-         * then, until a reset. */
-        if (!split || (ctx->cfg.threads < 2 && batch < 2) ||
-            (ctx->past_gap && workers_read_past(ctx, ordered))) {
+         * Run (then on one worker); after frames scored one at a time that
+         * a worker's model would need, a frame at a time until a reset. */
+        if (!split || (ctx->cfg.threads < 2 && batch < 2) || workers_lack_past(ctx, ordered)) {
             free(ordered);
             return go_serial(ctx);
         }
@@ -567,8 +551,7 @@ static int context_reset(VmafDnnContext *ctx)
     memset(&ctx->clock_end, 0, sizeof(ctx->clock_end));
     memset(&ctx->pending, 0, sizeof(ctx->pending));
     ctx->past.filled = ctx->past.next = 0;
-    /* A clip without frames scored one at a time: frames in flight again. */
-    ctx->past_gap = 0;
+    /* The models forgot their past planes: frames in flight again. */
     ctx->serial_models = SIZE_MAX;
     return 0;
 }
@@ -1179,9 +1162,6 @@ static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
         vdnn_tiny_model_note_frame(ctx->model[i], &frame);
     if (ctx->pool)
         return vdnn_frame_pool_submit(ctx->pool, &frame, &raw, ctx->fc, &ctx->past);
-    /* Scored here, so not in `past`: a pool opened later lacks it, which
-     * matters only to models that keep past pictures. */
-    ctx->past_gap |= keeps_past(ctx);
     for (size_t i = 0; i < ctx->n_models && !rc; i++)
         rc = run_in_turn(ctx, i, &frame);
     for (size_t i = 0; i < ctx->n_models; i++) {

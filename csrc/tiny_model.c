@@ -1114,6 +1114,11 @@ unsigned vdnn_tiny_model_history_depth(const VdnnTinyModel *m, VdnnSourcePicture
     return m->history[picture].depth;
 }
 
+int vdnn_tiny_model_holds_past(const VdnnTinyModel *m)
+{
+    return m->history[0].filled || m->history[1].filled;
+}
+
 void vdnn_tiny_model_note_frame(VdnnTinyModel *m, const VdnnTinyFrame *f)
 {
     if (!m->n_image || too_small(m, f) || m->locked_w)

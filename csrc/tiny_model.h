@@ -128,6 +128,10 @@ int vdnn_tiny_model_temporal(const VdnnTinyModel *m);
  * the past planes it keeps of it; 0 when none. */
 unsigned vdnn_tiny_model_history_depth(const VdnnTinyModel *m, VdnnSourcePicture picture);
 
+/* Non-zero when the model holds past planes: frames it read itself since
+ * it was opened or rewound (vdnn_tiny_model_remember). */
+int vdnn_tiny_model_holds_past(const VdnnTinyModel *m);
+
 /* Frames per Run. A batchable model (every input a picture of the frame
  * scored with a symbolic first dim, every attached output with a symbolic
  * first dim, not temporal; decided at open) can score n frames in one ORT
