@@ -151,8 +151,7 @@ typedef struct Worker {
     VdnnFeatureCollector *fc;
     PlaneSet *set;           /* the pool's batch: the frames it scores at once,
                                 normalised from their slots */
-    float *past_plane[2][3]; /* a past frame, normalised likewise */
-    size_t past_cap[2][3];
+    PlaneSet past;           /* a past frame, normalised likewise */
     VdnnTinyModel *running;  /* under the pool's lock: for cancel */
     int opened;              /* under the lock: open_worker returned */
     int open_rc;             /* its code; open_message its message */
@@ -262,6 +261,17 @@ static Slot *oldest(VdnnFramePool *p)
  * frame was cancelled already; then withdraws it. As in the serial path
  * (context.c), a cancel that came while the model ran fails the frame even
  * when the run finished: it may have landed before ORT's run began. */
+/* -ECANCELED for slot s's frame at model m, cancelled before the model ran
+ * or while it ran (then its scores are kept). */
+static int cancelled_at(const Slot *s, const VdnnTinyModel *m, int ran)
+{
+    return vdnn_fail(-ECANCELED, ran ? "read_pictures: frame %u was cancelled while model %s ran "
+                                       "(its scores are kept)"
+                                     : "read_pictures: frame %u was cancelled before model %s "
+                                       "ran",
+                     s->now.frame.index, vdnn_tiny_model_path(m));
+}
+
 static int run_model(Worker *w, Slot *s, const VdnnTinyFrame *f, VdnnTinyModel *m)
 {
     VdnnFramePool *p = w->pool;
@@ -270,17 +280,13 @@ static int run_model(Worker *w, Slot *s, const VdnnTinyFrame *f, VdnnTinyModel *
     w->running = before ? NULL : m;
     pthread_mutex_unlock(&p->lock);
     if (before)
-        return vdnn_fail(-ECANCELED, "read_pictures: frame %u was cancelled before model %s ran",
-                         s->now.frame.index, vdnn_tiny_model_path(m));
+        return cancelled_at(s, m, 0);
     int rc = vdnn_tiny_model_run(m, f, w->fc);
     pthread_mutex_lock(&p->lock);
     const int during = s->cancelled;
     w->running = NULL;
     pthread_mutex_unlock(&p->lock);
-    if (!rc && during)
-        return vdnn_fail(-ECANCELED, "read_pictures: frame %u was cancelled while model %s ran "
-                         "(its scores are kept)", s->now.frame.index, vdnn_tiny_model_path(m));
-    return rc;
+    return !rc && during ? cancelled_at(s, m, 1) : rc;
 }
 
 int vdnn_raw_planes_normalise(const VdnnRawPlanes *raw, VdnnTinyFrame *f, float *plane[2][3],
@@ -353,8 +359,8 @@ static int prime_copies(Worker *w, const Slot *s)
             vdnn_tiny_model_forget_past(w->model[i]);
     int rc = 0;
     for (unsigned k = 0; k < s->n_past && !rc; k++)
-        rc = show_past_frame(w->model, p->setup.n_models, &s->past[k], w->past_plane,
-                             w->past_cap);
+        rc = show_past_frame(w->model, p->setup.n_models, &s->past[k], w->past.plane,
+                             w->past.cap);
     return rc;
 }
 
@@ -423,9 +429,7 @@ static void run_batched(Worker *w, Slot **group, const VdnnTinyFrame *frame, siz
         if (s->rc)
             continue;
         if (s->cancelled) {
-            vdnn_fail(-ECANCELED, "read_pictures: frame %u was cancelled before model %s ran",
-                      s->now.frame.index, vdnn_tiny_model_path(m));
-            fail_slot(s, -ECANCELED, i);
+            fail_slot(s, cancelled_at(s, m, 0), i);
             continue;
         }
         live[n_live] = s;
@@ -466,9 +470,7 @@ static void run_batched(Worker *w, Slot **group, const VdnnTinyFrame *frame, siz
         } else if ((frame_rc = vdnn_tiny_model_batch_store(m, k, live_frame[k], w->fc)) == 0) {
             batched++;
             if (cancelled[k])
-                frame_rc = vdnn_fail(-ECANCELED, "read_pictures: frame %u was cancelled while "
-                                     "model %s ran (its scores are kept)", s->now.frame.index,
-                                     vdnn_tiny_model_path(m));
+                frame_rc = cancelled_at(s, m, 1);
         }
         if (frame_rc)
             fail_slot(s, frame_rc, i);
@@ -835,8 +837,6 @@ void vdnn_raw_past_free(VdnnRawPast *past)
     memset(past, 0, sizeof(*past));
 }
 
-/* Copies the past frames the workers' models read into the slot, oldest
- * first, then keeps frame f among them. */
 /* Models of another depth read the past now: the newest frames held that
  * fit the new depth stay, oldest first (the slots' buffers move with them,
  * none is lost or shared). */
@@ -860,6 +860,8 @@ static void past_resize(VdnnRawPast *past, unsigned depth)
     past->next = keep % depth;
 }
 
+/* Copies the past frames the workers' models read into the slot, oldest
+ * first, then keeps frame f among them. */
 static int copy_past(VdnnFramePool *p, Slot *s, const VdnnTinyFrame *f,
                      const VdnnRawPlanes *raw, VdnnRawPast *past)
 {
@@ -1106,7 +1108,7 @@ void vdnn_frame_pool_close(VdnnFramePool *p)
             for (int k = 0; k < 3; k++) {
                 for (unsigned b = 0; w->set && b < p->batch; b++)
                     free(w->set[b].plane[pic][k]);
-                free(w->past_plane[pic][k]);
+                free(w->past.plane[pic][k]);
             }
         free(w->set);
     }
