@@ -1,8 +1,10 @@
 /* Frames per Run (VmafDnnContextConfig.batch): a batchable model scores
  * several frames in one ORT Run, with the scores of one Run per frame; the
- * models that cannot are scored frame by frame beside it; Runs that fail
- * are retried frame by frame; the batch bounds memory and ends at flush,
- * close and a change of frame size.
+ * models that cannot are scored frame by frame beside it; a model's first
+ * batched Run is checked against one Run per frame and one that mixes
+ * frames is refused; Runs that fail are retried frame by frame; the batch
+ * bounds memory, ends at flush, close and a change of frame size, and falls
+ * back to a frame at a time where frames in flight cannot be had.
  * Usage: test_batch MODEL_DIR (tests/models/factory.py's output). */
 #include <errno.h>
 #include <limits.h>
@@ -16,38 +18,7 @@
 #include <vmafdnn/context.h>
 
 #include "check.h"
-
-static char model_dir[1024];
-
-static const char *model(const char *name)
-{
-    static char path[4][PATH_MAX];
-    static int turn;
-    turn = (turn + 1) % 4;
-    snprintf(path[turn], sizeof(path[turn]), "%s/%s.onnx", model_dir, name);
-    return path[turn];
-}
-
-/* A w x h 8-bit luma picture whose samples depend on seed. */
-typedef struct Frame {
-    uint8_t *y;
-    VmafDnnPicture pic;
-} Frame;
-
-static Frame frame_make(unsigned w, unsigned h, unsigned seed)
-{
-    Frame f;
-    f.y = malloc((size_t)w * h);
-    for (size_t i = 0; i < (size_t)w * h; i++)
-        f.y[i] = (uint8_t)((i * 7 + seed * 31 + (i / w) * seed) & 0xff);
-    memset(&f.pic, 0, sizeof(f.pic));
-    f.pic.data[0] = f.y;
-    f.pic.stride[0] = w;
-    f.pic.w[0] = w;
-    f.pic.h[0] = h;
-    f.pic.bpc = 8;
-    return f;
-}
+#include "frame_fixture.h"
 
 static VmafDnnContext *open_ctx(int threads, int batch, const VmafDnnModelPolicy *policy)
 {
@@ -75,7 +46,9 @@ static int read_frames(VmafDnnContext *ctx, unsigned first, unsigned n, unsigned
 {
     int rc = 0;
     for (unsigned i = first; i < first + n && !rc; i++) {
-        Frame ref = frame_make(w, h, i), dist = frame_make(w, h, 3 * i + 1);
+        Frame ref, dist;
+        frame_make(&ref, w, h, i);
+        frame_make(&dist, w, h, 3 * i + 1);
         rc = vmaf_dnn_read_pictures(ctx, &ref.pic, &dist.pic, i);
         free(ref.y);
         free(dist.y);
@@ -369,7 +342,8 @@ static void test_identical_frames_do_not_decide(void)
         attach(ctx[c], "batch_center");
         for (unsigned i = 0; i < 12; i++) {
             /* frames 0-7 identical, then distinct */
-            Frame f = frame_make(16, 8, i < 8 ? 1 : i);
+            Frame f;
+            frame_make(&f, 16, 8, i < 8 ? 1 : i);
             CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx[c], NULL, &f.pic, i), 0);
             free(f.y);
         }

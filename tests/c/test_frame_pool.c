@@ -17,37 +17,9 @@
 #include <vmafdnn/context.h>
 
 #include "check.h"
+#include "frame_fixture.h"
 
-static char model_dir[1024];
 static char tmp_dir[] = "/tmp/vmafdnn-frame-pool-XXXXXX";
-
-static const char *model(const char *name)
-{
-    static char path[4][PATH_MAX];
-    static int turn;
-    turn = (turn + 1) % 4;
-    snprintf(path[turn], sizeof(path[turn]), "%s/%s.onnx", model_dir, name);
-    return path[turn];
-}
-
-/* A w x h 8-bit picture whose samples depend on the frame index. */
-typedef struct Frame {
-    uint8_t *y;
-    VmafDnnPicture pic;
-} Frame;
-
-static void frame_make(Frame *f, unsigned w, unsigned h, unsigned seed)
-{
-    f->y = malloc((size_t)w * h);
-    for (size_t i = 0; i < (size_t)w * h; i++)
-        f->y[i] = (uint8_t)((i * 7 + seed * 31 + (i / w) * seed) & 0xff);
-    memset(&f->pic, 0, sizeof(f->pic));
-    f->pic.data[0] = f->y;
-    f->pic.stride[0] = w;
-    f->pic.w[0] = w;
-    f->pic.h[0] = h;
-    f->pic.bpc = 8;
-}
 
 static VmafDnnContext *open_ctx(int threads)
 {
