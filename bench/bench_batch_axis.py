@@ -111,7 +111,8 @@ def ssim_b():
              numpy_helper.from_array(np.array(2.0, np.float32), "two"),
              numpy_helper.from_array(np.array([1, 2, 3], np.int64), "axes")]
     n = helper.make_node
-    nodes = [n("Mul", ["reference", "reference"], ["xx"]), n("Mul", ["distorted", "distorted"], ["yy"]),
+    nodes = [n("Mul", ["reference", "reference"], ["xx"]),
+             n("Mul", ["distorted", "distorted"], ["yy"]),
              n("Mul", ["reference", "distorted"], ["xy"]),
              n("Concat", ["reference", "distorted", "xx", "yy", "xy"], ["stack"], axis=1),
              n("Conv", ["stack", "wv"], ["fv"], group=5), n("Conv", ["fv", "wh"], ["f"], group=5),

@@ -22,8 +22,9 @@ from .errors import (AlreadyExistsError, BusyError, ClosedError, DnnError, Inval
                      RunCancelledError, RuntimeFailureError, RuntimeNotFoundError,
                      RunTimeoutError, SymlinkRefusedError, UnsupportedError)
 from .scoring import Canceller, InputMismatchError, UsageError, score
-from .session import (DEVICES, EP_PACKAGE_ERRORS, MAX_BATCH, MAX_THREADS, POLICY_KEYWORDS, Session,
-                      TensorInfo, ep_devices, ep_libraries, explain_device, register_ep_library)
+from .session import (DEVICES, EP_PACKAGE_ERRORS, MAX_BATCH, MAX_THREADS, POLICY_KEYWORDS,
+                      Session, TensorInfo, ep_devices, ep_libraries, explain_device,
+                      register_ep_library)
 
 __version__ = _ffi.string(_lib.vmaf_dnn_version()).decode()
 
@@ -37,7 +38,8 @@ __all__ = [
     "RangeError", "RuntimeFailureError", "__version__", "Batching", "Context", "ModelInfo", "score",
     "InputMismatchError", "UsageError", "ModelRuntimeError", "RunTimeoutError",
     "RunCancelledError", "MemoryBudgetError", "SymlinkRefusedError", "PathNotADirectoryError",
-    "NameTooLongError", "AlreadyExistsError", "ClosedError", "Canceller", "MAX_BATCH", "MAX_THREADS",
+    "NameTooLongError", "AlreadyExistsError", "ClosedError", "Canceller", "MAX_BATCH",
+    "MAX_THREADS",
     "POLICY_KEYWORDS", "ep_devices", "ep_libraries", "explain_device", "register_ep_library",
     "EP_PACKAGE_ERRORS", "batch", "bdrate",
 ]

@@ -29,8 +29,8 @@ from . import models as _builtin
 from . import names
 from ._native import NativeHandle, c_name, c_path, check, decode_name, ensure_ort, ffi, lib
 from .errors import InvalidArgumentError, RangeError
-from .session import (MAX_BATCH, MAX_DEVICE_INDEX, MAX_THREADS, config_int, device_value, ep_nodes,
-                      model_policy)
+from .session import (MAX_BATCH, MAX_DEVICE_INDEX, MAX_THREADS, config_int, device_value,
+                      ep_nodes, model_policy)
 from .video import Frame
 
 __all__ = ["Context", "ModelInfo", "RESIZE_MODES", "POOL_METHODS", "OUTPUT_FORMATS",
@@ -68,7 +68,8 @@ class Batching(NamedTuple):
 
     batchable: bool      # it can take several frames per Run (declared shapes, not temporal)
     batch: int           # frames per Run asked of it (1 when batch <= 1 or not batchable)
-    refused: bool        # its first batched Run disagreed with one Run per frame, or failed
+    refused: bool        # a checked batched Run disagreed with one Run per frame, failed,
+    #                      or could not tell in 8 checks: one frame per Run from then on
     batched_frames: int  # frames scored by batched Runs since the context opened
 
 
