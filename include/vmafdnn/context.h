@@ -512,8 +512,11 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
  * frames' samples for that; the slots' and those samples plus each
  * worker's fp32 planes (B frames' with a batch) and its model copies' own
  * buffers (past planes, resize scratch, FLOAT16 copies, stacked planes)
- * must fit the policy's max_memory_bytes, else
- * -EDQUOT before the frame is taken) and this call returns; a worker
+ * and the pool's own bookkeeping (slot headers, checked before the pool
+ * allocates them) must fit the policy's max_memory_bytes, else -EDQUOT
+ * before the frame is taken; with threads 0 or 1, where frames are in
+ * flight only for the batch, such frames are scored one at a time instead)
+ * and this call returns; a worker
  * normalises them and scores the frame with its own copy of every model
  * that reads pictures (shown the past frames first, so it holds what one
  * model reading every frame in order would). Models that read other
