@@ -1,0 +1,92 @@
+/* Internal: fused CPU kernels for VMAF's features, following libvmaf's
+ * integer feature extractors (integer_vif.c, integer_adm.c,
+ * integer_motion.c: the fixed-point features vmaf_v0.6.1 is trained on), so
+ * that each feature equals libvmaf's.
+ *
+ * Plain C with no ONNX Runtime in sight: ort_custom_ops.c wraps them as ORT
+ * custom operators of the library's own domain (see docs/vmaf.md), and the
+ * tests call them directly. One file per family: vmaf_vif.c, vmaf_adm.c,
+ * vmaf_motion.c.
+ *
+ * Every kernel is re-entrant and thread-safe: it keeps no state between
+ * calls, reads its planes only and takes every buffer it needs from `env`
+ * (so several frames may be in flight at once, each on its own thread).
+ * Buffers are row-tiled where the algorithm allows, so a frame's working set
+ * stays small. A kernel polls env->cancelled between row tiles.
+ *
+ * Return codes (kernels never print, never abort):
+ *   0           done; the outputs are written
+ *   -EINVAL     a NULL pointer, w/h outside the kernel's range (documented
+ *               per kernel), bpc outside 8..16, a stride smaller than w, a
+ *               sample above 2^bpc - 1, or planes of different sizes
+ *   -ENOMEM     env->alloc returned NULL
+ *   -ECANCELED  env->cancelled returned nonzero
+ * On failure the outputs are left as they were, and every buffer taken from
+ * env has been given back.
+ */
+#ifndef VMAFDNN_VMAF_KERNELS_H
+#define VMAFDNN_VMAF_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Marks a kernel's hot loop function for one build per instruction set,
+ * chosen at load (an ifunc): the code stays portable C that the compiler
+ * vectorises, and an AVX2 machine runs AVX2 code from a baseline x86-64
+ * build. Elsewhere (other architectures, compilers without target_clones)
+ * the function is built once, for the build's own target. */
+#if defined(__x86_64__) && defined(__ELF__) && !defined(VDNN_NO_TARGET_CLONES) && \
+    ((defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8) || \
+     (defined(__clang__) && __clang_major__ >= 14))
+#define VDNN_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define VDNN_TARGET_CLONES
+#endif
+
+/* Where a kernel's buffers come from and whether to stop. alloc(opaque,
+ * size) returns a block of at least `size` bytes aligned to 64, or NULL;
+ * release(opaque, block) gives it back (NULL-safe). cancelled may be NULL
+ * (never cancelled). */
+typedef struct VdnnKernelEnv {
+    void *(*alloc)(void *opaque, size_t size);
+    void (*release)(void *opaque, void *block);
+    int (*cancelled)(void *opaque);
+    void *opaque;
+} VdnnKernelEnv;
+
+/* A luma plane of integer samples of bpc bits (8..16), w x h, rows `stride`
+ * samples apart (stride >= w). Not owned by the kernel. */
+typedef struct VdnnPlane {
+    const uint16_t *data;
+    ptrdiff_t stride;
+    unsigned w, h;
+    unsigned bpc;
+} VdnnPlane;
+
+/* An env whose alloc/release are aligned malloc/free and which is never
+ * cancelled: for tests and tools. */
+extern const VdnnKernelEnv vdnn_kernel_env_malloc;
+
+/* libvmaf's integer_vif: VIF at four scales, scores[s] =
+ * num[s] / den[s] (libvmaf's VMAF_integer_feature_vif_scale<s>_score),
+ * with its enhancement-gain limit (100 for vmaf_v0.6.1, 1.0 for
+ * vmaf_v0.6.1neg). w, h >= 1 (libvmaf's own limit: the filters mirror at the
+ * borders, so each scale needs at least... see vmaf_vif.c). */
+int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
+                     double enhn_gain_limit, double scores[4]);
+
+/* libvmaf's integer_adm: adm2 (VMAF_integer_feature_adm2_score) and the
+ * four scales' scores (adm_scale0..3), with its enhancement-gain limit
+ * (100, or 1.0 for vmaf_v0.6.1neg). `scales` may be NULL. */
+int vdnn_adm_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
+                     double enhn_gain_limit, double *adm2, double scales[4]);
+
+/* libvmaf's integer_motion, one frame: the SAD score between the blurred
+ * `prev` and the blurred `cur` (VMAF_integer_feature_motion_sad_score as
+ * libvmaf computes it for a frame from the previous one; the first frame of
+ * a clip passes itself as prev and gets 0). motion2 (min of a frame's and
+ * the next frame's) is the caller's business. */
+int vdnn_motion_integer(const VdnnKernelEnv *env, const VdnnPlane *prev, const VdnnPlane *cur,
+                        double *sad);
+
+#endif

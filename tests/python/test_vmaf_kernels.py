@@ -1,0 +1,102 @@
+"""The fused VMAF kernels (csrc/vmaf_kernels.h) against real libvmaf, feature by feature.
+
+The kernels follow libvmaf's integer feature extractors, so each feature must equal libvmaf's as
+printed (6 decimals: |d| <= 5e-7 plus rounding of the print). tests/c/vmaf_kernel_dump (built in
+build-c by the test command) runs them on the luma of two Y4M clips.
+
+Run as a script for a quick look while working on a kernel:
+    python tests/python/test_vmaf_kernels.py [CLIP ...]
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_vmaf_graphs import CLIPS, fetch_reference, make_clip  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DUMP = os.environ.get("VMAFDNN_KERNEL_DUMP",
+                      os.path.join(ROOT, "build-c", "tests", "c", "vmaf_kernel_dump"))
+
+# Printed to 6 decimals by libvmaf: equal features differ by at most half a unit of the last
+# digit (and the double the print rounded).
+EXACT = 5.01e-7
+# libvmaf's name of each kernel output (motion: the per-frame SAD libvmaf logs).
+FEATURES = {f"integer_vif_scale{s}": f"integer_vif_scale{s}" for s in range(4)}
+FEATURES.update({"integer_adm2": "integer_adm2"})
+FEATURES.update({f"integer_adm_scale{s}": f"integer_adm_scale{s}" for s in range(4)})
+FEATURES["integer_motion"] = "VMAF_integer_feature_motion_sad_score"
+
+# Beyond test_vmaf_graphs' clips: 12 bit, a 4:4:4 odd size, the smallest sizes libvmaf scores.
+KERNEL_CLIPS = dict(CLIPS)
+KERNEL_CLIPS.update({
+    "testsrc2_x264crf30_12bit": ("testsrc2", "200x114", 4, "yuv420p12le", ["crf", "30"]),
+    "noise_444_odd_8bit": ("testsrc2,noise=alls=12:allf=t", "173x101", 3, "yuv444p",
+                           ["vf", "gblur=sigma=0.8"]),
+})
+
+
+def libvmaf_features(ffmpeg, ref, dist, workdir, model="version=vmaf_v0.6.1"):
+    log = os.path.join(workdir, "libvmaf.json")
+    subprocess.run([ffmpeg, "-hide_banner", "-loglevel", "error", "-i", dist, "-i", ref,
+                    "-lavfi", f"[0:v][1:v]libvmaf=model={model}:log_fmt=json:log_path={log}",
+                    "-f", "null", "-"], check=True)
+    with open(log) as f:
+        frames = json.load(f)["frames"]
+    return {ours: np.array([fr["metrics"][theirs] for fr in frames])
+            for ours, theirs in FEATURES.items()}
+
+
+def kernel_features(ref, dist, egl=100.0):
+    out = subprocess.run([DUMP, ref, dist, repr(egl)], check=True, capture_output=True,
+                         text=True).stdout
+    frames = [json.loads(line) for line in out.splitlines()]
+    # null: a kernel that is not built (-ENOSYS), compared as NaN, which never passes.
+    return {k: np.array([np.nan if fr[k] is None else fr[k] for fr in frames]) for k in FEATURES}
+
+
+def differences(ours, theirs):
+    return {k: float(np.max(np.abs(ours[k] - theirs[k]))) for k in FEATURES}
+
+
+@pytest.fixture(scope="module")
+def reference():
+    if not os.path.exists(DUMP):
+        pytest.fail(f"{DUMP} is not built (meson compile -C build-c)")
+    try:
+        return fetch_reference()
+    except (subprocess.CalledProcessError, OSError) as e:
+        pytest.skip(f"libvmaf reference not available (no network?): {e}")
+
+
+@pytest.mark.parametrize("clip", sorted(KERNEL_CLIPS))
+def test_kernels_equal_libvmaf(clip, reference, tmp_path, monkeypatch):
+    monkeypatch.setattr("test_vmaf_graphs.CLIPS", KERNEL_CLIPS)
+    ref, dist = make_clip(reference["FFMPEG"], clip, str(tmp_path))
+    theirs = libvmaf_features(reference["FFMPEG"], ref, dist, str(tmp_path))
+    ours = kernel_features(ref, dist)
+    assert len(ours["integer_adm2"]) == KERNEL_CLIPS[clip][2]
+    d = differences(ours, theirs)
+    assert all(v <= EXACT for v in d.values()), f"{clip}: {d}"
+
+
+def main(names):
+    import tempfile
+    import test_vmaf_graphs
+    test_vmaf_graphs.CLIPS = KERNEL_CLIPS
+    ffmpeg = fetch_reference()["FFMPEG"]
+    for name in names or sorted(KERNEL_CLIPS):
+        with tempfile.TemporaryDirectory() as tmp:
+            ref, dist = make_clip(ffmpeg, name, tmp)
+            d = differences(kernel_features(ref, dist), libvmaf_features(ffmpeg, ref, dist, tmp))
+            bad = {k: f"{v:.3g}" for k, v in d.items() if not v <= EXACT}
+            print(f"{name}: {'EQUAL' if not bad else bad}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
