@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "custom_ops.h"
 #include "error.h"
 #include "model_file.h"
 #include "onnx_scan.h"
@@ -50,6 +51,11 @@ static const char *const builtin_ops[] = {
     "If", "Loop",
 };
 #define N_BUILTIN_OPS (sizeof(builtin_ops) / sizeof(builtin_ops[0]))
+
+/* The library's own operators (custom_ops.h), domain VDNN_CUSTOM_OP_DOMAIN. */
+#define LIBRARY_OP_NAME(name) #name,
+static const char *const library_ops[] = {VDNN_CUSTOM_OPS(LIBRARY_OP_NAME)};
+#define N_LIBRARY_OPS (sizeof(library_ops) / sizeof(library_ops[0]))
 
 const char *const *vdnn_scan_builtin_ops(size_t *n_out)
 {
@@ -89,6 +95,17 @@ static bool on_list(const char *const *list, size_t n, Span op)
     return false;
 }
 
+/* Whether the list names `op` as "<library domain>:op". */
+static bool on_list_as_library_op(const char *const *list, size_t n, Span op)
+{
+    static const char prefix[] = VDNN_CUSTOM_OP_DOMAIN ":";
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(list[i], prefix, sizeof(prefix) - 1) == 0 &&
+            span_is(op, list[i] + sizeof(prefix) - 1))
+            return true;
+    return false;
+}
+
 int vdnn_scan_policy_check(const VdnnScanPolicy *p)
 {
     if (!p)
@@ -99,10 +116,17 @@ int vdnn_scan_policy_check(const VdnnScanPolicy *p)
             if (!op)
                 return vdnn_fail(-EINVAL, "scan policy allow-list entry %zu is NULL", i);
             Span s = { (const uint8_t *)op, strlen(op) };
-            if (!on_list(builtin_ops, N_BUILTIN_OPS, s))
+            const char *const one[1] = {op};
+            bool library_op = false;
+            for (size_t k = 0; k < N_LIBRARY_OPS && !library_op; k++) {
+                Span name = {(const uint8_t *)library_ops[k], strlen(library_ops[k])};
+                library_op = on_list_as_library_op(one, 1, name);
+            }
+            if (!on_list(builtin_ops, N_BUILTIN_OPS, s) && !library_op)
                 return vdnn_fail(-EINVAL,
                                  "scan policy allows operator \"%s\", which is not on the "
-                                 "built-in allow-list (a policy may only narrow it)",
+                                 "built-in allow-list nor one of the library's operators (\""
+                                 VDNN_CUSTOM_OP_DOMAIN ":<op>\"); a policy may only narrow them",
                                  op);
         }
     } else if (p->n_allowed_ops) {
@@ -558,12 +582,21 @@ static int check_node(Scan *s, const NodeInfo *n)
     /* Written now, cleared again below if the node passes. */
     shown_op(&s->report->first_bad_op, n, standard);
     describe_node(where, sizeof(where), n);
-    if (!standard)
+    bool allowed;
+    if (standard) {
+        allowed = p->allowed_ops ? on_list(p->allowed_ops, p->n_allowed_ops, n->op)
+                                 : on_list(builtin_ops, N_BUILTIN_OPS, n->op);
+    } else if (span_is(n->domain, VDNN_CUSTOM_OP_DOMAIN)) {
+        /* The library's own operators, and nothing else of their domain;
+         * an allow-list of the caller's names them as "domain:op". */
+        allowed = on_list(library_ops, N_LIBRARY_OPS, n->op) &&
+                  (!p->allowed_ops || on_list_as_library_op(p->allowed_ops, p->n_allowed_ops, n->op));
+    } else {
         return vdnn_fail(-EPERM,
-                         "model uses operator \"%s\" (%s): only the standard ONNX domain is allowed",
+                         "model uses operator \"%s\" (%s): only the standard ONNX domain and "
+                         "the library's own operators (" VDNN_CUSTOM_OP_DOMAIN ") are allowed",
                          op, where);
-    bool allowed = p->allowed_ops ? on_list(p->allowed_ops, p->n_allowed_ops, n->op)
-                                  : on_list(builtin_ops, N_BUILTIN_OPS, n->op);
+    }
     if (!allowed)
         return vdnn_fail(-EPERM, "model uses operator \"%s\" (%s), which is not on the allow-list",
                          op, where);

@@ -1,4 +1,5 @@
-/* The only file that talks to ONNX Runtime (see ort_backend.h). */
+/* The only file that talks to ONNX Runtime, with ort_custom_ops.c (see
+ * ort_backend.h). */
 #define _GNU_SOURCE /* dladdr() */
 #include <dlfcn.h>
 #include <errno.h>
@@ -20,6 +21,7 @@
 #include "block_cache.h"
 #include "error.h"
 #include "ort_backend.h"
+#include "ort_custom_ops.h"
 
 /* Oldest ORT release whose API has every member this file calls. */
 #define ORT_MIN_MINOR 20
@@ -117,17 +119,22 @@ static void account_unref(Account *acct)
         free(acct);
 }
 
-static void *ORT_API_CALL budget_alloc(OrtAllocator *self, size_t size)
+/* A block charged to the calling thread's account. A refusal (past the
+ * budget, or the host out of memory) throws std::bad_alloc into ORT when
+ * `for_ort`, else returns NULL: the library's own kernels are C and must
+ * unwind themselves (ort_custom_ops.h). */
+static void *take_block(size_t size, int for_ort)
 {
-    (void)self;
     Account *acct = current_account;
     if (size > SIZE_MAX - BLOCK_HEADER)
         return NULL;
     if (acct) {
         uint64_t used = atomic_fetch_add(&acct->used, size) + size;
-        if (acct->limit && used > acct->limit && cxx.throw_exception) {
+        if (acct->limit && used > acct->limit && (cxx.throw_exception || !for_ort)) {
             atomic_fetch_sub(&acct->used, size);
             atomic_store(&acct->refused, size ? (uint64_t)size : 1);
+            if (!for_ort)
+                return NULL;
             throw_bad_alloc();
         }
         atomic_fetch_add(&acct->refs, 1);
@@ -147,7 +154,7 @@ static void *ORT_API_CALL budget_alloc(OrtAllocator *self, size_t size)
             atomic_fetch_sub(&acct->used, size);
             account_unref(acct);
         }
-        if (cxx.throw_exception) /* the host is out of memory: as ORT's arena would */
+        if (for_ort && cxx.throw_exception) /* the host is out of memory: as ORT's arena would */
             throw_bad_alloc();
         return NULL;
     }
@@ -155,6 +162,12 @@ static void *ORT_API_CALL budget_alloc(OrtAllocator *self, size_t size)
     h->account = acct;
     h->size = size;
     return (char *)block + BLOCK_HEADER;
+}
+
+static void *ORT_API_CALL budget_alloc(OrtAllocator *self, size_t size)
+{
+    (void)self;
+    return take_block(size, 1);
 }
 
 static void ORT_API_CALL budget_free(OrtAllocator *self, void *p)
@@ -200,6 +213,9 @@ static OrtAllocator budget_allocator = {
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(const OrtApi *) loaded_api;
 static OrtEnv *env;
+/* The library's own operators, added to every session's options (created
+ * at load, kept for the process: see ort_custom_ops.h). */
+static OrtCustomOpDomain *custom_ops;
 static const char *ort_version_string;
 static int ort_api_version;
 static char ort_path[PATH_MAX];
@@ -314,6 +330,7 @@ static int load_locked(const char *path)
     }
 
     /* The budget allocator is registered once, for the life of the env. */
+    int rc_ops;
     resolve_cxx_throw(handle);
     if ((st = a->CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault,
                                      &budget_memory_info)) ||
@@ -327,6 +344,12 @@ static int load_locked(const char *path)
         a->ReleaseEnv(new_env);
         dlclose(handle);
         return rc;
+    }
+
+    if ((rc_ops = vdnn_ort_custom_ops_create(a, api_version, &custom_ops))) {
+        a->ReleaseEnv(new_env);
+        dlclose(handle);
+        return rc_ops;
     }
 
     /* The library stays loaded (and the env alive) for the life of the
@@ -1133,6 +1156,8 @@ static int make_options(const VmafDnnConfig *cfg, const char *model_dir, int bud
     /* CPU tensors come from the budget allocator (see Memory budget). */
     if ((st = a->AddSessionConfigEntry(opts, "session.use_env_allocators", "1")))
         goto fail;
+    if ((st = a->AddCustomOpDomain(opts, custom_ops)))
+        goto fail;
     if (budgeted && ort_api_version < ORT_FOLDS_WITH_SESSION_ALLOCATOR &&
         (st = a->AddSessionConfigEntry(opts, "optimization.disable_specified_optimizers",
                                        "ConstantFolding")))
@@ -1373,6 +1398,34 @@ static int end_run(VdnnOrtSession *s)
     int reason = s->stop_reason;
     pthread_mutex_unlock(&s->stop_lock);
     return reason;
+}
+
+/* ------------------------------------------------------------------------ */
+/* What the library's own operators need (ort_custom_ops.h)                 */
+/* ------------------------------------------------------------------------ */
+
+/* The session whose Run is on this thread (set beside current_account). */
+static _Thread_local VdnnOrtSession *current_session;
+
+void *vdnn_ort_kernel_alloc(size_t size)
+{
+    return take_block(size, 0);
+}
+
+void vdnn_ort_kernel_free(void *block)
+{
+    budget_free(NULL, block);
+}
+
+int vdnn_ort_kernel_stopped(void)
+{
+    VdnnOrtSession *s = current_session;
+    if (!s)
+        return 0;
+    pthread_mutex_lock(&s->stop_lock);
+    const int stopped = s->stop_reason != 0;
+    pthread_mutex_unlock(&s->stop_lock);
+    return stopped;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1900,10 +1953,12 @@ static int run_guarded(VdnnOrtSession *s, size_t n_outputs)
     }
     atomic_store(&s->account->refused, 0);
     current_account = s->account;
+    current_session = s;
     OrtStatus *st = a->Run(s->session, s->run_options, s->input_names,
                            (const OrtValue *const *)s->input_values, s->n_inputs,
                            s->run_output_names, n_outputs, s->output_values);
     current_account = NULL;
+    current_session = NULL;
     if (s->max_run_ms)
         watch_remove(s);
     int reason = end_run(s);

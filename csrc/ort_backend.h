@@ -1,6 +1,7 @@
 /* Internal: the only door to ONNX Runtime.
  *
- * ort_backend.c is the one file that includes onnxruntime_c_api.h. It loads
+ * ort_backend.c is the one file that includes onnxruntime_c_api.h, with
+ * ort_custom_ops.c, its part that wraps the library's own operators. It loads
  * ORT at run time, owns the process-wide OrtEnv, chooses execution providers
  * and creates, describes and runs sessions. Everything it hands out is in the
  * library's own types, so no other file needs ORT's headers.

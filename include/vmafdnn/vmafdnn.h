@@ -345,9 +345,17 @@ typedef struct VmafDnnModelPolicy {
                                      variable VMAFDNN_MODEL_DIR, or NULL */
     size_t max_model_bytes;       /* size cap of the model file (-E2BIG above
                                      it); default VMAF_DNN_DEFAULT_MAX_MODEL_BYTES */
-    const char *const *allowed_ops; /* NULL: the built-in operator allow-list;
-                                     else n_allowed_ops names, each on the
-                                     built-in list (-EINVAL otherwise) */
+    const char *const *allowed_ops; /* NULL: the built-in operator allow-list
+                                     (standard ONNX operators) and the
+                                     library's own operators of domain
+                                     "org.vmafdnn" (Samples, VifInteger,
+                                     AdmInteger, MotionInteger: the fused
+                                     VMAF kernels, docs/vmaf.md); nothing
+                                     else of that domain or any other. Else
+                                     n_allowed_ops names, each on the
+                                     built-in list or a library operator
+                                     written "org.vmafdnn:<op>" (-EINVAL
+                                     otherwise) */
     size_t n_allowed_ops;
     unsigned max_loop_nodes;      /* Loop nodes allowed; default and most
                                      VMAF_DNN_MAX_LOOP_NODES */

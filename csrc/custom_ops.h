@@ -1,0 +1,29 @@
+/* Internal: the names of the library's own ONNX operators (ORT custom ops,
+ * implemented in ort_custom_ops.c over the kernels of vmaf_kernels.h).
+ *
+ * The ONNX scanner admits exactly these operators of exactly this domain
+ * (onnx_scan.c); ort_custom_ops.c registers them on every session. A model
+ * that uses them declares the domain in its opset_import, version 1.
+ *
+ *   Samples(x: float, bpc: float[1]) -> uint16, x's shape
+ *       x * (2^bpc - 1) rounded: the integer samples of a plane the library
+ *       fed normalised to [0, 1]. Fails on a value outside [0, 1] or NaN.
+ *   VifInteger(ref: uint16, dist: uint16, bpc: float[1]) -> 4 x float[1]
+ *       libvmaf's integer VIF, scales 0..3; attribute enhn_gain_limit
+ *       (float, default 100).
+ *   AdmInteger(ref: uint16, dist: uint16, bpc: float[1]) -> 5 x float[1]
+ *       adm2, then adm_scale0..3; attribute enhn_gain_limit (default 100).
+ *   MotionInteger(prev: uint16, cur: uint16, bpc: float[1]) -> float[1]
+ *       libvmaf's integer motion SAD of a frame from the previous one.
+ * Planes are [..., H, W] with every leading dim 1; the two planes of an op
+ * have one shape.
+ */
+#ifndef VMAFDNN_CUSTOM_OPS_H
+#define VMAFDNN_CUSTOM_OPS_H
+
+#define VDNN_CUSTOM_OP_DOMAIN "org.vmafdnn"
+
+/* X(name) for each operator of the domain. */
+#define VDNN_CUSTOM_OPS(X) X(Samples) X(VifInteger) X(AdmInteger) X(MotionInteger)
+
+#endif

@@ -1,0 +1,447 @@
+/* The library's own ONNX operators (custom_ops.h) as ONNX Runtime custom ops:
+ * the glue between ORT's kernel context and the plain-C kernels of
+ * vmaf_kernels.h. Part of the ORT backend (ort_custom_ops.h).
+ *
+ * Every input is checked here before a kernel sees it (a third-party model
+ * may use these ops, so nothing about the tensors is trusted): element type,
+ * rank, leading dims of 1, plane sizes within VMAF_DNN_MAX_DIMENSION, equal
+ * shapes, a bit depth of 8..16, samples within it. A failure fails the Run
+ * with a message naming the op and what was wrong. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "custom_ops.h"
+#include "error.h"
+#include "ort_custom_ops.h"
+#include "vmaf_kernels.h"
+#include "vmafdnn/vmafdnn.h"
+
+typedef enum { OP_SAMPLES, OP_VIF, OP_ADM, OP_MOTION } OpKind;
+
+#define MAX_IN 3
+#define MAX_OUT 5
+
+typedef struct OpDef {
+    OrtCustomOp op; /* first: ORT hands &op back to every callback */
+    OpKind kind;
+    const char *name;
+    size_t n_in, n_out;
+    ONNXTensorElementDataType in[MAX_IN], out[MAX_OUT];
+} OpDef;
+
+#define F32 ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT
+#define U16 ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16
+
+static OpDef ops[] = {
+    {.kind = OP_SAMPLES, .name = "Samples", .n_in = 2, .n_out = 1, .in = {F32, F32}, .out = {U16}},
+    {.kind = OP_VIF, .name = "VifInteger", .n_in = 3, .n_out = 4, .in = {U16, U16, F32},
+     .out = {F32, F32, F32, F32}},
+    {.kind = OP_ADM, .name = "AdmInteger", .n_in = 3, .n_out = 5, .in = {U16, U16, F32},
+     .out = {F32, F32, F32, F32, F32}},
+    {.kind = OP_MOTION, .name = "MotionInteger", .n_in = 3, .n_out = 1, .in = {U16, U16, F32},
+     .out = {F32}},
+};
+#define N_OPS (sizeof(ops) / sizeof(ops[0]))
+
+/* One node of a session: the op and its attribute. */
+typedef struct Kernel {
+    const OrtApi *api;
+    const OpDef *def;
+    double enhn_gain_limit;
+} Kernel;
+
+/* --- the kernels' env: the session's budget and stop flag ---------------- */
+
+static void *env_alloc(void *opaque, size_t size)
+{
+    (void)opaque;
+    return vdnn_ort_kernel_alloc(size);
+}
+
+static void env_release(void *opaque, void *block)
+{
+    (void)opaque;
+    vdnn_ort_kernel_free(block);
+}
+
+static int env_cancelled(void *opaque)
+{
+    (void)opaque;
+    return vdnn_ort_kernel_stopped();
+}
+
+static const VdnnKernelEnv session_env = {env_alloc, env_release, env_cancelled, NULL};
+
+/* --- checking what ORT hands over ----------------------------------------- */
+
+static OrtStatus *failure(const Kernel *k, OrtErrorCode code, const char *fmt, ...)
+    VDNN_PRINTF(3, 4);
+static OrtStatus *failure(const Kernel *k, OrtErrorCode code, const char *fmt, ...)
+{
+    char msg[400];
+    int n = snprintf(msg, sizeof(msg), "%s:%s: ", VDNN_CUSTOM_OP_DOMAIN, k->def->name);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+    va_end(ap);
+    return k->api->CreateStatus(code, msg);
+}
+
+#define MAX_RANK 8
+
+typedef struct Tensor {
+    void *data;
+    ONNXTensorElementDataType type;
+    size_t rank, count;
+    int64_t dims[MAX_RANK];
+} Tensor;
+
+static OrtStatus *read_input(const Kernel *k, OrtKernelContext *ctx, size_t i, Tensor *t)
+{
+    const OrtApi *a = k->api;
+    const OrtValue *v = NULL;
+    OrtStatus *st = a->KernelContext_GetInput(ctx, i, &v);
+    if (st)
+        return st;
+    if (!v)
+        return failure(k, ORT_INVALID_ARGUMENT, "input %zu is missing", i);
+    OrtTensorTypeAndShapeInfo *info = NULL;
+    if ((st = a->GetTensorTypeAndShape(v, &info)))
+        return st;
+    if (!(st = a->GetTensorElementType(info, &t->type)) &&
+        !(st = a->GetDimensionsCount(info, &t->rank)) && t->rank <= MAX_RANK)
+        st = a->GetDimensions(info, t->dims, t->rank);
+    a->ReleaseTensorTypeAndShapeInfo(info);
+    if (st)
+        return st;
+    if (t->rank > MAX_RANK)
+        return failure(k, ORT_INVALID_ARGUMENT, "input %zu has rank %zu (at most %d)", i, t->rank,
+                       MAX_RANK);
+    if (t->type != k->def->in[i])
+        return failure(k, ORT_INVALID_ARGUMENT, "input %zu has element type %d, expected %d", i,
+                       (int)t->type, (int)k->def->in[i]);
+    t->count = 1;
+    for (size_t d = 0; d < t->rank; d++) {
+        if (t->dims[d] < 0 || (t->dims[d] && t->count > SIZE_MAX / (size_t)t->dims[d]))
+            return failure(k, ORT_INVALID_ARGUMENT, "input %zu has an invalid shape", i);
+        t->count *= (size_t)t->dims[d];
+    }
+    return a->GetTensorMutableData((OrtValue *)(uintptr_t)v, &t->data);
+}
+
+/* A plane [1, ..., 1, H, W] of 1..VMAF_DNN_MAX_DIMENSION in each direction. */
+static OrtStatus *plane_size(const Kernel *k, const Tensor *t, size_t i, unsigned *w, unsigned *h)
+{
+    int leading_ones = 1;
+    for (size_t d = 0; d + 2 < t->rank; d++)
+        leading_ones &= t->dims[d] == 1;
+    if (t->rank < 2 || !leading_ones)
+        return failure(k, ORT_INVALID_ARGUMENT, "input %zu must be a plane [1, ..., 1, H, W]", i);
+    const int64_t hh = t->dims[t->rank - 2], ww = t->dims[t->rank - 1];
+    if (hh < 1 || ww < 1 || hh > VMAF_DNN_MAX_DIMENSION || ww > VMAF_DNN_MAX_DIMENSION)
+        return failure(k, ORT_INVALID_ARGUMENT, "input %zu is a %lldx%lld plane: each side must "
+                       "be 1..%d", i, (long long)ww, (long long)hh, VMAF_DNN_MAX_DIMENSION);
+    *w = (unsigned)ww;
+    *h = (unsigned)hh;
+    return NULL;
+}
+
+static OrtStatus *read_bpc(const Kernel *k, const Tensor *t, size_t i, unsigned *bpc)
+{
+    const float v = t->count == 1 ? *(const float *)t->data : NAN;
+    if (!(v >= 8.0f && v <= 16.0f && v == floorf(v)))
+        return failure(k, ORT_INVALID_ARGUMENT, "input %zu (bpc) must be one integer of 8..16", i);
+    *bpc = (unsigned)v;
+    return NULL;
+}
+
+static OrtStatus *output(const Kernel *k, OrtKernelContext *ctx, size_t i, const int64_t *dims,
+                         size_t rank, void **data)
+{
+    OrtValue *v = NULL;
+    OrtStatus *st = k->api->KernelContext_GetOutput(ctx, i, dims, rank, &v);
+    if (st)
+        return st;
+    if (!v)
+        return failure(k, ORT_FAIL, "no tensor for output %zu", i);
+    return k->api->GetTensorMutableData(v, data);
+}
+
+/* Scalar outputs [1] (the outputs a model's graph may leave unused still
+ * get a tensor: ORT hands one out only when asked). */
+static OrtStatus *write_scalars(const Kernel *k, OrtKernelContext *ctx, const double *v, size_t n)
+{
+    static const int64_t one[1] = {1};
+    for (size_t i = 0; i < n; i++) {
+        void *data = NULL;
+        OrtStatus *st = output(k, ctx, i, one, 1, &data);
+        if (st)
+            return st;
+        *(float *)data = (float)v[i];
+    }
+    return NULL;
+}
+
+/* --- the ops -------------------------------------------------------------- */
+
+/* x * (2^bpc - 1) rounded, and whether any x was outside [0, 1] (or NaN).
+ * The library feeds sample / (2^bpc - 1) in fp32: the product is within
+ * 0.008 of the sample, so the rounding recovers it exactly. */
+VDNN_TARGET_CLONES
+static int to_samples(const float *restrict x, uint16_t *restrict out, size_t n, float maxv)
+{
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const float v = x[i];
+        bad |= !(v >= 0.0f && v <= 1.0f);
+        const float s = v * maxv + 0.5f;
+        out[i] = (uint16_t)(s >= 0.0f && s < 65536.0f ? (uint32_t)s : 0u);
+    }
+    return bad;
+}
+
+static OrtStatus *compute_samples(const Kernel *k, OrtKernelContext *ctx)
+{
+    Tensor x, b;
+    unsigned bpc;
+    OrtStatus *st;
+    if ((st = read_input(k, ctx, 0, &x)) || (st = read_input(k, ctx, 1, &b)) ||
+        (st = read_bpc(k, &b, 1, &bpc)))
+        return st;
+    void *out = NULL;
+    if ((st = output(k, ctx, 0, x.dims, x.rank, &out)))
+        return st;
+    if (to_samples(x.data, out, x.count, (float)((1u << bpc) - 1u)))
+        return failure(k, ORT_INVALID_ARGUMENT, "input 0 has a value outside [0, 1] (or NaN): "
+                       "it must be samples divided by 2^bpc - 1");
+    return NULL;
+}
+
+static OrtStatus *kernel_failed(const Kernel *k, int rc, unsigned w, unsigned h, unsigned bpc)
+{
+    const char *why = vdnn_last_error();
+    return failure(k, rc == -EINVAL ? ORT_INVALID_ARGUMENT : ORT_FAIL,
+                   "cannot score a %ux%u plane of %u bits: %s%s%s", w, h, bpc, strerror(-rc),
+                   why[0] ? ": " : "", why);
+}
+
+/* VifInteger, AdmInteger, MotionInteger: two planes of one shape, bpc. */
+static OrtStatus *compute_pair(const Kernel *k, OrtKernelContext *ctx)
+{
+    Tensor a, b, depth;
+    unsigned wa, ha, wb, hb, bpc;
+    OrtStatus *st;
+    if ((st = read_input(k, ctx, 0, &a)) || (st = read_input(k, ctx, 1, &b)) ||
+        (st = read_input(k, ctx, 2, &depth)) || (st = plane_size(k, &a, 0, &wa, &ha)) ||
+        (st = plane_size(k, &b, 1, &wb, &hb)) || (st = read_bpc(k, &depth, 2, &bpc)))
+        return st;
+    if (wa != wb || ha != hb)
+        return failure(k, ORT_INVALID_ARGUMENT, "its planes differ in size (%ux%u and %ux%u)", wa,
+                       ha, wb, hb);
+    const VdnnPlane pa = {a.data, wa, wa, ha, bpc}, pb = {b.data, wb, wb, hb, bpc};
+    double v[MAX_OUT];
+    int rc;
+    vdnn_clear_error();
+    switch (k->def->kind) {
+    case OP_VIF:
+        rc = vdnn_vif_integer(&session_env, &pa, &pb, k->enhn_gain_limit, v);
+        break;
+    case OP_ADM:
+        rc = vdnn_adm_integer(&session_env, &pa, &pb, k->enhn_gain_limit, &v[0], &v[1]);
+        break;
+    default:
+        rc = vdnn_motion_integer(&session_env, &pa, &pb, &v[0]);
+        break;
+    }
+    if (rc)
+        return kernel_failed(k, rc, wa, ha, bpc);
+    return write_scalars(k, ctx, v, k->def->n_out);
+}
+
+/* --- OrtCustomOp callbacks ------------------------------------------------ */
+
+static const OpDef *def_of(const OrtCustomOp *op)
+{
+    return (const OpDef *)(const void *)op;
+}
+
+static OrtStatus *ORT_API_CALL create_kernel(const OrtCustomOp *op, const OrtApi *api,
+                                             const OrtKernelInfo *info, void **out)
+{
+    Kernel *k = calloc(1, sizeof(*k));
+    if (!k)
+        return api->CreateStatus(ORT_FAIL, "out of memory");
+    k->api = api;
+    k->def = def_of(op);
+    k->enhn_gain_limit = 100.0;
+    if (k->def->kind == OP_VIF || k->def->kind == OP_ADM) {
+        float egl;
+        OrtStatus *st = api->KernelInfoGetAttribute_float(info, "enhn_gain_limit", &egl);
+        if (st) /* absent: libvmaf's default */
+            api->ReleaseStatus(st);
+        else if (!(egl >= 1.0f && egl <= 100.0f)) {
+            st = failure(k, ORT_INVALID_ARGUMENT, "attribute enhn_gain_limit must be 1..100");
+            free(k);
+            return st;
+        } else
+            k->enhn_gain_limit = egl;
+    }
+    *out = k;
+    return NULL;
+}
+
+static OrtStatus *ORT_API_CALL compute(void *kernel, OrtKernelContext *ctx)
+{
+    const Kernel *k = kernel;
+    return k->def->kind == OP_SAMPLES ? compute_samples(k, ctx) : compute_pair(k, ctx);
+}
+
+static void ORT_API_CALL destroy_kernel(void *kernel)
+{
+    free(kernel);
+}
+
+static const char *ORT_API_CALL op_name(const OrtCustomOp *op)
+{
+    return def_of(op)->name;
+}
+
+static const char *ORT_API_CALL op_ep(const OrtCustomOp *op)
+{
+    (void)op;
+    return NULL; /* ORT's CPU EP */
+}
+
+static ONNXTensorElementDataType ORT_API_CALL input_type(const OrtCustomOp *op, size_t i)
+{
+    return i < def_of(op)->n_in ? def_of(op)->in[i] : ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+}
+
+static size_t ORT_API_CALL input_count(const OrtCustomOp *op)
+{
+    return def_of(op)->n_in;
+}
+
+static ONNXTensorElementDataType ORT_API_CALL output_type(const OrtCustomOp *op, size_t i)
+{
+    return i < def_of(op)->n_out ? def_of(op)->out[i] : ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+}
+
+static size_t ORT_API_CALL output_count(const OrtCustomOp *op)
+{
+    return def_of(op)->n_out;
+}
+
+static OrtCustomOpInputOutputCharacteristic ORT_API_CALL required(const OrtCustomOp *op,
+                                                                  size_t i)
+{
+    (void)op;
+    (void)i;
+    return INPUT_OUTPUT_REQUIRED;
+}
+
+static OrtMemType ORT_API_CALL input_memory(const OrtCustomOp *op, size_t i)
+{
+    (void)op;
+    (void)i;
+    return OrtMemTypeDefault;
+}
+
+static int ORT_API_CALL variadic_min_arity(const OrtCustomOp *op)
+{
+    (void)op;
+    return 1;
+}
+
+static int ORT_API_CALL variadic_homogeneous(const OrtCustomOp *op)
+{
+    (void)op;
+    return 1;
+}
+
+static int ORT_API_CALL start_version(const OrtCustomOp *op)
+{
+    (void)op;
+    return 1;
+}
+
+static int ORT_API_CALL end_version(const OrtCustomOp *op)
+{
+    (void)op;
+    return INT_MAX;
+}
+
+/* No output reuses or aliases an input. */
+static size_t ORT_API_CALL no_index_map(int **input_index, int **output_index)
+{
+    *input_index = NULL;
+    *output_index = NULL;
+    return 0;
+}
+
+static void ORT_API_CALL release_index_map(int *input_index, int *output_index)
+{
+    (void)input_index;
+    (void)output_index;
+}
+
+/* Every op named in custom_ops.h has an entry in ops[] (and no other). */
+#define OP_NAME_STRING(name) #name,
+static const char *const listed_names[] = {VDNN_CUSTOM_OPS(OP_NAME_STRING)};
+_Static_assert(sizeof(listed_names) / sizeof(listed_names[0]) == N_OPS,
+               "custom_ops.h and ops[] list different operators");
+
+int vdnn_ort_custom_ops_create(const OrtApi *a, int api_version, OrtCustomOpDomain **out)
+{
+    for (size_t i = 0; i < N_OPS; i++)
+        if (strcmp(ops[i].name, listed_names[i]) != 0)
+            return vdnn_fail(-EINVAL, "custom op %zu is %s in ops[] but %s in custom_ops.h", i,
+                             ops[i].name, listed_names[i]);
+    OrtCustomOpDomain *domain = NULL;
+    OrtStatus *st = a->CreateCustomOpDomain(VDNN_CUSTOM_OP_DOMAIN, &domain);
+    for (size_t i = 0; !st && i < N_OPS; i++) {
+        /* ORT refuses ops that claim a newer API than its own. */
+        ops[i].op = (OrtCustomOp){
+            .version = (uint32_t)api_version,
+            .GetName = op_name,
+            .GetExecutionProviderType = op_ep,
+            .GetInputType = input_type,
+            .GetInputTypeCount = input_count,
+            .GetOutputType = output_type,
+            .GetOutputTypeCount = output_count,
+            .KernelDestroy = destroy_kernel,
+            .GetInputCharacteristic = required,
+            .GetOutputCharacteristic = required,
+            .GetInputMemoryType = input_memory,
+            .GetVariadicInputMinArity = variadic_min_arity,
+            .GetVariadicInputHomogeneity = variadic_homogeneous,
+            .GetVariadicOutputMinArity = variadic_min_arity,
+            .GetVariadicOutputHomogeneity = variadic_homogeneous,
+            .CreateKernelV2 = create_kernel,
+            .KernelComputeV2 = compute,
+            .GetStartVersion = start_version,
+            .GetEndVersion = end_version,
+            .GetMayInplace = no_index_map,
+            .ReleaseMayInplace = release_index_map,
+            .GetAliasMap = no_index_map,
+            .ReleaseAliasMap = release_index_map,
+        };
+        st = a->CustomOpDomain_Add(domain, &ops[i].op);
+    }
+    if (st) {
+        int rc = vdnn_fail(-ENOMEM, "ONNX Runtime refused the library's operators (%s): %s",
+                           VDNN_CUSTOM_OP_DOMAIN, a->GetErrorMessage(st));
+        a->ReleaseStatus(st);
+        if (domain)
+            a->ReleaseCustomOpDomain(domain);
+        return rc;
+    }
+    *out = domain;
+    return 0;
+}
