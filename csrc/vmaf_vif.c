@@ -1,11 +1,391 @@
-/* PLACEHOLDER while the kernel is written: not built into a release. */
+/* libvmaf's integer VIF at four scales (vmaf_kernels.h).
+ *
+ * What it computes, step for step as libvmaf 3.x's integer_vif does, so that
+ * every score is the same float:
+ *
+ *  - Scale s (0..3) works on an image pair of ws x hs: scale 0 is the input
+ *    (bpc bits); scale s+1 is scale s filtered with scale s+1's filter and
+ *    decimated (the samples at even rows and even columns), 16-bit.
+ *  - Filters (sum 65536, symmetric): 17 taps at scale 0, 9, 5 and 3 taps at
+ *    scales 1, 2, 3. Edges mirror without repeating the edge sample
+ *    (reflect-101), rows and columns.
+ *  - The statistic's filtering, vertical then horizontal, of x, y, x^2, y^2
+ *    and xy. Vertical: mu = (sum f x + 2^(sh-1)) >> sh with sh = bpc at
+ *    scale 0 and 16 above; squares (sum f x^2 + rnd) >> sq with sq =
+ *    2 (bpc - 8) at scale 0 (none at 8 bits) and 16 above. Horizontal: mu =
+ *    sum f mu_v (not shifted), squares (sum f sq_v + 2^15) >> 16.
+ *  - Per pixel, with mu products rounded from 64 bits ((a b + 2^31) >> 32):
+ *    sigma1_sq, sigma2_sq (clamped at 0), sigma12; where sigma1_sq >= 2^17
+ *    the denominator gains log2(2^17 + sigma1_sq) - 17 (in 1/2048 from a
+ *    table of round(log2f(i) * 2048) on the top 16 bits) and, where sigma12
+ *    and sigma2_sq are > 0, the numerator gains log2(numer1 + g^2
+ *    sigma1_sq) - log2(numer1), g = sigma12 / sigma1_sq (double) limited to
+ *    enhn_gain_limit, numer1 = max(sigma2_sq - g sigma12, 0) + 2^17;
+ *    elsewhere the numerator gains 1 - sigma2_sq / (16384 * 65025) and the
+ *    denominator 1.
+ *  - num and den are floats; scores[s] = num / den in float.
+ *  The subsampling filter: vertical (sum f x + 2^(sh-1)) >> sh (sh as for
+ *  mu), horizontal (sum f v + 2^15) >> 16.
+ *
+ * Smallest frame: 16 x 16. Every filter's mirror must land inside its image
+ * (scale 3, w >> 3 wide, needs 2 columns for its 3 taps; scale 0 needs 9 for
+ * 17 taps); below that libvmaf mirrors through its padding into stale or
+ * out-of-frame memory and there is nothing exact to follow. Smaller frames
+ * get -EINVAL.
+ *
+ * Exact integer arithmetic in 32-bit lanes: every filter sum of 16-bit
+ * values fits 32 bits (the taps sum to 65536). A square's sum may need 48
+ * bits; it is split at the bit its result is shifted by (v = H 2^sh + L),
+ * and sum f H + ((sum f L + rnd) >> sh) is the same integer, all in 32 bits.
+ *
+ * Layout: one scale at a time, row by row: the vertical pass of a row into
+ * five padded rows, the horizontal pass into five rows, the statistic
+ * reduced at once. On even rows the next scale's row is made from the same
+ * source rows (only its even columns are computed). Scales 1..3 are kept
+ * whole (a quarter of the frame and less); nothing frame-sized is made at
+ * scale 0.
+ */
 #include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "vmaf_kernels.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
+#elif defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+
+#define ROWS_PER_TILE 16
+#define MAX_HALF 8 /* half the widest filter */
+#define SIGMA_NSQ 131072 /* 2.0 in 1/65536 */
+
+static const uint16_t vif_taps[4][17] = {
+    {489, 935, 1640, 2640, 3896, 5274, 6547, 7455, 7784, 7455, 6547, 5274, 3896, 2640, 1640,
+     935, 489},
+    {1244, 3663, 7925, 12590, 14692, 12590, 7925, 3663, 1244},
+    {3571, 16004, 26386, 16004, 3571},
+    {10904, 43728, 10904},
+};
+static const int vif_width[4] = {17, 9, 5, 3};
+
+static inline int mirror(int i, int n)
+{
+    if (i < 0)
+        return -i;
+    if (i >= n)
+        return 2 * n - i - 2;
+    return i;
+}
+
+/* A row of five padded rows: the vertical pass's output. */
+typedef struct Rows5 {
+    uint32_t *mu1, *mu2, *xx, *yy, *xy;
+} Rows5;
+
+typedef struct Accum {
+    int64_t num_log, den_log, num_non_log, den_non_log;
+} Accum;
+
+/* ---- vertical pass of the statistic, one row ---------------------------- */
+
+/* r[k], d[k]: the fw source rows (mirrored). sh_mu, sh_sq: the shifts. */
+VDNN_TARGET_CLONES
+static void vertical_stat(const uint16_t *const *r, const uint16_t *const *d, int fw,
+                          const uint16_t *taps, unsigned w, unsigned sh_mu, unsigned sh_sq,
+                          Rows5 out)
+{
+    uint32_t *restrict o1 = out.mu1, *restrict o2 = out.mu2, *restrict oxx = out.xx,
+             *restrict oyy = out.yy, *restrict oxy = out.xy;
+    const uint32_t rnd_mu = 1u << (sh_mu - 1);
+    const uint32_t rnd_sq = sh_sq ? 1u << (sh_sq - 1) : 0;
+    const uint32_t mask = sh_sq ? (1u << sh_sq) - 1 : 0;
+    for (unsigned j = 0; j < w; j++) {
+        uint32_t m1 = 0, m2 = 0, xh = 0, xl = 0, yh = 0, yl = 0, ph = 0, pl = 0;
+        for (int k = 0; k < fw; k++) {
+            const uint32_t f = taps[k], a = r[k][j], b = d[k][j];
+            const uint32_t aa = a * a, bb = b * b, ab = a * b;
+            m1 += f * a;
+            m2 += f * b;
+            xh += f * (aa >> sh_sq);
+            xl += f * (aa & mask);
+            yh += f * (bb >> sh_sq);
+            yl += f * (bb & mask);
+            ph += f * (ab >> sh_sq);
+            pl += f * (ab & mask);
+        }
+        o1[j] = (m1 + rnd_mu) >> sh_mu;
+        o2[j] = (m2 + rnd_mu) >> sh_mu;
+        oxx[j] = xh + (sh_sq ? (xl + rnd_sq) >> sh_sq : 0);
+        oyy[j] = yh + (sh_sq ? (yl + rnd_sq) >> sh_sq : 0);
+        oxy[j] = ph + (sh_sq ? (pl + rnd_sq) >> sh_sq : 0);
+    }
+}
+
+static void pad_row(uint32_t *v, unsigned w, int half)
+{
+    for (int f = 1; f <= half; f++) {
+        v[-f] = v[f];
+        v[(int)w - 1 + f] = v[(int)w - 1 - f];
+    }
+}
+
+/* ---- horizontal pass of the statistic, one row -------------------------- */
+
+VDNN_TARGET_CLONES
+static void horizontal_stat(Rows5 in, int fw, const uint16_t *taps, unsigned w, Rows5 out)
+{
+    const int half = fw / 2;
+    const uint32_t *restrict i1 = in.mu1 - half, *restrict i2 = in.mu2 - half,
+                   *restrict ixx = in.xx - half, *restrict iyy = in.yy - half,
+                   *restrict ixy = in.xy - half;
+    uint32_t *restrict o1 = out.mu1, *restrict o2 = out.mu2, *restrict oxx = out.xx,
+             *restrict oyy = out.yy, *restrict oxy = out.xy;
+    for (unsigned j = 0; j < w; j++) {
+        uint32_t m1 = 0, m2 = 0, xh = 0, xl = 0, yh = 0, yl = 0, ph = 0, pl = 0;
+        for (int k = 0; k < fw; k++) {
+            const uint32_t f = taps[k];
+            m1 += f * i1[j + k];
+            m2 += f * i2[j + k];
+            xh += f * (ixx[j + k] >> 16);
+            xl += f * (ixx[j + k] & 0xffff);
+            yh += f * (iyy[j + k] >> 16);
+            yl += f * (iyy[j + k] & 0xffff);
+            ph += f * (ixy[j + k] >> 16);
+            pl += f * (ixy[j + k] & 0xffff);
+        }
+        o1[j] = m1;
+        o2[j] = m2;
+        oxx[j] = xh + ((xl + 32768) >> 16);
+        oyy[j] = yh + ((yl + 32768) >> 16);
+        oxy[j] = ph + ((pl + 32768) >> 16);
+    }
+}
+
+/* ---- the statistic ------------------------------------------------------ */
+
+/* log2(v) in 1/2048 from the table, v >= 2^17 (below 2^53): the top 16 bits
+ * index the table (from 32768), each further bit adds 2048. */
+static inline int32_t log2_fixed(const uint16_t *log2_table, uint64_t v)
+{
+    const int k = 48 - __builtin_clzll(v);
+    return log2_table[(v >> k) - 32768] + 2048 * k;
+}
+
+static void stat_row(Rows5 m, unsigned w, const uint16_t *log2_table, double egl, Accum *acc)
+{
+    int64_t num_log = 0, den_log = 0, num_non_log = 0, den_non_log = 0;
+    const double eps = 65536 * 1.0e-10;
+    for (unsigned j = 0; j < w; j++) {
+        const uint32_t mu1 = m.mu1[j], mu2 = m.mu2[j];
+        const uint32_t mu1_sq = (uint32_t)(((uint64_t)mu1 * mu1 + 0x80000000u) >> 32);
+        const uint32_t mu2_sq = (uint32_t)(((uint64_t)mu2 * mu2 + 0x80000000u) >> 32);
+        const uint32_t mu1_mu2 = (uint32_t)(((uint64_t)mu1 * mu2 + 0x80000000u) >> 32);
+        const int32_t s1 = (int32_t)(m.xx[j] - mu1_sq);
+        int32_t s2 = (int32_t)(m.yy[j] - mu2_sq);
+        const int32_t s12 = (int32_t)(m.xy[j] - mu1_mu2);
+        if (s2 < 0)
+            s2 = 0;
+        if (s1 >= SIGMA_NSQ) {
+            den_log += log2_fixed(log2_table, (uint32_t)SIGMA_NSQ + (uint32_t)s1) - 2048 * 17;
+            if (s12 > 0 && s2 > 0) {
+                double g = s12 / (s1 + eps);
+                int32_t sv_sq = (int32_t)(s2 - g * s12);
+                if (sv_sq < 0)
+                    sv_sq = 0;
+                if (!(g < egl))
+                    g = egl;
+                const uint32_t numer1 = (uint32_t)sv_sq + SIGMA_NSQ;
+                const int64_t numer1_tmp = (int64_t)(g * g * s1) + numer1;
+                num_log += log2_fixed(log2_table, (uint64_t)numer1_tmp) -
+                           log2_fixed(log2_table, numer1);
+            }
+        } else {
+            num_non_log += s2;
+            den_non_log++;
+        }
+    }
+    acc->num_log += num_log;
+    acc->den_log += den_log;
+    acc->num_non_log += num_non_log;
+    acc->den_non_log += den_non_log;
+}
+
+/* ---- subsampling: one row of the next scale ----------------------------- */
+
+/* Vertical pass of the next scale's filter over the fw rows r[k] (ref) and
+ * d[k] (dis), into two padded rows. */
+VDNN_TARGET_CLONES
+static void vertical_sub(const uint16_t *const *r, const uint16_t *const *d, int fw,
+                         const uint16_t *taps, unsigned w, unsigned sh, uint32_t *restrict o1,
+                         uint32_t *restrict o2)
+{
+    const uint32_t rnd = 1u << (sh - 1);
+    for (unsigned j = 0; j < w; j++) {
+        uint32_t a = 0, b = 0;
+        for (int k = 0; k < fw; k++) {
+            a += taps[k] * (uint32_t)r[k][j];
+            b += taps[k] * (uint32_t)d[k][j];
+        }
+        o1[j] = (a + rnd) >> sh;
+        o2[j] = (b + rnd) >> sh;
+    }
+}
+
+/* Horizontal pass at the even columns only: wn = w / 2 outputs. */
+VDNN_TARGET_CLONES
+static void horizontal_sub(const uint32_t *v1, const uint32_t *v2, int fw, const uint16_t *taps,
+                           unsigned wn, uint16_t *restrict o1, uint16_t *restrict o2)
+{
+    const int half = fw / 2;
+    const uint32_t *restrict a = v1 - half, *restrict b = v2 - half;
+    for (unsigned m = 0; m < wn; m++) {
+        uint32_t x = 0, y = 0;
+        for (int k = 0; k < fw; k++) {
+            x += taps[k] * a[2 * m + k];
+            y += taps[k] * b[2 * m + k];
+        }
+        o1[m] = (uint16_t)((x + 32768) >> 16);
+        o2[m] = (uint16_t)((y + 32768) >> 16);
+    }
+}
+
+/* ---- driver ------------------------------------------------------------- */
+
+typedef struct Image {
+    const uint16_t *ref, *dis;
+    ptrdiff_t stride;
+    unsigned w, h;
+} Image;
+
+static int row_out_of_range(const uint16_t *restrict p, unsigned w, unsigned max)
+{
+    unsigned acc = 0;
+    for (unsigned j = 0; j < w; j++)
+        acc |= p[j];
+    return (acc & ~max) != 0;
+}
+
+static int check_plane(const VdnnPlane *p)
+{
+    return p && p->data && p->bpc >= 8 && p->bpc <= 16 && p->stride >= (ptrdiff_t)p->w &&
+           p->w >= 16 && p->h >= 16;
+}
 
 int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
                      double enhn_gain_limit, double scores[4])
 {
-    (void)env; (void)ref; (void)dist; (void)enhn_gain_limit; (void)scores;
-    return -ENOSYS;
+    if (!env || !env->alloc || !env->release || !scores || !check_plane(ref) ||
+        !check_plane(dist) || ref->w != dist->w || ref->h != dist->h || ref->bpc != dist->bpc ||
+        !(enhn_gain_limit >= 1.0))
+        return -EINVAL;
+    const unsigned w = ref->w, h = ref->h, bpc = ref->bpc;
+    const unsigned max = (1u << bpc) - 1;
+
+    /* Sizes of the scales. */
+    unsigned ws[4], hs[4];
+    ws[0] = w, hs[0] = h;
+    for (int s = 1; s < 4; s++)
+        ws[s] = ws[s - 1] / 2, hs[s] = hs[s - 1] / 2;
+
+    /* One block: the log2 table (32768 entries), 10 padded rows of w, 2
+     * padded rows for subsampling, and scales 1..3 (ref and dis). */
+    const size_t row_len = ((size_t)w + 2 * MAX_HALF + 15) & ~(size_t)15;
+    size_t img_total = 0;
+    for (int s = 1; s < 4; s++)
+        img_total += 2 * (((size_t)ws[s] + 31) & ~(size_t)31) * hs[s];
+    const size_t bytes = 32768 * sizeof(uint16_t) + 12 * row_len * sizeof(uint32_t) +
+                         img_total * sizeof(uint16_t) + 64;
+    unsigned char *block = env->alloc(env->opaque, bytes);
+    if (!block)
+        return -ENOMEM;
+
+    uint16_t *log2_table = (uint16_t *)block; /* entry i - 32768: i in 32768..65535 */
+    for (unsigned i = 32768; i < 65536; i++)
+        log2_table[i - 32768] = (uint16_t)round(log2f((float)i) * 2048);
+    uint32_t *rows = (uint32_t *)(block + 32768 * sizeof(uint16_t));
+    Rows5 vert, horz;
+    uint32_t **vr[5] = {&vert.mu1, &vert.mu2, &vert.xx, &vert.yy, &vert.xy};
+    uint32_t **hr[5] = {&horz.mu1, &horz.mu2, &horz.xx, &horz.yy, &horz.xy};
+    for (int q = 0; q < 5; q++) {
+        *vr[q] = rows + q * row_len + MAX_HALF;
+        *hr[q] = rows + (5 + q) * row_len + MAX_HALF;
+    }
+    uint32_t *sub1 = rows + 10 * row_len + MAX_HALF, *sub2 = rows + 11 * row_len + MAX_HALF;
+    uint16_t *img_mem = (uint16_t *)(rows + 12 * row_len);
+
+    Image img[4];
+    img[0] = (Image){ref->data, dist->data, ref->stride, w, h};
+    for (int s = 1; s < 4; s++) {
+        const ptrdiff_t st = ((ptrdiff_t)ws[s] + 31) & ~(ptrdiff_t)31;
+        img[s] = (Image){img_mem, img_mem + st * hs[s], st, ws[s], hs[s]};
+        img_mem += 2 * st * hs[s];
+    }
+
+    int rc = 0;
+    double out[4];
+    unsigned checked = 0;
+    for (int s = 0; s < 4 && !rc; s++) {
+        const Image im = img[s];
+        const int fw = vif_width[s], half = fw / 2;
+        const unsigned sh_mu = s == 0 ? bpc : 16;
+        const unsigned sh_sq = s == 0 ? 2 * (bpc - 8) : 16;
+        const int fwn = s < 3 ? vif_width[s + 1] : 0, halfn = fwn / 2;
+        Accum acc = {0, 0, 0, 0};
+        for (unsigned i = 0; i < im.h; i++) {
+            if (i % ROWS_PER_TILE == 0 && env->cancelled && env->cancelled(env->opaque)) {
+                rc = -ECANCELED;
+                break;
+            }
+            if (s == 0) {
+                const unsigned need = i + half + 1 < h ? i + half + 1 : h;
+                for (; checked < need; checked++)
+                    if (row_out_of_range(ref->data + checked * ref->stride, w, max) ||
+                        row_out_of_range(dist->data + checked * dist->stride, w, max)) {
+                        rc = -EINVAL;
+                        break;
+                    }
+                if (rc)
+                    break;
+            }
+            const uint16_t *r[17], *d[17];
+            for (int k = 0; k < fw; k++) {
+                const int row = mirror((int)i - half + k, (int)im.h);
+                r[k] = im.ref + row * im.stride;
+                d[k] = im.dis + row * im.stride;
+            }
+            vertical_stat(r, d, fw, vif_taps[s], im.w, sh_mu, sh_sq, vert);
+            for (int q = 0; q < 5; q++)
+                pad_row(*vr[q], im.w, half);
+            horizontal_stat(vert, fw, vif_taps[s], im.w, horz);
+            stat_row(horz, im.w, log2_table, enhn_gain_limit, &acc);
+
+            if (s < 3 && (i & 1) == 0 && i / 2 < img[s + 1].h) {
+                for (int k = 0; k < fwn; k++) {
+                    const int row = mirror((int)i - halfn + k, (int)im.h);
+                    r[k] = im.ref + row * im.stride;
+                    d[k] = im.dis + row * im.stride;
+                }
+                vertical_sub(r, d, fwn, vif_taps[s + 1], im.w, sh_mu, sub1, sub2);
+                pad_row(sub1, im.w, halfn);
+                pad_row(sub2, im.w, halfn);
+                const Image nx = img[s + 1];
+                horizontal_sub(sub1, sub2, fwn, vif_taps[s + 1], nx.w,
+                               (uint16_t *)nx.ref + (i / 2) * nx.stride,
+                               (uint16_t *)nx.dis + (i / 2) * nx.stride);
+            }
+        }
+        const float num = (float)(acc.num_log / 2048.0 +
+                                  (acc.den_non_log - (acc.num_non_log / 16384.0) / 65025.0));
+        const float den = (float)(acc.den_log / 2048.0 + acc.den_non_log);
+        out[s] = num / den;
+    }
+    env->release(env->opaque, block);
+    if (rc)
+        return rc;
+    for (int s = 0; s < 4; s++)
+        scores[s] = out[s];
+    return 0;
 }
