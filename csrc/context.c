@@ -668,8 +668,7 @@ static int attach_requires(VmafDnnContext *ctx, const char *onnx_path,
     sub.name = NULL;
     for (size_t i = 0; i < req->count; i++) {
         const char *file = req->items[i];
-        if (file[0] == '/' || strcmp(file, "..") == 0 || strncmp(file, "../", 3) == 0 ||
-            strstr(file, "/../") || (strlen(file) >= 3 && strcmp(file + strlen(file) - 3, "/..") == 0))
+        if (!vdnn_sidecar_path_inside(file))
             return vdnn_fail(-EINVAL, "model %s: sidecar \"requires\" entry \"%s\" must be a "
                              "path inside the model's directory", onnx_path, file);
         const size_t len = dir_len + strlen(file) + 1;
@@ -843,6 +842,12 @@ const char *vmaf_dnn_tiny_model_attached_ep(const VmafDnnContext *ctx, size_t mo
 {
     const VdnnTinyModel *m = model_at(ctx, model);
     return m ? vmaf_dnn_session_attached_ep(vdnn_tiny_model_session(m)) : NULL;
+}
+
+const char *vmaf_dnn_tiny_model_form_path(const VmafDnnContext *ctx, size_t model)
+{
+    const VdnnTinyModel *m = model_at(ctx, model);
+    return m ? vdnn_tiny_model_form_path(m) : NULL;
 }
 
 const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnContext *ctx, size_t model)

@@ -405,6 +405,59 @@ static int read_sources(const Reader *r, VdnnSidecar *sc)
     return 0;
 }
 
+int vdnn_sidecar_path_inside(const char *file)
+{
+    const size_t n = strlen(file);
+    return file[0] != '/' && strcmp(file, "..") != 0 && strncmp(file, "../", 3) != 0 &&
+           !strstr(file, "/../") && !(n >= 3 && strcmp(file + n - 3, "/..") == 0);
+}
+
+#define MAX_FORMS 16
+
+static int read_forms(const Reader *r, VdnnSidecar *sc)
+{
+    const VdnnJson *v = vdnn_json_member(r->doc, "forms");
+    if (!v)
+        return 0;
+    if (vdnn_json_type(v) != VDNN_JSON_OBJECT)
+        return fail_key(r, "forms", -1, "must be an object, got %s", vdnn_json_type_name(v));
+    const size_t count = vdnn_json_count(v);
+    if (count > MAX_FORMS)
+        return fail_key(r, "forms", -1, "has %zu entries, more than %d", count, MAX_FORMS);
+    sc->form_eps.present = sc->form_files.present = 1;
+    if (!count)
+        return 0;
+    if (!(sc->form_eps.items = calloc(count, sizeof(char *))) ||
+        !(sc->form_files.items = calloc(count, sizeof(char *))))
+        return fail_nomem(r->origin);
+    for (size_t i = 0; i < count; i++) {
+        size_t len;
+        const char *k = vdnn_json_key_at(v, i, &len);
+        if (!len || len > 64 || memchr(k, '\0', len))
+            return fail_key(r, "forms", (long)i, "needs an EP name of 1..64 bytes");
+        if (!(sc->form_eps.items[i] = strdup(k)))
+            return fail_nomem(r->origin);
+        sc->form_eps.count++;
+        int rc = copy_string(r, "forms", (long)i, vdnn_json_at(v, i), 1,
+                             &sc->form_files.items[i]);
+        if (rc)
+            return rc;
+        sc->form_files.count++;
+        if (!vdnn_sidecar_path_inside(sc->form_files.items[i]))
+            return fail_key(r, "forms", (long)i, "\"%s\" must be a path inside the model's "
+                            "directory", sc->form_files.items[i]);
+    }
+    return 0;
+}
+
+const char *vdnn_sidecar_form(const VdnnSidecar *sc, const char *attached_ep)
+{
+    for (size_t i = 0; sc && attached_ep && i < sc->form_files.count; i++)
+        if (strcmp(sc->form_eps.items[i], attached_ep) == 0)
+            return sc->form_files.items[i];
+    return NULL;
+}
+
 /* ---- the document -------------------------------------------------------- */
 
 #define STR_(x) #x
@@ -444,7 +497,8 @@ static int read_members(const Reader *r, VdnnSidecar *sc)
         (rc = read_pair(r, "cap_db_per_bpc", &sc->has_cap_db_per_bpc, sc->cap_db_per_bpc)) ||
         (rc = read_sources(r, sc)) ||
         (rc = read_strings(r, "output_keys", 1, &sc->output_keys)) ||
-        (rc = read_strings(r, "requires", 1, &sc->requires)))
+        (rc = read_strings(r, "requires", 1, &sc->requires)) ||
+        (rc = read_forms(r, sc)))
         return rc;
     sc->kind = (VdnnSidecarKind)kind;
     sc->resize = (VdnnSidecarResize)resize;
@@ -669,5 +723,7 @@ void vdnn_sidecar_free(VdnnSidecar *sidecar)
     free(sidecar->sources);
     free_strings(&sidecar->output_keys);
     free_strings(&sidecar->requires);
+    free_strings(&sidecar->form_eps);
+    free_strings(&sidecar->form_files);
     free(sidecar);
 }

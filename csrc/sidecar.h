@@ -49,6 +49,14 @@
  *                       each attached output, in slot order
  *   "requires"          array of non-empty strings: model files, relative to
  *                       this model's directory, attached before it
+ *   "forms"             object: attached EP (as vmaf_dnn_session_attached_ep
+ *                       names it: "CPU", "CUDA", "OpenVINO:CPU", ...) -> a
+ *                       model file, relative to this model's directory,
+ *                       that computes the same outputs from the same inputs
+ *                       in a form made for that EP (the VMAF features'
+ *                       fused CPU kernels); at most 16 entries
+ * Model files named by "requires" and "forms" must be paths inside the
+ * model's directory (vdnn_sidecar_path_inside).
  *
  * Strings are at most VDNN_SIDECAR_MAX_STRING bytes of UTF-8 and may not
  * contain NUL (\u0000); arrays hold at most VDNN_SIDECAR_MAX_ENTRIES entries.
@@ -155,6 +163,8 @@ typedef struct VdnnSidecar {
     VdnnSidecarSource *sources; /* n_sources, in file order; NULL when none */
     VdnnSidecarStrings output_keys;
     VdnnSidecarStrings requires;
+    VdnnSidecarStrings form_eps;   /* "forms": keys, and */
+    VdnnSidecarStrings form_files; /* their files (form_eps.count of each) */
 } VdnnSidecar;
 
 /*
@@ -216,6 +226,13 @@ int vdnn_sidecar_load(const char *onnx_path, const char *jail, VdnnSidecar **out
  * vdnn_sidecar_load() does.
  */
 int vdnn_sidecar_parse(const char *text, size_t len, const char *origin, VdnnSidecar **out);
+
+/* Whether `file` names a path inside a model's directory: relative, with no
+ * ".." component (a sidecar may not reach models elsewhere). */
+int vdnn_sidecar_path_inside(const char *file);
+
+/* The file of sidecar's form for the EP `attached_ep`, or NULL. */
+const char *vdnn_sidecar_form(const VdnnSidecar *sidecar, const char *attached_ep);
 
 /* Releases a sidecar and everything it owns. NULL-safe. */
 void vdnn_sidecar_free(VdnnSidecar *sidecar);

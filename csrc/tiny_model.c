@@ -47,6 +47,8 @@ typedef struct TinyHistory {
 
 struct VdnnTinyModel {
     char *path;              /* as given */
+    char *form_path;         /* the sidecar's form for the attached EP that
+                                the session was opened from; NULL: path */
     VdnnSidecar *sc;
     VmafDnnSession *session;
     VmafDnnModelKind kind;
@@ -829,6 +831,75 @@ static int decide_batchable(const VdnnTinyModel *m)
     return m->outputs_per_frame;
 }
 
+/* Whether two sessions take the same inputs and give the same outputs
+ * (names, element types, shapes): a form must be a drop-in for its model. */
+static int same_interface(const VmafDnnSession *a, const VmafDnnSession *b)
+{
+    typedef int (*InfoFn)(const VmafDnnSession *, size_t, VmafDnnTensorInfo *);
+    typedef size_t (*CountFn)(const VmafDnnSession *);
+    static const InfoFn info[2] = {vmaf_dnn_session_input_info, vmaf_dnn_session_output_info};
+    static const CountFn count[2] = {vmaf_dnn_session_input_count, vmaf_dnn_session_output_count};
+    for (int side = 0; side < 2; side++) {
+        const size_t n = count[side](a);
+        if (n != count[side](b))
+            return 0;
+        for (size_t i = 0; i < n; i++) {
+            VmafDnnTensorInfo x, y;
+            if (info[side](a, i, &x) || info[side](b, i, &y) || strcmp(x.name, y.name) != 0 ||
+                x.type != y.type || x.rank != y.rank || !x.shape != !y.shape ||
+                (x.rank && memcmp(x.shape, y.shape, x.rank * sizeof(*x.shape)) != 0))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* VMAFDNN_MODEL_FORMS=0 keeps every model on the file it was attached from
+ * (tests compare the forms that way). */
+static int forms_wanted(void)
+{
+    const char *v = getenv("VMAFDNN_MODEL_FORMS");
+    return !(v && strcmp(v, "0") == 0);
+}
+
+/* When the sidecar names a form of the model for the EP its session
+ * attached, the model scores with that form instead: opened the same way,
+ * on the same EP, with the same inputs and outputs, or the attach fails
+ * saying why (a form the sidecar promises is never dropped silently). */
+static int use_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
+{
+    const char *ep = vmaf_dnn_session_attached_ep(m->session);
+    const char *file = vdnn_sidecar_form(m->sc, ep);
+    if (!file || !forms_wanted())
+        return 0;
+    const char *slash = strrchr(opt->onnx_path, '/');
+    const int dir_len = slash ? (int)(slash - opt->onnx_path) + 1 : 0;
+    const size_t len = (size_t)dir_len + strlen(file) + 1;
+    if (!(m->form_path = malloc(len)))
+        return vdnn_fail(-ENOMEM, "out of memory");
+    snprintf(m->form_path, len, "%.*s%s", dir_len, opt->onnx_path, file);
+    VmafDnnSession *form = NULL;
+    int rc = vmaf_dnn_session_open_with_policy(&form, m->form_path, opt->session, opt->policy);
+    if (rc) {
+        char why[512];
+        snprintf(why, sizeof(why), "%s", vmaf_dnn_last_error());
+        return vdnn_fail(rc, "model %s: its form for %s, %s, cannot be used: %s", m->path, ep,
+                         m->form_path, why);
+    }
+    if (strcmp(vmaf_dnn_session_attached_ep(form), ep) != 0 ||
+        !same_interface(m->session, form)) {
+        rc = vdnn_fail(-EINVAL, "model %s: its form for %s, %s, %s", m->path, ep, m->form_path,
+                       strcmp(vmaf_dnn_session_attached_ep(form), ep) != 0
+                           ? "attached another execution provider"
+                           : "has other inputs or outputs than the model");
+        vmaf_dnn_session_close(form);
+        return rc;
+    }
+    vmaf_dnn_session_close(m->session);
+    m->session = form;
+    return 0;
+}
+
 int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt)
 {
     if (!out || !opt || !opt->onnx_path)
@@ -851,6 +922,8 @@ int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt)
         rc = vdnn_sidecar_load(opt->onnx_path, (opt->policy ? opt->policy : &defaults)->model_dir,
                                &m->sc);
     }
+    if (!rc)
+        rc = use_form(m, opt);
     if (!rc)
         rc = check_inputs(m, opt->no_reference);
     if (!rc)
@@ -903,12 +976,18 @@ void vdnn_tiny_model_close(VdnnTinyModel *m)
     vmaf_dnn_session_close(m->session);
     vdnn_sidecar_free(m->sc);
     free(m->path);
+    free(m->form_path);
     free(m);
 }
 
 void vdnn_tiny_model_cancel(VdnnTinyModel *m)
 {
     vmaf_dnn_session_cancel(m->session);
+}
+
+const char *vdnn_tiny_model_form_path(const VdnnTinyModel *m)
+{
+    return m->form_path ? m->form_path : m->path;
 }
 
 const char *vdnn_tiny_model_path(const VdnnTinyModel *m)

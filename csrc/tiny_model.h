@@ -90,6 +90,9 @@ unsigned vdnn_tiny_model_planes(const VdnnTinyModel *m);
 void vdnn_tiny_model_min_size(const VdnnTinyModel *m, unsigned *w, unsigned *h);
 
 const char *vdnn_tiny_model_path(const VdnnTinyModel *m);
+/* The file the model's session was opened from: its sidecar's form for the
+ * attached EP ("forms"), else the model's own path. */
+const char *vdnn_tiny_model_form_path(const VdnnTinyModel *m);
 VmafDnnModelKind vdnn_tiny_model_kind(const VdnnTinyModel *m);
 const VmafDnnSession *vdnn_tiny_model_session(const VdnnTinyModel *m);
 size_t vdnn_tiny_model_key_count(const VdnnTinyModel *m);

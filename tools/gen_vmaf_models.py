@@ -10,6 +10,8 @@ Graphs written (opset 17, IR 8, only operators on the library's allow-list; the 
 graph has 4 Loop nodes, the library's limit):
 
   vmaf_features.onnx       libvmaf's integer elementary features of one frame pair
+  vmaf_features_cpu.onnx   the same through the library's fused kernels (its CPU form, named
+                           in vmaf_features.json's "forms"; likewise vmaf_features_neg_cpu)
   vmaf_features_neg.onnx   the same with the enhancement-gain limits of vmaf_v0.6.1neg
                            (vif_enhn_gain_limit = adm_enhn_gain_limit = 1.0)
   vmaf_v0.6.1.onnx, vmaf_4k_v0.6.1.onnx, vmaf_v0.6.1neg.onnx
@@ -788,15 +790,57 @@ def build_features(gain_limit, name):
 
     for v, n in zip(vifs + [adm, motion], FEATURES):
         g.to_output(v, n)
+    inputs, outputs = features_io()
+    doc = (f"libvmaf's integer VMAF features (vif_scale0-3, adm2, per-frame motion SAD) of one "
+           f"frame pair; enhancement-gain limit {gain_limit:g}. Frames at least 33x33.")
+    return finish(g, name, inputs, outputs, doc)
+
+
+# --- the features graph's CPU form: the library's fused kernels ---------------------------------
+
+#: The library's own operators (csrc/custom_ops.h): libvmaf's integer extractors as fused C
+#: kernels, registered with ONNX Runtime's CPU EP on every session the library opens.
+LIBRARY_DOMAIN = "org.vmafdnn"
+
+
+def features_io():
+    """The features graph's inputs and outputs: one definition for both forms, so that the
+    library can swap one for the other."""
     frame = [1, 1, "H", "W"]
     inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, frame)
               for n in ("reference", "distorted", "reference_prev")]
     inputs += [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1])
                for n in ("bpc", "device_type")]
     outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in FEATURES]
-    doc = (f"libvmaf's integer VMAF features (vif_scale0-3, adm2, per-frame motion SAD) of one "
-           f"frame pair; enhancement-gain limit {gain_limit:g}. Frames at least 33x33.")
-    return finish(g, name, inputs, outputs, doc)
+    return inputs, outputs
+
+
+def build_features_cpu(gain_limit, name):
+    """The CPU form of build_features: the same inputs and outputs, computed by the library's
+    kernels (six nodes; device_type is read by the accelerator form only)."""
+    def node(op, inputs, outputs, **attrs):
+        return helper.make_node(op, inputs, outputs, domain=LIBRARY_DOMAIN,
+                                name=f"{op}_{outputs[0]}", **attrs)
+    nodes = [node("Samples", [x, "bpc"], [x + "_samples"])
+             for x in ("reference", "distorted", "reference_prev")]
+    nodes.append(node("VifInteger", ["reference_samples", "distorted_samples", "bpc"],
+                      FEATURES[:4], enhn_gain_limit=float(gain_limit)))
+    nodes.append(node("AdmInteger", ["reference_samples", "distorted_samples", "bpc"],
+                      ["adm2"] + [f"adm_scale{s}" for s in range(4)],
+                      enhn_gain_limit=float(gain_limit)))
+    nodes.append(node("MotionInteger", ["reference_prev_samples", "reference_samples", "bpc"],
+                      ["motion"]))
+    inputs, outputs = features_io()
+    graph = helper.make_graph(nodes, name, inputs, outputs)
+    graph.doc_string = (f"CPU form of {name.replace('_cpu', '')}: libvmaf's integer VMAF "
+                        f"features through libvmafdnn's fused kernels ({LIBRARY_DOMAIN}); "
+                        f"enhancement-gain limit {gain_limit:g}. Runs only in libvmafdnn.")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
+                                                    helper.make_opsetid(LIBRARY_DOMAIN, 1)],
+                              producer_name=PRODUCER, producer_version="1")
+    model.ir_version = IR_VERSION
+    onnx.checker.check_model(model)  # the library's ops have no schema onnx knows
+    return model
 
 
 # --- the SVM graph ------------------------------------------------------------------------------------
@@ -892,6 +936,8 @@ def features_sidecar(name, suffix):
         "native_resolution": True,
         "min_width": MIN_SIZE,
         "min_height": MIN_SIZE,
+        # On ORT's CPU EP the library scores with the fused kernels instead.
+        "forms": {"CPU": name + "_cpu.onnx"},
     }
 
 
@@ -972,6 +1018,12 @@ def main(argv):
                                 (1.0, "vmaf_features_neg", "_egl_1")):
         write_bytes(os.path.join(out, gname + ".onnx"),
                     build_features(gain, gname).SerializeToString())
+        write_bytes(os.path.join(out, gname + "_cpu.onnx"),
+                    build_features_cpu(gain, gname + "_cpu").SerializeToString())
+        # Attached by its own name, the CPU form needs the same sidecar (and has no forms).
+        cpu_sidecar = features_sidecar(gname, suffix)
+        del cpu_sidecar["forms"]
+        write_json(os.path.join(out, gname + "_cpu.json"), cpu_sidecar)
         write_json(os.path.join(out, gname + ".json"), features_sidecar(gname, suffix))
     for mname, suffix in (("vmaf_motion2", ""), ("vmaf_motion2_neg", "_egl_1")):
         write_bytes(os.path.join(out, mname + ".onnx"), build_motion2(mname).SerializeToString())

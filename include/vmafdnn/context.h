@@ -440,6 +440,18 @@ VMAF_DNN_API const char *vmaf_dnn_tiny_model_feature_name(const VmafDnnContext *
 VMAF_DNN_API const char *vmaf_dnn_tiny_model_attached_ep(const VmafDnnContext *ctx,
                                                          size_t model);
 
+/* The model file that scores for model `model`: the path it was attached
+ * from, or the form of it that its sidecar names for the EP its session
+ * attached ("forms": {"CPU": "vmaf_features_cpu.onnx"}, a file beside the
+ * model with the same inputs and outputs made for that EP: the VMAF
+ * features' fused CPU kernels). The form is opened with the model's config
+ * and policy and must attach the same EP with the same inputs and outputs,
+ * else the attach fails (-EINVAL, or the form's open error) saying why. The
+ * environment variable VMAFDNN_MODEL_FORMS=0 keeps every model on its own
+ * file (tests compare the forms that way). Owned by the context; NULL for a
+ * bad context or index. */
+VMAF_DNN_API const char *vmaf_dnn_tiny_model_form_path(const VmafDnnContext *ctx, size_t model);
+
 /* What VmafDnnContextConfig.batch did for one attached model. */
 typedef struct VmafDnnBatching {
     int batchable;           /* it can take several frames per Run: every

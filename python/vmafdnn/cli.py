@@ -648,8 +648,10 @@ def _batched(batching, frames: int) -> str:
 def _print_summary(result, args) -> None:
     frames = len(result["frames"])
     for model in result["models"]:
+        form = model.get("form")
         print(f"model {printable(model['path'])}: {model['kind']}, "
               f"on {_on_ep(model['attached_ep'], model.get('ep_nodes'))}"
+              f"{f' as {printable(os.path.basename(form))}' if form else ''}"
               f"{_batched(model.get('batching'), frames)}")
         if args.tiny_device != "auto":
             for line in model["fallback_reason"].splitlines():

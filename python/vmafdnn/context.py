@@ -61,6 +61,9 @@ class ModelInfo(NamedTuple):
     fallback_reason: str      # why it does not run on the device asked for ("" if it does)
     # (nodes on attached_ep, all nodes); None where ONNX Runtime cannot tell (before 1.24)
     ep_nodes: Optional[Tuple[int, int]] = None
+    # the file that scores when its sidecar names a form of the model for attached_ep
+    # (VMAF's features: the fused CPU kernels on ORT's CPU EP); None: the model's own file
+    form: Optional[str] = None
 
 
 class Batching(NamedTuple):
@@ -313,8 +316,11 @@ class Context(NativeHandle):
     @staticmethod
     def _model_info(handle, i: int) -> ModelInfo:
         session = lib.vmaf_dnn_tiny_model_session(handle, i)
+        path = os.fsdecode(ffi.string(lib.vmaf_dnn_tiny_model_path(handle, i)))
+        form = os.fsdecode(ffi.string(lib.vmaf_dnn_tiny_model_form_path(handle, i)))
         return ModelInfo(
-            path=os.fsdecode(ffi.string(lib.vmaf_dnn_tiny_model_path(handle, i))),
+            path=path,
+            form=None if form == path else form,
             kind=names.name("kind", lib.vmaf_dnn_tiny_model_kind(handle, i)),
             features=tuple(
                 decode_name(lib.vmaf_dnn_tiny_model_feature_name(handle, i, k),

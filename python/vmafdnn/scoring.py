@@ -377,7 +377,8 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     Returns the report as plain data: version, fps, frames[{frameNum,
     metrics}], pooled_metrics{name: {min, max, mean, harmonic_mean}},
     aggregate_metrics, models[{path, kind, features, attached_ep,
-    fallback_reason}]. With ``output`` the report is also written there
+    fallback_reason, form (the file that scores when the model's sidecar names
+    a form for attached_ep, else None), ...}]. With ``output`` the report is also written there
     (``fmt`` json, xml or csv; default from the extension, else json) -- also
     when scoring fails part-way, with the frames scored so far, before the
     error is raised (not after a cancellation).
