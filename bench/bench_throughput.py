@@ -3,7 +3,7 @@
     python bench/bench_throughput.py [--sizes 1920x1080,3840x2160] [--frames 60] [--rounds 3]
                                      [--threads 1,all] [--dir DIR] [--ffmpeg PATH]
                                      [--cli [LABEL=]COMMAND ...] [--only vmafdnn,libvmaf,ffmpeg]
-                                     [--metric psnr_ssim|vmaf] [--pairs]
+                                     [--metric psnr_ssim|vmaf] [--pairs] [--forms]
 
 All contenders read the same Y4M files: FFmpeg's testsrc2 (8-bit 4:2:0, 25 fps) and its libx264
 crf-40 round trip, made with the static FFmpeg 9.0.2 of the imageio-ffmpeg 0.8.1 wheel
@@ -25,6 +25,10 @@ within 0.1.
 as LABEL=COMMAND, each is a contender "vmafdnn LABEL" (say, the build before a change and the one
 after it, in the same rounds so that they see the same machine), and their per-frame scores must be
 equal. --only drops contenders (libvmaf at 2160p takes minutes).
+
+--forms adds the contender "vmafdnn onnx-form": the same command with VMAFDNN_MODEL_FORMS=0, so
+that VMAF's features run as the pure-ONNX graph on ORT's CPU EP instead of the library's fused
+kernels (its per-frame differences from the kernel form and from libvmaf are printed).
 
 --pairs also runs two copies of each contender at 1 thread at the same time, on the same files
 (its "2 x 1 thread" row: 2 x frames over the later copy's wall time): what two independent jobs
@@ -72,13 +76,19 @@ METRICS = {
 }
 
 
-def contenders(ff, clis, ref, dist, threads, tmp, only, metric):
+#: --forms: the contender that runs VMAF's pure-ONNX features graph (VMAFDNN_MODEL_FORMS=0)
+FORMS_LABEL = "onnx-form"
+
+
+def contenders(ff, clis, ref, dist, threads, tmp, only, metric, forms=False):
     """({name: report path}, {name: command}) of the contenders kept by `only`."""
     quiet = [ff, "-nostdin", "-v", "error"]
     models, options = METRICS[metric][:2]
     out, cmds = {}, {}
     for label, cli in clis:
         name = f"vmafdnn {label}" if label else "vmafdnn"
+        if forms and label == FORMS_LABEL:  # the same build on the model's pure-ONNX form
+            cli = ["env", "VMAFDNN_MODEL_FORMS=0"] + cli
         out[name] = os.path.join(tmp, f"{name.replace(' ', '-')}-{threads}.json")
         cmds[name] = cli + ["-r", ref, "-d", dist, "--tiny-threads", str(threads), "-q", "-o",
                             out[name]]
@@ -118,10 +128,15 @@ def run_pair(cmd, out_path):
     return max(r[0] for r in runs), max(r[1] for r in runs), sum(r[2] for r in runs)
 
 
-def measure(ff, clis, ref, dist, frames, threads, rounds, tmp, only, metric, pair=False):
+def max_frame_difference(a, b, key, their_key=None):
+    return max(abs(x[key] - y[their_key or key]) for x, y in zip(a, b))
+
+
+def measure(ff, clis, ref, dist, frames, threads, rounds, tmp, only, metric, pair=False,
+            forms=False):
     """{contender: (median fps, min fps, max fps, peak RSS MiB)} for one thread count; with
     `pair`, two copies at once per contender (fps counts both copies' frames)."""
-    out, cmds = contenders(ff, clis, ref, dist, threads, tmp, only, metric)
+    out, cmds = contenders(ff, clis, ref, dist, threads, tmp, only, metric, forms)
     (main, main_theirs), (second, second_theirs), tolerance = METRICS[metric][2:]
     walls = {name: [] for name in cmds}
     cpus = {name: [] for name in cmds}
@@ -135,6 +150,16 @@ def measure(ff, clis, ref, dist, frames, threads, rounds, tmp, only, metric, pai
             cpus[name].append(cpu)
             rss[name] = max(rss[name], peak)
     ours = [name for name in cmds if name.startswith("vmafdnn")]
+    pure = f"vmafdnn {FORMS_LABEL}"
+    if pure in ours:  # another form: its scores are compared, not required equal
+        ours.remove(pure)
+        if ours:
+            d = max_frame_difference(frame_scores(out[pure]), frame_scores(out[ours[0]]), main)
+            print(f"  {pure}: per-frame |d{main}| against {ours[0]} up to {d:.6f}")
+        if "libvmaf" in cmds:
+            d = max_frame_difference(frame_scores(out[pure]), frame_scores(out["libvmaf"]), main,
+                                     main_theirs)
+            print(f"  {pure}: per-frame |d{main}| against libvmaf up to {d:.6f}")
     if ours:
         first = frame_scores(out[ours[0]])
         for name in ours[1:]:
@@ -150,6 +175,8 @@ def measure(ff, clis, ref, dist, frames, threads, rounds, tmp, only, metric, pai
             if abs(value - theirs[0]) > tolerance:
                 sys.exit(f"pooled {main} differs: vmafdnn {value}, libvmaf {theirs[0]}")
             line += f"; libvmaf {main_theirs} {theirs[0]:.4f}, {second_theirs} {theirs[1]:.6f}"
+            d = max_frame_difference(first, frame_scores(out["libvmaf"]), main, main_theirs)
+            line += f"; per-frame |d{main}| up to {d:.6f}"
         print(line)
     results = {name: (frames / statistics.median(w), frames / max(w), frames / min(w), rss[name])
                for name, w in walls.items()}
@@ -157,13 +184,15 @@ def measure(ff, clis, ref, dist, frames, threads, rounds, tmp, only, metric, pai
         cpu_ms = 1000 * statistics.median(cpus[name]) / frames
         print(f"    {name:14s} {fps:7.2f} fps (rounds {lo:.2f}-{hi:.2f}), peak RSS {peak:5.0f} "
               f"MiB, CPU {cpu_ms:6.1f} ms/frame")
-    for name in ours:
+    for name in ours + ([pure] if pure in results else []):
         parts = []
         if "libvmaf" in results:
             parts.append(f"/libvmaf fps {results[name][0] / results['libvmaf'][0]:.2f}x, RSS "
                          f"{results[name][3] / results['libvmaf'][3]:.2f}x")
         if "ffmpeg" in results:
             parts.append(f"/ffmpeg fps {results[name][0] / results['ffmpeg'][0]:.2f}x")
+        if name != pure and pure in results:
+            parts.append(f"/{FORMS_LABEL} fps {results[name][0] / results[pure][0]:.2f}x")
         if parts:
             print(f"    {name}" + "; ".join(parts))
     sys.stdout.flush()
@@ -193,6 +222,9 @@ def main(argv=None):
                         help="the contenders to run (default: %(default)s)")
     parser.add_argument("--metric", choices=sorted(METRICS), default="psnr_ssim",
                         help="psnr_y + ssim_y (default) or VMAF")
+    parser.add_argument("--forms", action="store_true",
+                        help="also the pure-ONNX form of the models (VMAFDNN_MODEL_FORMS=0): "
+                             "VMAF's features graph on ORT's CPU EP beside the fused kernels")
     parser.add_argument("--pairs", action="store_true",
                         help="also two 1-thread copies at once: the machine's ceiling for 2")
     args = parser.parse_args(argv)
@@ -202,6 +234,8 @@ def main(argv=None):
         clis.append((m.group(1), m.group(2).split()) if m else ("", value.split()))
     if len(clis) > 1 and not all(label for label, _ in clis):
         parser.error("--cli given more than once needs LABEL=COMMAND each time")
+    if args.forms:
+        clis.append((FORMS_LABEL, clis[0][1]))
     only = set(args.only.split(","))
     if not only <= {"vmafdnn", "libvmaf", "ffmpeg"}:
         parser.error(f"--only: unknown contender in {args.only}")
@@ -223,14 +257,14 @@ def main(argv=None):
             results, scores = {}, {}
             for t in threads_list:
                 results[t], scores[t] = measure(ff, clis, ref, dist, args.frames, t, args.rounds,
-                                                tmp, only, args.metric)
+                                                tmp, only, args.metric, forms=args.forms)
             # Frames in flight must not change a score (docs/throughput.md).
             if any(scores[t] != scores[threads_list[0]] for t in threads_list):
                 sys.exit("per-frame scores differ between thread counts")
             report_scaling(results, threads_list)
             if args.pairs:
                 pairs, _ = measure(ff, clis, ref, dist, args.frames, 1, args.rounds, tmp, only,
-                                   args.metric, pair=True)
+                                   args.metric, pair=True, forms=args.forms)
                 print("  2 x 1 thread vs 1 thread: " + ", ".join(
                     f"{name} {pairs[name][0] / results[threads_list[0]][name][0]:.2f}x"
                     for name in pairs))
