@@ -1,11 +1,745 @@
-/* PLACEHOLDER while the kernel is written: not built into a release. */
+/* vdnn_adm_integer: libvmaf's integer ADM (integer_adm.c), fused and row-streamed.
+ *
+ * What it computes, per frame (the arithmetic of libvmaf's fixed-point ADM,
+ * step for step, so that the scores are bit-identical to the ones libvmaf
+ * logs as integer_adm2 and integer_adm_scale0..3):
+ *
+ *  1. Four levels of a db2 wavelet transform (4-tap filters in Q15, with
+ *     libvmaf's mirrored borders: index -1 -> 1, index n -> n-1 ...). Level 0
+ *     reads the 8..16-bit samples (vertical pass: minus the DC offset, shift
+ *     by bpc; horizontal pass: shift by 16; 16-bit intermediates); levels 1..3
+ *     read the int32 LL band of the level above (64-bit accumulations, the
+ *     per-level shifts 0/16/16 vertical and 15/16/15 horizontal).
+ *  2. Decoupling of the distorted detail bands (h, v, d) into a restored part
+ *     r = clip(t/o, 0, 1) * o (division by libvmaf's 2^30/x reciprocal
+ *     table; level 1..3 normalise the divisor to 15 bits first) and an
+ *     additive part a = t - r; where the (h, v) vectors of reference and
+ *     distorted are within 1 degree, r is replaced by min/max(r * egl, t)
+ *     (adm_enhn_gain_limit, 100 for vmaf_v0.6.1, 1 for vmaf_v0.6.1neg).
+ *  3. The CSF weighting of a (the Watson dwt quantisation steps for the
+ *     default viewing distance 3 x 1080: libvmaf's fixed constants at level
+ *     0, 2^32-scaled factors at levels 1..3) and its 1/30-scaled magnitude.
+ *  4. Contrast masking: the threshold of a pixel is the sum over the three
+ *     orientations of the 3x3 neighbourhood of those magnitudes (its centre
+ *     taken at 1/15 of the CSF value); the numerator sums max(|r*csf| - thr,
+ *     0)^3, the denominator sums |o*csf|^3 (reference bands), both with
+ *     libvmaf's rounding shifts and int64 row accumulations, over the frame
+ *     minus a 10% border (borders mirrored at the frame's edges as libvmaf
+ *     does: top/left mirror, bottom/right repeat).
+ *  5. Per level and orientation the cube root of each sum plus the cube root
+ *     of the noise term area/32 (float, as libvmaf), summed in float; adm2 =
+ *     (sum of the levels' numerators) / (sum of their denominators), in
+ *     double, with libvmaf's near-zero guard (1.0 when the denominator is
+ *     ~0); scales[s] = num[s] / den[s].
+ *
+ * The default display parameters of vmaf_v0.6.1 are built in
+ * (adm_norm_view_dist 3, adm_ref_display_height 1080, CSF mode Watson97,
+ * noise weight 1/32); the AIM/adm3 extras of newer libvmaf are not computed.
+ *
+ * How: each level is computed in one pass over its output rows. A row of
+ * the transform (reference and distorted) is decoupled and CSF-weighted at
+ * once into a ring of three rows; the masking of a row runs as soon as the
+ * row below it exists. Only the LL band of a level (the next level's input)
+ * is kept whole. Intermediates are int32 (level 0's are the 16-bit values
+ * of libvmaf, widened), so the loops are plain C that the compiler
+ * vectorises; the hot row functions are built for AVX2 and baseline.
+ *
+ * Limits: w, h >= 33. libvmaf's border mirroring needs each level's input to
+ * have at least 5 rows and columns (with fewer, its index tables read out of
+ * the picture), and the fourth level's input is ceil(w / 8).
+ */
 #include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef ADM_DEBUG
+#include <stdio.h>
+#endif
 
 #include "vmaf_kernels.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+#define ADM_MIN_SIZE 33u
+#define ADM_BORDER 0.1
+#define NOISE_WEIGHT 0.03125
+
+/* db2 filters in Q15 (libvmaf's dwt2_db2_coeffs_lo / _hi) and the sum of the
+ * low-pass taps (the DC offset removed at level 0). */
+static const int32_t LO0 = 15826, LO1 = 27411, LO2 = 7345, LO3 = -4240;
+static const int32_t HI0 = -4240, HI1 = -7345, HI2 = 27411, HI3 = -15826;
+static const int32_t LO_SUM = 46342;
+
+/* Watson's model for Y (a, k, f0, g[theta]) and the 7/9 basis amplitudes. */
+static const float W_A = 0.495f, W_K = 0.466f, W_F0 = 0.401f;
+static const float W_G[4] = {1.501f, 1.0f, 0.534f, 1.0f};
+static const float W_AMP[4][4] = {{0.62171f, 0.67234f, 0.72709f, 0.67234f},
+                                  {0.34537f, 0.41317f, 0.49428f, 0.41317f},
+                                  {0.18004f, 0.22727f, 0.28688f, 0.22727f},
+                                  {0.091401f, 0.11792f, 0.15214f, 0.11792f}};
+
+/* libvmaf's dwt_quant_step for the default display (3 x 1080). */
+static float quant_step(int lambda, int theta)
+{
+    const float r = (float)(3.0 * 1080 * M_PI / 180.0);
+    const float temp = (float)log10(pow(2.0, lambda + 1) * W_F0 * W_G[theta] / r);
+    return (float)(2.0 * W_A * pow(10.0, W_K * temp * temp) / W_AMP[lambda][theta]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Per-level geometry. */
+
+typedef struct Level {
+    int win, hin;       /* input size */
+    int w, h;           /* band size */
+    int top, bottom, left, right; /* masking / denominator region */
+    int rlo, rhi, clo, chi;       /* rows / columns decoupled and CSF-weighted */
+} Level;
+
+static void level_geometry(Level *L, int win, int hin)
+{
+    L->win = win, L->hin = hin;
+    L->w = (win + 1) / 2, L->h = (hin + 1) / 2;
+    L->left = (int)(L->w * ADM_BORDER - 0.5);
+    L->top = (int)(L->h * ADM_BORDER - 0.5);
+    L->right = L->w - L->left;
+    L->bottom = L->h - L->top;
+    L->rlo = L->top > 0 ? L->top - 1 : 0;
+    L->rhi = L->bottom + 1 < L->h ? L->bottom + 1 : L->h;
+    L->clo = L->left > 0 ? L->left - 1 : 0;
+    L->chi = L->right + 1 < L->w ? L->right + 1 : L->w;
+}
+
+/* libvmaf's mirrored source indices of the 4 taps of output i (n inputs). */
+static void tap_indices(int i, int n, int idx[4])
+{
+    const int half = (n + 1) / 2;
+    if (i == 0 && half - 2 > 0) {
+        idx[0] = 1, idx[1] = 0, idx[2] = 1, idx[3] = 2;
+        return;
+    }
+    for (int k = 0; k < 4; k++) {
+        int v = 2 * i - 1 + k;
+        if (i >= half - 2 && v >= n)
+            v = 2 * n - v - 1;
+        idx[k] = v;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Row functions. */
+
+/* Level 0 vertical pass: 4 sample rows -> low / high rows (16-bit values). */
+VDNN_TARGET_CLONES
+static void vpass0(const uint16_t *restrict s0, const uint16_t *restrict s1,
+                   const uint16_t *restrict s2, const uint16_t *restrict s3, int n, int bpc,
+                   int32_t *restrict lo, int32_t *restrict hi)
+{
+    const int32_t add = 1 << (bpc - 1);
+    const int32_t off = LO_SUM * add;
+    for (int j = 0; j < n; j++) {
+        const int32_t a = s0[j], b = s1[j], c = s2[j], d = s3[j];
+        /* In uint32: the 16-bit case wraps in int32 in libvmaf, the result
+         * (after the offset) fits. */
+        const uint32_t l = (uint32_t)(LO0 * a) + (uint32_t)(LO1 * b) + (uint32_t)(LO2 * c) +
+                           (uint32_t)(LO3 * d) - (uint32_t)off + (uint32_t)add;
+        const int32_t hh = HI0 * a + HI1 * b + HI2 * c + HI3 * d + add;
+        lo[j] = (int16_t)((int32_t)l >> bpc);
+        hi[j] = (int16_t)(hh >> bpc);
+    }
+}
+
+/* Level 0 horizontal pass of one low or high row: -> two bands. */
+VDNN_TARGET_CLONES
+static void hpass0(const int32_t *restrict t, int n, int nout, const int *restrict ix0,
+                   const int *restrict ix3, int32_t *restrict blo, int32_t *restrict bhi)
+{
+    /* Edges through the index tables; the inside is 2j-1 .. 2j+2. */
+    for (int j = 0; j < nout; j++) {
+        if (j == 1 && nout > 3) {
+            const int end = nout - 2;
+            for (int k = 1; k < end; k++) {
+                const int32_t a = t[2 * k - 1], b = t[2 * k], c = t[2 * k + 1], d = t[2 * k + 2];
+                blo[k] = (LO0 * a + LO1 * b + LO2 * c + LO3 * d + 32768) >> 16;
+                bhi[k] = (HI0 * a + HI1 * b + HI2 * c + HI3 * d + 32768) >> 16;
+            }
+            j = end - 1;
+            continue;
+        }
+        const int i0 = ix0[j], i3 = ix3[j];
+        const int i1 = j == 0 ? 0 : 2 * j, i2 = j == 0 ? 1 : 2 * j + 1;
+        (void)n;
+        const int32_t a = t[i0], b = t[i1 < n ? i1 : 2 * n - i1 - 1],
+                      c = t[i2 < n ? i2 : 2 * n - i2 - 1], d = t[i3];
+        blo[j] = (LO0 * a + LO1 * b + LO2 * c + LO3 * d + 32768) >> 16;
+        bhi[j] = (HI0 * a + HI1 * b + HI2 * c + HI3 * d + 32768) >> 16;
+    }
+}
+
+/* Levels 1..3 vertical pass (int32 input, 64-bit sums). */
+VDNN_TARGET_CLONES
+static void vpass_s(const int32_t *restrict s0, const int32_t *restrict s1,
+                    const int32_t *restrict s2, const int32_t *restrict s3, int n, int64_t add,
+                    int sh, int32_t *restrict lo, int32_t *restrict hi)
+{
+    for (int j = 0; j < n; j++) {
+        const int64_t a = s0[j], b = s1[j], c = s2[j], d = s3[j];
+        lo[j] = (int32_t)((LO0 * a + LO1 * b + LO2 * c + LO3 * d + add) >> sh);
+        hi[j] = (int32_t)((HI0 * a + HI1 * b + HI2 * c + HI3 * d + add) >> sh);
+    }
+}
+
+VDNN_TARGET_CLONES
+static void hpass_s(const int32_t *restrict t, int n, int nout, const int *restrict ix0,
+                    const int *restrict ix3, int64_t add, int sh, int32_t *restrict blo,
+                    int32_t *restrict bhi)
+{
+    for (int j = 0; j < nout; j++) {
+        if (j == 1 && nout > 3) {
+            const int end = nout - 2;
+            for (int k = 1; k < end; k++) {
+                const int64_t a = t[2 * k - 1], b = t[2 * k], c = t[2 * k + 1], d = t[2 * k + 2];
+                blo[k] = (int32_t)((LO0 * a + LO1 * b + LO2 * c + LO3 * d + add) >> sh);
+                bhi[k] = (int32_t)((HI0 * a + HI1 * b + HI2 * c + HI3 * d + add) >> sh);
+            }
+            j = end - 1;
+            continue;
+        }
+        const int i0 = ix0[j], i3 = ix3[j];
+        const int i1 = j == 0 ? 0 : 2 * j, i2 = j == 0 ? 1 : 2 * j + 1;
+        const int64_t a = t[i0], b = t[i1 < n ? i1 : 2 * n - i1 - 1],
+                      c = t[i2 < n ? i2 : 2 * n - i2 - 1], d = t[i3];
+        blo[j] = (int32_t)((LO0 * a + LO1 * b + LO2 * c + LO3 * d + add) >> sh);
+        bhi[j] = (int32_t)((HI0 * a + HI1 * b + HI2 * c + HI3 * d + add) >> sh);
+    }
+}
+
+/* Angle test of libvmaf (float conversions, double arithmetic). */
+static inline int angle_ok(double dp, double om, double tm, double cos_sq)
+{
+    const double d = dp / 4096.0;
+    return d >= 0.0 && d * d >= cos_sq * (om / 4096.0) * (tm / 4096.0);
+}
+
+/* Level 0 decoupling + CSF of one row over [c0, c1): 16-bit semantics. */
+VDNN_TARGET_CLONES
+static void decouple_csf0(const int32_t *restrict oh, const int32_t *restrict ov,
+                          const int32_t *restrict od, const int32_t *restrict th,
+                          const int32_t *restrict tv, const int32_t *restrict td, int c0, int c1,
+                          double egl, double cos_sq, int32_t *restrict rh, int32_t *restrict rv,
+                          int32_t *restrict rd, int32_t *restrict ah, int32_t *restrict av,
+                          int32_t *restrict ad, int32_t *restrict fh, int32_t *restrict fv,
+                          int32_t *restrict fd)
+{
+    for (int j = c0; j < c1; j++) {
+        const int32_t o[3] = {oh[j], ov[j], od[j]};
+        const int32_t t[3] = {th[j], tv[j], td[j]};
+        /* |values| < 2^15: the dot products fit in int32 here. */
+        const int32_t dp = o[0] * t[0] + o[1] * t[1];
+        const int32_t om = o[0] * o[0] + o[1] * o[1];
+        const int32_t tm = t[0] * t[0] + t[1] * t[1];
+        const int flag = angle_ok((float)dp, (float)om, (float)tm, cos_sq);
+        int32_t r[3];
+        for (int c = 0; c < 3; c++) {
+            int32_t k;
+            if (o[c] == 0) {
+                k = 32768;
+            } else {
+                /* 2^30 / o truncated, times t, rounded >> 15: exact in double. */
+                const double q = trunc(1073741824.0 / o[c]);
+                const double x = floor((q * t[c] + 16384.0) * (1.0 / 32768.0));
+                k = x < 0 ? 0 : (x > 32768 ? 32768 : (int32_t)x);
+            }
+            int32_t rs = (k * o[c] + 16384) >> 15;
+            if (flag && k > 0 && o[c] > 0) {
+                const double g = rs * egl;
+                rs = (int16_t)(g < t[c] ? g : t[c]);
+            } else if (flag && k > 0 && o[c] < 0) {
+                const double g = rs * egl;
+                rs = (int16_t)(g > t[c] ? g : t[c]);
+            }
+            r[c] = rs;
+        }
+        const int32_t a0 = (int16_t)(t[0] - r[0]), a1 = (int16_t)(t[1] - r[1]),
+                      a2 = (int16_t)(t[2] - r[2]);
+        rh[j] = r[0], rv[j] = r[1], rd[j] = r[2];
+        const int32_t ch = (int16_t)((36453 * a0 + 16384) >> 15);
+        const int32_t cv = (int16_t)((36453 * a1 + 16384) >> 15);
+        const int32_t cd = (int16_t)((49417 * a2 + 65535) >> 17);
+        ah[j] = ch, av[j] = cv, ad[j] = cd;
+        fh[j] = (int16_t)((4369 * abs(ch) + 2048) >> 12);
+        fv[j] = (int16_t)((4369 * abs(cv) + 2048) >> 12);
+        fd[j] = (int16_t)((4369 * abs(cd) + 2048) >> 12);
+    }
+}
+
+static inline uint16_t best15(uint32_t v, int *shift)
+{
+    int k = 17 - __builtin_clz(v);
+    *shift = k;
+    return (uint16_t)((v + (1u << (k - 1))) >> k);
+}
+
+/* Levels 1..3 decoupling + CSF of one row over [c0, c1). */
+static void decouple_csf_s(const int32_t *restrict oh, const int32_t *restrict ov,
+                           const int32_t *restrict od, const int32_t *restrict th,
+                           const int32_t *restrict tv, const int32_t *restrict td, int c0,
+                           int c1, double egl, double cos_sq, const uint32_t rf[3],
+                           int32_t *restrict rh, int32_t *restrict rv, int32_t *restrict rd,
+                           int32_t *restrict ah, int32_t *restrict av, int32_t *restrict ad,
+                           int32_t *restrict fh, int32_t *restrict fv, int32_t *restrict fd)
+{
+    int32_t *rr[3] = {rh, rv, rd}, *aa[3] = {ah, av, ad}, *ff[3] = {fh, fv, fd};
+    for (int j = c0; j < c1; j++) {
+        const int32_t o[3] = {oh[j], ov[j], od[j]};
+        const int32_t t[3] = {th[j], tv[j], td[j]};
+        const int64_t dp = (int64_t)o[0] * t[0] + (int64_t)o[1] * t[1];
+        const int64_t om = (int64_t)o[0] * o[0] + (int64_t)o[1] * o[1];
+        const int64_t tm = (int64_t)t[0] * t[0] + (int64_t)t[1] * t[1];
+        const int flag = angle_ok((float)dp, (float)om, (float)tm, cos_sq);
+        for (int c = 0; c < 3; c++) {
+            int64_t k;
+            if (o[c] == 0) {
+                k = 32768;
+            } else {
+                const uint32_t ab = (uint32_t)abs(o[c]);
+                int sh = 0;
+                const uint16_t m = ab < 32768 ? (uint16_t)ab : best15(ab, &sh);
+                const int64_t q = (int64_t)(1073741824 / (int32_t)m);
+                const int64_t x =
+                    ((q * t[c]) * (o[c] < 0 ? -1 : 1) + (int64_t)(int32_t)(1u << (14 + sh))) >> (15 + sh);
+                k = x < 0 ? 0 : (x > 32768 ? 32768 : x);
+            }
+            int32_t rs = (int32_t)((k * o[c] + 16384) >> 15);
+            if (flag && k > 0 && o[c] > 0) {
+                const double g = rs * egl;
+                rs = (int32_t)(g < t[c] ? g : t[c]);
+            } else if (flag && k > 0 && o[c] < 0) {
+                const double g = rs * egl;
+                rs = (int32_t)(g > t[c] ? g : t[c]);
+            }
+            const int32_t a = t[c] - rs;
+            rr[c][j] = rs;
+            const int32_t cv = (int32_t)(((int64_t)rf[c] * a + (1 << 27)) >> 28);
+            aa[c][j] = cv;
+            ff[c][j] = (int32_t)(((int64_t)143165577 * abs(cv) + (int64_t)INT32_MIN) >> 32);
+        }
+    }
+}
+
+/* Denominator sums of one row: level 0 (exact cubes). */
+VDNN_TARGET_CLONES
+static void den_row0(const int32_t *restrict h, const int32_t *restrict v,
+                     const int32_t *restrict d, int c0, int c1, uint64_t out[3])
+{
+    uint64_t sh = 0, sv = 0, sd = 0;
+    for (int j = c0; j < c1; j++) {
+        const uint64_t a = (uint16_t)abs(h[j]), b = (uint16_t)abs(v[j]), c = (uint16_t)abs(d[j]);
+        sh += a * a * a, sv += b * b * b, sd += c * c * c;
+    }
+    out[0] = sh, out[1] = sv, out[2] = sd;
+}
+
+VDNN_TARGET_CLONES
+static void den_row_s(const int32_t *restrict h, const int32_t *restrict v,
+                      const int32_t *restrict d, int c0, int c1, uint64_t add_sq, int sh_sq,
+                      uint64_t add_cub, int sh_cub, uint64_t out[3])
+{
+    uint64_t s0 = 0, s1 = 0, s2 = 0;
+    for (int j = c0; j < c1; j++) {
+        const uint64_t a = (uint32_t)abs(h[j]), b = (uint32_t)abs(v[j]), c = (uint32_t)abs(d[j]);
+        s0 += ((((a * a) + add_sq) >> sh_sq) * a + add_cub) >> sh_cub;
+        s1 += ((((b * b) + add_sq) >> sh_sq) * b + add_cub) >> sh_cub;
+        s2 += ((((c * c) + add_sq) >> sh_sq) * c + add_cub) >> sh_cub;
+    }
+    out[0] = s0, out[1] = s1, out[2] = s2;
+}
+
+/* Sum over orientations of the 3 rows of magnitudes, column by column, into
+ * t[1..w]; t[0] and t[w+1] get libvmaf's edge columns (1 and w-1). */
+VDNN_TARGET_CLONES
+static void col_sums(const int32_t *restrict u0, const int32_t *restrict u1,
+                     const int32_t *restrict u2, const int32_t *restrict m0,
+                     const int32_t *restrict m1, const int32_t *restrict m2,
+                     const int32_t *restrict d0, const int32_t *restrict d1,
+                     const int32_t *restrict d2, int c0, int c1, int32_t *restrict t)
+{
+    for (int j = c0; j < c1; j++)
+        t[j + 1] = (int32_t)((uint32_t)u0[j] + (uint32_t)u1[j] + (uint32_t)u2[j] +
+                             (uint32_t)m0[j] + (uint32_t)m1[j] + (uint32_t)m2[j] +
+                             (uint32_t)d0[j] + (uint32_t)d1[j] + (uint32_t)d2[j]);
+}
+
+/* Level 0 masking of one row over [c0, c1): the threshold from the column
+ * sums t (3 columns) minus the centre magnitudes plus the centre's 1/15. */
+VDNN_TARGET_CLONES
+static void cm_row0(const int32_t *restrict t, const int32_t *restrict fh,
+                    const int32_t *restrict fv, const int32_t *restrict fd,
+                    const int32_t *restrict ah, const int32_t *restrict av,
+                    const int32_t *restrict ad, const int32_t *restrict rh,
+                    const int32_t *restrict rv, const int32_t *restrict rd, int c0, int c1,
+                    int sh_hv, int64_t add_hv, int sh_d, int64_t add_d, int64_t out[3])
+{
+    int64_t s0 = 0, s1 = 0, s2 = 0;
+    for (int j = c0; j < c1; j++) {
+        const uint32_t cen = (uint32_t)(int16_t)((8738 * abs(ah[j]) + 2048) >> 12) +
+                             (uint32_t)(int16_t)((8738 * abs(av[j]) + 2048) >> 12) +
+                             (uint32_t)(int16_t)((8738 * abs(ad[j]) + 2048) >> 12);
+        const uint32_t thr = (uint32_t)t[j] + (uint32_t)t[j + 1] + (uint32_t)t[j + 2] -
+                             (uint32_t)fh[j] - (uint32_t)fv[j] - (uint32_t)fd[j] + cen;
+        int32_t xh = abs(rh[j] * 36453) - (int32_t)(thr << 10);
+        int32_t xv = abs(rv[j] * 36453) - (int32_t)(thr << 10);
+        int32_t xd = abs(rd[j] * 49417) - (int32_t)(thr << 12);
+        xh = xh < 0 ? 0 : xh;
+        xv = xv < 0 ? 0 : xv;
+        xd = xd < 0 ? 0 : xd;
+        const int32_t qh = (int32_t)(((int64_t)xh * xh + 268435456) >> 29);
+        const int32_t qv = (int32_t)(((int64_t)xv * xv + 268435456) >> 29);
+        const int32_t qd = (int32_t)(((int64_t)xd * xd + 536870912) >> 30);
+        s0 += ((int64_t)qh * xh + add_hv) >> sh_hv;
+        s1 += ((int64_t)qv * xv + add_hv) >> sh_hv;
+        s2 += ((int64_t)qd * xd + add_d) >> sh_d;
+    }
+    out[0] = s0, out[1] = s1, out[2] = s2;
+}
+
+VDNN_TARGET_CLONES
+static void cm_row_s(const int32_t *restrict t, const int32_t *restrict fh,
+                     const int32_t *restrict fv, const int32_t *restrict fd,
+                     const int32_t *restrict ah, const int32_t *restrict av,
+                     const int32_t *restrict ad, const int32_t *restrict rh,
+                     const int32_t *restrict rv, const int32_t *restrict rd, int c0, int c1,
+                     uint32_t rf0, uint32_t rf1, uint32_t rf2, int sh_cub, int64_t add_cub,
+                     int64_t out[3])
+{
+    int64_t s0 = 0, s1 = 0, s2 = 0;
+    const int64_t neg = INT32_MIN;
+    for (int j = c0; j < c1; j++) {
+        const uint32_t cen =
+            (uint32_t)(int32_t)(((int64_t)286331153 * abs(ah[j]) + neg) >> 32) +
+            (uint32_t)(int32_t)(((int64_t)286331153 * abs(av[j]) + neg) >> 32) +
+            (uint32_t)(int32_t)(((int64_t)286331153 * abs(ad[j]) + neg) >> 32);
+        const int32_t thr = (int32_t)((uint32_t)t[j] + (uint32_t)t[j + 1] + (uint32_t)t[j + 2] -
+                                      (uint32_t)fh[j] - (uint32_t)fv[j] - (uint32_t)fd[j] + cen);
+        int32_t xh = abs((int32_t)(((int64_t)rh[j] * rf0 + (1 << 27)) >> 28)) - thr;
+        int32_t xv = abs((int32_t)(((int64_t)rv[j] * rf1 + (1 << 27)) >> 28)) - thr;
+        int32_t xd = abs((int32_t)(((int64_t)rd[j] * rf2 + (1 << 27)) >> 28)) - thr;
+        xh = xh < 0 ? 0 : xh;
+        xv = xv < 0 ? 0 : xv;
+        xd = xd < 0 ? 0 : xd;
+        const int32_t qh = (int32_t)(((int64_t)xh * xh + 536870912) >> 30);
+        const int32_t qv = (int32_t)(((int64_t)xv * xv + 536870912) >> 30);
+        const int32_t qd = (int32_t)(((int64_t)xd * xd + 536870912) >> 30);
+        s0 += ((int64_t)qh * xh + add_cub) >> sh_cub;
+        s1 += ((int64_t)qv * xv + add_cub) >> sh_cub;
+        s2 += ((int64_t)qd * xd + add_cub) >> sh_cub;
+    }
+    out[0] = s0, out[1] = s1, out[2] = s2;
+}
+
+/* ------------------------------------------------------------------------ */
+
+/* Row buffers of one level's pass. */
+typedef struct Work {
+    int32_t *tmp[4];          /* ref lo, ref hi, dis lo, dis hi (input width) */
+    int32_t *band[8];         /* ref a v h d, dis a v h d of the current row */
+    int32_t *ring[3][9];      /* r h v d, csf h v d, mag h v d */
+    int32_t *colsum;          /* w + 2 */
+    int *ix0, *ix3;           /* first / last tap index per output column */
+} Work;
+
+typedef struct LevelOut {
+    float num, den;
+} LevelOut;
+
+static inline unsigned ceil_log2_u(double x)
+{
+    return (unsigned)ceil(log2(x));
+}
+
+/* One level. in_ref/in_dis: level 0 planes (u16) or int32 LL of the level
+ * above (stride L->win). ll_ref/ll_dis: this level's LL out (or NULL). */
+static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const VdnnPlane *pref,
+                     const VdnnPlane *pdis, const int32_t *in_ref, const int32_t *in_dis,
+                     int32_t *ll_ref, int32_t *ll_dis, Work *wk, double egl, LevelOut *out)
+{
+    const int w = L->w, h = L->h, win = L->win, hin = L->hin;
+    const double cos_sq = (double)(float)(cos(1.0 * M_PI / 180.0) * cos(1.0 * M_PI / 180.0));
+
+    /* Horizontal tap indices. */
+    for (int j = 0; j < w; j++) {
+        int idx[4];
+        tap_indices(j, win, idx);
+        wk->ix0[j] = idx[0];
+        wk->ix3[j] = idx[3];
+    }
+
+    /* Level constants. */
+    uint32_t rf[3] = {0, 0, 0};
+    float rfl[3];
+    {
+        const float f1 = 1.0f / quant_step(lev, 1), f2 = 1.0f / quant_step(lev, 2);
+        rfl[0] = f1, rfl[1] = f1, rfl[2] = f2;
+        for (int c = 0; c < 3; c++)
+            rf[c] = (uint32_t)(rfl[c] * pow(2, 32));
+    }
+    const int64_t vadd = lev == 1 ? 0 : 32768, hadd = lev == 2 ? 32768 : 16384;
+    const int vsh = lev == 1 ? 0 : 16, hsh = lev == 2 ? 16 : 15;
+
+    const int area_w = L->right - L->left, area_h = L->bottom - L->top;
+    /* Denominator shifts. */
+    int den_acc_sh = 0;
+    uint64_t den_acc_add = 0;
+    unsigned dsh_cub = 0, dsh_acc = 0;
+    uint64_t dadd_cub = 0, dadd_acc = 0;
+    static const int SQ_SH[3] = {31, 30, 31};
+    static const unsigned CONV[3] = {32, 27, 23};
+    if (lev == 0) {
+        den_acc_sh = (int)ceil(log2((double)(area_h * area_w)) - 20);
+        den_acc_sh = den_acc_sh > 0 ? den_acc_sh : 0;
+        den_acc_add = den_acc_sh > 0 ? (uint64_t)1 << (den_acc_sh - 1) : 0;
+    } else {
+        dsh_cub = ceil_log2_u(area_w);
+        dadd_cub = (uint64_t)(uint32_t)pow(2, (double)dsh_cub - 1);
+        dsh_acc = ceil_log2_u(area_h);
+        dadd_acc = (uint64_t)(uint32_t)pow(2, (double)dsh_acc - 1);
+    }
+    /* Numerator shifts. */
+    unsigned n_sh_hv = 0, n_sh_d = 0, n_sh_cub = 0;
+    int64_t n_add_hv = 0, n_add_d = 0, n_add_cub = 0;
+    const unsigned n_sh_acc = ceil_log2_u(h);
+    const int64_t n_add_acc = (int64_t)(uint32_t)pow(2, (double)n_sh_acc - 1);
+    if (lev == 0) {
+        n_sh_hv = (unsigned)ceil(log2(w) - 4);
+        n_add_hv = (uint32_t)pow(2, (double)n_sh_hv - 1);
+        n_sh_d = (unsigned)ceil(log2(w) - 3);
+        n_add_d = (uint32_t)pow(2, (double)n_sh_d - 1);
+    } else {
+        n_sh_cub = ceil_log2_u(w);
+        n_add_cub = (uint32_t)pow(2, (double)n_sh_cub - 1);
+    }
+
+    uint64_t den_acc[3] = {0, 0, 0};
+    int64_t num_acc[3] = {0, 0, 0};
+    /* Masking rows and columns: all when the border is empty. */
+    const int mr0 = L->top, mr1 = L->bottom, mc0 = L->left, mc1 = L->right;
+    const int need_hi = ll_ref ? h : L->rhi;
+
+    for (int i = 0; i < need_hi; i++) {
+        if ((i & 31) == 0 && env->cancelled && env->cancelled(env->opaque))
+            return -ECANCELED;
+        int iy[4];
+        tap_indices(i, hin, iy);
+        int32_t *b = NULL;
+        /* Transform row i of both pictures. */
+        for (int p = 0; p < 2; p++) {
+            int32_t *lo = wk->tmp[2 * p], *hi = wk->tmp[2 * p + 1];
+            int32_t *bd = wk->band[4 * p];
+            if (lev == 0) {
+                const VdnnPlane *pl = p ? pdis : pref;
+                const uint16_t *s = pl->data;
+                vpass0(s + iy[0] * pl->stride, s + iy[1] * pl->stride, s + iy[2] * pl->stride,
+                       s + iy[3] * pl->stride, win, (int)pl->bpc, lo, hi);
+                hpass0(lo, win, w, wk->ix0, wk->ix3, wk->band[4 * p + 0], wk->band[4 * p + 1]);
+                hpass0(hi, win, w, wk->ix0, wk->ix3, wk->band[4 * p + 2], wk->band[4 * p + 3]);
+            } else {
+                const int32_t *s = p ? in_dis : in_ref;
+                const ptrdiff_t st = win;
+                vpass_s(s + iy[0] * st, s + iy[1] * st, s + iy[2] * st, s + iy[3] * st, win, vadd,
+                        vsh, lo, hi);
+                hpass_s(lo, win, w, wk->ix0, wk->ix3, hadd, hsh, wk->band[4 * p + 0],
+                        wk->band[4 * p + 1]);
+                hpass_s(hi, win, w, wk->ix0, wk->ix3, hadd, hsh, wk->band[4 * p + 2],
+                        wk->band[4 * p + 3]);
+            }
+            int32_t *ll = p ? ll_dis : ll_ref;
+            if (ll)
+                memcpy(ll + (ptrdiff_t)i * w, bd, (size_t)w * sizeof(int32_t));
+            b = bd;
+        }
+        (void)b;
+        if (i < L->rlo || i >= L->rhi)
+            continue;
+        int32_t *const *rg = wk->ring[i % 3];
+        const int32_t *oh = wk->band[2], *ov = wk->band[1], *od = wk->band[3];
+        const int32_t *th = wk->band[6], *tv = wk->band[5], *td = wk->band[7];
+        if (lev == 0)
+            decouple_csf0(oh, ov, od, th, tv, td, L->clo, L->chi, egl, cos_sq, rg[0], rg[1],
+                          rg[2], rg[3], rg[4], rg[5], rg[6], rg[7], rg[8]);
+        else
+            decouple_csf_s(oh, ov, od, th, tv, td, L->clo, L->chi, egl, cos_sq, rf, rg[0], rg[1],
+                           rg[2], rg[3], rg[4], rg[5], rg[6], rg[7], rg[8]);
+        if (i >= L->top && i < L->bottom) {
+            uint64_t s[3];
+            if (lev == 0) {
+                den_row0(oh, ov, od, L->left, L->right, s);
+                for (int c = 0; c < 3; c++)
+                    den_acc[c] += (s[c] + den_acc_add) >> den_acc_sh;
+            } else {
+                den_row_s(oh, ov, od, L->left, L->right, (uint64_t)1 << SQ_SH[lev - 1],
+                          SQ_SH[lev - 1], dadd_cub, (int)dsh_cub, s);
+                for (int c = 0; c < 3; c++)
+                    den_acc[c] += (s[c] + dadd_acc) >> dsh_acc;
+            }
+        }
+        /* Masking of row k = i - 1 (and of the last row). */
+        for (int k = i - 1; k <= i; k++) {
+            if (k < 0 || k < mr0 || k >= mr1 || (k == i && i != h - 1))
+                continue;
+            const int up = k == 0 ? 1 : k - 1, dn = k == h - 1 ? h - 1 : k + 1;
+            int32_t *const *ru = wk->ring[up % 3], *const *rm = wk->ring[k % 3],
+                           *const *rd = wk->ring[dn % 3];
+            int32_t *t = wk->colsum;
+            const int c0 = mc0 > 0 ? mc0 - 1 : 0, c1 = mc1 + 1 < w ? mc1 + 1 : w;
+            col_sums(ru[6], ru[7], ru[8], rm[6], rm[7], rm[8], rd[6], rd[7], rd[8], c0, c1, t);
+            /* Edge columns: -1 -> 1, w -> w - 1; t is shifted by one. */
+            if (mc0 == 0)
+                t[0] = t[2];
+            if (mc1 == w)
+                t[w + 1] = t[w];
+            int64_t s[3];
+            /* t[j] .. t[j+2] are columns j-1 .. j+1. */
+            if (lev == 0)
+                cm_row0(t, rm[6], rm[7], rm[8], rm[3], rm[4], rm[5], rm[0], rm[1], rm[2], mc0,
+                        mc1, (int)n_sh_hv, n_add_hv, (int)n_sh_d, n_add_d, s);
+            else
+                cm_row_s(t, rm[6], rm[7], rm[8], rm[3], rm[4], rm[5], rm[0], rm[1], rm[2], mc0,
+                         mc1, rf[0], rf[1], rf[2], (int)n_sh_cub, n_add_cub, s);
+            for (int c = 0; c < 3; c++)
+                num_acc[c] += (s[c] + n_add_acc) >> n_sh_acc;
+        }
+    }
+
+    /* Scores of the level, in libvmaf's float/double steps. */
+    const float noise = powf((float)(area_h * area_w * NOISE_WEIGHT), 1.0f / 3.0f);
+    float nsc[3], dsc[3];
+    if (lev == 0) {
+        const double p_hv = pow(2, (double)(unsigned)(52u - n_sh_hv - n_sh_acc));
+        const double p_d = pow(2, (double)(unsigned)(57u - n_sh_d - n_sh_acc));
+        /* libvmaf's AVX2 code (what it runs here) converts h's sum to float
+         * before the division, v's and d's not. */
+        nsc[0] = powf((float)((float)num_acc[0] / p_hv), 1.0f / 3.0f) + noise;
+        nsc[1] = powf((float)(num_acc[1] / p_hv), 1.0f / 3.0f) + noise;
+        nsc[2] = powf((float)(num_acc[2] / p_d), 1.0f / 3.0f) + noise;
+        const double shc = pow(2, 18 - den_acc_sh);
+        for (int c = 0; c < 3; c++) {
+            const double csf = (double)(den_acc[c] / shc) * pow(rfl[c], 3);
+            dsc[c] = powf((float)csf, 1.0f / 3.0f) + noise;
+        }
+    } else {
+        static const unsigned FS[3] = {45, 39, 36};
+        const float fs = (float)pow(2, (double)(unsigned)(FS[lev - 1] - n_sh_cub - n_sh_acc));
+        for (int c = 0; c < 3; c++)
+            nsc[c] = powf((float)num_acc[c] / fs, 1.0f / 3.0f) + noise;
+        const double shc = pow(2, (double)(unsigned)(CONV[lev - 1] - dsh_acc - dsh_cub));
+        for (int c = 0; c < 3; c++) {
+            const double csf = (double)(den_acc[c] / shc) * pow(rfl[c], 3);
+            dsc[c] = powf((float)csf, 1.0f / 3.0f) + noise;
+        }
+    }
+    out->num = nsc[0] + nsc[1] + nsc[2];
+    out->den = dsc[0] + dsc[1] + dsc[2];
+#ifdef ADM_DEBUG
+    fprintf(stderr, "lev %d num %.6f den %.6f | n %.9g %.9g %.9g d %.9g %.9g %.9g\n", lev,
+            out->num, out->den, nsc[0], nsc[1], nsc[2], dsc[0], dsc[1], dsc[2]);
+#endif
+    return 0;
+}
+
+static int check_plane(const VdnnPlane *p)
+{
+    if (!p->data || p->bpc < 8 || p->bpc > 16 || p->stride < (ptrdiff_t)p->w ||
+        p->w < ADM_MIN_SIZE || p->h < ADM_MIN_SIZE || p->w > (1u << 16) || p->h > (1u << 16))
+        return -EINVAL;
+    const uint16_t maxv = (uint16_t)((1u << p->bpc) - 1);
+    for (unsigned i = 0; i < p->h; i++) {
+        const uint16_t *row = p->data + (ptrdiff_t)i * p->stride;
+        uint16_t m = 0;
+        for (unsigned j = 0; j < p->w; j++)
+            m = row[j] > m ? row[j] : m;
+        if (m > maxv)
+            return -EINVAL;
+    }
+    return 0;
+}
+
+static size_t al64(size_t n)
+{
+    return (n + 63) & ~(size_t)63;
+}
 
 int vdnn_adm_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
                      double enhn_gain_limit, double *adm2, double scales[4])
 {
-    (void)env; (void)ref; (void)dist; (void)enhn_gain_limit; (void)adm2; (void)scales;
-    return -ENOSYS;
+    if (!env || !env->alloc || !env->release || !ref || !dist || !adm2)
+        return -EINVAL;
+    if (ref->w != dist->w || ref->h != dist->h || ref->bpc != dist->bpc)
+        return -EINVAL;
+    if (!(enhn_gain_limit >= 1.0) || !(enhn_gain_limit <= 100.0))
+        return -EINVAL;
+    int rc = check_plane(ref);
+    if (!rc)
+        rc = check_plane(dist);
+    if (rc)
+        return rc;
+
+    const int W = (int)ref->w, H = (int)ref->h;
+    Level lv[4];
+    level_geometry(&lv[0], W, H);
+    for (int s = 1; s < 4; s++)
+        level_geometry(&lv[s], lv[s - 1].w, lv[s - 1].h);
+
+    const int W2 = lv[0].w;
+    const size_t ll0 = al64((size_t)lv[0].w * lv[0].h * 4), ll1 = al64((size_t)lv[1].w * lv[1].h * 4);
+    const size_t rowin = al64((size_t)W * 4), row2 = al64((size_t)(W2 + 2) * 4);
+    const size_t idx = al64((size_t)W2 * sizeof(int));
+    const size_t total = 2 * ll0 + 2 * ll1 + 4 * rowin + (8 + 27 + 1) * row2 + 2 * idx;
+    char *mem = env->alloc(env->opaque, total);
+    if (!mem)
+        return -ENOMEM;
+    char *p = mem;
+    int32_t *llA[2], *llB[2];
+    llA[0] = (int32_t *)p, p += ll0;
+    llA[1] = (int32_t *)p, p += ll0;
+    llB[0] = (int32_t *)p, p += ll1;
+    llB[1] = (int32_t *)p, p += ll1;
+    Work wk;
+    for (int k = 0; k < 4; k++)
+        wk.tmp[k] = (int32_t *)p, p += rowin;
+    for (int k = 0; k < 8; k++)
+        wk.band[k] = (int32_t *)p, p += row2;
+    for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 9; k++)
+            wk.ring[r][k] = (int32_t *)p, p += row2;
+    wk.colsum = (int32_t *)p, p += row2;
+    wk.ix0 = (int *)p, p += idx;
+    wk.ix3 = (int *)p, p += idx;
+
+    LevelOut lo[4];
+    for (int s = 0; s < 4 && !rc; s++) {
+        const int32_t *inr = s == 0 ? NULL : (s & 1 ? llA[0] : llB[0]);
+        const int32_t *ind = s == 0 ? NULL : (s & 1 ? llA[1] : llB[1]);
+        int32_t *outr = s == 3 ? NULL : (s & 1 ? llB[0] : llA[0]);
+        int32_t *outd = s == 3 ? NULL : (s & 1 ? llB[1] : llA[1]);
+        rc = run_level(env, s, &lv[s], ref, dist, inr, ind, outr, outd, &wk, enhn_gain_limit,
+                       &lo[s]);
+    }
+    env->release(env->opaque, mem);
+    if (rc)
+        return rc;
+
+    double num = 0, den = 0;
+    for (int s = 0; s < 4; s++)
+        num += lo[s].num, den += lo[s].den;
+    const double limit = 1e-10 * (W * H) / (1920.0 * 1080.0);
+    num = num < limit ? 0 : num;
+    den = den < limit ? 0 : den;
+    *adm2 = den == 0.0 ? 1.0 : num / den;
+    if (scales)
+        for (int s = 0; s < 4; s++)
+            scales[s] = (double)lo[s].num / lo[s].den;
+    return 0;
 }
