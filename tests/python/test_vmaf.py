@@ -40,18 +40,32 @@ def library_scores(result, key="vmaf", suffix=""):
     return out
 
 
+# The fused kernels (the features' CPU form) follow libvmaf's integer extractors exactly: the
+# features differ only by their float32 outputs, VMAF by what that does to the SVM.
+KERNEL_TOL = {k: 1e-6 for k in TOL}
+KERNEL_TOL.update({"motion2": 2e-6, "vmaf": 1e-4})
+
+
 # Three clips cover 8 and 10 bit, an odd size and a scene cut; the rest are in test_vmaf_graphs.
+@pytest.mark.parametrize("form", ["kernels", "onnx"])
 @pytest.mark.parametrize("clip", ["testsrc2_x264crf35_8bit_odd", "testsrc2_x264crf45_10bit",
                                   "scenecut_8bit"])
-def test_library_vmaf_matches_libvmaf(clip, reference, models, tmp_path):
+def test_library_vmaf_matches_libvmaf(clip, form, reference, models, tmp_path, monkeypatch):
+    """Both forms of the features: the fused kernels the library uses on ORT's CPU EP, and the
+    pure-ONNX graph (VMAFDNN_MODEL_FORMS=0), the form for every other EP."""
+    if form == "onnx":
+        monkeypatch.setenv("VMAFDNN_MODEL_FORMS", "0")
     ref, dist = make_clip(reference["FFMPEG"], clip, str(tmp_path))
     theirs = run_libvmaf(reference["FFMPEG"], ref, dist, str(tmp_path / "log.json"))
     result = vmafdnn.score(ref, dist, models=[os.path.join(models, "vmaf_v0.6.1.onnx")])
+    features = result["models"][0]
+    assert (features["form"] is not None) == (form == "kernels"), features
     ours = library_scores(result)
     assert len(ours["vmaf"]) == CLIPS[clip][2]
     d = compare(ours, theirs)
+    tol = KERNEL_TOL if form == "kernels" else TOL
     for k, (mx, _) in d.items():
-        assert mx <= TOL[k], f"{clip}: {k} max |d| {mx:.3g} > {TOL[k]} ({d})"
+        assert mx <= tol[k], f"{clip}: {k} max |d| {mx:.3g} > {tol[k]} ({d})"
     assert d["vmaf"][1] <= VMAF_MEAN_TOL, f"{clip}: mean |dVMAF| {d['vmaf'][1]:.3g} ({d})"
 
 
