@@ -38,8 +38,8 @@ static int open_y4m(const char *path, Y4m *y)
             static char c[32];
             snprintf(c, sizeof(c), "%s", tok + 1);
             chroma = c;
-            char *p = strchr(c, 'p');
-            if (p && p[1])
+            char *p = strchr(c, 'p'); /* C420p10, not C420jpeg / C420paldv */
+            if (p && p[1] >= '0' && p[1] <= '9')
                 y->bpc = (unsigned)atoi(p + 1);
             if (strncmp(c, "mono", 4) == 0 && c[4])
                 y->bpc = (unsigned)atoi(c + 4);
