@@ -59,6 +59,14 @@
 
 #include "vmaf_kernels.h"
 
+/* The row loops are written for the vectoriser; GCC's -O2 cost model
+ * ("very cheap") skips most of them and its trapping-math default keeps
+ * it from if-converting the selects on doubles. Neither changes a result:
+ * no reassociation, no contraction, only selects and vector widths. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-loop-vectorize", "vect-cost-model=dynamic", "no-trapping-math")
+#endif
+
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
 #endif
@@ -224,6 +232,22 @@ static inline int angle_ok(double dp, double om, double tm, double cos_sq)
     return d >= 0.0 && d * d >= cos_sq * (om / 4096.0) * (tm / 4096.0);
 }
 
+/* Level 0 restored value of one coefficient: k = clip(t / o) in Q15 by
+ * libvmaf's reciprocal table (2^30 / o truncated, exact in double, as is
+ * the rounded product >> 15), r = k * o in Q15, then the gain limit. */
+static inline int32_t restore0(int32_t o, int32_t t, int flag, double egl)
+{
+    const double q = trunc(1073741824.0 / (double)(o == 0 ? 1 : o));
+    double x = floor((q * t + 16384.0) * (1.0 / 32768.0));
+    x = o == 0 ? 32768.0 : x;
+    x = x < 0.0 ? 0.0 : (x > 32768.0 ? 32768.0 : x);
+    const int32_t k = (int32_t)x;
+    const int32_t rs = (k * o + 16384) >> 15;
+    const double g = rs * egl, tt = t;
+    const double lim = o > 0 ? (g < tt ? g : tt) : (g > tt ? g : tt);
+    return (flag & (k > 0) & (o != 0)) ? (int32_t)lim : rs;
+}
+
 /* Level 0 decoupling + CSF of one row over [c0, c1): 16-bit semantics. */
 VDNN_TARGET_CLONES
 static void decouple_csf0(const int32_t *restrict oh, const int32_t *restrict ov,
@@ -234,45 +258,31 @@ static void decouple_csf0(const int32_t *restrict oh, const int32_t *restrict ov
                           int32_t *restrict ad, int32_t *restrict fh, int32_t *restrict fv,
                           int32_t *restrict fd)
 {
+    /* The angle test first (its int -> float -> double steps keep the
+     * vectoriser away), the flags parked in rh. */
     for (int j = c0; j < c1; j++) {
-        const int32_t o[3] = {oh[j], ov[j], od[j]};
-        const int32_t t[3] = {th[j], tv[j], td[j]};
+        const int32_t o0 = oh[j], o1 = ov[j], t0 = th[j], t1 = tv[j];
         /* |values| < 2^15: the dot products fit in int32 here. */
-        const int32_t dp = o[0] * t[0] + o[1] * t[1];
-        const int32_t om = o[0] * o[0] + o[1] * o[1];
-        const int32_t tm = t[0] * t[0] + t[1] * t[1];
-        const int flag = angle_ok((float)dp, (float)om, (float)tm, cos_sq);
-        int32_t r[3];
-        for (int c = 0; c < 3; c++) {
-            int32_t k;
-            if (o[c] == 0) {
-                k = 32768;
-            } else {
-                /* 2^30 / o truncated, times t, rounded >> 15: exact in double. */
-                const double q = trunc(1073741824.0 / o[c]);
-                const double x = floor((q * t[c] + 16384.0) * (1.0 / 32768.0));
-                k = x < 0 ? 0 : (x > 32768 ? 32768 : (int32_t)x);
-            }
-            int32_t rs = (k * o[c] + 16384) >> 15;
-            if (flag && k > 0 && o[c] > 0) {
-                const double g = rs * egl;
-                rs = (int16_t)(g < t[c] ? g : t[c]);
-            } else if (flag && k > 0 && o[c] < 0) {
-                const double g = rs * egl;
-                rs = (int16_t)(g > t[c] ? g : t[c]);
-            }
-            r[c] = rs;
-        }
-        const int32_t a0 = (int16_t)(t[0] - r[0]), a1 = (int16_t)(t[1] - r[1]),
-                      a2 = (int16_t)(t[2] - r[2]);
-        rh[j] = r[0], rv[j] = r[1], rd[j] = r[2];
+        const double dp = (float)(o0 * t0 + o1 * t1) / 4096.0;
+        const double om = (float)(o0 * o0 + o1 * o1) / 4096.0;
+        const double tm = (float)(t0 * t0 + t1 * t1) / 4096.0;
+        rh[j] = (dp >= 0.0) & (dp * dp >= cos_sq * om * tm);
+    }
+    for (int j = c0; j < c1; j++) {
+        const int32_t o0 = oh[j], o1 = ov[j], o2 = od[j], t0 = th[j], t1 = tv[j], t2 = td[j];
+        const int flag = rh[j];
+        const int32_t r0 = restore0(o0, t0, flag, egl);
+        const int32_t r1 = restore0(o1, t1, flag, egl);
+        const int32_t r2 = restore0(o2, t2, flag, egl);
+        rh[j] = r0, rv[j] = r1, rd[j] = r2;
+        const int32_t a0 = (int16_t)(t0 - r0), a1 = (int16_t)(t1 - r1), a2 = (int16_t)(t2 - r2);
         const int32_t ch = (int16_t)((36453 * a0 + 16384) >> 15);
         const int32_t cv = (int16_t)((36453 * a1 + 16384) >> 15);
         const int32_t cd = (int16_t)((49417 * a2 + 65535) >> 17);
         ah[j] = ch, av[j] = cv, ad[j] = cd;
-        fh[j] = (int16_t)((4369 * abs(ch) + 2048) >> 12);
-        fv[j] = (int16_t)((4369 * abs(cv) + 2048) >> 12);
-        fd[j] = (int16_t)((4369 * abs(cd) + 2048) >> 12);
+        fh[j] = (int16_t)((4369 * (ch < 0 ? -ch : ch) + 2048) >> 12);
+        fv[j] = (int16_t)((4369 * (cv < 0 ? -cv : cv) + 2048) >> 12);
+        fd[j] = (int16_t)((4369 * (cd < 0 ? -cd : cd) + 2048) >> 12);
     }
 }
 
@@ -287,7 +297,7 @@ static inline uint16_t best15(uint32_t v, int *shift)
 static void decouple_csf_s(const int32_t *restrict oh, const int32_t *restrict ov,
                            const int32_t *restrict od, const int32_t *restrict th,
                            const int32_t *restrict tv, const int32_t *restrict td, int c0,
-                           int c1, double egl, double cos_sq, const uint32_t rf[3],
+                           int c1, double egl, double cos_sq, const uint32_t rf[3], const int32_t *restrict recip,
                            int32_t *restrict rh, int32_t *restrict rv, int32_t *restrict rd,
                            int32_t *restrict ah, int32_t *restrict av, int32_t *restrict ad,
                            int32_t *restrict fh, int32_t *restrict fv, int32_t *restrict fd)
@@ -308,7 +318,7 @@ static void decouple_csf_s(const int32_t *restrict oh, const int32_t *restrict o
                 const uint32_t ab = (uint32_t)abs(o[c]);
                 int sh = 0;
                 const uint16_t m = ab < 32768 ? (uint16_t)ab : best15(ab, &sh);
-                const int64_t q = (int64_t)(1073741824 / (int32_t)m);
+                const int64_t q = recip[m];
                 const int64_t x =
                     ((q * t[c]) * (o[c] < 0 ? -1 : 1) + (int64_t)(int32_t)(1u << (14 + sh))) >> (15 + sh);
                 k = x < 0 ? 0 : (x > 32768 ? 32768 : x);
@@ -449,6 +459,7 @@ typedef struct Work {
     int32_t *ring[3][9];      /* r h v d, csf h v d, mag h v d */
     int32_t *colsum;          /* w + 2 */
     int *ix0, *ix3;           /* first / last tap index per output column */
+    int32_t *recip;           /* 2^30 / m, m = 1 .. 32768 (libvmaf's div_lookup) */
 } Work;
 
 typedef struct LevelOut {
@@ -570,7 +581,7 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
             decouple_csf0(oh, ov, od, th, tv, td, L->clo, L->chi, egl, cos_sq, rg[0], rg[1],
                           rg[2], rg[3], rg[4], rg[5], rg[6], rg[7], rg[8]);
         else
-            decouple_csf_s(oh, ov, od, th, tv, td, L->clo, L->chi, egl, cos_sq, rf, rg[0], rg[1],
+            decouple_csf_s(oh, ov, od, th, tv, td, L->clo, L->chi, egl, cos_sq, rf, wk->recip, rg[0], rg[1],
                            rg[2], rg[3], rg[4], rg[5], rg[6], rg[7], rg[8]);
         if (i >= L->top && i < L->bottom) {
             uint64_t s[3];
@@ -666,6 +677,16 @@ static int check_plane(const VdnnPlane *p)
     return 0;
 }
 
+VDNN_TARGET_CLONES
+static void fill_recip(int32_t *restrict r)
+{
+    /* 2^30 / m truncated: exact through double (the quotient is never within
+     * 2^-23 of an integer it does not equal). */
+    r[0] = 0;
+    for (int m = 1; m <= 32768; m++)
+        r[m] = (int32_t)(1073741824.0 / m);
+}
+
 static size_t al64(size_t n)
 {
     return (n + 63) & ~(size_t)63;
@@ -696,7 +717,8 @@ int vdnn_adm_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
     const size_t ll0 = al64((size_t)lv[0].w * lv[0].h * 4), ll1 = al64((size_t)lv[1].w * lv[1].h * 4);
     const size_t rowin = al64((size_t)W * 4), row2 = al64((size_t)(W2 + 2) * 4);
     const size_t idx = al64((size_t)W2 * sizeof(int));
-    const size_t total = 2 * ll0 + 2 * ll1 + 4 * rowin + (8 + 27 + 1) * row2 + 2 * idx;
+    const size_t rec = al64(32769 * sizeof(int32_t));
+    const size_t total = 2 * ll0 + 2 * ll1 + 4 * rowin + (8 + 27 + 1) * row2 + 2 * idx + rec;
     char *mem = env->alloc(env->opaque, total);
     if (!mem)
         return -ENOMEM;
@@ -717,6 +739,8 @@ int vdnn_adm_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
     wk.colsum = (int32_t *)p, p += row2;
     wk.ix0 = (int *)p, p += idx;
     wk.ix3 = (int *)p, p += idx;
+    wk.recip = (int32_t *)p;
+    fill_recip(wk.recip);
 
     LevelOut lo[4];
     for (int s = 0; s < 4 && !rc; s++) {
