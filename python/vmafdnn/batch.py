@@ -30,7 +30,9 @@ docs/batch.md); each job is scored from frame 0 and gives the scores and
 report of a fresh context. A worker that dies (a crash, SIGKILL, a lost Ray
 node) has its job retried on another; results are journalled as they arrive,
 so a batch re-run with the same output skips the jobs already done (keyed by
-inputs, models and options).
+inputs, models and options), and a job failing in a re-run (its clips moved
+away, say) keeps its earlier successful row: a failure never replaces a
+success.
 """
 import csv
 import errno as _errno
@@ -69,11 +71,19 @@ _MAX_CONTEXTS = 4
 class BatchResult(list):
     """The rows of a batch, one dict per job in job-list order, plus counts:
     ``ran`` (jobs scored now), ``skipped`` (done in an earlier run),
-    ``failed`` (rows with an error), ``retried`` (attempts lost to dead
-    workers), ``elapsed`` (seconds) and ``frames`` (frames scored now)."""
+    ``failed`` (jobs that failed: rows with an error, and the jobs of
+    ``kept``), ``retried`` (attempts lost to dead workers), ``elapsed``
+    (seconds) and ``frames`` (frames scored now). ``kept``: job index ->
+    the error of this run, for the jobs that failed now while the results
+    file or its journal held a successful row for them: that earlier row
+    is their row (a failure never replaces a success, see docs/batch.md)."""
 
     ran = skipped = failed = retried = frames = 0
     elapsed = 0.0
+
+    def __init__(self, rows=()):
+        super().__init__(rows)
+        self.kept: Dict[int, str] = {}
 
 
 # -- job lists ------------------------------------------------------------------------
@@ -789,11 +799,12 @@ def _journal_path(output: str) -> str:
     return output + ".partial.jsonl"
 
 
-def _done_rows(output: Optional[str], reports: Optional[str]) -> Dict[str, dict]:
-    """Rows of earlier runs that need no new work, by job key: successful,
-    and with their report file when reports are asked for."""
+def _good_rows(output: Optional[str]) -> List[dict]:
+    """The successful rows of earlier runs, in the results file and its
+    journal: one per job key (the journal's, newer, where both have one),
+    in the order they were first found."""
     if output is None:
-        return {}
+        return []
     found = []
     if os.path.exists(output):
         found += read_results(output)
@@ -805,15 +816,90 @@ def _done_rows(output: Optional[str], reports: Optional[str]) -> Dict[str, dict]
                     found.append(json.loads(line))
                 except json.JSONDecodeError:
                     pass  # the line a killed run was writing
-    done = {}
+    good: Dict[str, dict] = {}
     for row in found:
-        key = row.get("job_key")
-        if not key or row.get("error"):
+        key = row.get("job_key") if isinstance(row, dict) else None
+        if key and not row.get("error"):
+            good[key] = row
+    return list(good.values())
+
+
+def _done_rows(good: List[dict], reports: Optional[str]) -> Dict[str, dict]:
+    """The earlier successful rows that need no new work, by job key: with
+    their report file when reports are asked for."""
+    return {row["job_key"]: row for row in good
+            if not reports or (row.get("report") and os.path.exists(row["report"]))}
+
+
+def _job_models(job: dict, options: dict) -> str:
+    """The ``models`` cell a worker writes for the job."""
+    from . import scoring
+    try:
+        models = scoring._model_list(job["models"] or options["models"], job["reference"] is None)
+    except Exception:
+        return ";".join(job["models"] or options["models"] or [])
+    return ";".join(os.fspath(m) for m in models)
+
+
+def _keep_good_rows(result: BatchResult, jobs: List[dict], ran: List[int], good: List[dict],
+                    options: dict, on_event) -> None:
+    """A failure never replaces a success: each job that failed now and
+    whose earlier row succeeded gets that row back (with the job's current
+    labels, as a skipped job), its error going to ``result.kept``.
+
+    The earlier row is the one of the same job key (a job run again for a
+    missing report), else, since a key changes with its inputs (a clip
+    moved away has no size or mtime), one of a job no longer in the list
+    (its key is no current job's) that scored the same reference, distorted
+    clip and models: paired in job-list order, the rows of the same labels
+    first, so that two jobs of one pair (other offsets, say) each find
+    their own row when the list kept its order."""
+    if not good:
+        return
+    by_key = {row["job_key"]: row for row in good}
+    current = {job["job_key"] for job in jobs}
+    pool = [row for row in good if row["job_key"] not in current]
+
+    def ident(reference, distorted, models):
+        return (reference or None, os.fspath(distorted) if distorted else None, models or "")
+
+    def labels_match(row, job) -> bool:
+        return all(_label_text(row.get(k)) == _label_text(v) for k, v in _labels(job).items()
+                   if k != "job_key")
+
+    pairs: Dict[int, dict] = {}
+    unkeyed = [i for i in ran if jobs[i]["job_key"] not in by_key]
+    idents = {i: ident(jobs[i]["reference"], jobs[i]["distorted"],
+                       _job_models(jobs[i], options)) for i in unkeyed}
+    taken = set()
+    for same_labels in (True, False):
+        for i in unkeyed:
+            if i in pairs:
+                continue
+            for n, row in enumerate(pool):
+                if n in taken or ident(row.get("reference"), row.get("distorted"),
+                                       row.get("models")) != idents[i]:
+                    continue
+                if same_labels and not labels_match(row, jobs[i]):
+                    continue
+                pairs[i] = row
+                taken.add(n)
+                break
+    for i in ran:
+        row = result[i]
+        if row is None or not row.get("error"):
             continue
-        if reports and not (row.get("report") and os.path.exists(row["report"])):
+        earlier = by_key.get(jobs[i]["job_key"]) or pairs.get(i)
+        if earlier is None:
             continue
-        done[key] = row
-    return done
+        result.kept[i] = row["error"]
+        result[i] = _with_labels(earlier, jobs[i])
+        if on_event:
+            on_event("kept", i, {"error": row["error"], "row": result[i]})
+
+
+def _label_text(value) -> str:
+    return "" if value is None else str(value)
 
 
 # -- progress ----------------------------------------------------------------------------------
@@ -876,7 +962,9 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
     job in job-list order. With ``output`` (.parquet, .csv, .jsonl) the rows
     are also written there; rows are journalled to ``<output>.partial.jsonl``
     as jobs finish, and jobs whose successful row is already in ``output`` or
-    the journal (same job key) are not run again.
+    the journal (same job key) are not run again. A job that fails keeps its
+    earlier successful row, if any (say its clips were moved away): the row
+    stays, the job counts as failed and its error is in ``kept``.
 
     ``models``: the models of jobs that name none (default: psnr_y and
     ssim_y, sharpness_nr without a reference). ``workers``: processes (or
@@ -897,7 +985,9 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
     EP. ``reuse=False`` opens the models afresh for every job (for
     measurement). ``progress``: True for the stderr progress line, or a
     callable given each row; ``on_event(kind, index, info)`` sees "start"
-    (info: worker, attempt), "retry" and "done". ``cancel``: a
+    (info: worker, attempt), "retry", "done" and, once the jobs have run,
+    "kept" (info: error, row) for a job that failed now but keeps its
+    earlier successful row (:attr:`BatchResult.kept`). ``cancel``: a
     :class:`vmafdnn.Canceller`; cancelling it stops the batch within a
     fraction of a second (workers killed, RunCancelledError raised), the
     rows of finished jobs staying in the journal for a re-run.
@@ -937,7 +1027,8 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
     keys = [job_key(job, options) for job in job_list]
     for job, key in zip(job_list, keys):
         job["job_key"] = key
-    done = _done_rows(output, options["reports"])
+    earlier = _good_rows(output)
+    done = _done_rows(earlier, options["reports"])
     result = BatchResult([None] * len(job_list))
     todo = []
     for i, (job, key) in enumerate(zip(job_list, keys)):
@@ -989,7 +1080,8 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
             journal.close()
         if isinstance(meter, _Progress):
             meter.end()
-    result.failed = sum(1 for row in result if row.get("error"))
+    _keep_good_rows(result, job_list, todo, earlier, options, on_event)
+    result.failed = sum(1 for row in result if row.get("error")) + len(result.kept)
     if output is not None:
         write_results(result, output)
         try:
@@ -1086,7 +1178,9 @@ def add_arguments(parser) -> None:
 
 
 def run_command(args, policy: dict, printable=str) -> int:
-    """``vmafdnn batch``: 0 when every job succeeded, 1 when some failed."""
+    """``vmafdnn batch``: 0 when every job succeeded, 1 when some failed
+    (a job that failed now but kept its earlier successful row included:
+    one line each on stderr says so)."""
     if args.output is None and args.reports is None:
         from .scoring import UsageError
         raise UsageError("give -o RESULTS (and/or --reports DIR): the rows go nowhere else")
@@ -1099,14 +1193,21 @@ def run_command(args, policy: dict, printable=str) -> int:
                  timeout=args.job_timeout, ray=args.ray, gpus_per_worker=args.gpus_per_worker,
                  progress=progress, cancel=args.canceller,
                  **{k: v for k, v in policy.items() if v is not None})
+    for index, error in sorted(rows.kept.items()):
+        print(f"vmafdnn batch: job {index + 1} ({printable(rows[index]['distorted'])}) failed: "
+              f"{printable(error)}; its earlier successful row is kept in the results",
+              file=sys.stderr)
     if not args.quiet:
         rate = rows.ran / rows.elapsed if rows.elapsed > 0 else 0.0
+        kept = f" ({len(rows.kept)} keeping an earlier successful row)" if rows.kept else ""
         print(f"jobs: {len(rows)} ({rows.ran} scored, {rows.skipped} already done, "
-              f"{rows.failed} failed, {rows.retried} retried after a worker died); "
+              f"{rows.failed} failed{kept}, {rows.retried} retried after a worker died); "
               f"{rows.frames} frames in {rows.elapsed:.1f} s ({rate:.2f} jobs/s)")
-        for row in rows:
-            if row.get("error"):
-                print(f"failed: {printable(row['distorted'])}: {printable(row['error'])}")
+        for index, row in enumerate(rows):
+            error = rows.kept.get(index) or row.get("error")
+            if error:
+                note = " (its earlier successful row is kept)" if index in rows.kept else ""
+                print(f"failed: {printable(row['distorted'])}: {printable(error)}{note}")
         if args.output:
             print(f"results: {printable(args.output)}")
     return 1 if rows.failed else 0
