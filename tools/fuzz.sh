@@ -3,6 +3,7 @@
 #
 #   fuzz_onnx_scan  csrc/onnx_scan.c          libFuzzer, ASan + UBSan + LSan
 #   fuzz_sidecar    csrc/json.c, sidecar.c     libFuzzer, ASan + UBSan + LSan
+#   fuzz_vmaf_kernels csrc/vmaf_{vif,adm,motion}.c libFuzzer, ASan + UBSan + LSan
 #   fuzz_y4m        python/vmafdnn/video.py    atheris (libFuzzer for Python)
 #
 #   tools/fuzz.sh [SECONDS] [HARNESS...]       (default: every harness)
@@ -27,7 +28,7 @@ cd "$repo"
 seconds=${1:-60}
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_onnx_scan fuzz_sidecar fuzz_y4m)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_onnx_scan fuzz_sidecar fuzz_vmaf_kernels fuzz_y4m)
 if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
     echo "usage: tools/fuzz.sh [SECONDS] [HARNESS...]" >&2
     exit 2
@@ -48,6 +49,7 @@ c_sources() {
     case $1 in
     fuzz_onnx_scan) echo csrc/onnx_scan.c ;;
     fuzz_sidecar) echo csrc/json.c csrc/sidecar.c ;;
+    fuzz_vmaf_kernels) echo csrc/vmaf_vif.c csrc/vmaf_adm.c csrc/vmaf_motion.c csrc/vmaf_kernel_env.c ;;
     *) return 1 ;;
     esac
 }
