@@ -44,6 +44,12 @@
  * of libvmaf, widened), so the loops are plain C that the compiler
  * vectorises; the hot row functions are built for AVX2 and baseline.
  *
+ * Known difference: libvmaf's AVX2 16-bit transform (bpc > 8) reads two
+ * samples past the row for the last column of level 0 when (w + 1) / 2 is
+ * 1 mod 16 (stale buffer contents, not reproducible); this kernel uses the
+ * mirrored samples of libvmaf's C code there. That column lies in the
+ * excluded border; it reaches the scores only through the LL band.
+ *
  * Limits: w, h >= 33. libvmaf's border mirroring needs each level's input to
  * have at least 5 rows and columns (with fewer, its index tables read out of
  * the picture), and the fourth level's input is ceil(w / 8).
@@ -53,9 +59,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef ADM_DEBUG
-#include <stdio.h>
-#endif
 
 #include "vmaf_kernels.h"
 
@@ -89,7 +92,9 @@ static const float W_AMP[4][4] = {{0.62171f, 0.67234f, 0.72709f, 0.67234f},
                                   {0.18004f, 0.22727f, 0.28688f, 0.22727f},
                                   {0.091401f, 0.11792f, 0.15214f, 0.11792f}};
 
-/* libvmaf's dwt_quant_step for the default display (3 x 1080). */
+/* libvmaf's dwt_quant_step for the default display (3 x 1080). k * temp^2
+ * in float, as the reference build computes it (in double the factors of
+ * levels 1..3 move by an ulp and the scores by ~1e-7). */
 static float quant_step(int lambda, int theta)
 {
     const float r = (float)(3.0 * 1080 * M_PI / 180.0);
@@ -653,10 +658,6 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
     }
     out->num = nsc[0] + nsc[1] + nsc[2];
     out->den = dsc[0] + dsc[1] + dsc[2];
-#ifdef ADM_DEBUG
-    fprintf(stderr, "lev %d num %.6f den %.6f | n %.9g %.9g %.9g d %.9g %.9g %.9g\n", lev,
-            out->num, out->den, nsc[0], nsc[1], nsc[2], dsc[0], dsc[1], dsc[2]);
-#endif
     return 0;
 }
 
