@@ -314,8 +314,18 @@ static void test_custom_domain(void)
 {
     CHECK_EQ_INT(scan(model_with_node("com.evil", "Exec"), -1, NULL), -EPERM);
     CHECK_STR_CONTAINS(vdnn_last_error(), "\"com.evil:Exec\" (node 0 \"n0\")");
-    CHECK_STR_CONTAINS(vdnn_last_error(), "only the standard ONNX domain is allowed");
+    CHECK_STR_CONTAINS(vdnn_last_error(), "only the standard ONNX domain and the library's own "
+                       "operators (org.vmafdnn) are allowed");
     CHECK(strcmp(rep.first_bad_op, "com.evil:Exec") == 0);
+
+    /* The library's own operators, and nothing else of their domain. */
+    CHECK_EQ_INT(scan(model_with_node("org.vmafdnn", "VifInteger"), -1, NULL), 0);
+    CHECK_EQ_INT(scan(model_with_node("org.vmafdnn", "Samples"), -1, NULL), 0);
+    CHECK_EQ_INT(scan(model_with_node("org.vmafdnn", "Exec"), -1, NULL), -EPERM);
+    CHECK(strcmp(rep.first_bad_op, "org.vmafdnn:Exec") == 0);
+    CHECK_EQ_INT(scan(model_with_node("org.vmafdnn", "Relu"), -1, NULL), -EPERM);
+    CHECK_EQ_INT(scan(model_with_node("org.vmafdnn.x", "VifInteger"), -1, NULL), -EPERM);
+    CHECK_EQ_INT(scan(model_with_node("com.evil", "VifInteger"), -1, NULL), -EPERM);
 
     /* Standard op names do not help outside the standard domain. */
     CHECK_EQ_INT(scan(model_with_node("com.microsoft", "Relu"), -1, NULL), -EPERM);
@@ -1037,6 +1047,18 @@ static void test_policy(void)
     CHECK(strcmp(rep.first_bad_op, "Relu") == 0);
     p.n_allowed_ops = 0; /* an empty list allows nothing */
     CHECK_EQ_INT(scan(model_with_node(NULL, "Conv"), -1, &p), -EPERM);
+    /* ... it takes the library's operators only when it names them. */
+    CHECK_EQ_INT(scan(model_with_node("org.vmafdnn", "AdmInteger"), -1, &p), -EPERM);
+    static const char *const ours[] = { "Conv", "org.vmafdnn:AdmInteger" };
+    p.allowed_ops = ours;
+    p.n_allowed_ops = 2;
+    CHECK_EQ_INT(vdnn_scan_policy_check(&p), 0);
+    CHECK_EQ_INT(scan(model_with_node("org.vmafdnn", "AdmInteger"), -1, &p), 0);
+    CHECK_EQ_INT(scan(model_with_node("org.vmafdnn", "VifInteger"), -1, &p), -EPERM);
+    static const char *const not_ours[] = { "org.vmafdnn:Exec" };
+    p.allowed_ops = not_ours;
+    p.n_allowed_ops = 1;
+    CHECK_EQ_INT(vdnn_scan_policy_check(&p), -EINVAL);
 
     /* ... a wider one is refused, by the check and by the scan. */
     static const char *const wider[] = { "Conv", "RandomNormal" };
