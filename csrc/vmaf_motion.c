@@ -29,6 +29,10 @@
 
 #include "vmaf_kernels.h"
 
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("vect-cost-model=dynamic")
+#endif
+
 #define ROWS_PER_TILE 32
 
 static const int32_t motion_filter[5] = {3571, 16004, 26386, 16004, 3571};
@@ -88,9 +92,9 @@ VDNN_TARGET_CLONES
 static uint32_t horizontal_sad_row(const int32_t *restrict v, unsigned w)
 {
     uint32_t sad = 0;
-    for (unsigned j = 0; j < w; j++) {
-        const int32_t a0 = v[(int)j - 2], a1 = v[(int)j - 1], a2 = v[j], a3 = v[j + 1],
-                      a4 = v[j + 2];
+    const int32_t *restrict v0 = v - 2;
+    for (size_t j = 0; j < w; j++) {
+        const int32_t a0 = v0[j], a1 = v0[j + 1], a2 = v0[j + 2], a3 = v0[j + 3], a4 = v0[j + 4];
         /* high and low parts: a = 256 * (a >> 8) + (a & 255) */
         const int32_t hi = 3571 * ((a0 >> 8) + (a4 >> 8)) + 16004 * ((a1 >> 8) + (a3 >> 8)) +
                            26386 * (a2 >> 8);

@@ -53,7 +53,7 @@
 #include "vmaf_kernels.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("fp-contract=off")
+#pragma GCC optimize("fp-contract=off", "vect-cost-model=dynamic")
 #elif defined(__clang__)
 #pragma clang fp contract(off)
 #endif
@@ -91,37 +91,137 @@ typedef struct Accum {
 
 /* ---- vertical pass of the statistic, one row ---------------------------- */
 
-/* r[k], d[k]: the fw source rows (mirrored). sh_mu, sh_sq: the shifts. */
-VDNN_TARGET_CLONES
-static void vertical_stat(const uint16_t *const *r, const uint16_t *const *d, int fw,
-                          const uint16_t *taps, unsigned w, unsigned sh_mu, unsigned sh_sq,
-                          Rows5 out)
+#define INLINE static inline __attribute__((always_inline))
+
+/* r[k], d[k]: the FW source rows (mirrored); the filter is symmetric, so
+ * rows k and FW-1-k share a tap. SPLIT 0: the squares' sums fit 32 bits
+ * unshifted (8 bits at scale 0); SPLIT 1: split at sh_sq. */
+INLINE void vstat_body(const uint16_t *const *r, const uint16_t *const *d, const int FW,
+                       const uint16_t *taps, unsigned w, unsigned sh_mu, const int SPLIT,
+                       unsigned sh_sq, Rows5 out)
 {
+    const int H = FW / 2;
     uint32_t *restrict o1 = out.mu1, *restrict o2 = out.mu2, *restrict oxx = out.xx,
              *restrict oyy = out.yy, *restrict oxy = out.xy;
+    const uint16_t *rp[17], *dp[17];
+    for (int k = 0; k < FW; k++)
+        rp[k] = r[k], dp[k] = d[k];
     const uint32_t rnd_mu = 1u << (sh_mu - 1);
-    const uint32_t rnd_sq = sh_sq ? 1u << (sh_sq - 1) : 0;
-    const uint32_t mask = sh_sq ? (1u << sh_sq) - 1 : 0;
+    const uint32_t rnd_sq = SPLIT ? 1u << (sh_sq - 1) : 0;
+    const uint32_t mask = SPLIT ? (1u << sh_sq) - 1 : 0;
+#pragma GCC ivdep
     for (unsigned j = 0; j < w; j++) {
-        uint32_t m1 = 0, m2 = 0, xh = 0, xl = 0, yh = 0, yl = 0, ph = 0, pl = 0;
-        for (int k = 0; k < fw; k++) {
-            const uint32_t f = taps[k], a = r[k][j], b = d[k][j];
-            const uint32_t aa = a * a, bb = b * b, ab = a * b;
-            m1 += f * a;
-            m2 += f * b;
-            xh += f * (aa >> sh_sq);
-            xl += f * (aa & mask);
-            yh += f * (bb >> sh_sq);
-            yl += f * (bb & mask);
-            ph += f * (ab >> sh_sq);
-            pl += f * (ab & mask);
+        const uint32_t fc = taps[H], ac = rp[H][j], bc = dp[H][j];
+        uint32_t m1 = fc * ac, m2 = fc * bc;
+        uint32_t xh, xl = 0, yh, yl = 0, ph, pl = 0;
+        if (!SPLIT) {
+            xh = fc * (ac * ac), yh = fc * (bc * bc), ph = fc * (ac * bc);
+        } else {
+            const uint32_t aa = ac * ac, bb = bc * bc, ab = ac * bc;
+            xh = fc * (aa >> sh_sq), yh = fc * (bb >> sh_sq), ph = fc * (ab >> sh_sq);
+            xl = fc * (aa & mask), yl = fc * (bb & mask), pl = fc * (ab & mask);
+        }
+#pragma GCC unroll 8
+        for (int k = 0; k < H; k++) {
+            const uint32_t f = taps[k];
+            const uint32_t a0 = rp[k][j], a1 = rp[FW - 1 - k][j];
+            const uint32_t b0 = dp[k][j], b1 = dp[FW - 1 - k][j];
+            m1 += f * (a0 + a1);
+            m2 += f * (b0 + b1);
+            if (!SPLIT) {
+                xh += f * (a0 * a0 + a1 * a1);
+                yh += f * (b0 * b0 + b1 * b1);
+                ph += f * (a0 * b0 + a1 * b1);
+            } else {
+                const uint32_t aa0 = a0 * a0, aa1 = a1 * a1, bb0 = b0 * b0, bb1 = b1 * b1;
+                const uint32_t ab0 = a0 * b0, ab1 = a1 * b1;
+                xh += f * ((aa0 >> sh_sq) + (aa1 >> sh_sq));
+                xl += f * ((aa0 & mask) + (aa1 & mask));
+                yh += f * ((bb0 >> sh_sq) + (bb1 >> sh_sq));
+                yl += f * ((bb0 & mask) + (bb1 & mask));
+                ph += f * ((ab0 >> sh_sq) + (ab1 >> sh_sq));
+                pl += f * ((ab0 & mask) + (ab1 & mask));
+            }
         }
         o1[j] = (m1 + rnd_mu) >> sh_mu;
         o2[j] = (m2 + rnd_mu) >> sh_mu;
-        oxx[j] = xh + (sh_sq ? (xl + rnd_sq) >> sh_sq : 0);
-        oyy[j] = yh + (sh_sq ? (yl + rnd_sq) >> sh_sq : 0);
-        oxy[j] = ph + (sh_sq ? (pl + rnd_sq) >> sh_sq : 0);
+        if (!SPLIT) {
+            oxx[j] = xh, oyy[j] = yh, oxy[j] = ph;
+        } else {
+            oxx[j] = xh + ((xl + rnd_sq) >> sh_sq);
+            oyy[j] = yh + ((yl + rnd_sq) >> sh_sq);
+            oxy[j] = ph + ((pl + rnd_sq) >> sh_sq);
+        }
     }
+}
+
+/* 8 bits at scale 0: the products of each source row are made once
+ * (products8_row, 16-bit: 255^2 fits) and the 17 rows of x, y, x^2, y^2
+ * and xy filtered with one multiply per tap pair and quantity. */
+VDNN_TARGET_CLONES
+static void products8_row(const uint16_t *restrict r, const uint16_t *restrict d, unsigned w,
+                          uint16_t *restrict rr, uint16_t *restrict dd, uint16_t *restrict rd)
+{
+    for (size_t j = 0; j < w; j++) {
+        rr[j] = (uint16_t)(r[j] * r[j]);
+        dd[j] = (uint16_t)(d[j] * d[j]);
+        rd[j] = (uint16_t)(r[j] * d[j]);
+    }
+}
+
+VDNN_TARGET_CLONES
+static void vstat_17_8bit(const uint16_t *const *r, const uint16_t *const *d,
+                          const uint16_t *const *rr, const uint16_t *const *dd,
+                          const uint16_t *const *rd, unsigned w, Rows5 out)
+{
+    const uint16_t *taps = vif_taps[0];
+    uint32_t *restrict o1 = out.mu1, *restrict o2 = out.mu2, *restrict oxx = out.xx,
+             *restrict oyy = out.yy, *restrict oxy = out.xy;
+    const uint16_t *p[5][17];
+    for (int k = 0; k < 17; k++)
+        p[0][k] = r[k], p[1][k] = d[k], p[2][k] = rr[k], p[3][k] = dd[k], p[4][k] = rd[k];
+#pragma GCC ivdep
+    for (size_t j = 0; j < w; j++) {
+        uint32_t acc[5];
+#pragma GCC unroll 5
+        for (int q = 0; q < 5; q++) {
+            uint32_t a = taps[8] * (uint32_t)p[q][8][j];
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++)
+                a += taps[k] * ((uint32_t)p[q][k][j] + p[q][16 - k][j]);
+            acc[q] = a;
+        }
+        o1[j] = (acc[0] + 128) >> 8;
+        o2[j] = (acc[1] + 128) >> 8;
+        oxx[j] = acc[2];
+        oyy[j] = acc[3];
+        oxy[j] = acc[4];
+    }
+}
+
+#define VSTAT_SPLIT(FW, S)                                                                    \
+    VDNN_TARGET_CLONES                                                                        \
+    static void vstat_##FW(const uint16_t *const *r, const uint16_t *const *d, unsigned w,    \
+                           unsigned sh_mu, unsigned sh_sq, Rows5 out)                         \
+    {                                                                                         \
+        vstat_body(r, d, FW, vif_taps[S], w, sh_mu, 1, sh_sq, out);                           \
+    }
+VSTAT_SPLIT(17, 0)
+VSTAT_SPLIT(9, 1)
+VSTAT_SPLIT(5, 2)
+VSTAT_SPLIT(3, 3)
+
+static void vertical_stat(const uint16_t *const *r, const uint16_t *const *d, int s,
+                          unsigned w, unsigned sh_mu, unsigned sh_sq, Rows5 out)
+{
+    if (s == 0)
+        vstat_17(r, d, w, sh_mu, sh_sq, out);
+    else if (s == 1)
+        vstat_9(r, d, w, sh_mu, sh_sq, out);
+    else if (s == 2)
+        vstat_5(r, d, w, sh_mu, sh_sq, out);
+    else
+        vstat_3(r, d, w, sh_mu, sh_sq, out);
 }
 
 static void pad_row(uint32_t *v, unsigned w, int half)
@@ -134,27 +234,33 @@ static void pad_row(uint32_t *v, unsigned w, int half)
 
 /* ---- horizontal pass of the statistic, one row -------------------------- */
 
-VDNN_TARGET_CLONES
-static void horizontal_stat(Rows5 in, int fw, const uint16_t *taps, unsigned w, Rows5 out)
+INLINE void hstat_body(Rows5 in, const int FW, const uint16_t *taps, unsigned w, Rows5 out)
 {
-    const int half = fw / 2;
-    const uint32_t *restrict i1 = in.mu1 - half, *restrict i2 = in.mu2 - half,
-                   *restrict ixx = in.xx - half, *restrict iyy = in.yy - half,
-                   *restrict ixy = in.xy - half;
+    const int H = FW / 2;
+    const uint32_t *restrict i1 = in.mu1 - H, *restrict i2 = in.mu2 - H,
+                   *restrict ixx = in.xx - H, *restrict iyy = in.yy - H,
+                   *restrict ixy = in.xy - H;
     uint32_t *restrict o1 = out.mu1, *restrict o2 = out.mu2, *restrict oxx = out.xx,
              *restrict oyy = out.yy, *restrict oxy = out.xy;
-    for (unsigned j = 0; j < w; j++) {
-        uint32_t m1 = 0, m2 = 0, xh = 0, xl = 0, yh = 0, yl = 0, ph = 0, pl = 0;
-        for (int k = 0; k < fw; k++) {
+#pragma GCC ivdep
+    for (size_t j = 0; j < w; j++) {
+        const uint32_t fc = taps[H];
+        uint32_t m1 = fc * i1[j + H], m2 = fc * i2[j + H];
+        uint32_t xh = fc * (ixx[j + H] >> 16), xl = fc * (ixx[j + H] & 0xffff);
+        uint32_t yh = fc * (iyy[j + H] >> 16), yl = fc * (iyy[j + H] & 0xffff);
+        uint32_t ph = fc * (ixy[j + H] >> 16), pl = fc * (ixy[j + H] & 0xffff);
+#pragma GCC unroll 8
+        for (int k = 0; k < H; k++) {
             const uint32_t f = taps[k];
-            m1 += f * i1[j + k];
-            m2 += f * i2[j + k];
-            xh += f * (ixx[j + k] >> 16);
-            xl += f * (ixx[j + k] & 0xffff);
-            yh += f * (iyy[j + k] >> 16);
-            yl += f * (iyy[j + k] & 0xffff);
-            ph += f * (ixy[j + k] >> 16);
-            pl += f * (ixy[j + k] & 0xffff);
+            const size_t a = j + k, b = j + FW - 1 - k;
+            m1 += f * (i1[a] + i1[b]);
+            m2 += f * (i2[a] + i2[b]);
+            xh += f * ((ixx[a] >> 16) + (ixx[b] >> 16));
+            xl += f * ((ixx[a] & 0xffff) + (ixx[b] & 0xffff));
+            yh += f * ((iyy[a] >> 16) + (iyy[b] >> 16));
+            yl += f * ((iyy[a] & 0xffff) + (iyy[b] & 0xffff));
+            ph += f * ((ixy[a] >> 16) + (ixy[b] >> 16));
+            pl += f * ((ixy[a] & 0xffff) + (ixy[b] & 0xffff));
         }
         o1[j] = m1;
         o2[j] = m2;
@@ -162,6 +268,29 @@ static void horizontal_stat(Rows5 in, int fw, const uint16_t *taps, unsigned w, 
         oyy[j] = yh + ((yl + 32768) >> 16);
         oxy[j] = ph + ((pl + 32768) >> 16);
     }
+}
+
+#define HSTAT(FW, S)                                                                          \
+    VDNN_TARGET_CLONES                                                                        \
+    static void hstat_##FW(Rows5 in, unsigned w, Rows5 out)                                   \
+    {                                                                                         \
+        hstat_body(in, FW, vif_taps[S], w, out);                                              \
+    }
+HSTAT(17, 0)
+HSTAT(9, 1)
+HSTAT(5, 2)
+HSTAT(3, 3)
+
+static void horizontal_stat(Rows5 in, int s, unsigned w, Rows5 out)
+{
+    if (s == 0)
+        hstat_17(in, w, out);
+    else if (s == 1)
+        hstat_9(in, w, out);
+    else if (s == 2)
+        hstat_5(in, w, out);
+    else
+        hstat_3(in, w, out);
 }
 
 /* ---- the statistic ------------------------------------------------------ */
@@ -174,18 +303,30 @@ static inline int32_t log2_fixed(const uint16_t *log2_table, uint64_t v)
     return log2_table[(v >> k) - 32768] + 2048 * k;
 }
 
+/* The sigmas of a row, in place: xx, yy, xy become sigma1_sq, sigma2_sq
+ * (not yet clamped) and sigma12 as int32 bit patterns. */
+VDNN_TARGET_CLONES
+static void sigmas_row(Rows5 m, unsigned w)
+{
+    const uint32_t *restrict mu1 = m.mu1, *restrict mu2 = m.mu2;
+    uint32_t *restrict xx = m.xx, *restrict yy = m.yy, *restrict xy = m.xy;
+    for (size_t j = 0; j < w; j++) {
+        const uint64_t a = mu1[j], b = mu2[j];
+        xx[j] -= (uint32_t)((a * a + 0x80000000u) >> 32);
+        yy[j] -= (uint32_t)((b * b + 0x80000000u) >> 32);
+        xy[j] -= (uint32_t)((a * b + 0x80000000u) >> 32);
+    }
+}
+
 static void stat_row(Rows5 m, unsigned w, const uint16_t *log2_table, double egl, Accum *acc)
 {
+    sigmas_row(m, w);
     int64_t num_log = 0, den_log = 0, num_non_log = 0, den_non_log = 0;
     const double eps = 65536 * 1.0e-10;
     for (unsigned j = 0; j < w; j++) {
-        const uint32_t mu1 = m.mu1[j], mu2 = m.mu2[j];
-        const uint32_t mu1_sq = (uint32_t)(((uint64_t)mu1 * mu1 + 0x80000000u) >> 32);
-        const uint32_t mu2_sq = (uint32_t)(((uint64_t)mu2 * mu2 + 0x80000000u) >> 32);
-        const uint32_t mu1_mu2 = (uint32_t)(((uint64_t)mu1 * mu2 + 0x80000000u) >> 32);
-        const int32_t s1 = (int32_t)(m.xx[j] - mu1_sq);
-        int32_t s2 = (int32_t)(m.yy[j] - mu2_sq);
-        const int32_t s12 = (int32_t)(m.xy[j] - mu1_mu2);
+        const int32_t s1 = (int32_t)m.xx[j];
+        int32_t s2 = (int32_t)m.yy[j];
+        const int32_t s12 = (int32_t)m.xy[j];
         if (s2 < 0)
             s2 = 0;
         if (s1 >= SIGMA_NSQ) {
@@ -215,23 +356,50 @@ static void stat_row(Rows5 m, unsigned w, const uint16_t *log2_table, double egl
 
 /* ---- subsampling: one row of the next scale ----------------------------- */
 
-/* Vertical pass of the next scale's filter over the fw rows r[k] (ref) and
- * d[k] (dis), into two padded rows. */
-VDNN_TARGET_CLONES
-static void vertical_sub(const uint16_t *const *r, const uint16_t *const *d, int fw,
-                         const uint16_t *taps, unsigned w, unsigned sh, uint32_t *restrict o1,
-                         uint32_t *restrict o2)
+/* Vertical pass of the next scale's filter (FW taps, the table of scale S)
+ * over the FW rows r[k] (ref) and d[k] (dis), into two padded rows. */
+INLINE void vsub_body(const uint16_t *const *r, const uint16_t *const *d, const int FW,
+                      const uint16_t *taps, unsigned w, unsigned sh, uint32_t *restrict o1,
+                      uint32_t *restrict o2)
 {
+    const int H = FW / 2;
+    const uint16_t *rp[9], *dp[9];
+    for (int k = 0; k < FW; k++)
+        rp[k] = r[k], dp[k] = d[k];
     const uint32_t rnd = 1u << (sh - 1);
-    for (unsigned j = 0; j < w; j++) {
-        uint32_t a = 0, b = 0;
-        for (int k = 0; k < fw; k++) {
-            a += taps[k] * (uint32_t)r[k][j];
-            b += taps[k] * (uint32_t)d[k][j];
+#pragma GCC ivdep
+    for (size_t j = 0; j < w; j++) {
+        uint32_t a = taps[H] * (uint32_t)rp[H][j], b = taps[H] * (uint32_t)dp[H][j];
+#pragma GCC unroll 8
+        for (int k = 0; k < H; k++) {
+            a += taps[k] * ((uint32_t)rp[k][j] + rp[FW - 1 - k][j]);
+            b += taps[k] * ((uint32_t)dp[k][j] + dp[FW - 1 - k][j]);
         }
         o1[j] = (a + rnd) >> sh;
         o2[j] = (b + rnd) >> sh;
     }
+}
+
+#define VSUB(FW, S)                                                                           \
+    VDNN_TARGET_CLONES                                                                        \
+    static void vsub_##FW(const uint16_t *const *r, const uint16_t *const *d, unsigned w,     \
+                          unsigned sh, uint32_t *o1, uint32_t *o2)                            \
+    {                                                                                         \
+        vsub_body(r, d, FW, vif_taps[S], w, sh, o1, o2);                                      \
+    }
+VSUB(9, 1)
+VSUB(5, 2)
+VSUB(3, 3)
+
+static void vertical_sub(const uint16_t *const *r, const uint16_t *const *d, int s_next,
+                         unsigned w, unsigned sh, uint32_t *o1, uint32_t *o2)
+{
+    if (s_next == 1)
+        vsub_9(r, d, w, sh, o1, o2);
+    else if (s_next == 2)
+        vsub_5(r, d, w, sh, o1, o2);
+    else
+        vsub_3(r, d, w, sh, o1, o2);
 }
 
 /* Horizontal pass at the even columns only: wn = w / 2 outputs. */
@@ -241,7 +409,7 @@ static void horizontal_sub(const uint32_t *v1, const uint32_t *v2, int fw, const
 {
     const int half = fw / 2;
     const uint32_t *restrict a = v1 - half, *restrict b = v2 - half;
-    for (unsigned m = 0; m < wn; m++) {
+    for (size_t m = 0; m < wn; m++) {
         uint32_t x = 0, y = 0;
         for (int k = 0; k < fw; k++) {
             x += taps[k] * a[2 * m + k];
@@ -296,8 +464,9 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
     size_t img_total = 0;
     for (int s = 1; s < 4; s++)
         img_total += 2 * (((size_t)ws[s] + 31) & ~(size_t)31) * hs[s];
+    const size_t ring = bpc == 8 ? 17 * 3 * row_len : 0; /* products8_row's rows */
     const size_t bytes = 32768 * sizeof(uint16_t) + 12 * row_len * sizeof(uint32_t) +
-                         img_total * sizeof(uint16_t) + 64;
+                         (img_total + ring) * sizeof(uint16_t) + 64;
     unsigned char *block = env->alloc(env->opaque, bytes);
     if (!block)
         return -ENOMEM;
@@ -315,6 +484,9 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
     }
     uint32_t *sub1 = rows + 10 * row_len + MAX_HALF, *sub2 = rows + 11 * row_len + MAX_HALF;
     uint16_t *img_mem = (uint16_t *)(rows + 12 * row_len);
+
+    uint16_t *ring_mem = img_mem + img_total;
+    unsigned ring_done = 0; /* rows whose products are in the ring */
 
     Image img[4];
     img[0] = (Image){ref->data, dist->data, ref->stride, w, h};
@@ -356,10 +528,28 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
                 r[k] = im.ref + row * im.stride;
                 d[k] = im.dis + row * im.stride;
             }
-            vertical_stat(r, d, fw, vif_taps[s], im.w, sh_mu, sh_sq, vert);
+            if (s == 0 && bpc == 8) {
+                const unsigned last = i + half < h ? i + half : h - 1;
+                for (; ring_done <= last; ring_done++) {
+                    uint16_t *slot = ring_mem + (ring_done % 17) * 3 * row_len;
+                    products8_row(ref->data + ring_done * ref->stride,
+                                  dist->data + ring_done * dist->stride, w, slot,
+                                  slot + row_len, slot + 2 * row_len);
+                }
+                const uint16_t *rr[17], *dd[17], *rd[17];
+                for (int k = 0; k < 17; k++) {
+                    const unsigned row = (unsigned)mirror((int)i - half + k, (int)h);
+                    rr[k] = ring_mem + (row % 17) * 3 * row_len;
+                    dd[k] = rr[k] + row_len;
+                    rd[k] = rr[k] + 2 * row_len;
+                }
+                vstat_17_8bit(r, d, rr, dd, rd, w, vert);
+            } else {
+                vertical_stat(r, d, s, im.w, sh_mu, sh_sq, vert);
+            }
             for (int q = 0; q < 5; q++)
                 pad_row(*vr[q], im.w, half);
-            horizontal_stat(vert, fw, vif_taps[s], im.w, horz);
+            horizontal_stat(vert, s, im.w, horz);
             stat_row(horz, im.w, log2_table, enhn_gain_limit, &acc);
 
             if (s < 3 && (i & 1) == 0 && i / 2 < img[s + 1].h) {
@@ -368,7 +558,7 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
                     r[k] = im.ref + row * im.stride;
                     d[k] = im.dis + row * im.stride;
                 }
-                vertical_sub(r, d, fwn, vif_taps[s + 1], im.w, sh_mu, sub1, sub2);
+                vertical_sub(r, d, s + 1, im.w, sh_mu, sub1, sub2);
                 pad_row(sub1, im.w, halfn);
                 pad_row(sub2, im.w, halfn);
                 const Image nx = img[s + 1];
