@@ -61,12 +61,19 @@ def test_y4m_pair_to_json(clips8, tmp_path):
         assert report["pooled_metrics"][name]["mean"] == pytest.approx(
             expected["pooled_metrics"][name]["mean"], abs=1e-6)
     # Each model and the execution provider it really runs on.
-    attached = re.findall(r"^model (.+): (fr|nr|features), on (\S+)$", proc.stdout, re.M)
-    assert [(Path(p).name, kind) for p, kind, _ in attached] == [
+    # (and the form of it that scores, where its sidecar names one for that EP)
+    attached = re.findall(r"^model (.+): (fr|nr|features), on (\S+)(?: as (\S+))?$",
+                          proc.stdout, re.M)
+    assert [(Path(p).name, kind) for p, kind, _, _ in attached] == [
         (Path(m["path"]).name, m["kind"]) for m in expected["models"]]
-    assert [Path(p).stem for p, _, _ in attached][:2] == ["psnr_y", "ssim_y"]
-    assert {ep for _, _, ep in attached} <= {"CPU", "CUDA", "OpenVINO:GPU", "OpenVINO:CPU",
-                                             "ROCm"}
+    assert [Path(p).stem for p, _, _, _ in attached][:2] == ["psnr_y", "ssim_y"]
+    assert {ep for _, _, ep, _ in attached} <= {"CPU", "CUDA", "OpenVINO:GPU", "OpenVINO:CPU",
+                                                "ROCm"}
+    assert [form for _, _, _, form in attached] == [
+        Path(m["form"]).name if m.get("form") else "" for m in expected["models"]]
+    if "vmaf" in printed:  # VMAF's features through the fused kernels on ORT's CPU EP
+        assert ("vmaf_features.onnx", "fr", "CPU", "vmaf_features_cpu.onnx") in [
+            (Path(p).name, k, ep, f) for p, k, ep, f in attached]
     assert f"report: {out}" in proc.stdout
 
 
