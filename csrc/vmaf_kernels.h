@@ -70,22 +70,28 @@ extern const VdnnKernelEnv vdnn_kernel_env_malloc;
 /* libvmaf's integer_vif: VIF at four scales, scores[s] =
  * num[s] / den[s] (libvmaf's VMAF_integer_feature_vif_scale<s>_score),
  * with its enhancement-gain limit (100 for vmaf_v0.6.1, 1.0 for
- * vmaf_v0.6.1neg). w, h >= 1 (libvmaf's own limit: the filters mirror at the
- * borders, so each scale needs at least... see vmaf_vif.c). */
+ * vmaf_v0.6.1neg; 1..100, else -EINVAL). w, h >= 16: below that a scale's
+ * filter would mirror past its image, where libvmaf reads memory outside
+ * the frame (no exact result to follow): -EINVAL. */
 int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
                      double enhn_gain_limit, double scores[4]);
 
 /* libvmaf's integer_adm: adm2 (VMAF_integer_feature_adm2_score) and the
  * four scales' scores (adm_scale0..3), with its enhancement-gain limit
- * (100, or 1.0 for vmaf_v0.6.1neg). `scales` may be NULL. */
+ * (100, or 1.0 for vmaf_v0.6.1neg; 1..100, else -EINVAL). `scales` may be
+ * NULL. w, h >= 33: the fourth DWT level needs an input at least 5 wide
+ * (libvmaf reads out of bounds below that rather than refusing). */
 int vdnn_adm_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
                      double enhn_gain_limit, double *adm2, double scales[4]);
 
-/* libvmaf's integer_motion, one frame: the SAD score between the blurred
- * `prev` and the blurred `cur` (VMAF_integer_feature_motion_sad_score as
- * libvmaf computes it for a frame from the previous one; the first frame of
- * a clip passes itself as prev and gets 0). motion2 (min of a frame's and
- * the next frame's) is the caller's business. */
+/* libvmaf's integer_motion, one frame: the SAD score of `cur` against the
+ * previous reference `prev` as libvmaf logs it
+ * (VMAF_integer_feature_motion_sad_score): the integer 5-tap blur of the
+ * difference prev - cur (mirrored at the edges without repeating the edge
+ * sample), its absolute values summed, min(sum / 256 / (w * h), 10000).
+ * The first frame of a clip passes itself as prev and gets 0. motion2 (the
+ * min of a frame's and the next frame's) is the caller's business.
+ * w, h >= 3. */
 int vdnn_motion_integer(const VdnnKernelEnv *env, const VdnnPlane *prev, const VdnnPlane *cur,
                         double *sad);
 
