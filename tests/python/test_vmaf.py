@@ -107,3 +107,41 @@ def test_frames_in_flight_give_the_same_scores(reference, models, tmp_path):
     assert any(dict(m)["motion2"] > 1 for m in want)  # the scene cut moves
     for t in (2, 3):
         assert [list(f["metrics"].items()) for f in runs[t]["frames"]] == want, t
+
+
+def _pair(ffmpeg, workdir, name, source, size, frames, distortion):
+    """A reference and a distorted Y4M of `frames` frames of lavfi `source` at `size`."""
+    ref, dist = os.path.join(workdir, name + "_ref.y4m"), os.path.join(workdir, name + "_dist.y4m")
+    q = [ffmpeg, "-hide_banner", "-loglevel", "error", "-y"]
+    subprocess.run(q + ["-f", "lavfi", "-i", f"{source}", "-vf", f"scale={size},"
+                        "noise=alls=24:allf=t", "-frames:v", str(frames), "-pix_fmt", "yuv420p",
+                        ref], check=True)
+    mp4 = os.path.join(workdir, name + ".mp4")
+    subprocess.run(q + ["-i", ref, "-c:v", "libx264", *distortion, "-pix_fmt", "yuv420p", mp4],
+                   check=True)
+    subprocess.run(q + ["-i", mp4, "-pix_fmt", "yuv420p", dist], check=True)
+    return ref, dist
+
+
+@pytest.mark.slow
+def test_kernels_at_1080p_and_2160p_with_every_variant(reference, tmp_path):
+    """The built-in vmaf, vmaf_4k and vmaf_neg (the kernels on the CPU EP) against libvmaf on
+    a 2-frame 1080p bars-with-noise pair (where the pure-ONNX form's float ADM was 0.116 VMAF
+    off) and a 2-frame 2160p pair: within 1e-4 VMAF per frame."""
+    ff = reference["FFMPEG"]
+    cases = [("bars_1080p", "smptehdbars=size=1920x1080:rate=25", "1920:1080", ["-crf", "40"]),
+             ("testsrc2_2160p", "testsrc2=size=3840x2160:rate=25", "3840:2160", ["-crf", "35"])]
+    for name, source, size, distortion in cases:
+        ref, dist = _pair(ff, str(tmp_path), name, source, size, 2, distortion)
+        result = vmafdnn.score(ref, dist, models=["vmaf", "vmaf_4k", "vmaf_neg"])
+        assert [m["form"] is not None for m in result["models"]].count(True) == 2  # std + neg
+        for key, model in (("vmaf", "version=vmaf_v0.6.1"), ("vmaf_4k", "version=vmaf_4k_v0.6.1"),
+                           ("vmaf_neg", "version=vmaf_v0.6.1neg")):
+            log = tmp_path / f"{name}_{key}.json"
+            subprocess.run([ff, "-hide_banner", "-loglevel", "error", "-i", dist, "-i", ref,
+                            "-lavfi", f"[0:v][1:v]libvmaf=model={model}:log_fmt=json:"
+                            f"log_path={log}", "-f", "null", "-"], check=True)
+            theirs = np.array([f["metrics"]["vmaf"] for f in json.loads(log.read_text())["frames"]])
+            ours = np.array([f["metrics"][key] for f in result["frames"]])
+            assert len(ours) == 2
+            assert np.max(np.abs(ours - theirs)) <= 1e-4, (name, key, ours, theirs)
