@@ -73,6 +73,10 @@ int vdnn_tiny_model_reopen(VdnnTinyModel **out, const VdnnTinyModel *m,
         .no_reference = r->no_reference,
         .key_taken = not_original_key,
         .opaque = (void *)m,
+        /* the form the original scores with, when it is not its own file */
+        .form_path = vdnn_tiny_model_form_path(m) != vdnn_tiny_model_path(m)
+                         ? vdnn_tiny_model_form_path(m)
+                         : NULL,
     };
     VdnnTinyModel *copy = NULL;
     int rc = vdnn_tiny_model_open(&copy, &opt);

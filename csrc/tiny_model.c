@@ -900,6 +900,33 @@ static int use_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
     return 0;
 }
 
+/* opt->form_path opened directly: 0 when the sidecar names it for the EP
+ * it attached (m->session and m->sc set), -EAGAIN when it does not (the
+ * caller opens the model the usual way), or the open's error. */
+static int open_known_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, const char *jail)
+{
+    VmafDnnSession *form = NULL;
+    int rc = vmaf_dnn_session_open_with_policy(&form, opt->form_path, opt->session, opt->policy);
+    if (rc)
+        return rc;
+    if ((rc = vdnn_sidecar_load(opt->onnx_path, jail, &m->sc))) {
+        vmaf_dnn_session_close(form);
+        return rc;
+    }
+    const char *file = vdnn_sidecar_form(m->sc, vmaf_dnn_session_attached_ep(form));
+    const char *slash = strrchr(opt->onnx_path, '/');
+    const size_t dir_len = slash ? (size_t)(slash - opt->onnx_path) + 1 : 0;
+    if (!file || strncmp(opt->form_path, opt->onnx_path, dir_len) != 0 ||
+        strcmp(opt->form_path + dir_len, file) != 0 || !(m->form_path = strdup(opt->form_path))) {
+        vmaf_dnn_session_close(form);
+        vdnn_sidecar_free(m->sc);
+        m->sc = NULL;
+        return file ? vdnn_fail(-ENOMEM, "out of memory") : -EAGAIN;
+    }
+    m->session = form;
+    return 0;
+}
+
 int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt)
 {
     if (!out || !opt || !opt->onnx_path)
@@ -910,20 +937,22 @@ int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt)
         free(m);
         return vdnn_fail(-ENOMEM, "out of memory");
     }
-    /* The model first: its policy (jail directory) is checked before the
-     * sidecar beside it is read. */
-    int rc = vmaf_dnn_session_open_with_policy(&m->session, opt->onnx_path, opt->session,
+    VmafDnnModelPolicy defaults;
+    if (!opt->policy)
+        vmaf_dnn_default_model_policy(&defaults);
+    const char *jail = (opt->policy ? opt->policy : &defaults)->model_dir;
+    int rc = opt->form_path && forms_wanted() ? open_known_form(m, opt, jail) : -EAGAIN;
+    if (rc == -EAGAIN) {
+        /* The model first: its policy (jail directory) is checked before
+         * the sidecar beside it is read (beside the file the model's jail
+         * lets the path reach). */
+        rc = vmaf_dnn_session_open_with_policy(&m->session, opt->onnx_path, opt->session,
                                                opt->policy);
-    if (!rc) {
-        /* Beside the file the model's jail lets the path reach. */
-        VmafDnnModelPolicy defaults;
-        if (!opt->policy)
-            vmaf_dnn_default_model_policy(&defaults);
-        rc = vdnn_sidecar_load(opt->onnx_path, (opt->policy ? opt->policy : &defaults)->model_dir,
-                               &m->sc);
+        if (!rc)
+            rc = vdnn_sidecar_load(opt->onnx_path, jail, &m->sc);
+        if (!rc)
+            rc = use_form(m, opt);
     }
-    if (!rc)
-        rc = use_form(m, opt);
     if (!rc)
         rc = check_inputs(m, opt->no_reference);
     if (!rc)

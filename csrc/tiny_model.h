@@ -35,6 +35,11 @@ typedef struct VdnnTinyModelOptions {
      * features); the model checks its own earlier keys itself. */
     int (*key_taken)(void *opaque, const char *key);
     void *opaque;
+    /* The form (sidecar "forms") an earlier open of this model scored with,
+     * or NULL. A copy of a model (frame workers) opens it first and keeps it
+     * when the sidecar still names it for the EP it attached, instead of
+     * creating the model's own session only to drop it. */
+    const char *form_path;
 } VdnnTinyModelOptions;
 
 /* One frame's planes, normalised (vdnn_plane_normalise), rows contiguous,
