@@ -319,9 +319,11 @@ def test_batched_runs_score_like_one_frame_per_run(models, threads):
     size, fr, mean = batching[4]
     assert size == vmafdnn.Batching(True, 4, True, 0)
     # Runs of 4, 4 and the last frame alone; each worker checks its first Run one frame per
-    # Run: one worker keeps the second Run; of two, the one that takes it may be either
-    assert fr.batched_frames == mean.batched_frames
-    assert fr.batched_frames == 4 if threads < 2 else fr.batched_frames in (0, 4)
+    # Run: one worker keeps the second Run. With two workers, whether the second Run of a
+    # model comes before or after that model's shared verdict depends on the schedule, model
+    # by model (a run broke on fr 0, mean 4), so each may have kept it or not.
+    for model in (fr, mean):
+        assert model.batched_frames == 4 if threads < 2 else model.batched_frames in (0, 4)
     assert [m["batching"] for m in report["models"]] == [b._asdict() for b in batching[4]]
     with vmafdnn.Context() as ctx:
         ctx.use_model(models.batch_mean)
