@@ -46,6 +46,8 @@ BUILD_INPUTS = [
     "python/vmafdnn/models/__init__.py",
     "tools/gen_builtin_models.py", "tools/gen_vmaf_models.py",
     "tools/fetch_ort_headers.sh", "tools/fetch_vmaf_reference.sh", "tools/main_job.sh",
+    "subprojects/onnxruntime-headers.wrap",
+    "subprojects/packagefiles/onnxruntime-headers/meson.build",
 ]
 # Scripts meson runs with run_command(): they must keep their executable bit.
 EXECUTABLE = ["tools/fetch_ort_headers.sh", "tools/fetch_vmaf_reference.sh"]
