@@ -25,7 +25,20 @@
 # followed by pytest's summary line again so that it stays the last line.
 # A failing test step does not stop the run (every failure shows in one log);
 # the exit status is non-zero when any step or pytest failed.
+#
+# Tiers (the same set-up; README "The two commands"):
+#   tools/test.sh            everything above: what CI runs
+#   tools/test.sh --quick    C build and tests, FFmpeg (cached), pytest -m "not slow":
+#                            a change checked in minutes (warm cache)
+#   tools/test.sh --medium   --quick plus the sanitizers (ASan + UBSan, TSan)
 set -euo pipefail
+tier=full
+case "${1:-}" in
+    --quick) tier=quick ;;
+    --medium) tier=medium ;;
+    "") ;;
+    *) echo "usage: tools/test.sh [--quick|--medium]" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 repo=$PWD
 PY=${PYTHON:-python3}
@@ -145,8 +158,10 @@ meson setup build-c --buildtype=debugoptimized >/dev/null
 meson compile -C build-c >/dev/null
 check meson test -C build-c --print-errorlogs
 
-step "leak check: 1000 x open -> run -> close under valgrind"
-check bash tools/leak_check.sh build-c 1000
+if [ "$tier" = full ]; then
+    step "leak check: 1000 x open -> run -> close under valgrind"
+    check bash tools/leak_check.sh build-c 1000
+fi
 
 # --- FFmpeg before anything that runs its tests ---------------------------
 step "FFmpeg with the vmafdnn filters (Debian's source + ffmpeg/*.patch)"
@@ -158,23 +173,28 @@ VMAFDNN_ORT_LIBRARY=$(cd /tmp && "$PY" -c 'import vmafdnn; print(vmafdnn.ort_lib
 export VMAFDNN_ORT_LIBRARY
 
 # --- sanitizers, fuzzing, wheels -------------------------------------------
-step "sanitizers: ASan + UBSan, C and Python tests"
-check bash tools/sanitize.sh asan
+if [ "$tier" != quick ]; then
+    step "sanitizers: ASan + UBSan, C and Python tests"
+    check bash tools/sanitize.sh asan
 
-step "sanitizers: ThreadSanitizer, C tests"
-check bash tools/sanitize.sh tsan
+    step "sanitizers: ThreadSanitizer, C tests"
+    check bash tools/sanitize.sh tsan
+fi
 
-step "fuzzing: ONNX scanner, sidecar parser, Y4M reader (60 s each)"
-check bash tools/fuzz.sh 60
+if [ "$tier" = full ]; then
+    step "fuzzing: ONNX scanner, sidecar parser, VMAF kernels, Y4M reader (60 s each)"
+    check bash tools/fuzz.sh 60
 
-step "ONNX Runtime wheel environments"
-check bash tools/make_ort_envs.sh
+    step "ONNX Runtime wheel environments"
+    check bash tools/make_ort_envs.sh
+fi
 
 # --- pytest: its summary line is the last line printed --------------------
 step "pytest"
 log="$cache_root/pytest-last.log"
+if [ "$tier" = full ]; then marks="slow or not slow"; else marks="not slow"; fi
 set +e
-"$PY" -m pytest tests/python -p no:cacheprovider -q -m "slow or not slow" 2>&1 | tee "$log"
+"$PY" -m pytest tests/python -p no:cacheprovider -q -m "$marks" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
 end_step
