@@ -85,6 +85,12 @@ typedef struct Rows5 {
     uint32_t *mu1, *mu2, *xx, *yy, *xy;
 } Rows5;
 
+/* The vertical pass's output, 16-bit: mu1, mu2 and the three squares split
+ * into their high and low halves (xxH, xxL, yyH, yyL, xyH, xyL). */
+typedef struct Rows8 {
+    uint32_t *restrict q[8];
+} Rows8;
+
 typedef struct Accum {
     int64_t num_log, den_log, num_non_log, den_non_log;
 } Accum;
@@ -98,11 +104,12 @@ typedef struct Accum {
  * unshifted (8 bits at scale 0); SPLIT 1: split at sh_sq. */
 INLINE void vstat_body(const uint16_t *const *r, const uint16_t *const *d, const int FW,
                        const uint16_t *taps, unsigned w, unsigned sh_mu, const int SPLIT,
-                       unsigned sh_sq, Rows5 out)
+                       unsigned sh_sq, Rows8 out)
 {
     const int H = FW / 2;
-    uint32_t *restrict o1 = out.mu1, *restrict o2 = out.mu2, *restrict oxx = out.xx,
-             *restrict oyy = out.yy, *restrict oxy = out.xy;
+    uint32_t *restrict o0 = out.q[0], *restrict o1 = out.q[1], *restrict o2 = out.q[2],
+             *restrict o3 = out.q[3], *restrict o4 = out.q[4], *restrict o5 = out.q[5],
+             *restrict o6 = out.q[6], *restrict o7 = out.q[7];
     const uint16_t *rp[17], *dp[17];
     for (int k = 0; k < FW; k++)
         rp[k] = r[k], dp[k] = d[k];
@@ -143,66 +150,99 @@ INLINE void vstat_body(const uint16_t *const *r, const uint16_t *const *d, const
                 pl += f * ((ab0 & mask) + (ab1 & mask));
             }
         }
-        o1[j] = (m1 + rnd_mu) >> sh_mu;
-        o2[j] = (m2 + rnd_mu) >> sh_mu;
-        if (!SPLIT) {
-            oxx[j] = xh, oyy[j] = yh, oxy[j] = ph;
-        } else {
-            oxx[j] = xh + ((xl + rnd_sq) >> sh_sq);
-            oyy[j] = yh + ((yl + rnd_sq) >> sh_sq);
-            oxy[j] = ph + ((pl + rnd_sq) >> sh_sq);
+        uint32_t vx = xh, vy = yh, vp = ph;
+        if (SPLIT) {
+            vx += (xl + rnd_sq) >> sh_sq;
+            vy += (yl + rnd_sq) >> sh_sq;
+            vp += (pl + rnd_sq) >> sh_sq;
         }
+        o0[j] = (m1 + rnd_mu) >> sh_mu;
+        o1[j] = (m2 + rnd_mu) >> sh_mu;
+        o2[j] = vx >> 16, o3[j] = vx & 0xffff;
+        o4[j] = vy >> 16, o5[j] = vy & 0xffff;
+        o6[j] = vp >> 16, o7[j] = vp & 0xffff;
     }
 }
 
-/* 8 bits at scale 0: the products of each source row are made once
- * (products8_row, 16-bit: 255^2 fits) and the 17 rows of x, y, x^2, y^2
- * and xy filtered with one multiply per tap pair and quantity. */
+/* 8 bits at scale 0: the five quantities x, y, x^2, y^2 and xy of each
+ * source row are made once (16-bit: 255^2 fits) into a ring of source rows,
+ * laid out in column chunks of CW so that the 17 rows of a window sit at
+ * compile-time offsets from one pointer: ring[chunk][slot][q][CW], NSLOT
+ * slots. Padded row v (source row mirror(v - 8)) is slot v % 17 and, when
+ * that is below 16, also slot v % 17 + 17, so the window of output row i
+ * (padded rows i .. i + 16) is slots i % 17 .. i % 17 + 16, contiguous. */
+#define CW 64
+#define NSLOT 33
+#define CHUNK ((size_t)NSLOT * 5 * CW)
+
 VDNN_TARGET_CLONES
-static void products8_row(const uint16_t *restrict r, const uint16_t *restrict d, unsigned w,
-                          uint16_t *restrict rr, uint16_t *restrict dd, uint16_t *restrict rd)
+static void ring_row8(const uint16_t *restrict r, const uint16_t *restrict d, unsigned w,
+                      size_t nch, uint16_t *restrict ring, unsigned slot)
 {
-    for (size_t j = 0; j < w; j++) {
-        rr[j] = (uint16_t)(r[j] * r[j]);
-        dd[j] = (uint16_t)(d[j] * d[j]);
-        rd[j] = (uint16_t)(r[j] * d[j]);
+    uint16_t *restrict p = ring + (size_t)slot * 5 * CW;
+    const size_t dup = slot < 16 ? (size_t)17 * 5 * CW : 0;
+    for (size_t c = 0; c < nch; c++, p += CHUNK, r += CW, d += CW) {
+        const size_t n = w - c * CW < CW ? w - c * CW : CW;
+        for (size_t j = 0; j < n; j++) {
+            const uint16_t x = r[j], y = d[j];
+            const uint16_t xx = (uint16_t)(x * x), yy = (uint16_t)(y * y),
+                           xy = (uint16_t)(x * y);
+            p[j] = x, p[CW + j] = y, p[2 * CW + j] = xx, p[3 * CW + j] = yy,
+            p[4 * CW + j] = xy;
+            p[dup + j] = x, p[dup + CW + j] = y, p[dup + 2 * CW + j] = xx,
+                    p[dup + 3 * CW + j] = yy, p[dup + 4 * CW + j] = xy;
+        }
+        for (size_t j = n; j < CW; j++)
+            for (int q = 0; q < 5; q++)
+                p[q * CW + j] = 0, p[dup + q * CW + j] = 0;
     }
 }
 
+/* One quantity q of the window b (CW columns): the 17-tap sum, 32-bit. One
+ * quantity per loop keeps the accumulators in registers. */
+#define VSUM17_8(q, j)                                                                        \
+    ((uint32_t)vif_taps[0][8] * b[(8 * 5 + (q)) * CW + (j)] +                                  \
+     vif_taps[0][0] * ((uint32_t)b[(0 * 5 + (q)) * CW + (j)] + b[(16 * 5 + (q)) * CW + (j)]) + \
+     vif_taps[0][1] * ((uint32_t)b[(1 * 5 + (q)) * CW + (j)] + b[(15 * 5 + (q)) * CW + (j)]) + \
+     vif_taps[0][2] * ((uint32_t)b[(2 * 5 + (q)) * CW + (j)] + b[(14 * 5 + (q)) * CW + (j)]) + \
+     vif_taps[0][3] * ((uint32_t)b[(3 * 5 + (q)) * CW + (j)] + b[(13 * 5 + (q)) * CW + (j)]) + \
+     vif_taps[0][4] * ((uint32_t)b[(4 * 5 + (q)) * CW + (j)] + b[(12 * 5 + (q)) * CW + (j)]) + \
+     vif_taps[0][5] * ((uint32_t)b[(5 * 5 + (q)) * CW + (j)] + b[(11 * 5 + (q)) * CW + (j)]) + \
+     vif_taps[0][6] * ((uint32_t)b[(6 * 5 + (q)) * CW + (j)] + b[(10 * 5 + (q)) * CW + (j)]) + \
+     vif_taps[0][7] * ((uint32_t)b[(7 * 5 + (q)) * CW + (j)] + b[(9 * 5 + (q)) * CW + (j)]))
+
 VDNN_TARGET_CLONES
-static void vstat_17_8bit(const uint16_t *const *r, const uint16_t *const *d,
-                          const uint16_t *const *rr, const uint16_t *const *dd,
-                          const uint16_t *const *rd, unsigned w, Rows5 out)
+static void vstat_17_8bit(const uint16_t *restrict win, size_t nch, Rows8 out)
 {
-    const uint16_t *taps = vif_taps[0];
-    uint32_t *restrict o1 = out.mu1, *restrict o2 = out.mu2, *restrict oxx = out.xx,
-             *restrict oyy = out.yy, *restrict oxy = out.xy;
-    const uint16_t *p[5][17];
-    for (int k = 0; k < 17; k++)
-        p[0][k] = r[k], p[1][k] = d[k], p[2][k] = rr[k], p[3][k] = dd[k], p[4][k] = rd[k];
-#pragma GCC ivdep
-    for (size_t j = 0; j < w; j++) {
-        uint32_t acc[5];
-#pragma GCC unroll 5
-        for (int q = 0; q < 5; q++) {
-            uint32_t a = taps[8] * (uint32_t)p[q][8][j];
-#pragma GCC unroll 8
-            for (int k = 0; k < 8; k++)
-                a += taps[k] * ((uint32_t)p[q][k][j] + p[q][16 - k][j]);
-            acc[q] = a;
+    uint32_t *restrict o0 = out.q[0], *restrict o1 = out.q[1], *restrict o2 = out.q[2],
+             *restrict o3 = out.q[3], *restrict o4 = out.q[4], *restrict o5 = out.q[5],
+             *restrict o6 = out.q[6], *restrict o7 = out.q[7];
+    for (size_t c = 0; c < nch; c++) {
+        const uint16_t *restrict b = win + c * CHUNK;
+        const size_t o = c * CW;
+        for (size_t j = 0; j < CW; j++)
+            o0[o + j] = ((VSUM17_8(0, j) + 128) >> 8);
+        for (size_t j = 0; j < CW; j++)
+            o1[o + j] = ((VSUM17_8(1, j) + 128) >> 8);
+        for (size_t j = 0; j < CW; j++) {
+            const uint32_t v = VSUM17_8(2, j);
+            o2[o + j] = v >> 16, o3[o + j] = v & 0xffff;
         }
-        o1[j] = (acc[0] + 128) >> 8;
-        o2[j] = (acc[1] + 128) >> 8;
-        oxx[j] = acc[2];
-        oyy[j] = acc[3];
-        oxy[j] = acc[4];
+        for (size_t j = 0; j < CW; j++) {
+            const uint32_t v = VSUM17_8(3, j);
+            o4[o + j] = v >> 16, o5[o + j] = v & 0xffff;
+        }
+        for (size_t j = 0; j < CW; j++) {
+            const uint32_t v = VSUM17_8(4, j);
+            o6[o + j] = v >> 16, o7[o + j] = v & 0xffff;
+        }
     }
 }
 
 #define VSTAT_SPLIT(FW, S)                                                                    \
     VDNN_TARGET_CLONES                                                                        \
     static void vstat_##FW(const uint16_t *const *r, const uint16_t *const *d, unsigned w,    \
-                           unsigned sh_mu, unsigned sh_sq, Rows5 out)                         \
+                           unsigned sh_mu, unsigned sh_sq, Rows8 out)                         \
     {                                                                                         \
         vstat_body(r, d, FW, vif_taps[S], w, sh_mu, 1, sh_sq, out);                           \
     }
@@ -212,7 +252,7 @@ VSTAT_SPLIT(5, 2)
 VSTAT_SPLIT(3, 3)
 
 static void vertical_stat(const uint16_t *const *r, const uint16_t *const *d, int s,
-                          unsigned w, unsigned sh_mu, unsigned sh_sq, Rows5 out)
+                          unsigned w, unsigned sh_mu, unsigned sh_sq, Rows8 out)
 {
     if (s == 0)
         vstat_17(r, d, w, sh_mu, sh_sq, out);
@@ -222,6 +262,14 @@ static void vertical_stat(const uint16_t *const *r, const uint16_t *const *d, in
         vstat_5(r, d, w, sh_mu, sh_sq, out);
     else
         vstat_3(r, d, w, sh_mu, sh_sq, out);
+}
+
+static void pad_row16(uint32_t *v, unsigned w, int half)
+{
+    for (int f = 1; f <= half; f++) {
+        v[-f] = v[f];
+        v[(int)w - 1 + f] = v[(int)w - 1 - f];
+    }
 }
 
 static void pad_row(uint32_t *v, unsigned w, int half)
@@ -234,45 +282,43 @@ static void pad_row(uint32_t *v, unsigned w, int half)
 
 /* ---- horizontal pass of the statistic, one row -------------------------- */
 
-INLINE void hstat_body(Rows5 in, const int FW, const uint16_t *taps, unsigned w, Rows5 out)
+/* in.q: the vertical pass's rows, padded by FW / 2 on either side. One
+ * quantity per loop (the accumulators stay in registers). The squares:
+ * sum f H + ((sum f L + 2^15) >> 16) is (sum f v + 2^15) >> 16. */
+INLINE uint32_t hsum(const uint32_t *restrict p, size_t j, const int FW, const uint16_t *taps)
 {
     const int H = FW / 2;
-    const uint32_t *restrict i1 = in.mu1 - H, *restrict i2 = in.mu2 - H,
-                   *restrict ixx = in.xx - H, *restrict iyy = in.yy - H,
-                   *restrict ixy = in.xy - H;
+    uint32_t a = (uint32_t)taps[H] * p[j + H];
+#pragma GCC unroll 8
+    for (int k = 0; k < H; k++)
+        a += taps[k] * (p[j + k] + p[j + FW - 1 - k]);
+    return a;
+}
+
+INLINE void hstat_body(Rows8 in, const int FW, const uint16_t *taps, unsigned w, Rows5 out)
+{
+    const int H = FW / 2;
+    const uint32_t *restrict i0 = in.q[0] - H, *restrict i1 = in.q[1] - H,
+                             *restrict i2 = in.q[2] - H, *restrict i3 = in.q[3] - H,
+                             *restrict i4 = in.q[4] - H, *restrict i5 = in.q[5] - H,
+                             *restrict i6 = in.q[6] - H, *restrict i7 = in.q[7] - H;
     uint32_t *restrict o1 = out.mu1, *restrict o2 = out.mu2, *restrict oxx = out.xx,
              *restrict oyy = out.yy, *restrict oxy = out.xy;
-#pragma GCC ivdep
-    for (size_t j = 0; j < w; j++) {
-        const uint32_t fc = taps[H];
-        uint32_t m1 = fc * i1[j + H], m2 = fc * i2[j + H];
-        uint32_t xh = fc * (ixx[j + H] >> 16), xl = fc * (ixx[j + H] & 0xffff);
-        uint32_t yh = fc * (iyy[j + H] >> 16), yl = fc * (iyy[j + H] & 0xffff);
-        uint32_t ph = fc * (ixy[j + H] >> 16), pl = fc * (ixy[j + H] & 0xffff);
-#pragma GCC unroll 8
-        for (int k = 0; k < H; k++) {
-            const uint32_t f = taps[k];
-            const size_t a = j + k, b = j + FW - 1 - k;
-            m1 += f * (i1[a] + i1[b]);
-            m2 += f * (i2[a] + i2[b]);
-            xh += f * ((ixx[a] >> 16) + (ixx[b] >> 16));
-            xl += f * ((ixx[a] & 0xffff) + (ixx[b] & 0xffff));
-            yh += f * ((iyy[a] >> 16) + (iyy[b] >> 16));
-            yl += f * ((iyy[a] & 0xffff) + (iyy[b] & 0xffff));
-            ph += f * ((ixy[a] >> 16) + (ixy[b] >> 16));
-            pl += f * ((ixy[a] & 0xffff) + (ixy[b] & 0xffff));
-        }
-        o1[j] = m1;
-        o2[j] = m2;
-        oxx[j] = xh + ((xl + 32768) >> 16);
-        oyy[j] = yh + ((yl + 32768) >> 16);
-        oxy[j] = ph + ((pl + 32768) >> 16);
-    }
+    for (size_t j = 0; j < w; j++)
+        o1[j] = hsum(i0, j, FW, taps);
+    for (size_t j = 0; j < w; j++)
+        o2[j] = hsum(i1, j, FW, taps);
+    for (size_t j = 0; j < w; j++)
+        oxx[j] = hsum(i2, j, FW, taps) + ((hsum(i3, j, FW, taps) + 32768) >> 16);
+    for (size_t j = 0; j < w; j++)
+        oyy[j] = hsum(i4, j, FW, taps) + ((hsum(i5, j, FW, taps) + 32768) >> 16);
+    for (size_t j = 0; j < w; j++)
+        oxy[j] = hsum(i6, j, FW, taps) + ((hsum(i7, j, FW, taps) + 32768) >> 16);
 }
 
 #define HSTAT(FW, S)                                                                          \
     VDNN_TARGET_CLONES                                                                        \
-    static void hstat_##FW(Rows5 in, unsigned w, Rows5 out)                                   \
+    static void hstat_##FW(Rows8 in, unsigned w, Rows5 out)                                   \
     {                                                                                         \
         hstat_body(in, FW, vif_taps[S], w, out);                                              \
     }
@@ -281,7 +327,7 @@ HSTAT(9, 1)
 HSTAT(5, 2)
 HSTAT(3, 3)
 
-static void horizontal_stat(Rows5 in, int s, unsigned w, Rows5 out)
+static void horizontal_stat(Rows8 in, int s, unsigned w, Rows5 out)
 {
     if (s == 0)
         hstat_17(in, w, out);
@@ -458,14 +504,17 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
     for (int s = 1; s < 4; s++)
         ws[s] = ws[s - 1] / 2, hs[s] = hs[s - 1] / 2;
 
-    /* One block: the log2 table (32768 entries), 10 padded rows of w, 2
-     * padded rows for subsampling, and scales 1..3 (ref and dis). */
+    /* One block: the log2 table (32768 entries), 8 padded 16-bit rows (the
+     * vertical pass), 5 rows of w and 2 padded rows for subsampling (32-bit),
+     * scales 1..3 (ref and dis) and, at 8 bits, the ring of source rows. */
+    const size_t nch = ((size_t)w + CW - 1) / CW;
     const size_t row_len = ((size_t)w + 2 * MAX_HALF + 15) & ~(size_t)15;
+    const size_t row16 = (nch * CW + 2 * MAX_HALF + 31) & ~(size_t)31;
     size_t img_total = 0;
     for (int s = 1; s < 4; s++)
         img_total += 2 * (((size_t)ws[s] + 31) & ~(size_t)31) * hs[s];
-    const size_t ring = bpc == 8 ? 17 * 3 * row_len : 0; /* products8_row's rows */
-    const size_t bytes = 32768 * sizeof(uint16_t) + 12 * row_len * sizeof(uint32_t) +
+    const size_t ring = bpc == 8 ? nch * CHUNK : 0;
+    const size_t bytes = 32768 * sizeof(uint16_t) + (7 * row_len + 8 * row16) * sizeof(uint32_t) +
                          (img_total + ring) * sizeof(uint16_t) + 64;
     unsigned char *block = env->alloc(env->opaque, bytes);
     if (!block)
@@ -475,18 +524,19 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
     for (unsigned i = 32768; i < 65536; i++)
         log2_table[i - 32768] = (uint16_t)round(log2f((float)i) * 2048);
     uint32_t *rows = (uint32_t *)(block + 32768 * sizeof(uint16_t));
-    Rows5 vert, horz;
-    uint32_t **vr[5] = {&vert.mu1, &vert.mu2, &vert.xx, &vert.yy, &vert.xy};
+    Rows5 horz;
     uint32_t **hr[5] = {&horz.mu1, &horz.mu2, &horz.xx, &horz.yy, &horz.xy};
-    for (int q = 0; q < 5; q++) {
-        *vr[q] = rows + q * row_len + MAX_HALF;
-        *hr[q] = rows + (5 + q) * row_len + MAX_HALF;
-    }
-    uint32_t *sub1 = rows + 10 * row_len + MAX_HALF, *sub2 = rows + 11 * row_len + MAX_HALF;
-    uint16_t *img_mem = (uint16_t *)(rows + 12 * row_len);
+    for (int q = 0; q < 5; q++)
+        *hr[q] = rows + q * row_len;
+    uint32_t *sub1 = rows + 5 * row_len + MAX_HALF, *sub2 = rows + 6 * row_len + MAX_HALF;
+    uint32_t *rows16 = rows + 7 * row_len;
+    Rows8 vert;
+    for (int q = 0; q < 8; q++)
+        vert.q[q] = rows16 + q * row16 + MAX_HALF;
+    uint16_t *img_mem = (uint16_t *)(rows16 + 8 * row16);
 
     uint16_t *ring_mem = img_mem + img_total;
-    unsigned ring_done = 0; /* rows whose products are in the ring */
+    unsigned ring_done = 0; /* padded rows in the ring */
 
     Image img[4];
     img[0] = (Image){ref->data, dist->data, ref->stride, w, h};
@@ -529,26 +579,17 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
                 d[k] = im.dis + row * im.stride;
             }
             if (s == 0 && bpc == 8) {
-                const unsigned last = i + half < h ? i + half : h - 1;
-                for (; ring_done <= last; ring_done++) {
-                    uint16_t *slot = ring_mem + (ring_done % 17) * 3 * row_len;
-                    products8_row(ref->data + ring_done * ref->stride,
-                                  dist->data + ring_done * dist->stride, w, slot,
-                                  slot + row_len, slot + 2 * row_len);
+                for (; ring_done <= i + 16; ring_done++) {
+                    const unsigned row = (unsigned)mirror((int)ring_done - 8, (int)h);
+                    ring_row8(ref->data + row * ref->stride, dist->data + row * dist->stride,
+                              w, nch, ring_mem, ring_done % 17);
                 }
-                const uint16_t *rr[17], *dd[17], *rd[17];
-                for (int k = 0; k < 17; k++) {
-                    const unsigned row = (unsigned)mirror((int)i - half + k, (int)h);
-                    rr[k] = ring_mem + (row % 17) * 3 * row_len;
-                    dd[k] = rr[k] + row_len;
-                    rd[k] = rr[k] + 2 * row_len;
-                }
-                vstat_17_8bit(r, d, rr, dd, rd, w, vert);
+                vstat_17_8bit(ring_mem + (size_t)(i % 17) * 5 * CW, nch, vert);
             } else {
                 vertical_stat(r, d, s, im.w, sh_mu, sh_sq, vert);
             }
-            for (int q = 0; q < 5; q++)
-                pad_row(*vr[q], im.w, half);
+            for (int q = 0; q < 8; q++)
+                pad_row16(vert.q[q], im.w, half);
             horizontal_stat(vert, s, im.w, horz);
             stat_row(horz, im.w, log2_table, enhn_gain_limit, &acc);
 
