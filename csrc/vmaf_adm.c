@@ -253,6 +253,64 @@ static inline int32_t restore0(int32_t o, int32_t t, int flag, double egl)
     return (flag & (k > 0) & (o != 0)) ? (int32_t)lim : rs;
 }
 
+static inline int32_t restore0_i(int32_t oc, int32_t tc, int32_t flag, int32_t gi,
+                                 const int32_t *restrict recip)
+{
+    const int32_t m = oc < 0 ? -oc : oc, a = tc < 0 ? -tc : tc;
+    const int32_t q = recip[m];
+    const uint32_t kin = ((uint32_t)q * (uint32_t)a + 16384u) >> 15;
+    const int32_t same = ((oc > 0) & (tc > 0)) | ((oc < 0) & (tc < 0));
+    const int32_t k = same ? (a > m ? 32768 : (int32_t)kin) : 0;
+    const int32_t rs = (k * oc + 16384) >> 15;
+    const int32_t g = rs * gi;
+    const int32_t lim = oc > 0 ? (g < tc ? g : tc) : (g > tc ? g : tc);
+    return (flag & (k > 0)) ? lim : rs;
+}
+
+/* Level 0 decoupling + CSF of one row over [c0, c1), integer gain limit
+ * `gi` (egl == gi): restore0 in int32 lanes. With m = |o|, a = |t|,
+ * q = floor(2^30 / m): k = 0 when t and o differ in sign or either is 0
+ * (q t <= 0; o = 0 gives r = 0 in libvmaf too); k = 2^15 when a > m
+ * (q (m + 1) >= 2^30 - m + 1 + q > 2^30); else q a <= 2^30 and
+ * k = (q a + 2^14) >> 15 in uint32. The gain limit: trunc(min(r gi, t)) =
+ * min(r gi, t) for integers. */
+VDNN_TARGET_CLONES
+static void decouple_csf0_i(const int32_t *restrict oh, const int32_t *restrict ov,
+                            const int32_t *restrict od, const int32_t *restrict th,
+                            const int32_t *restrict tv, const int32_t *restrict td, int c0,
+                            int c1, int32_t gi, double cos_sq, const int32_t *restrict recip,
+                            int32_t *restrict rh,
+                            int32_t *restrict rv, int32_t *restrict rd, int32_t *restrict ah,
+                            int32_t *restrict av, int32_t *restrict ad, int32_t *restrict fh,
+                            int32_t *restrict fv, int32_t *restrict fd)
+{
+    for (int j = c0; j < c1; j++) {
+        const int32_t o0 = oh[j], o1 = ov[j], t0 = th[j], t1 = tv[j];
+        const double dp = (float)(o0 * t0 + o1 * t1) / 4096.0;
+        const double om = (float)(o0 * o0 + o1 * o1) / 4096.0;
+        const double tm = (float)(t0 * t0 + t1 * t1) / 4096.0;
+        rh[j] = (dp >= 0.0) & (dp * dp >= cos_sq * om * tm);
+    }
+    for (int j = c0; j < c1; j++) {
+        const int32_t t[3] = {th[j], tv[j], td[j]};
+        const int32_t flag = rh[j];
+        int32_t r[3];
+        r[0] = restore0_i(oh[j], t[0], flag, gi, recip);
+        r[1] = restore0_i(ov[j], t[1], flag, gi, recip);
+        r[2] = restore0_i(od[j], t[2], flag, gi, recip);
+        rh[j] = r[0], rv[j] = r[1], rd[j] = r[2];
+        const int32_t a0 = (int16_t)(t[0] - r[0]), a1 = (int16_t)(t[1] - r[1]),
+                      a2 = (int16_t)(t[2] - r[2]);
+        const int32_t ch = (int16_t)((36453 * a0 + 16384) >> 15);
+        const int32_t cv = (int16_t)((36453 * a1 + 16384) >> 15);
+        const int32_t cd = (int16_t)((49417 * a2 + 65535) >> 17);
+        ah[j] = ch, av[j] = cv, ad[j] = cd;
+        fh[j] = (int16_t)((4369 * (ch < 0 ? -ch : ch) + 2048) >> 12);
+        fv[j] = (int16_t)((4369 * (cv < 0 ? -cv : cv) + 2048) >> 12);
+        fd[j] = (int16_t)((4369 * (cd < 0 ? -cd : cd) + 2048) >> 12);
+    }
+}
+
 /* Level 0 decoupling + CSF of one row over [c0, c1): 16-bit semantics. */
 VDNN_TARGET_CLONES
 static void decouple_csf0(const int32_t *restrict oh, const int32_t *restrict ov,
@@ -582,7 +640,10 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
         int32_t *const *rg = wk->ring[i % 3];
         const int32_t *oh = wk->band[2], *ov = wk->band[1], *od = wk->band[3];
         const int32_t *th = wk->band[6], *tv = wk->band[5], *td = wk->band[7];
-        if (lev == 0)
+        if (lev == 0 && egl == floor(egl))
+            decouple_csf0_i(oh, ov, od, th, tv, td, L->clo, L->chi, (int32_t)egl, cos_sq, wk->recip, rg[0],
+                            rg[1], rg[2], rg[3], rg[4], rg[5], rg[6], rg[7], rg[8]);
+        else if (lev == 0)
             decouple_csf0(oh, ov, od, th, tv, td, L->clo, L->chi, egl, cos_sq, rg[0], rg[1],
                           rg[2], rg[3], rg[4], rg[5], rg[6], rg[7], rg[8]);
         else
