@@ -19,6 +19,7 @@
 #include "context_internal.h"
 #include "output.h"
 #include "tiny_model.h"
+#include "vectorize.h"
 
 struct VmafDnnContext {
     VmafDnnContextConfig cfg;
@@ -886,6 +887,40 @@ int vmaf_dnn_tiny_model_batching(const VmafDnnContext *locked_ctx, size_t model,
 /* Pictures                                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* The bits of a row's samples ORed together. */
+VDNN_VECTOR_LOOP
+static unsigned row_bits(const uint16_t *restrict row, unsigned w)
+{
+    unsigned acc = 0;
+    for (unsigned x = 0; x < w; x++)
+        acc |= row[x];
+    return acc;
+}
+
+/* Every sample of a plane of uint16_t samples is below 2^bpc: a sample above
+ * the bit depth would reach a model above 1.0 (and the library's kernels
+ * refuse it). One check for every way a picture enters: the C API, Python's
+ * arrays and Frame objects, the FFmpeg filter. 8- and 16-bit samples cannot
+ * exceed their depth. */
+static int check_samples(const VmafDnnPicture *p, int i, const char *which, const char *plane)
+{
+    if (p->bpc <= 8 || p->bpc >= 16)
+        return 0;
+    const unsigned limit = 1u << p->bpc;
+    for (unsigned y = 0; y < p->h[i]; y++) {
+        const uint16_t *row = (const uint16_t *)(const void *)((const char *)p->data[i] +
+                                                                (ptrdiff_t)y * p->stride[i]);
+        if (row_bits(row, p->w[i]) < limit)
+            continue;
+        unsigned x = 0;
+        while (row[x] < limit)
+            x++;
+        return vdnn_fail(-EINVAL, "%s picture: plane %s has sample value %u at (%u, %u), above "
+                         "the %u-bit maximum %u", which, plane, row[x], x, y, p->bpc, limit - 1);
+    }
+    return 0;
+}
+
 static int check_plane(const VmafDnnPicture *p, int i, const char *which)
 {
     static const char *const plane[3] = {"Y", "U", "V"};
@@ -896,14 +931,17 @@ static int check_plane(const VmafDnnPicture *p, int i, const char *which)
         p->h[i] > VMAF_DNN_MAX_DIMENSION)
         return vdnn_fail(-EINVAL, "%s picture: plane %s is %ux%u; each side must be 1..%d", which,
                          plane[i], p->w[i], p->h[i], VMAF_DNN_MAX_DIMENSION);
-    if (p->stride[i] < (ptrdiff_t)p->w[i] * (ptrdiff_t)bytes)
+    /* Negative: rows bottom-up in memory (FFmpeg's vflip, bottom-up
+     * decoders); data[] is still the top row. */
+    const ptrdiff_t row = (ptrdiff_t)p->w[i] * (ptrdiff_t)bytes;
+    if (p->stride[i] < row && p->stride[i] > -row)
         return vdnn_fail(-EINVAL, "%s picture: plane %s stride %td is smaller than a row of %u "
-                         "samples of %u byte%s", which, plane[i], p->stride[i], p->w[i], bytes,
-                         bytes > 1 ? "s" : "");
+                         "samples of %u byte%s (either way)", which, plane[i], p->stride[i],
+                         p->w[i], bytes, bytes > 1 ? "s" : "");
     if (bytes == 2 && (((uintptr_t)p->data[i] & 1u) || (p->stride[i] & 1)))
         return vdnn_fail(-EINVAL, "%s picture: plane %s holds uint16_t samples (bpc %u) but its "
                          "address or stride is odd", which, plane[i], p->bpc);
-    return 0;
+    return check_samples(p, i, which, plane[i]);
 }
 
 static int check_picture(const VmafDnnPicture *p, const char *which)

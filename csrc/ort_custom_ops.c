@@ -194,10 +194,7 @@ static OrtStatus *write_scalars(const Kernel *k, OrtKernelContext *ctx, const do
  * The library feeds sample / (2^bpc - 1) in fp32: the product is within
  * 0.008 of the sample, so the rounding recovers it exactly. Branch-free so
  * that it vectorises (gcc's -O2 cost model needs telling). */
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("vect-cost-model=dynamic")))
-#endif
-VDNN_TARGET_CLONES
+VDNN_VECTOR_LOOP
 static int to_samples(const float *restrict x, uint16_t *restrict out, size_t n, float maxv)
 {
     int bad = 0;

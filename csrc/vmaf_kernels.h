@@ -30,18 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Marks a kernel's hot loop function for one build per instruction set,
- * chosen at load (an ifunc): the code stays portable C that the compiler
- * vectorises, and an AVX2 machine runs AVX2 code from a baseline x86-64
- * build. Elsewhere (other architectures, compilers without target_clones)
- * the function is built once, for the build's own target. */
-#if defined(__x86_64__) && defined(__ELF__) && !defined(VDNN_NO_TARGET_CLONES) && \
-    ((defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8) || \
-     (defined(__clang__) && __clang_major__ >= 14))
-#define VDNN_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define VDNN_TARGET_CLONES
-#endif
+#include "vectorize.h" /* VDNN_TARGET_CLONES for the kernels' hot loops */
+
 
 /* Where a kernel's buffers come from and whether to stop. alloc(opaque,
  * size) returns a block of at least `size` bytes aligned to 64, or NULL;

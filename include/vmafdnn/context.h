@@ -63,9 +63,13 @@ extern "C" {
  * Rules, checked on every read
  * (-EINVAL with a message naming the picture and plane):
  *   - bpc is 8..16. bpc 8: one uint8_t per sample; bpc 9..16: one uint16_t
- *     per sample (native endianness), so data[] and stride[] must be even.
- *   - data[0] is not NULL; w[0] and h[0] are 1..VMAF_DNN_MAX_DIMENSION;
- *     stride[0] (bytes from one row to the next, > 0) holds at least a row.
+ *     per sample (native endianness), so data[] and stride[] must be even;
+ *     bpc 9..15: every sample is below 2^bpc (the message names the first
+ *     one above, with its position).
+ *   - data[0] is not NULL, the top row; w[0] and h[0] are
+ *     1..VMAF_DNN_MAX_DIMENSION; stride[0] is the bytes from one row to the
+ *     next, at least a row either way: negative for rows stored bottom-up
+ *     (FFmpeg's negative linesizes: row y is at data[0] + y * stride[0]).
  *   - data[1] and data[2] (U, V) may be NULL, in which case their w, h and
  *     stride are ignored; when set they follow the rules of data[0].
  * A model sees luma as float sample / (2^bpc - 1), so bpc must be the real

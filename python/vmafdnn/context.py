@@ -199,13 +199,9 @@ def _array_bitdepth(plane: np.ndarray, bitdepth: Optional[int], what: str) -> in
             raise InvalidArgumentError(
                 errno.EINVAL, f"{what}: bit depth {bitdepth} is out of range for uint16 "
                               "samples: must be 9..16")
-        bitdepth = int(bitdepth)
-        # A sample above the bit depth would reach the model above 1.0.
-        if bitdepth < 16 and plane.size and int(plane.max()) >= (1 << bitdepth):
-            raise InvalidArgumentError(
-                errno.EINVAL, f"{what}: sample value {int(plane.max())} is above the "
-                              f"{bitdepth}-bit maximum {(1 << bitdepth) - 1}")
-        return bitdepth
+        # Samples above the bit depth are refused by the C library, for every way a
+        # picture comes in (vmaf_dnn_read_pictures; arrays and Frame objects alike).
+        return int(bitdepth)
     raise InvalidArgumentError(
         errno.EINVAL, f"{what}: dtype {plane.dtype} is not supported; use uint8, or uint16 "
                       "with bitdepth=")

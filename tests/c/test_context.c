@@ -532,6 +532,64 @@ static void test_bit_depths(void)
     vmaf_dnn_context_close(ctx);
 }
 
+/* A sample above the bit depth is refused however the picture came in,
+ * naming the plane, value and position; 16-bit samples cannot exceed. */
+static void test_samples_above_the_depth(void)
+{
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("nr_mean", "nr_mean", NULL), NULL);
+    TestPic p = pic_const(8, 8, 10, 1023);
+    pic_set(&p, 5, 6, 1024);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &p.pic, 0), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "plane Y has sample value 1024 at (5, 6), above "
+                       "the 10-bit maximum 1023");
+    p.pic.bpc = 11; /* the same samples are fine at 11 bits */
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &p.pic, 0), 0);
+    pic_set(&p, 7, 7, 65535);
+    p.pic.bpc = 16;
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &p.pic, 1), 0);
+    pic_free(&p);
+    vmaf_dnn_context_close(ctx);
+}
+
+static const char *builtin(const char *name);
+
+/* Rows stored bottom-up (a negative stride, data at the top row: FFmpeg's
+ * negative linesizes) score as the same picture stored top-down. */
+static void test_negative_strides(void)
+{
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, builtin("psnr_y"), NULL);
+    for (unsigned bpc = 8; bpc <= 10; bpc += 2) {
+        TestPic ref = pic_const(40, 36, bpc, 0), dist = pic_const(40, 36, bpc, 0);
+        TestPic flipped = pic_const(40, 36, bpc, 0);
+        uint32_t seed = 7 + bpc;
+        for (unsigned y = 0; y < 36; y++)
+            for (unsigned x = 0; x < 40; x++) {
+                seed = seed * 1664525u + 1013904223u;
+                unsigned v = (seed >> 16) & ((1u << bpc) - 1);
+                pic_set(&ref, x, y, v);
+                pic_set(&dist, x, y, v ^ (x & 3));
+                pic_set(&flipped, x, 35 - y, v ^ (x & 3)); /* dist, rows upside down */
+            }
+        VmafDnnPicture up = flipped.pic;
+        up.data[0] = flipped.buf + (size_t)35 * (size_t)flipped.pic.stride[0];
+        up.stride[0] = -flipped.pic.stride[0];
+        const unsigned i = bpc;
+        CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &ref.pic, &dist.pic, 2 * i), 0);
+        CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &ref.pic, &up, 2 * i + 1), 0);
+        CHECK(get(ctx, "psnr_y", 2 * i) == get(ctx, "psnr_y", 2 * i + 1));
+        VmafDnnPicture short_row = up;
+        short_row.stride[0] = -(ptrdiff_t)(bpc > 8 ? 2 : 1) * 39;
+        CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &ref.pic, &short_row, 99), -EINVAL);
+        CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "smaller than a row");
+        pic_free(&ref);
+        pic_free(&dist);
+        pic_free(&flipped);
+    }
+    vmaf_dnn_context_close(ctx);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Output naming and routing                                                */
 /* ------------------------------------------------------------------------ */
@@ -1482,10 +1540,12 @@ int main(int argc, char **argv)
     test_cap();
     test_pool_and_flush();
     test_device_type();
+    test_samples_above_the_depth();
     if (argc > 2) {
         builtin_dir = argv[2];
         test_builtin_models();
         test_builtin_chroma_and_small_frames();
+        test_negative_strides();
     }
     remove_tmp_dir();
     return check_report();

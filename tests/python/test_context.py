@@ -178,6 +178,18 @@ def test_picture_argument_errors(stage):
             ctx.read_pictures(None, deep, 0)
         with pytest.raises(vmafdnn.InvalidArgumentError, match="above the 10-bit maximum 1023"):
             ctx.read_pictures(None, const(8, 8, 1024, np.uint16), 0, bitdepth=10)
+        # The same samples as a Frame object: one check for every way a picture comes in.
+        from vmafdnn.video import Frame
+        planes = [const(8, 8, 1023, np.uint16), const(4, 4, 512, np.uint16),
+                  const(4, 4, 512, np.uint16)]
+        planes[0][3, 5] = 1024
+        with pytest.raises(vmafdnn.InvalidArgumentError,
+                           match=r"sample value 1024 at \(5, 3\), above the 10-bit maximum"):
+            ctx.read_pictures(None, Frame(*planes, 10, 0, "420"), 0)
+        planes[0][3, 5] = 1023
+        planes[2][1, 1] = 4000  # chroma is checked too
+        with pytest.raises(vmafdnn.InvalidArgumentError, match="plane V has sample value 4000"):
+            ctx.read_pictures(None, Frame(*planes, 10, 0, "420"), 0)
         with pytest.raises(vmafdnn.InvalidArgumentError, match="uint8 samples are 8-bit"):
             ctx.read_pictures(None, const(8, 8, 5), 0, bitdepth=10)
         with pytest.raises(vmafdnn.InvalidArgumentError, match="2-D"):

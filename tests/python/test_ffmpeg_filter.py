@@ -330,3 +330,24 @@ def test_ffmpeg_onnx_backend_alongside(patched, tmp_path, models, clips8):
     assert len(got) == clips8.frames
     # Identity twice: the copy matches the reference (PSNR capped at 60 dB).
     assert all(frame["psnr_y"] >= 50 for frame in got)
+
+
+def test_bottom_up_frames_score_like_top_down(patched, tmp_path, clips8):
+    """FFmpeg hands bottom-up frames (negative linesizes) after vflip and from some
+    decoders: the filter scores them (every FFmpeg version refused the first frame), and
+    two flips give the scores of none."""
+    meta = tmp_path / "meta.txt"
+    proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+               f"[0:v]vflip,vflip[d];[1:v]vflip,vflip[r];[d][r]vmafdnn=model=psnr_y:threads=1,"
+               f"metadata=mode=print:file={meta}", "-f", "null", "-")
+    flipped = frame_metadata(meta)
+    assert "failed" not in proc.stderr and len(flipped) == clips8.frames
+    straight, _ = score_with_filter(patched, tmp_path, [clips8.dist, clips8.ref],
+                                    "model=psnr_y:threads=1")
+    assert [f["psnr_y"] for f in flipped] == [f["psnr_y"] for f in straight]
+    # One flip of both inputs: the same picture pair upside down, the same PSNR.
+    run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+        f"[0:v]vflip[d];[1:v]vflip[r];[d][r]vmafdnn=model=psnr_y:threads=1,"
+        f"metadata=mode=print:file={meta}", "-f", "null", "-")
+    assert [f["psnr_y"] for f in frame_metadata(meta)] == \
+        pytest.approx([f["psnr_y"] for f in straight], abs=1e-9)

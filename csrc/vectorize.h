@@ -1,0 +1,27 @@
+/* Internal: how the library's hot loops get vector code from portable C. */
+#ifndef VMAFDNN_VECTORIZE_H
+#define VMAFDNN_VECTORIZE_H
+
+/* Marks a hot loop function for one build per instruction set,
+ * chosen at load (an ifunc): the code stays portable C that the compiler
+ * vectorises, and an AVX2 machine runs AVX2 code from a baseline x86-64
+ * build. Elsewhere (other architectures, compilers without target_clones)
+ * the function is built once, for the build's own target. */
+#if defined(__x86_64__) && defined(__ELF__) && !defined(VDNN_NO_TARGET_CLONES) && \
+    ((defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8) || \
+     (defined(__clang__) && __clang_major__ >= 14))
+#define VDNN_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define VDNN_TARGET_CLONES
+#endif
+
+/* A hot loop function: VDNN_TARGET_CLONES, and (gcc) the vectoriser's
+ * dynamic cost model, without which gcc 12 at -O2 leaves simple loops
+ * scalar. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define VDNN_VECTOR_LOOP __attribute__((optimize("vect-cost-model=dynamic"))) VDNN_TARGET_CLONES
+#else
+#define VDNN_VECTOR_LOOP VDNN_TARGET_CLONES
+#endif
+
+#endif
