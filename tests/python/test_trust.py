@@ -76,6 +76,16 @@ def endless_nr(tmp_path_factory):
     return str(path)
 
 
+def wait_in_flight(handle, thread, timeout=30.0):
+    """Returns once `thread` holds `handle`'s call lock (its call is in C: a run in flight),
+    whatever the machine's load; a fixed sleep was too short on a loaded 2-core CI."""
+    deadline = time.monotonic() + timeout
+    while not handle._lock.locked():
+        assert thread.is_alive() and time.monotonic() < deadline, "the call never started"
+        time.sleep(0.002)
+    time.sleep(0.05)  # past the Python side of the call, into ORT's Run
+
+
 def in_thread(fn, *args):
     """Starts fn(*args) on a thread; returns (thread, outcome dict)."""
     outcome = {}
@@ -100,7 +110,7 @@ def test_session_close_waits_for_the_run_in_flight(loop_model, feeds_kind):
     s = vmafdnn.Session(loop_model, threads=1)
     feeds = slow_feed() if feeds_kind == "dict" else [slow_feed()["n"]]
     runner, outcome = in_thread(s.run, feeds)
-    time.sleep(0.4)  # the run is in flight
+    wait_in_flight(s, runner)
     # A second caller queues behind it on the general path (which read the
     # handle before taking the lock: the use after free of issue 9).
     queued, queued_outcome = in_thread(s.run, [slow_feed(10)["n"]])
@@ -129,7 +139,7 @@ def test_context_close_waits_for_the_frame_in_flight(slow_nr):
     ctx = vmafdnn.Context(threads=1)
     ctx.use_model(slow_nr, name="slow")
     runner, outcome = in_thread(ctx.read_pictures, None, FRAME, 0)
-    time.sleep(0.4)
+    wait_in_flight(ctx, runner)
     readers = [in_thread(fn) for fn in (lambda: ctx.frame_count, ctx.report,
                                         lambda: ctx.feature("slow", 0))]
     time.sleep(0.05)
@@ -154,7 +164,7 @@ def test_context_close_waits_for_the_frame_in_flight(slow_nr):
 def test_session_cancel_stops_a_run_in_flight(loop_model):
     with vmafdnn.Session(loop_model, threads=1) as s:
         runner, outcome = in_thread(s.run, slow_feed(1e12))
-        time.sleep(0.3)
+        wait_in_flight(s, runner)
         t0 = time.monotonic()
         s.cancel()
         runner.join(5)
