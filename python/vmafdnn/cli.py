@@ -34,9 +34,11 @@ from . import models as builtin_models
 from . import _gpu_libraries, names
 from ._native import ensure_ort, ffi, lib
 from .errors import DnnError
-from .scoring import Canceller, UsageError, refuse_overwrite, score
-from .session import (EP_PACKAGE_ERRORS, MAX_BATCH, MAX_THREADS, Session, ep_devices,
-                      ep_libraries, explain_device)
+from .paths import STDIO, Inputs, check_output
+from .scoring import Canceller, UsageError, score
+from .session import (EP_PACKAGE_ERRORS, MAX_BATCH, MAX_DEVICE_INDEX, MAX_THREADS, Session,
+                      ep_devices, ep_libraries, explain_device)
+from .video import MAX_DIMENSION
 
 USAGE_EXIT = 2
 RUNTIME_EXIT = 1
@@ -86,24 +88,37 @@ def _int_at_least(minimum: int, maximum=None):
     return parse
 
 
+# Every numeric flag is parsed by one of these types, with its range: what the
+# code it feeds accepts (a C int, a frame size, islice's sys.maxsize, ...).
 _positive_int = _int_at_least(1)
 _non_negative_int = _int_at_least(0)
 _thread_count = _int_at_least(0, MAX_THREADS)
 _batch_size = _int_at_least(0, MAX_BATCH)
+_device_index = _int_at_least(0, MAX_DEVICE_INDEX)
+_dimension = _int_at_least(1, MAX_DIMENSION)
+_frame_offset = _int_at_least(0, sys.maxsize)
+MAX_BENCH_RUNS = 1_000_000
+MAX_SYMBOLIC_DIM = 1 << 16
+MAX_BENCH_ELEMENTS = 1 << 28  # per input: 1 GiB of float32
+_bench_runs = _int_at_least(1, MAX_BENCH_RUNS)
+_symbolic_dim = _int_at_least(1, MAX_SYMBOLIC_DIM)
 
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
+_SIZE = re.compile(r"(\d{1,30}(?:\.\d{1,30})?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
 
 
 def _byte_size(text: str) -> int:
     """An argparse type: bytes, as a number with an optional binary unit
-    (K, M, G, T; KiB, MB, ... all mean powers of 1024): 512M, 2G, 1.5G."""
+    (K, M, G, T; KiB, MB, ... all mean powers of 1024): 512M, 2G, 1.5G.
+    Computed exactly (no float: 400 digits are refused, not infinite) and
+    rounded up, so that a small non-zero size never becomes 0 (no limit)."""
+    from fractions import Fraction
     match = _SIZE.fullmatch(text.strip())
     if not match:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size (examples: 4096, 512M, 2G)")
     number, unit = match.groups()
-    value = int(float(number) * (1 << (10 * " kmgt".index(unit.lower() or " "))))
+    value = math.ceil(Fraction(number) * (1 << (10 * " kmgt".index(unit.lower() or " "))))
     if value >= 1 << 64:
-        raise argparse.ArgumentTypeError(f"{text!r} is too large")
+        raise argparse.ArgumentTypeError(f"{text!r} is too large (at most 16 EiB - 1)")
     return value
 
 
@@ -259,7 +274,7 @@ def _device_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", type=_name_of("device"),
                         choices=names.DEVICE_NAMES,
                         help="execution provider hint (default: auto)")
-    parser.add_argument("--device-index", type=_non_negative_int, default=0, help="GPU ordinal")
+    parser.add_argument("--device-index", type=_device_index, default=0, help="GPU ordinal")
     parser.add_argument("--threads", type=_thread_count, default=0,
                         help=f"ORT intra-op threads, 0..{MAX_THREADS} (0: ORT's default)")
     parser.add_argument("--fp16", action="store_true", help="cast fp32 data to/from FLOAT16 model slots")
@@ -360,7 +375,9 @@ def cmd_models(args) -> int:
     entries = builtin_models.catalog()
     width = max([len(printable(e.name)) for e in entries] + [14]) + 2
     for entry in entries:
-        size = f"{entry.min_size[0]}x{entry.min_size[1]}" if entry.min_size else "?"
+        # A feature-vector model reads no picture: no smallest frame size.
+        size = (f"{entry.min_size[0]}x{entry.min_size[1]}" if entry.min_size else
+                "-" if entry.kind == "features" else "?")
         print(f"{printable(entry.name):<{width}}{entry.kind or '?':<10}min {size:<8}"
               f"{printable(entry.path)}")
         if entry.meaning and args.verbose:
@@ -372,13 +389,18 @@ def cmd_models(args) -> int:
 
 
 def _example_feeds(session: Session, symbolic: int):
-    """Random float32 inputs, symbolic dims replaced by `symbolic`."""
+    """Random float32 inputs, symbolic dims replaced by `symbolic`; an input
+    of more than MAX_BENCH_ELEMENTS values is refused before it is made."""
     rng = np.random.default_rng(0)
-    return {
-        info.name: rng.random(tuple(symbolic if d < 0 else d for d in info.shape or ()),
-                              dtype=np.float32)
-        for info in session.inputs
-    }
+    feeds = {}
+    for info in session.inputs:
+        shape = tuple(symbolic if d < 0 else d for d in info.shape or ())
+        if math.prod(shape) > MAX_BENCH_ELEMENTS:
+            raise UsageError(f"input {printable(info.name)} would be {_shape(shape)} "
+                             f"({math.prod(shape)} values, more than {MAX_BENCH_ELEMENTS}) "
+                             f"with --symbolic-dim {symbolic}: give a smaller --symbolic-dim")
+        feeds[info.name] = rng.random(shape, dtype=np.float32)
+    return feeds
 
 
 def cmd_bench(args) -> int:
@@ -416,9 +438,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="per-run latency of a model")
     bench.add_argument("model")
     _device_args(bench)
-    bench.add_argument("--runs", type=_positive_int, default=1000)
-    bench.add_argument("--symbolic-dim", type=int, default=64,
-                       help="size used for symbolic dims (default 64)")
+    bench.add_argument("--runs", type=_bench_runs, default=1000,
+                       help=f"timed runs, 1..{MAX_BENCH_RUNS} (default 1000)")
+    bench.add_argument("--symbolic-dim", type=_symbolic_dim, default=64,
+                       help=f"size used for symbolic dims, 1..{MAX_SYMBOLIC_DIM} (default 64)")
     bench.set_defaults(func=cmd_bench)
     models = sub.add_parser("models", help="list the models found by name (the catalog)")
     models.add_argument("-v", "--verbose", action="store_true",
@@ -445,16 +468,25 @@ def build_parser() -> argparse.ArgumentParser:
     bdrate = sub.add_parser("bdrate", help="BD-rate (PCHIP) between two ladders of batch "
                                            "results")
     _bdrate.add_arguments(bdrate)
-    bdrate.set_defaults(func=lambda args: _bdrate.run_command(args, printable))
+    bdrate.set_defaults(func=cmd_bdrate)
     return parser
 
 
 def cmd_plot(args) -> int:
     from .plot import plot_reports
-    refuse_overwrite(args.output, "plot", {f"input report {r}": r for r in args.reports})
+    check_output(args.output, "plot (-o)")
+    Inputs({f"input report {r}": r for r in args.reports}).refuse(args.output, "plot")
     plot_reports(args.reports, args.output, labels=args.labels, metrics=args.metrics)
-    print(f"plot: {args.output}")
+    print(f"plot: {printable(args.output)}")
     return 0
+
+
+def cmd_bdrate(args) -> int:
+    from . import bdrate as _bdrate
+    if args.plot is not None:
+        check_output(args.plot, "plot (--plot)")
+        Inputs({"results file": args.results}).refuse(args.plot, "plot (--plot)")
+    return _bdrate.run_command(args, printable)
 
 
 # -- scoring --------------------------------------------------------------------
@@ -493,8 +525,8 @@ def build_score_parser() -> argparse.ArgumentParser:
     io_group.add_argument("-d", "--distorted", metavar="DIST",
                           help="distorted video: Y4M, any container FFmpeg decodes, or raw "
                                "YUV ('-': stdin)")
-    io_group.add_argument("-w", "--width", type=_positive_int, help="raw YUV width")
-    io_group.add_argument("-h", "--height", type=_positive_int, help="raw YUV height")
+    io_group.add_argument("-w", "--width", type=_dimension, help="raw YUV width")
+    io_group.add_argument("-h", "--height", type=_dimension, help="raw YUV height")
     io_group.add_argument("-p", "--pixel_format", dest="pix_fmt", metavar="{420,422,444,400}",
                           choices=("420", "422", "444", "400"), help="raw YUV chroma layout")
     io_group.add_argument("-b", "--bitdepth", type=int, choices=range(8, 17), metavar="{8..16}",
@@ -507,9 +539,9 @@ def build_score_parser() -> argparse.ArgumentParser:
     align = p.add_argument_group("alignment (off by default)")
     align.add_argument("--scale", action="store_true",
                        help="scale each distorted frame to the reference size (bicubic)")
-    align.add_argument("--ref-offset", type=_non_negative_int, default=0, metavar="N",
+    align.add_argument("--ref-offset", type=_frame_offset, default=0, metavar="N",
                        help="skip the reference's first N frames")
-    align.add_argument("--dist-offset", type=_non_negative_int, default=0, metavar="N",
+    align.add_argument("--dist-offset", type=_frame_offset, default=0, metavar="N",
                        help="skip the distorted clip's first N frames")
     m = p.add_argument_group("models")
     m.add_argument("--tiny-model", "--model", action="append", dest="models", metavar="NAME",
@@ -519,7 +551,7 @@ def build_score_parser() -> argparse.ArgumentParser:
     m.add_argument("--tiny-device", default="auto", type=_name_of("device"),
                    choices=names.DEVICE_NAMES,
                    help="execution provider hint (default: auto)")
-    m.add_argument("--tiny-device-index", type=_non_negative_int, default=0, metavar="N",
+    m.add_argument("--tiny-device-index", type=_device_index, default=0, metavar="N",
                    help="GPU ordinal (default 0)")
     m.add_argument("--tiny-threads", type=_thread_count, default=0, metavar="N",
                    help=f"threads in all, 0..{MAX_THREADS}: N > 1 scores N frames at once, "
@@ -589,28 +621,31 @@ def _check_score_args(args) -> None:
         raise _UsageExit("--no-reference scores the distorted video alone: drop -r")
     if not args.no_reference and args.reference is None:
         raise _UsageExit("a reference is required (-r REF), or --no-reference")
-    if args.reference == "-" and args.distorted == "-":
-        raise _UsageExit("only one of -r and -d can read stdin ('-')")
+    stdin = [flag for flag, value in (("-r", args.reference), ("-d", args.distorted),
+                                      ("--features", args.features)) if value == STDIO]
+    if len(stdin) > 1:
+        raise _UsageExit(f"only one of {' and '.join(stdin)} can read stdin ('-')")
     for name in ("reference", "distorted", "features"):
         value = getattr(args, name)
         if value is not None and value != "-" and not os.path.exists(value):
             raise FileNotFoundError(f"{name} file {value} does not exist")
+    # Every output is checked now, not after the last frame (score() checks
+    # them again against every file it reads, the models included).
     if args.output is not None:
-        # Found now rather than after scoring the whole clip.
-        directory = os.path.dirname(os.path.abspath(args.output))
-        if not os.path.isdir(directory):
-            raise FileNotFoundError(f"cannot write report {args.output}: directory "
-                                    f"{directory} does not exist")
+        check_output(args.output, "report (-o)", stdout_ok=True)
+    if args.plot is not None:
+        check_output(args.plot, "plot (--plot)")
+    inputs = Inputs({"reference input": args.reference, "distorted input": args.distorted,
+                     "features file": args.features})
+    inputs.refuse(args.output, "report (-o)")
+    inputs.add("report (-o)", args.output)
+    inputs.refuse(args.plot, "plot (--plot)")
 
 
 def cmd_score(args) -> int:
-    refuse_overwrite(args.plot, "plot", {"reference input": args.reference,
-                                         "distorted input": args.distorted,
-                                         "features file": args.features,
-                                         "report": args.output})
     if args.plot is not None:
-        from .plot import check_output
-        check_output(args.plot)
+        from .plot import check_output as check_plot
+        check_plot(args.plot)
     progress = _Progress(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
     try:
         result = score(
@@ -620,7 +655,8 @@ def cmd_score(args) -> int:
             output=args.output, fmt=args.fmt, features=args.features, progress=progress,
             width=args.width, height=args.height, pix_fmt=args.pix_fmt, bitdepth=args.bitdepth,
             scale=args.scale, ref_offset=args.ref_offset, dist_offset=args.dist_offset,
-            cancel=args.canceller, batch=args.tiny_batch, **_policy(args))
+            cancel=args.canceller, batch=args.tiny_batch,
+            other_outputs={"plot (--plot)": args.plot}, **_policy(args))
     finally:
         if progress is not None:
             progress.end()
@@ -628,7 +664,9 @@ def cmd_score(args) -> int:
         from .plot import save_plot
         save_plot([(os.path.basename(args.distorted), result)], args.plot)
     if not args.quiet:
-        _print_summary(result, args)
+        # With the report on stdout (-o -) the summary goes to stderr, so that
+        # stdout is the report alone.
+        _print_summary(result, args, sys.stderr if args.output == STDIO else sys.stdout)
     return 0
 
 
@@ -645,24 +683,26 @@ def _batched(batching, frames: int) -> str:
             f"{batching['batch']}")
 
 
-def _print_summary(result, args) -> None:
+def _print_summary(result, args, out) -> None:
+    def say(line):
+        print(line, file=out)
     frames = len(result["frames"])
     for model in result["models"]:
         form = model.get("form")
-        print(f"model {printable(model['path'])}: {model['kind']}, "
-              f"on {_on_ep(model['attached_ep'], model.get('ep_nodes'))}"
-              f"{f' as {printable(os.path.basename(form))}' if form else ''}"
-              f"{_batched(model.get('batching'), frames)}")
+        say(f"model {printable(model['path'])}: {model['kind']}, "
+            f"on {_on_ep(model['attached_ep'], model.get('ep_nodes'))}"
+            f"{f' as {printable(os.path.basename(form))}' if form else ''}"
+            f"{_batched(model.get('batching'), frames)}")
         if args.tiny_device != "auto":
             for line in model["fallback_reason"].splitlines():
-                print(f"  fallback: {printable(line)}")
-    print(f"frames: {frames}")
+                say(f"  fallback: {printable(line)}")
+    say(f"frames: {frames}")
     for name, pooled in result["pooled_metrics"].items():
-        print(f"{printable(name)}: {pooled['mean']:.6f}")
+        say(f"{printable(name)}: {pooled['mean']:.6f}")
     if args.output:
-        print(f"report: {printable(args.output)}")
+        say(f"report: {'stdout' if args.output == STDIO else printable(args.output)}")
     if args.plot:
-        print(f"plot: {args.plot}")
+        say(f"plot: {printable(args.plot)}")
 
 
 def _one_line(error: BaseException) -> str:

@@ -31,12 +31,31 @@ def matplotlib_missing_reason() -> Optional[str]:
     return None
 
 
+_BATCH_RESULTS = (".parquet", ".jsonl", ".csv")
+
+
+def _batch_results_hint(name: str, head: bytes) -> Optional[str]:
+    """The message for a batch results file given where a report is expected:
+    per-frame plots read reports; rate-quality plots are bdrate's."""
+    if not (head.startswith(b"PAR1") or name.lower().endswith(_BATCH_RESULTS)):
+        return None
+    return (f"{name} looks like batch results (vmafdnn batch -o), not a per-frame JSON report: "
+            f"for rate-quality curves run 'vmafdnn bdrate {name} --anchor A --test B --plot "
+            "OUT.png'; 'vmafdnn plot' draws the per-frame reports (-o FILE.json) of single "
+            "runs")
+
+
 def load_report(path: PathLike) -> Dict[str, object]:
     """A JSON report as a dict, checked for the parts a plot reads (frames[].metrics)."""
     name = os.fspath(path)
     try:
         with open(name, "rb") as f:
-            data = json.loads(f.read().decode("utf-8"))
+            raw = f.read()
+        hint = _batch_results_hint(name, raw[:4])
+        if hint is not None:
+            from .paths import UsageError
+            raise UsageError(hint)
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise ValueError(f"{name}: not a JSON report (plots read the JSON written by "
                          "-o FILE.json / --json)") from None
@@ -133,16 +152,16 @@ def _label(path: str, taken: List[str]) -> str:
 
 
 def check_output(output: PathLike) -> str:
-    """Raises unless a plot can be written to ``output`` (.png or .svg, an
-    existing directory, matplotlib importable): found before a long run, not after."""
+    """Raises unless a plot can be written to ``output`` (.png or .svg; the
+    path checks of vmafdnn.paths.check_output: not empty, not "-", not a
+    directory, its directory exists and is writable; matplotlib importable):
+    found before a long run, not after."""
+    from .paths import check_output as check_path
     out = os.fspath(output)
+    check_path(out, "plot")
     ext = os.path.splitext(out)[1].lower().lstrip(".")
     if ext not in FORMATS:
         raise ValueError(f"plot output {out}: the extension must be .png or .svg")
-    directory = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(f"cannot write plot {out}: directory {directory} does "
-                                "not exist")
     reason = matplotlib_missing_reason()
     if reason is not None:
         raise RuntimeError(reason)

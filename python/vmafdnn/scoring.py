@@ -5,6 +5,7 @@ or iterables of :class:`vmafdnn.video.Frame` objects or 2-D numpy luma
 planes. Frames stream through a :class:`vmafdnn.Context` one pair at a time,
 so memory does not grow with the clip's length.
 """
+import codecs
 import errno
 import io
 import itertools
@@ -12,9 +13,12 @@ import json
 import math
 import operator
 import os
+import re
 import stat
 import sys
 import threading
+from array import array
+from collections.abc import Mapping
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -22,17 +26,32 @@ import numpy as np
 from . import models as _builtin
 from .context import Context, format_for_path
 from .errors import RunCancelledError
+from .paths import STDIO, Inputs, UsageError, check_output
 from .video import Frame, VideoFormatError, Y4MReader, describe_reader, open_video
 
 __all__ = ["score", "Canceller", "InputMismatchError", "UsageError", "load_features",
-           "refuse_overwrite", "DEFAULT_FR_MODELS", "DEFAULT_NR_MODELS",
-           "MAX_FEATURES_FILE_BYTES"]
+           "Features", "refuse_overwrite", "DEFAULT_FR_MODELS", "DEFAULT_NR_MODELS",
+           "MAX_FEATURES_FILE_BYTES", "MAX_FEATURES_VALUE_BYTES", "MAX_FEATURE_METRICS",
+           "MAX_FEATURE_FRAME"]
 
-#: Largest features file load_features() reads: it is parsed whole, so an
-#: endless source (``--features /dev/zero``, a pipe that never closes) must
-#: end in an error, not in the OOM killer. A libvmaf JSON report of a
-#: two-hour 60 fps clip with 20 metrics is about 350 MB.
-MAX_FEATURES_FILE_BYTES = 1 << 30
+#: Largest features file load_features() reads (256 MiB), so an endless
+#: source (stdin that never closes) ends in an error, not in the OOM killer.
+#: libvmaf's JSON report takes about 40 bytes per metric per frame plus 60
+#: per frame: with the 12 metrics of its default VMAF run (~540 bytes a
+#: frame) 256 MiB holds 490,000 frames, a 2-hour clip at 60 fps (432,000
+#: frames: 233 MB), 4K or not (the size of a frame does not matter); with 30
+#: metrics, 2 hours at 30 fps.
+MAX_FEATURES_FILE_BYTES = 256 << 20
+
+#: Largest single value in a features file: one frame object (or another
+#: top-level value such as "pooled_metrics"); 20,000 metrics fit.
+MAX_FEATURES_VALUE_BYTES = 4 << 20
+
+#: Most distinct metric names a features file may hold.
+MAX_FEATURE_METRICS = 1 << 16
+
+#: Largest frameNum: the C library's last frame index (VDNN_FEATURE_MAX_FRAMES - 1).
+MAX_FEATURE_FRAME = (1 << 24) - 1
 
 #: Built-in models used when ``models`` is None (the C library's default sets).
 DEFAULT_FR_MODELS = tuple(_builtin.default_models())
@@ -41,11 +60,6 @@ DEFAULT_NR_MODELS = tuple(_builtin.default_models(no_reference=True))
 
 class InputMismatchError(ValueError):
     """Reference and distorted disagree in frame size, bit depth or frame count."""
-
-
-class UsageError(ValueError):
-    """The arguments cannot work together (both inputs on stdin, raw YUV without
-    its geometry, a reference given with no_reference=True, ...)."""
 
 
 class Canceller:
@@ -224,43 +238,14 @@ def _check_inputs(ref: _Input, dist: _Input, scale: bool) -> None:
             "instant of the other: convert one first (ffmpeg -i IN -r RATE ...)")
 
 
-def _file_identity(source):
-    """What names the file ``source`` (a path or an open file object) writes
-    or reads: (device, inode) of an existing regular file, the resolved path
-    of one that does not exist yet; None for stdin, pipes, devices and
-    iterables, which a report cannot overwrite."""
-    try:
-        if isinstance(source, (str, bytes, os.PathLike)):
-            if os.fsdecode(source) == "-":
-                return None
-            try:
-                st = os.stat(source)
-            except FileNotFoundError:
-                return os.path.realpath(source)
-        elif hasattr(source, "fileno"):
-            st = os.fstat(source.fileno())
-        else:
-            return None
-    except (OSError, ValueError, io.UnsupportedOperation):
-        return None
-    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
-
-
 def refuse_overwrite(output, what: str, inputs: Dict[str, object]) -> None:
     """Raises UsageError when ``output`` (a path about to be written) is the
     same file as one of ``inputs`` ({role: source}, sources or other
     outputs), whatever the spelling: ``-o ref.y4m`` would replace the
     reference with a report (existing files are compared by device and inode,
-    so links and relative paths are caught too)."""
-    if output is None:
-        return
-    target = _file_identity(output)
-    if target is None:
-        return
-    for role, source in inputs.items():
-        if source is not None and _file_identity(source) == target:
-            raise UsageError(f"the {what} {os.fsdecode(output)} is also the {role}; writing it "
-                             "would destroy that: choose another path")
+    so hard and symbolic links and relative paths are caught too, and by
+    resolved path; see vmafdnn.paths.Inputs)."""
+    Inputs(inputs).refuse(output, what)
 
 
 def _offset(value, name: str) -> int:
@@ -273,47 +258,281 @@ def _offset(value, name: str) -> int:
     return value
 
 
-def load_features(path) -> Dict[int, Dict[str, float]]:
-    """Per-frame metrics of a libvmaf JSON report: {frameNum: {name: value}}
-    (null values become NaN). At most MAX_FEATURES_FILE_BYTES are read."""
-    name = os.fspath(path)
+class Features(Mapping):
+    """Per-frame metrics of a features file, stored compactly (one double per
+    value in one array, a (names, offset) entry per frame, each distinct set
+    of metric names once): ``features[frameNum]`` is a new ``{name: value}`` dict.
+    A read-only Mapping, equal to the plain dict of the same contents."""
+
+    def __init__(self):
+        self._names: List[str] = []
+        self._column: Dict[str, int] = {}
+        self._keysets: List[array] = []
+        self._keyset_id: Dict[bytes, int] = {}
+        self._values = array("d")
+        self._rows = {}  # frameNum -> (keyset id, first value)
+
+    def _add(self, num: int, names: List[str], values: List[float], where: str) -> None:
+        cols = array("I")
+        for name in names:
+            col = self._column.get(name)
+            if col is None:
+                if len(self._names) >= MAX_FEATURE_METRICS:
+                    raise ValueError(f"{where}: more than {MAX_FEATURE_METRICS} distinct metric "
+                                     "names (MAX_FEATURE_METRICS)")
+                col = self._column[name] = len(self._names)
+                self._names.append(name)
+            cols.append(col)
+        key = cols.tobytes()
+        keyset = self._keyset_id.get(key)
+        if keyset is None:
+            keyset = self._keyset_id[key] = len(self._keysets)
+            self._keysets.append(cols)
+        self._rows[num] = (keyset, len(self._values))
+        self._values.extend(values)
+
+    def __getitem__(self, num) -> Dict[str, float]:
+        keyset, start = self._rows[num]
+        cols = self._keysets[keyset]
+        return {self._names[c]: self._values[start + i] for i, c in enumerate(cols)}
+
+    def __iter__(self):
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, num) -> bool:
+        return num in self._rows
+
+    @property
+    def metric_names(self) -> List[str]:
+        """Every metric name, in order of first appearance."""
+        return list(self._names)
+
+
+class _JsonStream:
+    """A JSON text read in chunks: values are decoded one at a time, each at
+    most MAX_FEATURES_VALUE_BYTES, the whole at most ``limit`` bytes, so
+    memory follows the largest value, not the file."""
+
+    _WS = re.compile(r"[ \t\n\r]*")
+    _NUMBER_TAIL = re.compile(r"[0-9.eE+\-]*")
+    CHUNK = 1 << 20
+
+    def __init__(self, f, name: str, limit: int):
+        self._f, self.name, self._limit = f, name, limit
+        self._decode = codecs.getincrementaldecoder("utf-8")().decode
+        self._json = json.JSONDecoder(parse_int=_json_int, parse_constant=_json_constant)
+        self.buf, self.pos, self._read, self.eof = "", 0, 0, False
+        self._line, self._line_pos = 1, 0
+
+    def line(self) -> int:
+        """The line (1-based) of the next character."""
+        self._line += self.buf.count("\n", self._line_pos, self.pos)
+        self._line_pos = self.pos
+        return self._line
+
+    def _more(self, want: int = 0) -> bool:
+        if self.eof:
+            return False
+        chunk = self._f.read(max(self.CHUNK, want))
+        self._read += len(chunk or b"")
+        if self._read > self._limit:
+            raise ValueError(f"features file {self.name} is larger than {self._limit} bytes "
+                             f"(MAX_FEATURES_FILE_BYTES, {self._limit >> 20} MiB)")
+        try:
+            text = self._decode(chunk or b"", final=not chunk)
+        except UnicodeDecodeError as e:
+            raise ValueError(f"features file {self.name}: not UTF-8 text ({e.reason}) near "
+                             f"byte {self._read - len(chunk or b'') + e.start}") from None
+        self.line()
+        self.buf, self._line_pos, self.pos = self.buf[self.pos:] + text, 0, 0
+        self.eof = not chunk
+        return True
+
+    def peek(self) -> str:
+        """The next non-space character ("" at the end)."""
+        while True:
+            self.pos = self._WS.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self._more():
+                return ""
+
+    def expect(self, chars: str, what: str) -> str:
+        ch = self.peek()
+        if not ch or ch not in chars:
+            found = repr(ch) if ch else "the end of the file"
+            raise ValueError(f"features file {self.name}: line {self.line()}: invalid JSON: "
+                             f"expected {what}, found {found}")
+        self.pos += 1
+        return ch
+
+    def value(self, what: str):
+        """The next JSON value (``what`` names it in errors)."""
+        self.peek()
+        while True:
+            start = self.pos
+            try:
+                obj, end = self._json.raw_decode(self.buf, start)
+            except json.JSONDecodeError as e:
+                truncated = e.pos >= len(self.buf) - 8 or e.msg.startswith("Unterminated")
+                if self.eof or not truncated:
+                    line = self.line() + self.buf.count("\n", start, e.pos)
+                    raise ValueError(f"features file {self.name}: line {line}: {what}: invalid "
+                                     f"JSON: {e.msg}") from None
+                end = None
+            except ValueError as e:  # parse_int / parse_constant
+                raise ValueError(f"features file {self.name}: line {self.line()}: {what}: "
+                                 f"{e}") from None
+            if end is not None and (self.eof or not self._NUMBER_TAIL.fullmatch(self.buf, end)):
+                if end - start > MAX_FEATURES_VALUE_BYTES:
+                    break
+                self.pos = end
+                return obj
+            if len(self.buf) - start > MAX_FEATURES_VALUE_BYTES:
+                break
+            self._more(len(self.buf) - start)  # doubles what is held: linear in all
+        raise ValueError(f"features file {self.name}: line {self.line()}: {what} is larger "
+                         f"than {MAX_FEATURES_VALUE_BYTES} bytes (MAX_FEATURES_VALUE_BYTES)")
+
+
+def _json_int(text: str):
+    # An integer too long for a double's range stays out of int(): its float
+    # is inf, refused where the number is checked, with its place.
+    return int(text) if len(text) <= 32 else float(text)
+
+
+def _json_constant(name: str) -> float:
+    # NaN is JSON's null (a metric without a value); Infinity is refused where checked.
+    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[name]
+
+
+def _open_features(path, allow_stream: bool):
+    """(binary file, name, owned) for a features file: a regular file, or
+    stdin ("-"), or with ``allow_stream`` a FIFO. Opened without blocking,
+    so a FIFO with no writer is refused, not waited on."""
+    name = os.fsdecode(os.fspath(path))
+    if name == STDIO:
+        return sys.stdin.buffer, "- (stdin)", False
     try:
-        with open(name, "rb") as f:
-            raw = f.read(MAX_FEATURES_FILE_BYTES + 1)
-        if len(raw) > MAX_FEATURES_FILE_BYTES:
-            raise ValueError(f"features file {name} is larger than {MAX_FEATURES_FILE_BYTES} "
-                             "bytes (MAX_FEATURES_FILE_BYTES); an endless source such as a "
-                             "device or an open pipe is not a report")
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise ValueError(f"features file {name}: not UTF-8 text ({e.reason})") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"features file {name}: invalid JSON: {e}") from None
-    frames = data.get("frames") if isinstance(data, dict) else None
-    if not isinstance(frames, list):
-        raise ValueError(f"features file {name}: expected a libvmaf JSON report with a "
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except IsADirectoryError:
+        raise UsageError(f"features file {name} is a directory") from None
+    st = os.fstat(fd)
+    if stat.S_ISREG(st.st_mode) or (allow_stream and stat.S_ISFIFO(st.st_mode)):
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb"), name, True
+    os.close(fd)
+    kind = ("a FIFO (a pipe)" if stat.S_ISFIFO(st.st_mode) else
+            "a directory" if stat.S_ISDIR(st.st_mode) else
+            "a character device" if stat.S_ISCHR(st.st_mode) else
+            "a block device" if stat.S_ISBLK(st.st_mode) else "not a regular file")
+    raise UsageError(f"features file {name} is {kind}, not a regular file: write it to a file "
+                     "first, or pipe it to stdin and pass --features - (features=\"-\")")
+
+
+def load_features(path, *, allow_stream: bool = False,
+                  max_bytes: Optional[int] = None) -> "Features":
+    """Per-frame metrics of a libvmaf JSON report: a :class:`Features`
+    mapping {frameNum: {name: value}} (null values become NaN).
+
+    ``path``: a regular file, or "-" for stdin; a FIFO only with
+    ``allow_stream``; devices (/dev/zero) never. The file is parsed as a
+    stream, one frame object at a time: memory follows the values kept (8
+    bytes each), not the text. At most ``max_bytes`` (default
+    MAX_FEATURES_FILE_BYTES) are read, each frame object (or other
+    top-level value) at most MAX_FEATURES_VALUE_BYTES. Every number is
+    checked where it is read: frameNum an integer 0..MAX_FEATURE_FRAME,
+    each metric a finite number (or null); an error names the file, the
+    line, the frame and the field."""
+    limit = MAX_FEATURES_FILE_BYTES if max_bytes is None else max_bytes
+    f, name, owned = _open_features(path, allow_stream)
+    try:
+        return _parse_features(_JsonStream(f, name, limit))
+    finally:
+        if owned:
+            f.close()
+
+
+def _parse_features(js: _JsonStream) -> "Features":
+    out = Features()
+    js.expect("{", "a libvmaf JSON report (an object with a \"frames\" array)")
+    seen = False
+    if js.peek() == "}":
+        js.pos += 1
+    else:
+        while True:
+            key = js.value("a key of the report")
+            if not isinstance(key, str):
+                raise ValueError(f"features file {js.name}: line {js.line()}: invalid JSON: "
+                                 "expected a key (a string)")
+            js.expect(":", "':'")
+            if key == "frames":
+                if seen:
+                    raise ValueError(f"features file {js.name}: line {js.line()}: \"frames\" "
+                                     "appears twice")
+                seen = True
+                _parse_frames(js, out)
+            else:
+                js.value(f"the value of {key!r}")
+            if js.expect(",}", "',' or '}'") == "}":
+                break
+    if js.peek():
+        raise ValueError(f"features file {js.name}: line {js.line()}: invalid JSON: extra data "
+                         "after the report")
+    if not seen:
+        raise ValueError(f"features file {js.name}: expected a libvmaf JSON report with a "
                          "\"frames\" array")
-    out: Dict[int, Dict[str, float]] = {}
-    for k, frame in enumerate(frames):
-        where = f"features file {name}: frames[{k}]"
+    return out
+
+
+def _parse_frames(js: _JsonStream, out: "Features") -> None:
+    js.expect("[", "the \"frames\" array")
+    if js.peek() == "]":
+        js.pos += 1
+        return
+    k = 0
+    while True:
+        js.peek()  # the frame's first character: its line
+        line = js.line()
+        frame = js.value(f"frames[{k}]")
+        where = f"features file {js.name}: line {line}: frames[{k}]"
         if not isinstance(frame, dict):
             raise ValueError(f"{where} is not an object")
         num, metrics = frame.get("frameNum"), frame.get("metrics")
-        if not isinstance(num, int) or isinstance(num, bool) or num < 0:
-            raise ValueError(f"{where}: \"frameNum\" must be a non-negative integer, got {num!r}")
+        if not isinstance(num, int) or isinstance(num, bool) or not \
+                0 <= num <= MAX_FEATURE_FRAME:
+            raise ValueError(f"{where}: \"frameNum\" must be an integer 0..{MAX_FEATURE_FRAME}, "
+                             f"got {_shown(num)}")
+        where = f"{where} (frameNum {num})"
         if not isinstance(metrics, dict):
             raise ValueError(f"{where}: \"metrics\" must be an object")
         if num in out:
             raise ValueError(f"{where}: frame {num} appears twice")
-        values = {}
+        values = []
         for key, value in metrics.items():
             if value is None:
                 value = math.nan
             elif isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(f"{where}: metric {key!r} is not a number: {value!r}")
-            values[key] = float(value)
-        out[num] = values
-    return out
+                raise ValueError(f"{where}: metric {key!r} is not a number: {_shown(value)}")
+            else:
+                value = float(value)
+                if math.isinf(value):
+                    raise ValueError(f"{where}: metric {key!r} is not a finite number (or "
+                                     "beyond a double's range); a value that is not a number "
+                                     "is written null")
+            values.append(value)
+        out._add(num, list(metrics), values, where)
+        k += 1
+        if js.expect(",]", "',' or ']' in the \"frames\" array") == "]":
+            return
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _model_list(models, no_reference: bool) -> List:
@@ -339,6 +558,7 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
           pix_fmt: Optional[str] = None, bitdepth: Optional[int] = None,
           fps: Optional[float] = None, scale: bool = False, ref_offset: int = 0,
           dist_offset: int = 0, cancel: Optional[Canceller] = None, batch: int = 0,
+          other_outputs: Optional[Dict[str, object]] = None,
           **policy) -> Dict[str, object]:
     """Scores ``distorted`` (against ``reference``) with tiny models.
 
@@ -379,16 +599,26 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     aggregate_metrics, models[{path, kind, features, attached_ep,
     fallback_reason, form (the file that scores when the model's sidecar names
     a form for attached_ep, else None), ...}]. With ``output`` the report is also written there
-    (``fmt`` json, xml or csv; default from the extension, else json) -- also
-    when scoring fails part-way, with the frames scored so far, before the
-    error is raised (not after a cancellation).
+    (``fmt`` json, xml or csv; default from the extension, else json; "-" is
+    stdout) -- also when scoring fails part-way, with the frames scored so
+    far, before the error is raised (not after a cancellation).
+    ``other_outputs``: {what: path} of files the caller will write from the
+    result (a plot, say), checked like ``output``.
+
+    Every output path is checked before anything is read
+    (vmafdnn.paths.check_output: not empty, not a directory, its directory
+    exists and is writable, no device but /dev/null) and refused when it is
+    one of the files the run reads: the clips, the features file, every model
+    file attached (those a sidecar "requires", the "forms" that score in a
+    model's place) and their sidecars -- compared by device and inode and by
+    resolved path, so links are caught -- before the first frame.
 
     Raises InputMismatchError (a ValueError) when reference and distorted
     differ in size, bit depth, frame rate or frame count (the message
     describes both inputs; a count mismatch stops at the first frame one
     input lacks, reading at most one frame past the shorter one), UsageError (a ValueError) for
-    arguments that cannot work together (an ``output`` that is one of the
-    input files is refused before anything is read), VideoFormatError for malformed
+    arguments that cannot work together (an output that is one of the
+    input files, an empty or directory output path), VideoFormatError for malformed
     video, and the DnnError subclasses of the C library (bad model, missing
     feature, ...).
     """
@@ -399,13 +629,21 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     if _is_stdin(reference) and _is_stdin(distorted):
         raise UsageError("reference and distorted cannot both be read from stdin ('-')")
     out_fmt = format_for_path(output, fmt) if output is not None or fmt is not None else None
-    refuse_overwrite(output, "report", {"reference input": reference,
-                                        "distorted input": distorted,
-                                        "features file": features})
+    writes = _outputs(output, other_outputs)
+    # Every file read is an input no output may replace: checked now with the
+    # files named (clips, features file, model paths with their sidecars) and
+    # again once the models are attached (those a sidecar requires, the forms
+    # that score in their place), before the first frame.
+    guard = Inputs({"reference input": reference, "distorted input": distorted,
+                    "features file": features})
+    model_list = _model_list(models, no_reference)
+    for model in model_list:
+        if isinstance(model, (str, bytes, os.PathLike)) and _builtin.is_path(model):
+            guard.add_model(model)
+    _refuse_outputs(guard, writes)
     ref_offset, dist_offset = _offset(ref_offset, "ref_offset"), _offset(dist_offset,
                                                                           "dist_offset")
     pushed = load_features(features) if features is not None else {}
-    model_list = _model_list(models, no_reference)
 
     raw = {"width": width, "height": height, "pix_fmt": pix_fmt}
     inputs: List[_Input] = []
@@ -426,11 +664,17 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
             try:
                 for model in model_list:
                     ctx.use_model(model, no_reference=no_reference)
-                score_frames(ctx, ref, dist, pushed, progress, cancel, output, out_fmt)
+                guard.add_models(ctx.models)
+                _refuse_outputs(guard, writes)
+
+                def write(c):
+                    _write_report(c, output, out_fmt)
+                score_frames(ctx, ref, dist, pushed, progress, cancel, output, out_fmt,
+                             write=write)
                 result = ctx.report()
                 cancel.check(len(result["frames"]))
                 if output is not None:
-                    ctx.write(output, out_fmt)
+                    write(ctx)
             finally:
                 cancel.unwatch(ctx)
         return result
@@ -439,17 +683,53 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
             side.close()
 
 
-def score_frames(ctx, ref, dist, pushed, progress, cancel, output=None, fmt=None) -> None:
+def _outputs(output, other_outputs) -> List[Tuple[str, object]]:
+    """[(what, path)] of every file score() and its caller write, each checked
+    (vmafdnn.paths.check_output) before anything is read; the report may be
+    "-" (stdout), the others not; no two may be the same file."""
+    writes = []
+    if output is not None:
+        check_output(output, "report", stdout_ok=True)
+        writes.append(("report", output))
+    for what, path in (other_outputs or {}).items():
+        if path is not None:
+            check_output(path, what)
+            writes.append((what, path))
+    return writes
+
+
+def _refuse_outputs(guard: Inputs, writes: List[Tuple[str, object]]) -> None:
+    for k, (what, path) in enumerate(writes):
+        guard.refuse(path, what)
+        Inputs({other: p for other, p in writes[:k]}).refuse(path, what)
+
+
+def _write_report(ctx, output, fmt) -> None:
+    """The report into ``output``; "-" is stdout."""
+    if os.fsdecode(os.fspath(output)) == STDIO:
+        sys.stdout.flush()
+        ctx.write_file(sys.stdout.buffer, fmt or "json")
+        sys.stdout.buffer.flush()
+    else:
+        ctx.write(output, fmt)
+
+
+def score_frames(ctx, ref, dist, pushed, progress, cancel, output=None, fmt=None,
+                 write=None) -> None:
     """Scores every frame pair into ``ctx`` and flushes it. When that fails
     (not when cancelled) and ``output`` is given, the frames scored before
-    the failure are written there, for a look, and the error is raised."""
+    the failure are written there (by ``write(ctx)`` when given), for a look,
+    and the error is raised."""
     try:
         _run(ctx, ref, dist, pushed, progress, cancel)
         ctx.flush()
     except BaseException:
         if output is not None and not cancel.cancelled and ctx.frame_count > 0:
             try:
-                ctx.write(output, fmt)
+                if write is not None:
+                    write(ctx)
+                else:
+                    ctx.write(output, fmt)
             except Exception:
                 pass  # the scoring error is the one to report
         raise

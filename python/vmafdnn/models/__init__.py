@@ -14,8 +14,10 @@ and the build installs them into this package directory.
 """
 
 import importlib.resources
+import json
 import os
 import pathlib
+import stat
 from typing import List, NamedTuple, Optional, Tuple
 
 from .._native import c_path, check, decode_name, ffi, lib
@@ -72,7 +74,10 @@ class ModelEntry(NamedTuple):
 
     name: str
     path: str
-    kind: Optional[str]             # "fr", "nr", "features"; None: unknown until attached
+    # "fr", "nr", "features" (the C catalog's; "features" also when every input the
+    # sidecar binds reads another model's feature, see _reads_features_only); None:
+    # unknown until attached
+    kind: Optional[str]
     inputs: Tuple[str, ...]         # image inputs, [reference, distorted] for FR
     outputs: Tuple[str, ...]        # the scores it writes
     description: str                # what it computes
@@ -82,12 +87,47 @@ class ModelEntry(NamedTuple):
     min_size: Optional[Tuple[int, int]]  # (width, height) of the smallest frame it scores
 
 
+_MAX_SIDECAR_BYTES = 1 << 20
+
+
+def _reads_features_only(model_path: str) -> bool:
+    """True when the model's sidecar names no image inputs ("input_names",
+    "kind") and binds inputs only to features ("input_sources" entries with
+    "feature"): a feature-vector model such as vmaf_motion2, which reads no
+    picture. The C catalog leaves such a model's kind unknown; only attaching
+    it tells for sure, so this is what the listing shows instead of "?"."""
+    stem = model_path[:-5] if model_path.endswith(".onnx") else model_path
+    try:
+        # Without blocking: a FIFO is no sidecar, and is not waited on.
+        fd = os.open(stem + ".json", os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return False
+            text = f.read(_MAX_SIDECAR_BYTES + 1)
+        if len(text) > _MAX_SIDECAR_BYTES:
+            return False
+        sidecar = json.loads(text)
+    except (OSError, ValueError, RecursionError):
+        return False
+    if not isinstance(sidecar, dict) or "input_names" in sidecar or "kind" in sidecar:
+        return False
+    sources = sidecar.get("input_sources")
+    return (isinstance(sources, dict) and bool(sources) and
+            all(isinstance(v, dict) and set(v) <= {"feature", "offset"} and "feature" in v
+                for v in sources.values()))
+
+
 def _entry(e) -> ModelEntry:
     kind = lib.vmaf_dnn_model_kind_name(e.kind)
+    path = os.fsdecode(ffi.string(e.path))
+    if kind != ffi.NULL:
+        kind = _text(kind)
+    else:
+        kind = "features" if _reads_features_only(path) else None
     return ModelEntry(
         name=decode_name(e.name, "a model name"),
-        path=os.fsdecode(ffi.string(e.path)),
-        kind=_text(kind) if kind != ffi.NULL else None,
+        path=path,
+        kind=kind,
         inputs=tuple(decode_name(e.inputs[i], "a model input") for i in range(e.n_inputs)),
         outputs=tuple(decode_name(e.outputs[i], "a model output") for i in range(e.n_outputs)),
         description=_text(e.description),
