@@ -253,11 +253,27 @@ static inline int32_t restore0(int32_t o, int32_t t, int flag, double egl)
     return (flag & (k > 0) & (o != 0)) ? (int32_t)lim : rs;
 }
 
+/* libvmaf's div_lookup entry 2^30 / m (m = 1 .. 2^15, truncated) without a
+ * table (the vectoriser would emulate the gathers): a float quotient within
+ * 64 of it, one float correction step to within 1, one exact integer fix.
+ * Checked against the integer division for every m (the steps are single
+ * roundings, no contraction candidates). */
+static inline int32_t recip_q(int32_t m)
+{
+    const float y = 1073741824.0f / (float)m;
+    const int32_t q0 = (int32_t)y;
+    const int32_t r0 = 1073741824 - q0 * m;
+    const int32_t q1 = q0 + (int32_t)((float)r0 * (y * 0x1p-30f));
+    const int32_t r1 = 1073741824 - q1 * m;
+    return q1 - (r1 < 0) + (r1 >= m);
+}
+
 static inline int32_t restore0_i(int32_t oc, int32_t tc, int32_t flag, int32_t gi,
                                  const int32_t *restrict recip)
 {
     const int32_t m = oc < 0 ? -oc : oc, a = tc < 0 ? -tc : tc;
-    const int32_t q = recip[m];
+    const int32_t q = recip_q(m == 0 ? 1 : m);
+    (void)recip;
     const uint32_t kin = ((uint32_t)q * (uint32_t)a + 16384u) >> 15;
     const int32_t same = ((oc > 0) & (tc > 0)) | ((oc < 0) & (tc < 0));
     const int32_t k = same ? (a > m ? 32768 : (int32_t)kin) : 0;
@@ -354,6 +370,87 @@ static inline uint16_t best15(uint32_t v, int *shift)
     int k = 17 - __builtin_clz(v);
     *shift = k;
     return (uint16_t)((v + (1u << (k - 1))) >> k);
+}
+
+/* Levels 1..3 angle flags (int64 -> float conversions: scalar). */
+static void angle_flags_s(const int32_t *restrict oh, const int32_t *restrict ov,
+                          const int32_t *restrict th, const int32_t *restrict tv, int c0, int c1,
+                          double cos_sq, int32_t *restrict flag)
+{
+    for (int j = c0; j < c1; j++) {
+        const int64_t o0 = oh[j], o1 = ov[j], t0 = th[j], t1 = tv[j];
+        const int64_t dp = o0 * t0 + o1 * t1, om = o0 * o0 + o1 * o1, tm = t0 * t0 + t1 * t1;
+        flag[j] = angle_ok((float)dp, (float)om, (float)tm, cos_sq);
+    }
+}
+
+/* Levels 1..3 restored value, integer gain limit gi, in lanes the vectoriser
+ * takes: m = |o| normalised to mm <= 2^15 by sh (libvmaf's get_best15:
+ * sh = floor(log2 m) - 14 from the exponent of the exact float of m >> 8),
+ * q = 2^30 / mm; k is 0 unless t and o have one sign (then (q t) sgn(o) <= 0
+ * and the rounding term is < 2^(15+sh), or libvmaf's int32 -2^31 for
+ * sh = 17), else ((q a + add) >> (15 + sh)) clipped, with a negative sum
+ * (only with that -2^31) giving 0. r = (k o + 2^14) >> 15 by magnitude. */
+static inline int32_t restore_s_i(int32_t oc, int32_t tc, int32_t flag, int32_t gi,
+                                  const int32_t *restrict recip)
+{
+    const uint32_t m = oc < 0 ? 0u - (uint32_t)oc : (uint32_t)oc;
+    const uint32_t a = tc < 0 ? 0u - (uint32_t)tc : (uint32_t)tc;
+    union {
+        float f;
+        uint32_t u;
+    } e;
+    e.f = (float)(int32_t)(m >> 8);
+    const int32_t lg = (int32_t)(e.u >> 23) - 127 + 8; /* floor(log2 m) for m >= 2^15 */
+    const uint32_t sh = m >= 32768 ? (uint32_t)(lg - 14) : 0u;
+    const uint32_t mm = (m + ((1u << sh) >> 1)) >> sh;
+    const uint64_t qa = (uint64_t)(uint32_t)recip_q(mm == 0 ? 1 : (int32_t)mm) * a;
+    (void)recip;
+    const int64_t v = (int64_t)qa + (int64_t)(int32_t)(1u << (14 + sh));
+    const uint64_t x = (uint64_t)v >> (15 + sh);
+    const int32_t same = ((oc > 0) & (tc > 0)) | ((oc < 0) & (tc < 0));
+    const uint32_t k = (same & (v >= 0)) ? (x > 32768 ? 32768u : (uint32_t)x) : 0u;
+    const uint64_t rm = ((uint64_t)k * m + (oc < 0 ? 16383u : 16384u)) >> 15;
+    const int32_t rs = (int32_t)(oc < 0 ? 0u - (uint32_t)rm : (uint32_t)rm);
+    const int64_t g = (int64_t)rs * gi;
+    const int64_t lim = oc > 0 ? (g < tc ? g : tc) : (g > tc ? g : tc);
+    return (flag & (k > 0)) ? (int32_t)lim : rs;
+}
+
+/* Levels 1..3 decoupling + CSF of one row over [c0, c1), integer gain limit
+ * (flags from angle_flags_s in rh). The CSF products keep bits 28..59 and
+ * 32..63 of int64 values: logical shifts give the same int32. */
+VDNN_TARGET_CLONES
+static void decouple_csf_s_i(const int32_t *restrict oh, const int32_t *restrict ov,
+                             const int32_t *restrict od, const int32_t *restrict th,
+                             const int32_t *restrict tv, const int32_t *restrict td, int c0,
+                             int c1, int32_t gi, int32_t rf0, int32_t rf1, int32_t rf2,
+                             const int32_t *restrict recip, int32_t *restrict rh,
+                             int32_t *restrict rv, int32_t *restrict rd, int32_t *restrict ah,
+                             int32_t *restrict av, int32_t *restrict ad, int32_t *restrict fh,
+                             int32_t *restrict fv, int32_t *restrict fd)
+{
+    for (int j = c0; j < c1; j++) {
+        const int32_t t0 = th[j], t1 = tv[j], t2 = td[j];
+        const int32_t flag = rh[j];
+        const int32_t r0 = restore_s_i(oh[j], t0, flag, gi, recip);
+        const int32_t r1 = restore_s_i(ov[j], t1, flag, gi, recip);
+        const int32_t r2 = restore_s_i(od[j], t2, flag, gi, recip);
+        rh[j] = r0, rv[j] = r1, rd[j] = r2;
+        const int32_t a0 = (int32_t)((uint32_t)t0 - (uint32_t)r0);
+        const int32_t a1 = (int32_t)((uint32_t)t1 - (uint32_t)r1);
+        const int32_t a2 = (int32_t)((uint32_t)t2 - (uint32_t)r2);
+        const int32_t c0v = (int32_t)(uint32_t)((uint64_t)((int64_t)rf0 * a0 + (1 << 27)) >> 28);
+        const int32_t c1v = (int32_t)(uint32_t)((uint64_t)((int64_t)rf1 * a1 + (1 << 27)) >> 28);
+        const int32_t c2v = (int32_t)(uint32_t)((uint64_t)((int64_t)rf2 * a2 + (1 << 27)) >> 28);
+        ah[j] = c0v, av[j] = c1v, ad[j] = c2v;
+        const int32_t m0 = (int32_t)(c0v < 0 ? 0u - (uint32_t)c0v : (uint32_t)c0v);
+        const int32_t m1 = (int32_t)(c1v < 0 ? 0u - (uint32_t)c1v : (uint32_t)c1v);
+        const int32_t m2 = (int32_t)(c2v < 0 ? 0u - (uint32_t)c2v : (uint32_t)c2v);
+        fh[j] = (int32_t)(uint32_t)((uint64_t)((int64_t)143165577 * m0 + (int64_t)INT32_MIN) >> 32);
+        fv[j] = (int32_t)(uint32_t)((uint64_t)((int64_t)143165577 * m1 + (int64_t)INT32_MIN) >> 32);
+        fd[j] = (int32_t)(uint32_t)((uint64_t)((int64_t)143165577 * m2 + (int64_t)INT32_MIN) >> 32);
+    }
 }
 
 /* Levels 1..3 decoupling + CSF of one row over [c0, c1). */
@@ -607,34 +704,29 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
             return -ECANCELED;
         int iy[4];
         tap_indices(i, hin, iy);
-        int32_t *b = NULL;
-        /* Transform row i of both pictures. */
+        /* Transform row i of both pictures; the LL band straight into the
+         * next level's input. */
         for (int p = 0; p < 2; p++) {
             int32_t *lo = wk->tmp[2 * p], *hi = wk->tmp[2 * p + 1];
-            int32_t *bd = wk->band[4 * p];
+            int32_t *ll = p ? ll_dis : ll_ref;
+            int32_t *bll = ll ? ll + (ptrdiff_t)i * w : wk->band[4 * p];
             if (lev == 0) {
                 const VdnnPlane *pl = p ? pdis : pref;
                 const uint16_t *s = pl->data;
                 vpass0(s + iy[0] * pl->stride, s + iy[1] * pl->stride, s + iy[2] * pl->stride,
                        s + iy[3] * pl->stride, win, (int)pl->bpc, lo, hi);
-                hpass0(lo, win, w, wk->ix0, wk->ix3, wk->band[4 * p + 0], wk->band[4 * p + 1]);
+                hpass0(lo, win, w, wk->ix0, wk->ix3, bll, wk->band[4 * p + 1]);
                 hpass0(hi, win, w, wk->ix0, wk->ix3, wk->band[4 * p + 2], wk->band[4 * p + 3]);
             } else {
                 const int32_t *s = p ? in_dis : in_ref;
                 const ptrdiff_t st = win;
                 vpass_s(s + iy[0] * st, s + iy[1] * st, s + iy[2] * st, s + iy[3] * st, win, vadd,
                         vsh, lo, hi);
-                hpass_s(lo, win, w, wk->ix0, wk->ix3, hadd, hsh, wk->band[4 * p + 0],
-                        wk->band[4 * p + 1]);
+                hpass_s(lo, win, w, wk->ix0, wk->ix3, hadd, hsh, bll, wk->band[4 * p + 1]);
                 hpass_s(hi, win, w, wk->ix0, wk->ix3, hadd, hsh, wk->band[4 * p + 2],
                         wk->band[4 * p + 3]);
             }
-            int32_t *ll = p ? ll_dis : ll_ref;
-            if (ll)
-                memcpy(ll + (ptrdiff_t)i * w, bd, (size_t)w * sizeof(int32_t));
-            b = bd;
         }
-        (void)b;
         if (i < L->rlo || i >= L->rhi)
             continue;
         int32_t *const *rg = wk->ring[i % 3];
@@ -646,7 +738,12 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
         else if (lev == 0)
             decouple_csf0(oh, ov, od, th, tv, td, L->clo, L->chi, egl, cos_sq, rg[0], rg[1],
                           rg[2], rg[3], rg[4], rg[5], rg[6], rg[7], rg[8]);
-        else
+        else if (egl == floor(egl)) {
+            angle_flags_s(oh, ov, th, tv, L->clo, L->chi, cos_sq, rg[0]);
+            decouple_csf_s_i(oh, ov, od, th, tv, td, L->clo, L->chi, (int32_t)egl,
+                             (int32_t)rf[0], (int32_t)rf[1], (int32_t)rf[2], wk->recip, rg[0],
+                             rg[1], rg[2], rg[3], rg[4], rg[5], rg[6], rg[7], rg[8]);
+        } else
             decouple_csf_s(oh, ov, od, th, tv, td, L->clo, L->chi, egl, cos_sq, rf, wk->recip, rg[0], rg[1],
                            rg[2], rg[3], rg[4], rg[5], rg[6], rg[7], rg[8]);
         if (i >= L->top && i < L->bottom) {
@@ -722,21 +819,25 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
     return 0;
 }
 
+/* The OR of all samples: one above 2^bpc - 1 sets a bit >= bpc. */
+VDNN_TARGET_CLONES
+static unsigned plane_bits(const uint16_t *restrict data, ptrdiff_t stride, unsigned w, unsigned h)
+{
+    uint16_t m = 0;
+    for (unsigned i = 0; i < h; i++) {
+        const uint16_t *row = data + (ptrdiff_t)i * stride;
+        for (unsigned j = 0; j < w; j++)
+            m |= row[j];
+    }
+    return m;
+}
+
 static int check_plane(const VdnnPlane *p)
 {
     if (!p->data || p->bpc < 8 || p->bpc > 16 || p->stride < (ptrdiff_t)p->w ||
         p->w < ADM_MIN_SIZE || p->h < ADM_MIN_SIZE || p->w > (1u << 16) || p->h > (1u << 16))
         return -EINVAL;
-    const uint16_t maxv = (uint16_t)((1u << p->bpc) - 1);
-    for (unsigned i = 0; i < p->h; i++) {
-        const uint16_t *row = p->data + (ptrdiff_t)i * p->stride;
-        uint16_t m = 0;
-        for (unsigned j = 0; j < p->w; j++)
-            m = row[j] > m ? row[j] : m;
-        if (m > maxv)
-            return -EINVAL;
-    }
-    return 0;
+    return plane_bits(p->data, p->stride, p->w, p->h) >> p->bpc ? -EINVAL : 0;
 }
 
 VDNN_TARGET_CLONES
