@@ -70,6 +70,57 @@ void vdnn_report_info_default(VdnnReportInfo *info)
     };
 }
 
+/* The CSV cell rule (output.h, "CSV cells"), shared with the Python batch
+ * writer (python/vmafdnn/results.py csv_text): a text cell starting with one
+ * of = + - @ TAB CR, a formula to a spreadsheet, gets a single quote before
+ * it, unless the whole cell is a decimal number ("-5", "+1.5e3"). */
+static bool csv_is_decimal(const char *s)
+{
+    if (*s == '+' || *s == '-')
+        s++;
+    bool digits = false;
+    while (*s >= '0' && *s <= '9') {
+        s++;
+        digits = true;
+    }
+    if (*s == '.') {
+        s++;
+        while (*s >= '0' && *s <= '9') {
+            s++;
+            digits = true;
+        }
+    }
+    if (!digits)
+        return false;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-')
+            s++;
+        if (!(*s >= '0' && *s <= '9'))
+            return false;
+        while (*s >= '0' && *s <= '9')
+            s++;
+    }
+    return *s == '\0';
+}
+
+static bool csv_needs_quote_mark(const char *s)
+{
+    return s[0] && strchr("=+-@\t\r", s[0]) && !csv_is_decimal(s);
+}
+
+/* Whether two names are the same cell once written (the rule above can make
+ * "=x" and "'=x" equal): such a header would have two equal columns. */
+static bool csv_same_cell(const char *a, const char *b)
+{
+    bool qa = csv_needs_quote_mark(a), qb = csv_needs_quote_mark(b);
+    if (qa == qb)
+        return strcmp(a, b) == 0;
+    if (qa)
+        return b[0] == '\'' && strcmp(b + 1, a) == 0;
+    return a[0] == '\'' && strcmp(a + 1, b) == 0;
+}
+
 /* XML attribute names, restricted to ASCII and without ':' so the result is
  * also namespace-well-formed. Not ctype: that depends on the locale. */
 static bool is_xml_name(const char *s)
@@ -189,6 +240,16 @@ static int report_open(Report *r, const VdnnFeatureCollector *fc, VdnnReportForm
         if (!err && fmt == VDNN_REPORT_XML && strcmp(c->name, "frameNum") == 0)
             err = vdnn_fail(-EINVAL, "feature name \"frameNum\" clashes with the XML frame "
                             "number attribute; write a JSON or CSV report instead");
+        if (!err && fmt == VDNN_REPORT_CSV && csv_same_cell(c->name, "Frame"))
+            err = vdnn_fail(-EINVAL, "feature name \"%s\" clashes with the CSV frame "
+                            "number column \"Frame\"; write a JSON or XML report instead",
+                            c->name);
+        for (size_t j = 0; !err && fmt == VDNN_REPORT_CSV && j < r->n; j++) {
+            if (csv_same_cell(c->name, r->col[j].name))
+                err = vdnn_fail(-EINVAL, "feature names \"%s\" and \"%s\" would be the same "
+                                "CSV column (a formula-like name is written after a quote "
+                                "mark); write a JSON report instead", r->col[j].name, c->name);
+        }
         if (err)
             break;
         r->n++;
@@ -445,20 +506,23 @@ static void write_xml(Report *r, FILE *f)
 
 /* ------------------------------------------------------------------ CSV -- */
 
-/* RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. */
+/* A text cell: the quote-mark rule (csv_needs_quote_mark), then RFC 4180 (a field with a
+ * comma, quote or line break is quoted, quotes doubled). */
 static void csv_field(FILE *f, const char *s)
 {
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
+    bool mark = csv_needs_quote_mark(s);
+    bool quote = strpbrk(s, ",\"\r\n") != NULL;
+    if (quote)
+        fputc('"', f);
+    if (mark)
+        fputc('\'', f);
     for (; *s; s++) {
-        if (*s == '"')
+        if (quote && *s == '"')
             fputc('"', f);
         fputc(*s, f);
     }
-    fputc('"', f);
+    if (quote)
+        fputc('"', f);
 }
 
 /* Every line ends with a separator, as libvmaf's: readers that split on ','

@@ -45,6 +45,17 @@
  *          '"' are quoted per RFC 4180.
  *          CSV carries no version, fps, params, pooled or aggregate metrics.
  *
+ * CSV cells (the rule every CSV writer of the project follows; the Python
+ * batch writer, python/vmafdnn/results.py csv_text, applies the same): a
+ * text cell -- a feature name in the header -- whose first character is
+ * '=', '+', '-', '@', TAB or CR is written after a single quote ('), so a
+ * spreadsheet shows it as text instead of running it as a formula (OWASP,
+ * "CSV injection"), unless the whole name is a decimal number ("-5",
+ * "+1.5e3"). Numbers the writer formats are never changed. Then RFC 4180
+ * quoting. A feature whose header cell would equal "Frame", or another
+ * feature's, is refused with -EINVAL before writing anything (a CSV with
+ * two equal column names is ambiguous to every reader).
+ *
  * Thread-safety: the writers only read the collector; write after the last
  * append (see feature_collector.h). Distinct reports may be written
  * concurrently.

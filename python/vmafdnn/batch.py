@@ -33,16 +33,19 @@ so a batch re-run with the same output skips the jobs already done (keyed by
 inputs, models and options), and a job failing in a re-run (its clips moved
 away, say) keeps its earlier successful row: a failure never replaces a
 success.
+
+Shape: job lists are read (strictly, with located errors) by
+:mod:`vmafdnn.jobs`; the results file, its journal and the job key belong
+to :mod:`vmafdnn.results`, the only writer of results files; this module
+holds the runners (local processes, Ray) and the ``vmafdnn batch`` command.
+Every job has a time budget (``timeout``, :data:`DEFAULT_JOB_TIMEOUT`): a job
+past it has its worker process or Ray actor killed and fails its row.
 """
-import csv
 import errno as _errno
-import hashlib
-import json
 import multiprocessing
 import os
 import re
 import sys
-import tempfile
 import time
 import types
 from collections import OrderedDict, deque
@@ -52,17 +55,18 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 __all__ = ["batch", "read_jobs", "read_results", "write_results", "BatchResult", "JOB_FIELDS",
            "POOL_SUFFIXES"]
 
-#: Job columns the runner reads; every other column is a label.
-JOB_FIELDS = ("reference", "distorted", "models", "ref_offset", "dist_offset", "scale",
-              "width", "height", "pix_fmt", "bitdepth")
+from .jobs import JOB_FIELDS, POOL_SUFFIXES, label_clashes, read_jobs
+from .jobs import labels as _labels  # noqa: F401
+from .results import (_RESULT_HEAD, _RESULT_TAIL, Journal, _columns, _done_rows,  # noqa: F401
+                      _file_identity, _format_of, _good_rows, _Hasher, _is_score,
+                      _journal_path, _keep_good_rows, _pyarrow, _with_labels, job_key,
+                      read_results, remove_journal, write_results)
 
-#: Column suffix of each pooling method ("" is the mean, the headline score).
-POOL_SUFFIXES = {"mean": "", "min": "_min", "max": "_max", "harmonic_mean": "_harmonic_mean"}
-
-#: Result columns the runner writes (labels go first, the scores after them).
-_RESULT_HEAD = ("reference", "distorted", "models", "frames", "width", "height", "fps")
-_RESULT_TAIL = ("attached_ep", "file_kbps", "load_s", "score_s", "total_s", "worker",
-                "attempts", "error", "job_key")
+#: Seconds one job may run (local worker or Ray actor) before it is stopped
+#: (its process killed) and its row fails: generous for a long clip scored
+#: by every built-in model on one core, short of "forever". 0 or None: no
+#: limit.
+DEFAULT_JOB_TIMEOUT = 3600.0
 
 # Contexts one worker keeps open (one per model set and reference use).
 _MAX_CONTEXTS = 4
@@ -84,137 +88,6 @@ class BatchResult(list):
     def __init__(self, rows=()):
         super().__init__(rows)
         self.kept: Dict[int, str] = {}
-
-
-# -- job lists ------------------------------------------------------------------------
-
-def read_jobs(source, base_dir: Optional[str] = None) -> List[dict]:
-    """The jobs of a CSV / JSON Lines file (by extension: .jsonl/.ndjson/.json
-    are JSON Lines, else CSV), or of a list of dicts; relative paths resolved
-    against the file's folder (``base_dir`` for a list, default the current
-    folder). Raises ValueError naming the line of a malformed job."""
-    if isinstance(source, (str, os.PathLike)):
-        name = os.fspath(source)
-        base_dir = base_dir or os.path.dirname(os.path.abspath(name))
-        with open(name, newline="", encoding="utf-8") as f:
-            if name.lower().endswith((".jsonl", ".ndjson", ".json")):
-                raw = []
-                for n, line in enumerate(f, 1):
-                    if line.strip():
-                        try:
-                            item = json.loads(line)
-                        except json.JSONDecodeError as e:
-                            raise ValueError(f"{name}:{n}: invalid JSON: {e}") from None
-                        raw.append((f"{name}:{n}", item))
-            else:
-                reader = csv.DictReader(f)
-                if not reader.fieldnames or "distorted" not in reader.fieldnames:
-                    raise ValueError(f"{name}: the header row needs a 'distorted' column "
-                                     f"(found: {', '.join(reader.fieldnames or [])})")
-                raw = [(f"{name}:{reader.line_num}", row) for row in reader]
-    else:
-        base_dir = base_dir or os.getcwd()
-        raw = [(f"job {n}", item) for n, item in enumerate(source)]
-    return [_normalise_job(item, where, base_dir) for where, item in raw]
-
-
-def _normalise_job(item, where: str, base_dir: str) -> dict:
-    if not isinstance(item, dict):
-        raise ValueError(f"{where}: a job is an object with a 'distorted' entry, got "
-                         f"{type(item).__name__}")
-    if None in item:  # csv.DictReader: more cells than header names
-        raise ValueError(f"{where}: more cells than columns in the header")
-    job = {}
-    for key, value in item.items():
-        if isinstance(value, str):
-            value = value.strip()
-            if value == "":
-                value = None
-        job[key] = value
-    if not job.get("distorted"):
-        raise ValueError(f"{where}: no 'distorted' clip")
-
-    def path(value):
-        value = os.fspath(value)
-        return value if value == "-" or os.path.isabs(value) else os.path.join(base_dir, value)
-
-    job["distorted"] = path(job["distorted"])
-    job["reference"] = path(job["reference"]) if job.get("reference") else None
-    models = job.get("models")
-    if isinstance(models, str):
-        models = [m.strip() for m in models.split(";") if m.strip()]
-    if models:
-        from . import models as _builtin
-        if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
-            raise ValueError(f"{where}: 'models' is a list of model paths or built-in names")
-        models = [path(m) if _builtin.is_path(m) else m for m in models]
-    job["models"] = models or None
-    for key in ("ref_offset", "dist_offset", "width", "height", "bitdepth"):
-        value = job.get(key)
-        if value is not None:
-            try:
-                number = int(value)
-            except (TypeError, ValueError):
-                raise ValueError(f"{where}: '{key}' must be an integer, got {value!r}") from None
-            if number < 0 or isinstance(value, bool):
-                raise ValueError(f"{where}: '{key}' must be a non-negative integer")
-            job[key] = number
-    scale = job.get("scale")
-    if isinstance(scale, str):
-        if scale.lower() not in ("0", "1", "true", "false", "yes", "no"):
-            raise ValueError(f"{where}: 'scale' is true or false, got {scale!r}")
-        scale = scale.lower() in ("1", "true", "yes")
-    job["scale"] = bool(scale)
-    if job.get("pix_fmt") is not None:
-        job["pix_fmt"] = str(job["pix_fmt"])
-    return job
-
-
-def _labels(job: dict) -> dict:
-    return {k: v for k, v in job.items() if k not in JOB_FIELDS}
-
-
-# -- what identifies a job -------------------------------------------------------------
-
-def _file_identity(path: Optional[str]):
-    """Path, size and modification time: a re-encoded clip is a new job."""
-    if path is None or path == "-":
-        return path
-    try:
-        st = os.stat(path)
-    except OSError:
-        return [os.path.abspath(path), None]
-    return [os.path.abspath(path), st.st_size, st.st_mtime_ns]
-
-
-def _model_identity(model: str):
-    """The file a model name or path stands for, and its sidecar: a
-    regenerated or replaced model is a new job."""
-    from . import models as _builtin
-    try:
-        model = _builtin.resolve(model)
-    except (OSError, ValueError):
-        return model  # fails in the worker, with the library's message
-    identity = _file_identity(model)
-    sidecar = os.path.splitext(model)[0] + ".json"
-    return [identity, _file_identity(sidecar) if os.path.exists(sidecar) else None]
-
-
-def job_key(job: dict, options: dict) -> str:
-    """A digest of everything that decides a job's scores: its inputs (path,
-    size, mtime), models (and sidecars), alignment and raw geometry, and the
-    batch options that change results (device, fp16, resize)."""
-    models = job["models"] or options["models"] or []
-    ident = {
-        "reference": _file_identity(job["reference"]),
-        "distorted": _file_identity(job["distorted"]),
-        "models": [_model_identity(m) for m in models] or None,
-        "options": {k: job.get(k) for k in JOB_FIELDS if k not in ("reference", "distorted",
-                                                                  "models")},
-        "run": {k: options[k] for k in ("device", "fp16_io", "resize")},
-    }
-    text = json.dumps(ident, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
 # -- the worker side ------------------------------------------------------------------
@@ -296,6 +169,12 @@ class Scorer:
         no_reference = job["reference"] is None
         models = scoring._model_list(models, no_reference)
         row["models"] = ";".join(os.fspath(m) for m in models)
+        pipes = o.get("allow_pipes", False)
+        check_input(job["distorted"], "distorted clip", pipes)
+        if not no_reference:
+            check_input(job["reference"], "reference", pipes)
+        for model in models:
+            _check_model_file(model)
         raw = {"width": job.get("width"), "height": job.get("height"),
                "pix_fmt": job.get("pix_fmt")}
         row["file_kbps"] = None
@@ -350,6 +229,49 @@ class Scorer:
             ctx.write(report, fmt)
             row["report"] = report
         row["score_s"] = time.perf_counter() - t1
+
+
+class InputKindError(ValueError):
+    """A job's input is not a file a batch reads (a FIFO not allowed, a
+    device, a folder)."""
+
+
+def check_input(path: str, role: str, allow_pipes: bool = False) -> None:
+    """A job's clip must be a regular file, or a FIFO when ``allow_pipes``
+    (a pipe the user feeds on purpose): a FIFO nobody writes, a terminal or
+    a device would block a worker or never end. Checked before anything
+    opens the path; the job timeout covers what changes in between."""
+    import stat
+    try:
+        st = os.stat(path)
+    except OSError:
+        return  # opening it gives the error, with its message
+    if stat.S_ISREG(st.st_mode):
+        return
+    if stat.S_ISFIFO(st.st_mode):
+        if allow_pipes:
+            return
+        raise InputKindError(f"{role} {path} is a FIFO (named pipe): a batch "
+                             "scores regular files; --allow-pipes (allow_pipes=True) accepts "
+                             "pipes that a program feeds")
+    kind = ("a directory" if stat.S_ISDIR(st.st_mode) else
+            "a character device" if stat.S_ISCHR(st.st_mode) else
+            "a block device" if stat.S_ISBLK(st.st_mode) else
+            "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+    raise InputKindError(f"{role} {path} is {kind}: a batch scores regular "
+                         "files")
+
+
+def _check_model_file(model) -> None:
+    """A model file (and its sidecar) must be regular files, never a FIFO:
+    the library reads them whole."""
+    from . import models as _builtin
+    try:
+        path = _builtin.resolve(model)
+    except (OSError, ValueError):
+        return  # attaching it gives the library's message
+    check_input(path, "model", False)
+    check_input(os.path.splitext(path)[0] + ".json", "model sidecar", False)
 
 
 def report_path(folder: str, job: dict, key: str, fmt: str) -> str:
@@ -499,6 +421,13 @@ class _Dispatcher:
                               "error": f"WorkerDied: the worker scoring this job {why} "
                                        f"({self.attempts[index]} attempt(s))"})
 
+    def timed_out(self, index: int, timeout: float) -> None:
+        """Job ``index`` ran past the job timeout and its worker was killed:
+        its row fails (not retried: the same input would hang again)."""
+        self.sink(index, {"frames": 0, "attempts": self.attempts[index],
+                          "error": f"JobTimeout: the job ran past the {timeout:g} s job "
+                                   "timeout (--job-timeout); its worker was killed"})
+
     def done(self, index: int, row: dict) -> None:
         row["attempts"] = self.attempts[index]
         self.sink(index, row)
@@ -553,7 +482,7 @@ def _run_local(todo, jobs, options, workers: int, on_event, sink, timeout, stop)
                     w.proc.join(1)
                     why = _death_text(w.proc.exitcode)
                 elif timeout and w.job is not None and time.monotonic() - w.started > timeout:
-                    why = f"ran past the {timeout:g} s job timeout and was stopped"
+                    why = "timeout"
                 if why is None:
                     continue
                 index, w.job = w.job, None
@@ -566,9 +495,10 @@ def _run_local(todo, jobs, options, workers: int, on_event, sink, timeout, stop)
                             "before they could score (their error is above)")
                 pool[k] = _LocalWorker(mp, options)
                 if index is not None:
-                    if "timeout" in why:  # the same input would hang again
-                        d.attempts[index] = d.max_attempts
-                    d.lost(index, why)
+                    if why == "timeout":
+                        d.timed_out(index, timeout)
+                    else:
+                        d.lost(index, why)
     finally:
         for w in pool:
             w.stop(kill=w.job is not None or not w.ready)
@@ -591,7 +521,11 @@ class _RayWorker:
 
 
 def _run_ray(todo, jobs, options, address, workers, gpus_per_worker, on_event, sink, stop,
-             in_flight: int = 2) -> int:
+             timeout: Optional[float] = None, in_flight: int = 2) -> int:
+    """The jobs on Ray actors, ``in_flight`` queued on each. A job running
+    past ``timeout`` has its actor killed (ray.kill ends the process, so a
+    read blocked in it stops) and fails its row; the jobs queued behind it
+    go to other actors."""
     try:
         import ray
     except ImportError:
@@ -617,7 +551,24 @@ def _run_ray(todo, jobs, options, address, workers, gpus_per_worker, on_event, s
 
     def start():
         actor = actor_class.remote(options)
-        return {"actor": actor, "pid": None, "jobs": {}}
+        return {"actor": actor, "pid": None, "jobs": {}, "since": None}
+
+    def replace(a):
+        """Kills actor record ``a`` (its process: a hung read stops) and
+        starts another in its place; returns the indices it had in flight."""
+        lost = list(a["jobs"].values())
+        for other in a["jobs"]:
+            futures.pop(other, None)
+        a["jobs"].clear()
+        ray.kill(a["actor"], no_restart=True)
+        actors.remove(a)
+        replacement = start()
+        try:
+            replacement["pid"] = ray.get(replacement["actor"].pid.remote())
+        except ray.exceptions.RayError:
+            replacement["pid"] = None
+        actors.append(replacement)
+        return lost
 
     actors = [start() for _ in range(workers)]
     for a in actors:
@@ -629,34 +580,40 @@ def _run_ray(todo, jobs, options, address, workers, gpus_per_worker, on_event, s
                 while d.queue and len(a["jobs"]) < in_flight:
                     index = d.take(a["pid"])
                     future = a["actor"].run.remote(index, jobs[index])
+                    if not a["jobs"]:
+                        a["since"] = time.monotonic()  # it starts now
                     a["jobs"][future] = index
                     futures[future] = a
             d.check_stop()
             ready, _ = ray.wait(list(futures), num_returns=1, timeout=_POLL_S)
             for future in ready:
-                a = futures.pop(future)
+                a = futures.pop(future, None)
+                if a is None or future not in a["jobs"]:
+                    continue  # its actor was replaced meanwhile
                 index = a["jobs"].pop(future)
                 try:
                     _, row = ray.get(future)
                 except ray.exceptions.RayActorError as e:
                     # Everything in flight on that actor is lost: again on a new one.
                     why = "died (" + " ".join(str(e).split())[:200] + ")"
-                    lost = [index] + list(a["jobs"].values())
-                    for other in a["jobs"]:
-                        futures.pop(other, None)
-                    a["jobs"].clear()
-                    ray.kill(a["actor"], no_restart=True)
-                    actors.remove(a)
-                    replacement = start()
-                    try:
-                        replacement["pid"] = ray.get(replacement["actor"].pid.remote())
-                    except ray.exceptions.RayError:
-                        replacement["pid"] = None
-                    actors.append(replacement)
+                    lost = [index] + replace(a)
                     for i in lost:
                         d.lost(i, why)
                 else:
+                    # An actor runs its tasks in order: the next one starts now.
+                    a["since"] = time.monotonic()
                     d.done(index, row)
+            if timeout:
+                now = time.monotonic()
+                for a in list(actors):
+                    if a["jobs"] and now - a["since"] > timeout:
+                        # The first job in flight is the one running: it fails; the
+                        # others had not started and go back to the queue uncharged.
+                        head, *waiting = replace(a)
+                        d.timed_out(head, timeout)
+                        for i in reversed(waiting):
+                            d.attempts[i] -= 1
+                            d.queue.appendleft(i)
     finally:
         for a in actors:
             try:
@@ -664,242 +621,6 @@ def _run_ray(todo, jobs, options, address, workers, gpus_per_worker, on_event, s
             except Exception:
                 pass
     return d.retried
-
-
-# -- results files -------------------------------------------------------------------------
-
-def _format_of(path: str) -> str:
-    ext = os.path.splitext(path)[1].lower()
-    if ext == ".parquet":
-        return "parquet"
-    if ext in (".jsonl", ".ndjson", ".json"):
-        return "jsonl"
-    if ext == ".csv":
-        return "csv"
-    raise ValueError(f"results file {path}: unknown format; use .parquet, .csv or .jsonl")
-
-
-def read_results(path) -> List[dict]:
-    """The rows of a results file (.parquet, .csv, .jsonl). CSV cells are
-    strings, as written (numbers in Python's round-trip form)."""
-    path = os.fspath(path)
-    fmt = _format_of(path)
-    if fmt == "parquet":
-        return _pyarrow("read parquet").parquet.read_table(path).to_pylist()
-    with open(path, newline="", encoding="utf-8") as f:
-        if fmt == "csv":
-            return [dict(row) for row in csv.DictReader(f)]
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def _pyarrow(what: str):
-    try:
-        import pyarrow
-        import pyarrow.parquet  # noqa: F401
-    except ImportError:
-        raise RuntimeError(f"to {what} files install pyarrow (pip install 'vmafdnn[parquet]')"
-                           ) from None
-    return pyarrow
-
-
-def _columns(rows: Sequence[dict]) -> List[str]:
-    seen = OrderedDict()
-    for row in rows:
-        for key in row:
-            seen[key] = None
-    head = [c for c in seen if c not in _RESULT_HEAD and c not in _RESULT_TAIL
-            and not _is_score(c, seen)]
-    scores = [c for c in seen if _is_score(c, seen) and c not in _RESULT_TAIL]
-    return head + [c for c in _RESULT_HEAD if c in seen] + scores + \
-        [c for c in _RESULT_TAIL if c in seen] + (["report"] if "report" in seen and
-                                                  "report" not in head else [])
-
-
-def _is_score(column: str, seen) -> bool:
-    """A pooled-score column: <key> with its <key>_min beside it, or one of those."""
-    for suffix in POOL_SUFFIXES.values():
-        if suffix and column.endswith(suffix) and column[:-len(suffix)] + "_min" in seen:
-            return True
-    return column + "_min" in seen and column + "_harmonic_mean" in seen
-
-
-def _umask() -> int:
-    """The process umask, read without setting it (os.umask would change it
-    for every thread for a moment); 0o022 where /proc cannot tell."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
-
-
-def write_results(rows: Sequence[dict], path) -> None:
-    """Writes ``rows`` to ``path`` (.parquet, .csv or .jsonl) atomically:
-    a reader sees the old file or the new one. As the C report writer does, a
-    symlink is written through (its target replaced, the link kept) and an
-    existing file keeps its mode."""
-    fmt = _format_of(os.fspath(path))
-    path = os.path.realpath(path)
-    columns = _columns(rows)
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()  # what a plain open() would give
-    # A unique name beside the target: two batch() calls in one process may
-    # aim at the same results file.
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
-                               dir=os.path.dirname(path))
-    try:
-        os.close(fd)
-        os.chmod(tmp, mode)
-        if fmt == "parquet":
-            pa = _pyarrow("write parquet")
-            data = {}
-            for c in columns:
-                values = [row.get(c) for row in rows]
-                kinds = {type(v) for v in values if v is not None}
-                if len(kinds) > 1 and not kinds <= {int, float}:
-                    values = [None if v is None else str(v) for v in values]
-                elif kinds == {int, float}:
-                    values = [None if v is None else float(v) for v in values]
-                data[c] = values
-            pa.parquet.write_table(pa.table(data), tmp)
-        else:
-            with open(tmp, "w", newline="", encoding="utf-8") as f:
-                if fmt == "csv":
-                    w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
-                    w.writeheader()
-                    for row in rows:
-                        w.writerow({k: _csv_cell(row.get(k)) for k in columns})
-                else:
-                    for row in rows:
-                        f.write(json.dumps({k: row.get(k) for k in columns},
-                                           allow_nan=True) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _csv_cell(value):
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return repr(value)
-    return value
-
-
-def _journal_path(output: str) -> str:
-    return output + ".partial.jsonl"
-
-
-def _good_rows(output: Optional[str]) -> List[dict]:
-    """The successful rows of earlier runs, in the results file and its
-    journal: one per job key (the journal's, newer, where both have one),
-    in the order they were first found."""
-    if output is None:
-        return []
-    found = []
-    if os.path.exists(output):
-        found += read_results(output)
-    journal = _journal_path(output)
-    if os.path.exists(journal):
-        with open(journal, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    found.append(json.loads(line))
-                except json.JSONDecodeError:
-                    pass  # the line a killed run was writing
-    good: Dict[str, dict] = {}
-    for row in found:
-        key = row.get("job_key") if isinstance(row, dict) else None
-        if key and not row.get("error"):
-            good[key] = row
-    return list(good.values())
-
-
-def _done_rows(good: List[dict], reports: Optional[str]) -> Dict[str, dict]:
-    """The earlier successful rows that need no new work, by job key: with
-    their report file when reports are asked for."""
-    return {row["job_key"]: row for row in good
-            if not reports or (row.get("report") and os.path.exists(row["report"]))}
-
-
-def _job_models(job: dict, options: dict) -> str:
-    """The ``models`` cell a worker writes for the job."""
-    from . import scoring
-    try:
-        models = scoring._model_list(job["models"] or options["models"], job["reference"] is None)
-    except Exception:
-        return ";".join(job["models"] or options["models"] or [])
-    return ";".join(os.fspath(m) for m in models)
-
-
-def _keep_good_rows(result: BatchResult, jobs: List[dict], ran: List[int], good: List[dict],
-                    options: dict, on_event) -> None:
-    """A failure never replaces a success: each job that failed now and
-    whose earlier row succeeded gets that row back (with the job's current
-    labels, as a skipped job), its error going to ``result.kept``.
-
-    The earlier row is the one of the same job key (a job run again for a
-    missing report), else, since a key changes with its inputs (a clip
-    moved away has no size or mtime), one of a job no longer in the list
-    (its key is no current job's) that scored the same reference, distorted
-    clip and models: paired in job-list order, the rows of the same labels
-    first, so that two jobs of one pair (other offsets, say) each find
-    their own row when the list kept its order."""
-    if not good:
-        return
-    by_key = {row["job_key"]: row for row in good}
-    current = {job["job_key"] for job in jobs}
-    pool = [row for row in good if row["job_key"] not in current]
-
-    def ident(reference, distorted, models):
-        return (reference or None, os.fspath(distorted) if distorted else None, models or "")
-
-    def labels_match(row, job) -> bool:
-        return all(_label_text(row.get(k)) == _label_text(v) for k, v in _labels(job).items()
-                   if k != "job_key")
-
-    pairs: Dict[int, dict] = {}
-    unkeyed = [i for i in ran if jobs[i]["job_key"] not in by_key]
-    idents = {i: ident(jobs[i]["reference"], jobs[i]["distorted"],
-                       _job_models(jobs[i], options)) for i in unkeyed}
-    taken = set()
-    for same_labels in (True, False):
-        for i in unkeyed:
-            if i in pairs:
-                continue
-            for n, row in enumerate(pool):
-                if n in taken or ident(row.get("reference"), row.get("distorted"),
-                                       row.get("models")) != idents[i]:
-                    continue
-                if same_labels and not labels_match(row, jobs[i]):
-                    continue
-                pairs[i] = row
-                taken.add(n)
-                break
-    for i in ran:
-        row = result[i]
-        if row is None or not row.get("error"):
-            continue
-        earlier = by_key.get(jobs[i]["job_key"]) or pairs.get(i)
-        if earlier is None:
-            continue
-        result.kept[i] = row["error"]
-        result[i] = _with_labels(earlier, jobs[i])
-        if on_event:
-            on_event("kept", i, {"error": row["error"], "row": result[i]})
-
-
-def _label_text(value) -> str:
-    return "" if value is None else str(value)
 
 
 # -- progress ----------------------------------------------------------------------------------
@@ -953,7 +674,8 @@ def default_workers() -> int:
 def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, threads: int = 1,
           device: str = "auto", device_index: int = 0, fp16_io: bool = False,
           resize: str = "none", reports=None, report_format: str = "json", retries: int = 2,
-          timeout: Optional[float] = None, ray=None, gpus_per_worker: float = 0,
+          timeout: Optional[float] = DEFAULT_JOB_TIMEOUT, allow_pipes: bool = False, ray=None,
+          gpus_per_worker: float = 0,
           reuse: bool = True, progress: Union[bool, Callable[[dict], None], None] = None,
           on_event: Optional[Callable[[str, int, dict], None]] = None,
           base_dir: Optional[str] = None, cancel=None, **policy) -> BatchResult:
@@ -978,8 +700,13 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
     ``reports``: a folder for one per-frame report per job (``report_format``
     json, xml or csv), named by :func:`report_path`. ``retries``: how often
     a job whose worker died is tried again elsewhere. ``timeout``: seconds
-    one job may take (local pool) before its worker is killed and its row
-    fails. ``ray``: None (local processes), True (a local Ray instance, or
+    one job may take (default :data:`DEFAULT_JOB_TIMEOUT`, one hour; 0 or
+    None: no limit) before its worker process or Ray actor is killed and its
+    row fails (the job is not retried: it would hang again); the batch goes
+    on. ``allow_pipes``: a job's clips may be FIFOs (named pipes a program
+    feeds); by default a clip that is not a regular file fails its row
+    before anything opens it (a FIFO nobody writes would block a worker).
+    ``ray``: None (local processes), True (a local Ray instance, or
     the one already initialised) or a cluster address for ``ray.init``;
     ``gpus_per_worker`` > 0 asks Ray for GPUs per actor and binds the CUDA
     EP. ``reuse=False`` opens the models afresh for every job (for
@@ -1007,6 +734,10 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
         raise ValueError("workers must be at least 1")
     if retries < 0:
         raise ValueError("retries must be at least 0")
+    if timeout is not None and not (isinstance(timeout, (int, float))
+                                    and 0 <= timeout < float("inf")):
+        raise ValueError("timeout must be a finite number of seconds >= 0 (0 or None: no limit)")
+    timeout = timeout or None
     if output is not None:
         output = os.fspath(output)
         _format_of(output)
@@ -1018,13 +749,15 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
                "device": device, "device_index": device_index, "threads": threads,
                "fp16_io": fp16_io, "resize": resize, "policy": policy,
                "reports": os.path.abspath(reports) if reports else None,
-               "report_format": report_format, "retries": retries, "reuse": reuse}
+               "report_format": report_format, "retries": retries, "reuse": reuse,
+               "allow_pipes": bool(allow_pipes)}
     if options["reports"]:
         os.makedirs(options["reports"], exist_ok=True)
-    job_list = read_jobs(jobs, base_dir)
+    job_list = read_jobs(jobs, base_dir, options["models"] or _default_model_names())
     if output is not None:
         _refuse_overwrite(output, jobs, job_list)
-    keys = [job_key(job, options) for job in job_list]
+    hasher = _Hasher()
+    keys = [job_key(job, options, hasher) for job in job_list]
     for job, key in zip(job_list, keys):
         job["job_key"] = key
     earlier = _good_rows(output)
@@ -1039,10 +772,19 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
             todo.append(i)
 
     meter = _Progress(len(todo)) if progress is True else progress or None
-    journal = open(_journal_path(output), "a", encoding="utf-8") if output and todo else None
+    journal = Journal(output) if output and todo else None
 
     def sink(index: int, row: dict) -> None:
         job = job_list[index]
+        clashes = label_clashes(job, row)
+        if clashes:
+            # A label would replace a score (or the reverse): neither is written.
+            names = ", ".join(f'"{c}"' for c in clashes)
+            row = {k: row[k] for k in ("load_s", "score_s", "total_s", "worker", "attempts")
+                   if k in row}
+            row.update(frames=0, error=f"ColumnClash: the job list's label column(s) {names} "
+                                       "are also written by the job's models; rename the "
+                                       "label column(s)")
         row = dict(row, job_key=job["job_key"], reference=job["reference"],
                    distorted=job["distorted"])
         row.setdefault("models", ";".join(job["models"] or options["models"] or []))
@@ -1051,8 +793,7 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
         result.ran += 1
         result.frames += row.get("frames") or 0
         if journal is not None:
-            journal.write(json.dumps(row) + "\n")
-            journal.flush()
+            journal.append(row)
         if meter:
             meter(row)
         if on_event:
@@ -1065,7 +806,7 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
         if todo:
             if ray is not None and ray is not False:
                 result.retried = _run_ray(todo, job_list, options, ray, workers,
-                                          gpus_per_worker, on_event, sink, stop)
+                                          gpus_per_worker, on_event, sink, stop, timeout)
             else:
                 if gpus_per_worker:
                     raise ValueError("gpus_per_worker is for Ray; locally use device=")
@@ -1084,10 +825,7 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
     result.failed = sum(1 for row in result if row.get("error")) + len(result.kept)
     if output is not None:
         write_results(result, output)
-        try:
-            os.unlink(_journal_path(output))
-        except FileNotFoundError:
-            pass
+        remove_journal(output)
     result.elapsed = time.perf_counter() - t0
     return result
 
@@ -1120,15 +858,13 @@ class _CallableModule(types.ModuleType):
 sys.modules[__name__].__class__ = _CallableModule
 
 
-def _with_labels(row: dict, job: dict) -> dict:
-    """The row with the job's current labels (they are not part of the key:
-    relabelling a done job needs no new scoring)."""
-    labels = {k: v for k, v in _labels(job).items() if k != "job_key"}
-    rest = {k: v for k, v in row.items() if k not in labels}
-    return {**labels, **rest}
-
-
 # -- the command line (vmafdnn batch) ------------------------------------------------------
+
+def _default_model_names() -> List[str]:
+    """The models of a job that names none, with or without a reference."""
+    from . import scoring
+    return list(scoring._model_list(None, False)) + list(scoring._model_list(None, True))
+
 
 def _default_models(no_reference: bool = False) -> List[str]:
     from . import models  # the library's set; loads it, which --help may do
@@ -1166,8 +902,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--report-format", default="json", choices=list(OUTPUT_FORMATS))
     parser.add_argument("--retries", type=cli._non_negative_int, default=2, metavar="N",
                         help="tries more of a job whose worker died (default 2)")
-    parser.add_argument("--job-timeout", type=cli._seconds, metavar="SECONDS",
-                        help="local workers: kill a job running longer and fail its row")
+    parser.add_argument("--job-timeout", type=cli._seconds, default=DEFAULT_JOB_TIMEOUT,
+                        metavar="SECONDS",
+                        help="stop a job running longer (its worker process or Ray actor is "
+                             "killed) and fail its row; the batch goes on (default "
+                             f"{DEFAULT_JOB_TIMEOUT:g}; 0: no limit)")
+    parser.add_argument("--allow-pipes", action="store_true",
+                        help="accept FIFOs (named pipes a program feeds) as clips; by default a "
+                             "clip that is not a regular file fails its row")
     parser.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS",
                         help="run on Ray: ray.init(address=ADDRESS) ('auto': the running "
                              "cluster), without ADDRESS a local instance")
@@ -1190,7 +932,8 @@ def run_command(args, policy: dict, printable=str) -> int:
                  device_index=args.tiny_device_index, fp16_io=args.tiny_fp16,
                  resize=args.tiny_resize, reports=args.reports,
                  report_format=args.report_format, retries=args.retries,
-                 timeout=args.job_timeout, ray=args.ray, gpus_per_worker=args.gpus_per_worker,
+                 timeout=args.job_timeout, allow_pipes=args.allow_pipes, ray=args.ray,
+                 gpus_per_worker=args.gpus_per_worker,
                  progress=progress, cancel=args.canceller,
                  **{k: v for k, v in policy.items() if v is not None})
     for index, error in sorted(rows.kept.items()):

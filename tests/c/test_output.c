@@ -975,12 +975,53 @@ static void test_fallback(void)
     vdnn_output_use_tmpfile(true);
 }
 
+/* CSV cells: a formula-like name is written after a quote mark (the rule
+ * of output.h, shared with the Python batch writer); numbers-as-names are
+ * not; "Frame" and names equal once written are refused. */
+static void test_csv_formulas(void)
+{
+    VdnnFeatureCollector *fc = NULL;
+    CHECK_EQ_INT(vdnn_feature_collector_init(&fc), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "=HYPERLINK(\"http://x\",\"y\")", 0, 1.0),
+                 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "@SUM(A1)", 0, 2.0), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "+cmd|' /C calc'!A0", 0, 3.0), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "-2+3", 0, -4.0), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "-5", 0, 5.0), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "+1.5e3", 0, 6.0), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "ok-name", 0, 7.0), 0);
+    check_render(fc, VDNN_REPORT_CSV, NULL,
+                 "Frame,\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",'@SUM(A1),"
+                 "'+cmd|' /C calc'!A0,'-2+3,-5,+1.5e3,ok-name,\n"
+                 "0,1.000000,2.000000,3.000000,-4.000000,5.000000,6.000000,7.000000,\n");
+    vdnn_feature_collector_free(fc);
+
+    /* TAB and CR cannot start a feature name (control characters are
+     * refused when a value is stored): the rule covers them for other cells. */
+    CHECK_EQ_INT(vdnn_feature_collector_init(&fc), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "psnr_y", 0, 1.0), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "Frame", 0, 2.0), 0);
+    check_refused(fc, VDNN_REPORT_CSV, NULL, -EINVAL,
+                  "feature name \"Frame\" clashes with the CSV frame number column");
+    char *got = NULL;
+    CHECK_EQ_INT(render(fc, VDNN_REPORT_JSON, NULL, &got), 0); /* JSON can carry it */
+    free(got);
+    vdnn_feature_collector_free(fc);
+
+    CHECK_EQ_INT(vdnn_feature_collector_init(&fc), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "=x", 0, 1.0), 0);
+    CHECK_EQ_INT(vdnn_feature_collector_append(fc, "'=x", 0, 2.0), 0);
+    check_refused(fc, VDNN_REPORT_CSV, NULL, -EINVAL, "would be the same CSV column");
+    vdnn_feature_collector_free(fc);
+}
+
 int main(void)
 {
     test_golden();
     test_range_and_defaults();
     test_sparse_frames();
     test_awkward_names();
+    test_csv_formulas();
     test_number_rule();
     test_callback();
     test_context_buffer();

@@ -271,7 +271,7 @@ def test_a_killed_local_worker_has_its_job_retried_elsewhere(catalogue, tmp_path
               for j in jobs]
     killed = []
     rows = vbatch.batch(listed[:3] + [fifo_job] + listed[3:], workers=2, timeout=120,
-                        on_event=_killer(3, feed, killed))
+                        allow_pipes=True, on_event=_killer(3, feed, killed))
     assert rows.failed == 0 and rows.retried == 1 and len(killed) == 1
     assert rows[3]["attempts"] == 2
     assert not rows[3]["worker"].endswith(f":{killed[0]}")
@@ -289,7 +289,7 @@ def test_a_job_that_kills_every_worker_fails_after_its_retries(catalogue, tmp_pa
         if kind == "start":
             os.kill(info["worker"], signal.SIGKILL)
 
-    rows = vbatch.batch([job], workers=1, retries=1, on_event=on_event)
+    rows = vbatch.batch([job], workers=1, retries=1, allow_pipes=True, on_event=on_event)
     assert rows[0]["attempts"] == 2 and rows[0]["error"].startswith("WorkerDied")
     assert "SIGKILL" in rows[0]["error"]
 
@@ -384,7 +384,7 @@ def test_ray_rows_equal_scoring_each_pair_alone_and_survive_a_kill(catalogue, tm
               for j in jobs]
     killed = []
     rows = vbatch.batch(listed[:2] + [fifo_job] + listed[2:], tmp_path / "ray2.jsonl",
-                        ray=True, on_event=_killer(2, feed, killed))
+                        ray=True, allow_pipes=True, on_event=_killer(2, feed, killed))
     assert rows.failed == 0 and rows.retried >= 1 and len(killed) == 1
     assert rows[2]["attempts"] == 2
     _check_rows_match_alone(root, [dict(jobs[0], title="fifo")], [rows[2]])

@@ -1,0 +1,496 @@
+"""The results store of ``vmafdnn batch``: the results file, its resume
+journal and the job key (docs/batch.md "Results" and "Faults, resume and
+progress"). This module is the only writer of results files and journals;
+it reads job lists through :mod:`vmafdnn.jobs` and knows nothing of the
+runners.
+
+Rules every writer here follows (docs/security.md, "Front ends"):
+
+- JSON (results ``.jsonl`` and the journal) is strict JSON: a NaN or an
+  infinity is written as ``null``, as the C report writers do.
+- CSV: the cell rule of the C report writer (csrc/output.h, "CSV cells"):
+  a text cell -- a column name, a label, a path, a model list, an error --
+  whose first character is ``=``, ``+``, ``-``, ``@``, TAB or CR gets a
+  single quote (``'``) put before it, unless the whole cell is a decimal
+  number (``-5``, ``+1.5e3``), so that no spreadsheet runs it as a formula
+  (OWASP's "CSV injection" advice). Numbers the writer formats itself are
+  never changed. Two columns whose names are equal after that are refused.
+- The job key covers everything that decides a row: see :func:`job_key`.
+"""
+import csv
+import hashlib
+import json
+import math
+import os
+import re
+import stat
+import tempfile
+from collections import OrderedDict
+from typing import Dict, List, Optional, Sequence
+
+from .jobs import JOB_FIELDS, POOL_SUFFIXES, labels as _labels
+
+__all__ = ["read_results", "write_results", "job_key", "csv_text", "json_value", "Journal",
+           "KEY_VERSION"]
+
+#: Result columns the runner writes (labels go first, the scores after them).
+_RESULT_HEAD = ("reference", "distorted", "models", "frames", "width", "height", "fps")
+_RESULT_TAIL = ("attached_ep", "file_kbps", "load_s", "score_s", "total_s", "worker",
+                "attempts", "error", "job_key")
+
+#: Bumped when the job key covers more: rows of older keys are scored again
+#: once (a failure then keeps the older row, see _keep_good_rows).
+KEY_VERSION = 2
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def csv_text(text: str) -> str:
+    """A text cell as CSV writers here write it: a single quote before a
+    cell a spreadsheet would run as a formula (see the module docstring;
+    the same rule as csrc/output.c's csv_text_cell)."""
+    if text.startswith(_FORMULA_START) and not _DECIMAL.fullmatch(text):
+        return "'" + text
+    return text
+
+
+def json_value(value):
+    """``value`` with every non-finite float (also inside lists and dicts)
+    replaced by None: JSON has no NaN or infinity."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    return value
+
+
+def json_line(row: dict) -> str:
+    return json.dumps(json_value(row), allow_nan=False) + "\n"
+
+
+def _format_of(path: str) -> str:
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".parquet":
+        return "parquet"
+    if ext in (".jsonl", ".ndjson", ".json"):
+        return "jsonl"
+    if ext == ".csv":
+        return "csv"
+    raise ValueError(f"results file {path}: unknown format; use .parquet, .csv or .jsonl")
+
+
+def read_results(path) -> List[dict]:
+    """The rows of a results file (.parquet, .csv, .jsonl). CSV cells are
+    strings, as written (numbers in Python's round-trip form)."""
+    path = os.fspath(path)
+    fmt = _format_of(path)
+    if fmt == "parquet":
+        return _pyarrow("read parquet").parquet.read_table(path).to_pylist()
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        if fmt == "csv":
+            return [dict(row) for row in csv.DictReader(f)]
+        rows = []
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except ValueError as e:
+                    raise ValueError(f"{path}:{n}: invalid JSON: {e}") from None
+                if not isinstance(row, dict):
+                    raise ValueError(f"{path}:{n}: a row is a JSON object")
+                rows.append(row)
+        return rows
+
+
+def _pyarrow(what: str):
+    try:
+        import pyarrow
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        raise RuntimeError(f"to {what} files install pyarrow (pip install 'vmafdnn[parquet]')"
+                           ) from None
+    return pyarrow
+
+
+def _columns(rows: Sequence[dict]) -> List[str]:
+    seen = OrderedDict()
+    for row in rows:
+        for key in row:
+            seen[key] = None
+    head = [c for c in seen if c not in _RESULT_HEAD and c not in _RESULT_TAIL
+            and not _is_score(c, seen)]
+    scores = [c for c in seen if _is_score(c, seen) and c not in _RESULT_TAIL]
+    return head + [c for c in _RESULT_HEAD if c in seen] + scores + \
+        [c for c in _RESULT_TAIL if c in seen] + (["report"] if "report" in seen and
+                                                  "report" not in head else [])
+
+
+def _is_score(column: str, seen) -> bool:
+    """A pooled-score column: <key> with its <key>_min beside it, or one of those."""
+    for suffix in POOL_SUFFIXES.values():
+        if suffix and column.endswith(suffix) and column[:-len(suffix)] + "_min" in seen:
+            return True
+    return column + "_min" in seen and column + "_harmonic_mean" in seen
+
+
+def _umask() -> int:
+    """The process umask, read without setting it (os.umask would change it
+    for every thread for a moment); 0o022 where /proc cannot tell."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
+def write_results(rows: Sequence[dict], path) -> None:
+    """Writes ``rows`` to ``path`` (.parquet, .csv or .jsonl) atomically:
+    a reader sees the old file or the new one. As the C report writer does, a
+    symlink is written through (its target replaced, the link kept) and an
+    existing file keeps its mode."""
+    fmt = _format_of(os.fspath(path))
+    path = os.path.realpath(path)
+    columns = _columns(rows)
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()  # what a plain open() would give
+    # A unique name beside the target: two batch() calls in one process may
+    # aim at the same results file.
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
+                               dir=os.path.dirname(path))
+    try:
+        os.close(fd)
+        os.chmod(tmp, mode)
+        if fmt == "parquet":
+            pa = _pyarrow("write parquet")
+            data = {}
+            for c in columns:
+                values = [row.get(c) for row in rows]
+                kinds = {type(v) for v in values if v is not None}
+                if len(kinds) > 1 and not kinds <= {int, float}:
+                    values = [None if v is None else str(v) for v in values]
+                elif kinds == {int, float}:
+                    values = [None if v is None else float(v) for v in values]
+                data[c] = values
+            pa.parquet.write_table(pa.table(data), tmp)
+        else:
+            with open(tmp, "w", newline="", encoding="utf-8") as f:
+                if fmt == "csv":
+                    w = csv.writer(f)
+                    w.writerow(_csv_header(columns))
+                    for row in rows:
+                        w.writerow([_csv_cell(row.get(k)) for k in columns])
+                else:
+                    for row in rows:
+                        f.write(json_line({k: row.get(k) for k in columns}))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _csv_header(columns: List[str]) -> List[str]:
+    names = [csv_text(c) for c in columns]
+    seen: Dict[str, str] = {}
+    for name, column in zip(names, columns):
+        if name in seen:
+            raise ValueError(f"results: columns {seen[name]!r} and {column!r} would both be "
+                             f"written as {name!r} (a formula-like name is quoted): rename one")
+        seen[name] = column
+    return names
+
+
+def _csv_cell(value):
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    return csv_text(str(value))
+
+
+def _journal_path(output: str) -> str:
+    return output + ".partial.jsonl"
+
+
+def _good_rows(output: Optional[str]) -> List[dict]:
+    """The successful rows of earlier runs, in the results file and its
+    journal: one per job key (the journal's, newer, where both have one),
+    in the order they were first found."""
+    if output is None:
+        return []
+    found = []
+    if os.path.exists(output):
+        try:
+            found += read_results(output)
+        except (ValueError, UnicodeDecodeError, csv.Error) as e:
+            raise ValueError(f"results file {output} cannot be read back to resume ({e}); "
+                             "move it away or choose another -o") from None
+    journal = _journal_path(output)
+    if os.path.exists(journal):
+        with open(journal, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                try:
+                    found.append(json.loads(line))
+                except (ValueError, RecursionError):
+                    pass  # the line a killed run was writing
+    good: Dict[str, dict] = {}
+    for row in found:
+        key = row.get("job_key") if isinstance(row, dict) else None
+        if isinstance(key, str) and key and not row.get("error"):
+            good[key] = row
+    return list(good.values())
+
+
+def _done_rows(good: List[dict], reports: Optional[str]) -> Dict[str, dict]:
+    """The earlier successful rows that need no new work, by job key: with
+    their report file when reports are asked for."""
+    return {row["job_key"]: row for row in good
+            if not reports or (row.get("report") and os.path.exists(row["report"]))}
+
+
+def _job_models(job: dict, options: dict) -> str:
+    """The ``models`` cell a worker writes for the job."""
+    from . import scoring
+    try:
+        models = scoring._model_list(job["models"] or options["models"], job["reference"] is None)
+    except Exception:
+        return ";".join(job["models"] or options["models"] or [])
+    return ";".join(os.fspath(m) for m in models)
+
+
+def _keep_good_rows(result, jobs: List[dict], ran: List[int], good: List[dict],
+                    options: dict, on_event) -> None:
+    """A failure never replaces a success: each job that failed now and
+    whose earlier row succeeded gets that row back (with the job's current
+    labels, as a skipped job), its error going to ``result.kept``.
+
+    The earlier row is the one of the same job key (a job run again for a
+    missing report), else, since a key changes with its inputs (a clip
+    moved away has no size or mtime), one of a job no longer in the list
+    (its key is no current job's) that scored the same reference, distorted
+    clip and models: paired in job-list order, the rows of the same labels
+    first, so that two jobs of one pair (other offsets, say) each find
+    their own row when the list kept its order."""
+    if not good:
+        return
+    by_key = {row["job_key"]: row for row in good}
+    current = {job["job_key"] for job in jobs}
+    pool = [row for row in good if row["job_key"] not in current]
+
+    def ident(reference, distorted, models):
+        return (reference or None, os.fspath(distorted) if distorted else None, models or "")
+
+    def labels_match(row, job) -> bool:
+        return all(_label_text(row.get(k)) == _label_text(v) for k, v in _labels(job).items()
+                   if k != "job_key")
+
+    pairs: Dict[int, dict] = {}
+    unkeyed = [i for i in ran if jobs[i]["job_key"] not in by_key]
+    idents = {i: ident(jobs[i]["reference"], jobs[i]["distorted"],
+                       _job_models(jobs[i], options)) for i in unkeyed}
+    taken = set()
+    for same_labels in (True, False):
+        for i in unkeyed:
+            if i in pairs:
+                continue
+            for n, row in enumerate(pool):
+                if n in taken or ident(row.get("reference"), row.get("distorted"),
+                                       row.get("models")) != idents[i]:
+                    continue
+                if same_labels and not labels_match(row, jobs[i]):
+                    continue
+                pairs[i] = row
+                taken.add(n)
+                break
+    for i in ran:
+        row = result[i]
+        if row is None or not row.get("error"):
+            continue
+        earlier = by_key.get(jobs[i]["job_key"]) or pairs.get(i)
+        if earlier is None:
+            continue
+        result.kept[i] = row["error"]
+        result[i] = _with_labels(earlier, jobs[i])
+        if on_event:
+            on_event("kept", i, {"error": row["error"], "row": result[i]})
+
+
+def _label_text(value) -> str:
+    return "" if value is None else str(value)
+
+
+
+
+def _with_labels(row: dict, job: dict) -> dict:
+    """The row with the job's current labels (they are not part of the key:
+    relabelling a done job needs no new scoring)."""
+    labels = _labels(job)
+    rest = {k: v for k, v in row.items() if k not in labels}
+    return {**labels, **rest}
+
+
+class Journal:
+    """``<output>.partial.jsonl``: finished rows appended (strict JSON, one
+    a line, flushed) as jobs finish, read back by a re-run."""
+
+    def __init__(self, output: str):
+        self.path = _journal_path(output)
+        self._f = open(self.path, "a", encoding="utf-8")
+
+    def append(self, row: dict) -> None:
+        self._f.write(json_line(row))
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+    def remove(self) -> None:
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+def remove_journal(output: str) -> None:
+    try:
+        os.unlink(_journal_path(output))
+    except FileNotFoundError:
+        pass
+
+
+# -- what identifies a job ---------------------------------------------------------------
+
+def _file_identity(path: Optional[str]):
+    """An input's identity: absolute path, size and modification time (ns).
+    Clips are not hashed (they are large and a re-encode changes both);
+    a clip touched without a change is scored again, never the reverse."""
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [os.path.abspath(path), None]
+    return [os.path.abspath(path), st.st_size, st.st_mtime_ns]
+
+
+_SIDECAR_MAX_BYTES = 1 << 20  # VDNN_SIDECAR_MAX_BYTES
+_HASH_CHUNK = 1 << 20
+
+
+class _Hasher:
+    """Content digests of model files, once per file (and size, mtime,
+    inode) per batch."""
+
+    def __init__(self):
+        self._cache: Dict[tuple, str] = {}
+
+    def digest(self, path: str):
+        try:
+            st = os.stat(path)
+        except OSError as e:
+            return f"missing ({e.strerror})"
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file"
+        tag = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        found = self._cache.get(tag)
+        if found is None:
+            h = hashlib.sha256()
+            try:
+                with open(path, "rb") as f:
+                    while True:
+                        chunk = f.read(_HASH_CHUNK)
+                        if not chunk:
+                            break
+                        h.update(chunk)
+            except OSError as e:
+                return f"unreadable ({e.strerror})"
+            found = self._cache[tag] = h.hexdigest()
+        return found
+
+
+def _sidecar_refs(sidecar: str) -> List[str]:
+    """The model files a sidecar names ("requires", the "forms" values),
+    relative to its folder as the C library reads them (csrc/sidecar.h);
+    [] when it cannot be read (the worker reports why)."""
+    try:
+        st = os.stat(sidecar)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _SIDECAR_MAX_BYTES:
+            return []
+        with open(sidecar, "rb") as f:
+            data = json.loads(f.read(_SIDECAR_MAX_BYTES + 1).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    refs = []
+    requires = data.get("requires")
+    if isinstance(requires, list):
+        refs += [r for r in requires if isinstance(r, str) and r]
+    forms = data.get("forms")
+    if isinstance(forms, dict):
+        refs += [v for _, v in sorted(forms.items()) if isinstance(v, str) and v]
+    folder = os.path.dirname(sidecar)
+    return [os.path.normpath(os.path.join(folder, r)) for r in refs]
+
+
+def _model_identity(model: str, hasher: _Hasher):
+    """Every file the model stands for, by content: the model, its sidecar,
+    and, following the sidecars, the models it "requires" and its "forms"
+    (the file that really scores on an EP), with their sidecars."""
+    from . import models as _builtin
+    try:
+        path = _builtin.resolve(model)
+    except (OSError, ValueError):
+        return [model, "unresolved"]  # fails in the worker, with the library's message
+    files = []
+    todo, seen = [os.path.abspath(path)], set()
+    while todo and len(seen) < 256:
+        path = todo.pop(0)
+        if path in seen:
+            continue
+        seen.add(path)
+        sidecar = os.path.splitext(path)[0] + ".json"
+        files.append([path, hasher.digest(path)])
+        if os.path.exists(sidecar):
+            files.append([sidecar, hasher.digest(sidecar)])
+            todo += _sidecar_refs(sidecar)
+    return [model, files]
+
+
+def job_key(job: dict, options: dict, hasher: Optional[_Hasher] = None) -> str:
+    """A digest of everything that decides a job's row: its inputs (absolute
+    path, size, mtime), every model file it loads by content (the models,
+    their sidecars, the models the sidecars require and the forms they name,
+    recursively), the alignment and raw geometry, and the batch options that
+    change results (device, fp16, resize, threads). Prefixed by the key's
+    version: rows keyed by an older version are scored once more."""
+    hasher = hasher or _Hasher()
+    models = job["models"] or options["models"] or None
+    if models is None:
+        from . import scoring
+        models = scoring._model_list(None, job["reference"] is None)
+    ident = {
+        "version": KEY_VERSION,
+        "reference": _file_identity(job["reference"]),
+        "distorted": _file_identity(job["distorted"]),
+        "models": [_model_identity(os.fspath(m), hasher) for m in models],
+        "options": {k: job.get(k) for k in JOB_FIELDS if k not in ("reference", "distorted",
+                                                                  "models")},
+        "run": {k: options.get(k) for k in ("device", "fp16_io", "resize", "threads")},
+    }
+    text = json.dumps(ident, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]

@@ -1,0 +1,458 @@
+"""The batch runner's front end held to the core's standard (issue 25, items
+4-8): labels never replace scores, job lists are read strictly with located
+errors, a job cannot hang the batch (FIFOs refused, a time budget per job),
+results files are strict JSON and formula-free CSV, and the resume key
+covers every model file a job loads."""
+import csv
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import vmafdnn
+from vmafdnn import batch as vbatch
+from vmafdnn.video import Frame, write_y4m
+
+W, H, N = 64, 48, 3
+
+
+def _write_clip(path, planes):
+    chroma = np.full((H // 2, W // 2), 128, np.uint8)
+    write_y4m(path, [Frame(y=p, u=chroma, v=chroma, bitdepth=8, index=i, chroma="420")
+                     for i, p in enumerate(planes)])
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory):
+    root = tmp_path_factory.mktemp("trust_clips")
+    rng = np.random.default_rng(5)
+    ref = [rng.integers(0, 256, (H, W), dtype=np.uint8) for _ in range(N)]
+    dist = [np.clip(r.astype(int) + rng.integers(-8, 9, r.shape), 0, 255).astype(np.uint8)
+            for r in ref]
+    _write_clip(root / "ref.y4m", ref)
+    _write_clip(root / "dist.y4m", dist)
+    return root
+
+
+def _write_csv(path, header, rows, bom=False):
+    with open(path, "w", newline="", encoding="utf-8-sig" if bom else "utf-8") as f:
+        f.write(header + "\n")
+        for row in rows:
+            f.write(row + "\n")
+
+
+def _jobs_csv(tmp_path, clips, header="title,reference,distorted", extra=""):
+    path = tmp_path / "jobs.csv"
+    _write_csv(path, header, [f"a,{clips / 'ref.y4m'},{clips / 'dist.y4m'}{extra}"])
+    return path
+
+
+def _cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "vmafdnn", "batch", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# -- item 4: a label never replaces a score ------------------------------------------------
+
+@pytest.mark.parametrize("column", ["error", "frames", "job_key", "worker", "attempts",
+                                    "file_kbps"])
+def test_a_label_named_like_a_result_column_is_refused_at_parse_time(tmp_path, clips, column):
+    jobs = _jobs_csv(tmp_path, clips, header=f"title,reference,distorted,{column}", extra=",x")
+    with pytest.raises(ValueError) as e:
+        vbatch.read_jobs(jobs)
+    assert f"{jobs}:1: field \"{column}\"" in str(e.value)
+    assert "result column" in str(e.value)
+
+
+def test_a_label_named_like_a_models_score_is_refused(tmp_path, clips):
+    # The issue's case: a psnr_y label "99" replaced the computed 26.63.
+    jobs = _jobs_csv(tmp_path, clips, header="title,reference,distorted,psnr_y", extra=",99")
+    with pytest.raises(ValueError, match=r"jobs.csv:2: field \"psnr_y\".*score column"):
+        vbatch.batch(jobs, tmp_path / "out.csv", workers=1, models=["psnr_y"])
+    assert not (tmp_path / "out.csv").exists()
+    jobs = _jobs_csv(tmp_path, clips, header="title,reference,distorted,ssim_y_min", extra=",1")
+    with pytest.raises(ValueError, match=r"field \"ssim_y_min\""):
+        vbatch.read_jobs(jobs, default_models=["psnr_y", "ssim_y"])
+
+
+def test_a_model_output_named_like_a_label_fails_the_row_naming_the_clash(tmp_path, clips):
+    # A model whose file name says nothing of its output: only the worker sees the clash.
+    models = tmp_path / "models"
+    models.mkdir()
+    source = vmafdnn.models.path("psnr_y")
+    shutil.copy(source, models / "other.onnx")
+    shutil.copy(source.with_suffix(".json"), models / "other.json")
+    jobs = [{"title": "t", "psnr_y": "99", "reference": str(clips / "ref.y4m"),
+             "distorted": str(clips / "dist.y4m"), "models": [str(models / "other.onnx")]}]
+    rows = vbatch.batch(jobs, tmp_path / "out.jsonl", workers=1)
+    assert rows.failed == 1
+    assert rows[0]["error"].startswith("ColumnClash:") and '"psnr_y"' in rows[0]["error"]
+    assert rows[0]["psnr_y"] == "99" and "psnr_y_min" not in rows[0]  # no score under the label
+
+
+def test_an_empty_error_label_cannot_hide_a_missing_clip(tmp_path, clips):
+    jobs = tmp_path / "jobs.csv"
+    _write_csv(jobs, "reference,distorted,error", [f"{clips / 'ref.y4m'},{tmp_path / 'gone.y4m'},"])
+    result = _cli(jobs, "-o", tmp_path / "out.csv")
+    assert result.returncode != 0
+    assert 'field "error"' in result.stderr and "internal error" not in result.stderr
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_results_file_fed_back_as_a_job_list_is_refused_before_any_job(tmp_path, clips):
+    jobs = _jobs_csv(tmp_path, clips)
+    rows = vbatch.batch(jobs, tmp_path / "results.csv", workers=1, models=["psnr_y"])
+    assert rows.failed == 0
+    for name in ("results.csv",):
+        t0 = time.perf_counter()
+        with pytest.raises(ValueError) as e:
+            vbatch.batch(tmp_path / name, tmp_path / "again.csv", workers=1)
+        assert time.perf_counter() - t0 < 5
+        assert f"{tmp_path / name}:1: field" in str(e.value)
+        assert "results file" in str(e.value)
+        assert not (tmp_path / "again.csv").exists()
+    vbatch.write_results(rows, tmp_path / "results.jsonl")
+    with pytest.raises(ValueError, match=r"results.jsonl:1: field .*result column"):
+        vbatch.read_jobs(tmp_path / "results.jsonl")
+    result = _cli(tmp_path / "results.csv", "-o", tmp_path / "again.csv")
+    assert result.returncode != 0 and "results file" in result.stderr
+    assert "unsupported operand" not in result.stderr and "internal error" not in result.stderr
+
+
+# -- item 5: job lists read strictly -----------------------------------------------------
+
+def test_a_bom_before_the_header_is_dropped(tmp_path, clips):
+    jobs = tmp_path / "jobs.csv"
+    _write_csv(jobs, "reference,distorted", [f"{clips / 'ref.y4m'},{clips / 'dist.y4m'}"],
+               bom=True)
+    job, = vbatch.read_jobs(jobs)
+    assert job["reference"] == str(clips / "ref.y4m")  # not a label "\ufeffreference"
+    assert not any(k.startswith("\ufeff") for k in job)
+
+
+def test_spaces_around_header_names_are_stripped_as_in_cells(tmp_path, clips):
+    jobs = tmp_path / "jobs.csv"
+    _write_csv(jobs, "title, reference , distorted",
+               [f"a, {clips / 'ref.y4m'}, {clips / 'dist.y4m'}"])
+    job, = vbatch.read_jobs(jobs)
+    assert job["reference"] == str(clips / "ref.y4m") and job["title"] == "a"
+    rows = vbatch.batch(jobs, tmp_path / "out.csv", workers=1, models=["psnr_y"])
+    assert rows.failed == 0 and rows[0]["psnr_y"] < 60  # scored against its reference
+
+
+@pytest.mark.parametrize("header,why", [
+    ("distorted,title,title", 'column "title" is given twice'),
+    ("distorted, title,title ", 'column "title" is given twice'),
+    ("distorted,Reference", 'did you mean "reference"'),
+    ("distorted,ref-offset", 'did you mean "ref_offset"'),
+    ("distorted,dist offset", 'did you mean "dist_offset"'),
+    ("distorted,,x", "empty name"),
+])
+def test_bad_headers_are_refused_with_their_line(tmp_path, header, why):
+    jobs = tmp_path / "jobs.csv"
+    _write_csv(jobs, header, ["a.y4m" + ",x" * header.count(",")])
+    with pytest.raises(ValueError) as e:
+        vbatch.read_jobs(jobs)
+    assert str(e.value).startswith(f"{jobs}:1: ") and why in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("line,field,why", [
+    ('{"distorted": "a.y4m", "ref_offset": 1e999}', "ref_offset", "integer"),
+    ('{"distorted": "a.y4m", "ref_offset": 100000000000000000000}', "ref_offset", "0..2147483647"),
+    ('{"distorted": "a.y4m", "dist_offset": -1}', "dist_offset", "0..2147483647"),
+    ('{"distorted": "a.y4m", "dist_offset": 1.5}', "dist_offset", "integer"),
+    ('{"distorted": "a.y4m", "dist_offset": "3"}', None, None),
+    ('{"distorted": "a.y4m", "width": 0}', "width", "1..32768"),
+    ('{"distorted": "a.y4m", "bitdepth": 99}', "bitdepth", "8..16"),
+    ('{"distorted": 5}', "distorted", "a path is a string"),
+    ('{"distorted": ["a.y4m"]}', "distorted", "a path is a string"),
+    ('{"distorted": "a\\u0000b.y4m"}', "distorted", "NUL"),
+    ('{"distorted": ""}', "distorted", "missing"),
+    ('{"distorted": "-"}', "distorted", "stdin"),
+    ('{"distorted": "a.y4m", "reference": 7}', "reference", "a path is a string"),
+    ('{"distorted": "a.y4m", "models": "psnr_y"}', None, None),
+    ('{"distorted": "a.y4m", "models": [1]}', "models", "strings"),
+    ('{"distorted": "a.y4m", "models": {"a": 1}}', "models", "strings"),
+    ('{"distorted": "a.y4m", "scale": "maybe"}', "scale", "true or false"),
+    ('{"distorted": "a.y4m", "scale": 2}', "scale", "true or false"),
+    ('{"distorted": "a.y4m", "pix_fmt": 420}', "pix_fmt", "pixel format"),
+    ('{"distorted": "a.y4m", "title": {"x": 1}}', "title", "a label is a string"),
+    ('{"distorted": "a.y4m", "title": [1]}', "title", "a label is a string"),
+    ('{"distorted": "a.y4m", "bitrate": 1e999}', "bitrate", "finite"),
+])
+def test_malformed_jsonl_values_get_file_line_and_field(tmp_path, line, field, why):
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"distorted": "ok.y4m"}\n\n' + line + "\n")
+    if field is None:  # accepted: a CSV-style string for a number, one model as a string
+        vbatch.read_jobs(jobs)
+        return
+    with pytest.raises(ValueError) as e:
+        vbatch.read_jobs(jobs)
+    text = str(e.value)
+    assert text.startswith(f"{jobs}:3: field \"{field}\": "), text
+    assert why in text, text
+    assert "OverflowError" not in text and "islice" not in text
+
+
+@pytest.mark.parametrize("line,why", [
+    ('{"distorted": "a.y4m", "bitrate": NaN}', "NaN is not a number JSON allows"),
+    ('{"distorted": "a.y4m", "bitrate": Infinity}', "Infinity"),
+    ('{"distorted": "a.y4m", "distorted": "b.y4m"}', 'column "distorted" is given twice'),
+    ('["a.y4m"]', "a job is a JSON object"),
+    ('"a.y4m"', "a job is a JSON object"),
+    ('{"distorted": "a.y4m"', "invalid JSON"),
+])
+def test_malformed_jsonl_lines_are_located(tmp_path, line, why):
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text(line + "\n")
+    with pytest.raises(ValueError) as e:
+        vbatch.read_jobs(jobs)
+    assert str(e.value).startswith(f"{jobs}:1: ") and why in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("content,why", [
+    (b"distorted,title\na.y4m,x\x00y\n", "2: a NUL byte"),
+    (b"distorted,title\na.y4m,\xff\n", "2: not UTF-8"),
+    (b"distorted,title\na.y4m,x,y\n", "2: 3 cells but 2 columns"),
+    (b"distorted,ref_offset\na.y4m,1_000\n", '2: field "ref_offset"'),
+    (b"distorted,ref_offset\na.y4m,1e3\n", '2: field "ref_offset"'),
+    (b"distorted,ref_offset\na.y4m,99999999999999999999\n", '2: field "ref_offset"'),
+    (b"", "empty"),
+])
+def test_malformed_csv_is_located(tmp_path, content, why):
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_bytes(content)
+    with pytest.raises(ValueError) as e:
+        vbatch.read_jobs(jobs)
+    assert str(e.value).startswith(f"{jobs}:") and why in str(e.value), str(e.value)
+
+
+def test_the_command_line_reports_a_bad_value_with_its_location(tmp_path):
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"distorted": "a.y4m", "ref_offset": 1e999}\n')
+    result = _cli(jobs, "-o", tmp_path / "out.csv")
+    assert result.returncode != 0
+    assert f'{jobs}:1: field "ref_offset"' in result.stderr, result.stderr
+    assert "internal error" not in result.stderr and "OverflowError" not in result.stderr
+
+
+# -- item 6: no job hangs the batch -------------------------------------------------------
+
+def test_a_fifo_clip_fails_its_row_and_the_batch_goes_on(tmp_path, clips):
+    fifo = tmp_path / "clip.y4m"
+    os.mkfifo(fifo)
+    jobs = tmp_path / "jobs.csv"
+    _write_csv(jobs, "title,reference,distorted",
+               [f"fifo,{clips / 'ref.y4m'},{fifo}", f"ok,{clips / 'ref.y4m'},{clips / 'dist.y4m'}"])
+    out = tmp_path / "out.csv"
+    # Before: the worker blocked opening the FIFO, for ever; results never written.
+    result = _cli(jobs, "-o", out, "--workers", "1", "--tiny-model", "psnr_y", timeout=120)
+    assert result.returncode == 1, result.stderr
+    rows = vbatch.read_results(out)
+    assert "FIFO" in rows[0]["error"] and "--allow-pipes" in rows[0]["error"]
+    assert rows[1]["error"] == "" and float(rows[1]["psnr_y"]) > 0
+
+
+def test_devices_and_folders_are_not_clips(tmp_path, clips):
+    jobs = [{"distorted": "/dev/zero", "reference": str(clips / "ref.y4m")},
+            {"distorted": str(tmp_path), "reference": str(clips / "ref.y4m")}]
+    rows = vbatch.batch(jobs, workers=1, models=["psnr_y"])
+    assert "character device" in rows[0]["error"] and "directory" in rows[1]["error"]
+
+
+def test_a_job_past_its_time_budget_is_killed_and_fails_its_row(tmp_path, clips):
+    fifo = tmp_path / "stuck.y4m"
+    os.mkfifo(fifo)  # allowed on purpose, and nobody ever writes it: a hung read
+    jobs = [{"title": "stuck", "reference": str(clips / "ref.y4m"), "distorted": str(fifo)},
+            {"title": "ok", "reference": str(clips / "ref.y4m"),
+             "distorted": str(clips / "dist.y4m")}]
+    t0 = time.monotonic()
+    rows = vbatch.batch(jobs, tmp_path / "out.jsonl", workers=1, models=["psnr_y"],
+                        allow_pipes=True, timeout=4)
+    assert time.monotonic() - t0 < 60
+    assert rows[0]["error"].startswith("JobTimeout:") and rows[0]["attempts"] == 1
+    assert rows[1]["error"] == "" and rows[1]["frames"] == N
+    assert rows.failed == 1
+    assert [r["title"] for r in vbatch.read_results(tmp_path / "out.jsonl")] == ["stuck", "ok"]
+
+
+def test_every_job_has_a_time_budget_by_default():
+    import inspect
+
+    from vmafdnn import cli
+    assert inspect.signature(vbatch.batch).parameters["timeout"].default == \
+        vbatch.DEFAULT_JOB_TIMEOUT > 0
+    args = cli.build_parser().parse_args(["batch", "jobs.csv", "-o", "r.csv"]) \
+        if hasattr(cli, "build_parser") else None
+    if args is not None:
+        assert args.job_timeout == vbatch.DEFAULT_JOB_TIMEOUT
+    with pytest.raises(ValueError, match="timeout"):
+        vbatch.batch([{"distorted": "x.y4m"}], timeout=float("inf"))
+
+
+# -- item 7: results other tools read -------------------------------------------------------
+
+def _strict_json(line):
+    def refuse(name):
+        raise AssertionError(f"non-standard JSON constant {name}")
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_results_jsonl_and_the_journal_are_strict_json(tmp_path):
+    rows = [{"title": "a", "psnr_y": math.nan, "ssim_y": math.inf, "x": -math.inf,
+             "frames": 3, "error": ""}]
+    vbatch.write_results(rows, tmp_path / "r.jsonl")
+    got, = [_strict_json(line) for line in open(tmp_path / "r.jsonl")]
+    assert got["psnr_y"] is None and got["ssim_y"] is None and got["x"] is None
+    assert got["frames"] == 3
+    from vmafdnn.results import Journal
+    journal = Journal(str(tmp_path / "r.jsonl"))
+    journal.append(rows[0])
+    journal.close()
+    got, = [_strict_json(line) for line in open(tmp_path / "r.jsonl.partial.jsonl")]
+    assert got["psnr_y"] is None
+
+
+FORMULAS = ["=HYPERLINK(\"http://evil\",\"x\")", "@SUM(1+1)", "+cmd|' /C calc'!A0",
+            "-2+3", "\tx", "\r=1"]
+
+
+def test_results_csv_cells_and_headers_never_start_a_formula(tmp_path):
+    rows = [{"title": f, "=cmd|x": "a", "@h": 1, "-5": "-5", "n": -2.5, "k": -3, "s": "+1.5e3",
+             "models": "=evil;psnr_y", "error": "", "plain": "a=b"} for f in FORMULAS]
+    vbatch.write_results(rows, tmp_path / "r.csv")
+    with open(tmp_path / "r.csv", newline="") as f:
+        table = list(csv.reader(f))
+    header, body = table[0], table[1:]
+    assert header[:4] == ["title", "'=cmd|x", "'@h", "-5"]
+    for row in body:
+        for cell in row + header:
+            assert not cell.startswith(("=", "@", "\t", "\r")), cell
+            if cell.startswith(("-", "+")):
+                float(cell)  # only numbers may start with '-' or '+'
+    cells = dict(zip(header, body[0]))
+    assert cells["title"] == "'" + FORMULAS[0] and cells["'=cmd|x"] == "a"
+    assert cells["n"] == "-2.5" and cells["k"] == "-3" and cells["-5"] == "-5"
+    assert cells["s"] == "+1.5e3" and cells["plain"] == "a=b" and cells["models"] == "'=evil;psnr_y"
+    assert [dict(zip(header, r))["title"] for r in body] == ["'" + f for f in FORMULAS]
+
+
+def test_csv_columns_equal_once_escaped_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="would both be written as"):
+        vbatch.write_results([{"=a": 1, "'=a": 2}], tmp_path / "r.csv")
+
+
+def test_labels_with_formulas_reach_results_csv_quoted(tmp_path, clips):
+    jobs = tmp_path / "jobs.csv"
+    with open(jobs, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["title", "=label", "reference", "distorted"])
+        w.writerow(["=HYPERLINK(\"http://evil\")", "@SUM(A1)", clips / "ref.y4m",
+                    clips / "dist.y4m"])
+    vbatch.batch(jobs, tmp_path / "out.csv", workers=1, models=["psnr_y"])
+    with open(tmp_path / "out.csv", newline="") as f:
+        table = list(csv.reader(f))
+    assert table[0][:2] == ["title", "'=label"]
+    assert table[1][:2] == ["'=HYPERLINK(\"http://evil\")", "'@SUM(A1)"]
+
+
+def test_the_rule_is_the_c_writers(tmp_path):
+    from vmafdnn.results import csv_text
+    for text, want in [("=x", "'=x"), ("+x", "'+x"), ("-x", "'-x"), ("@x", "'@x"),
+                       ("\tx", "'\tx"), ("\rx", "'\rx"), ("-5", "-5"), ("+1.5e3", "+1.5e3"),
+                       ("-.5", "-.5"), ("-5.", "-5."), ("-e5", "'-e5"), ("-", "'-"),
+                       ("x=1", "x=1"), ("", "")]:
+        assert csv_text(text) == want, text
+
+
+# -- item 8: the resume key covers every model file loaded ---------------------------------
+
+def _model_pair(folder, name, source, sidecar=None):
+    source = vmafdnn.models.path(source)
+    shutil.copy(source, folder / f"{name}.onnx")
+    data = json.loads(source.with_suffix(".json").read_text())
+    data.update(sidecar or {})
+    (folder / f"{name}.json").write_text(json.dumps(data))
+
+
+def test_a_regenerated_required_model_is_scored_again(tmp_path, clips):
+    models = tmp_path / "models"
+    models.mkdir()
+    _model_pair(models, "main", "psnr_y", {"requires": ["helper.onnx"]})
+    _model_pair(models, "helper", "ssim_y")
+    jobs = [{"title": "t", "reference": str(clips / "ref.y4m"),
+             "distorted": str(clips / "dist.y4m"), "models": [str(models / "main.onnx")]}]
+    out = tmp_path / "out.jsonl"
+    first = vbatch.batch(jobs, out, workers=1)
+    assert first.failed == 0 and first.ran == 1 and "ssim_y" in first[0]
+    again = vbatch.batch(jobs, out, workers=1)
+    assert again.skipped == 1 and again.ran == 0  # nothing changed: nothing to do
+    # The required model regenerated (another graph, same file names).
+    _model_pair(models, "helper", "sharpness_nr")
+    st = os.stat(models / "main.onnx")
+    third = vbatch.batch(jobs, out, workers=1)
+    assert os.stat(models / "main.onnx").st_mtime_ns == st.st_mtime_ns
+    assert third.ran == 1 and third.skipped == 0, "a stale required model's score was kept"
+    assert "sharpness_nr" in third[0] and "ssim_y" not in third[0]
+    assert third[0]["job_key"] != first[0]["job_key"]
+
+
+def test_a_model_touched_without_a_change_keeps_the_key(tmp_path, clips):
+    models = tmp_path / "models"
+    models.mkdir()
+    _model_pair(models, "main", "psnr_y")
+    jobs = [{"reference": str(clips / "ref.y4m"), "distorted": str(clips / "dist.y4m"),
+             "models": [str(models / "main.onnx")]}]
+    out = tmp_path / "out.jsonl"
+    vbatch.batch(jobs, out, workers=1)
+    os.utime(models / "main.onnx", ns=(1, 1))  # same content: by hash, the same model
+    assert vbatch.batch(jobs, out, workers=1).skipped == 1
+
+
+def test_rows_of_an_older_key_are_scored_again_once(tmp_path, clips):
+    jobs = [{"reference": str(clips / "ref.y4m"), "distorted": str(clips / "dist.y4m")}]
+    out = tmp_path / "out.jsonl"
+    rows = vbatch.batch(jobs, out, workers=1, models=["psnr_y"])
+    old = dict(rows[0], job_key="0123456789abcdef01234567")  # as an older version keyed it
+    vbatch.write_results([old], out)
+    assert vbatch.batch(jobs, out, workers=1, models=["psnr_y"]).ran == 1
+    assert vbatch.batch(jobs, out, workers=1, models=["psnr_y"]).skipped == 1
+
+
+def test_a_stuck_job_on_ray_has_its_actor_killed_and_fails_its_row(tmp_path, clips):
+    import ray
+    started = not ray.is_initialized()
+    if started:
+        preload = os.environ.pop("LD_PRELOAD", None)  # as test_batch's fixture: see there
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, logging_level="warning",
+                     log_to_driver=False, object_store_memory=80 * 1024 * 1024,
+                     runtime_env={"env_vars": {"LD_PRELOAD": preload}} if preload else None)
+        finally:
+            if preload is not None:
+                os.environ["LD_PRELOAD"] = preload
+    try:
+        fifo = tmp_path / "stuck.y4m"
+        os.mkfifo(fifo)
+        ok = {"reference": str(clips / "ref.y4m"), "distorted": str(clips / "dist.y4m")}
+        jobs = [dict(ok, title="stuck", distorted=str(fifo))] + \
+            [dict(ok, title=f"ok{i}") for i in range(3)]
+        t0 = time.monotonic()
+        # One actor, two jobs in flight on it: the one queued behind the stuck job
+        # goes to the replacement actor without being charged an attempt.
+        rows = vbatch.batch(jobs, tmp_path / "out.jsonl", ray=True, workers=1,
+                            models=["psnr_y"], allow_pipes=True, timeout=6)
+        assert time.monotonic() - t0 < 120
+        assert rows[0]["error"].startswith("JobTimeout:"), rows[0]
+        assert [r["error"] for r in rows[1:]] == ["", "", ""]
+        assert all(r["attempts"] == 1 for r in rows[1:])
+        assert rows.failed == 1
+    finally:
+        if started:
+            ray.shutdown()
