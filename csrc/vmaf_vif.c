@@ -200,16 +200,25 @@ static void ring_row8(const uint16_t *restrict r, const uint16_t *restrict d, un
 
 /* One quantity q of the window b (CW columns): the 17-tap sum, 32-bit. One
  * quantity per loop keeps the accumulators in registers. */
+#define P17(k, q, j) b[((k) * 5 + (q)) * CW + (j)]
 #define VSUM17_8(q, j)                                                                        \
-    ((uint32_t)vif_taps[0][8] * b[(8 * 5 + (q)) * CW + (j)] +                                  \
-     vif_taps[0][0] * ((uint32_t)b[(0 * 5 + (q)) * CW + (j)] + b[(16 * 5 + (q)) * CW + (j)]) + \
-     vif_taps[0][1] * ((uint32_t)b[(1 * 5 + (q)) * CW + (j)] + b[(15 * 5 + (q)) * CW + (j)]) + \
-     vif_taps[0][2] * ((uint32_t)b[(2 * 5 + (q)) * CW + (j)] + b[(14 * 5 + (q)) * CW + (j)]) + \
-     vif_taps[0][3] * ((uint32_t)b[(3 * 5 + (q)) * CW + (j)] + b[(13 * 5 + (q)) * CW + (j)]) + \
-     vif_taps[0][4] * ((uint32_t)b[(4 * 5 + (q)) * CW + (j)] + b[(12 * 5 + (q)) * CW + (j)]) + \
-     vif_taps[0][5] * ((uint32_t)b[(5 * 5 + (q)) * CW + (j)] + b[(11 * 5 + (q)) * CW + (j)]) + \
-     vif_taps[0][6] * ((uint32_t)b[(6 * 5 + (q)) * CW + (j)] + b[(10 * 5 + (q)) * CW + (j)]) + \
-     vif_taps[0][7] * ((uint32_t)b[(7 * 5 + (q)) * CW + (j)] + b[(9 * 5 + (q)) * CW + (j)]))
+    ((uint32_t)vif_taps[0][8] * P17(8, q, j) +                                                 \
+     vif_taps[0][0] * ((uint32_t)P17(0, q, j) + P17(16, q, j)) +                               \
+     vif_taps[0][1] * ((uint32_t)P17(1, q, j) + P17(15, q, j)) +                               \
+     vif_taps[0][2] * ((uint32_t)P17(2, q, j) + P17(14, q, j)) +                               \
+     vif_taps[0][3] * ((uint32_t)P17(3, q, j) + P17(13, q, j)) +                               \
+     vif_taps[0][4] * ((uint32_t)P17(4, q, j) + P17(12, q, j)) +                               \
+     vif_taps[0][5] * ((uint32_t)P17(5, q, j) + P17(11, q, j)) +                               \
+     vif_taps[0][6] * ((uint32_t)P17(6, q, j) + P17(10, q, j)) +                               \
+     vif_taps[0][7] * ((uint32_t)P17(7, q, j) + P17(9, q, j)))
+/* x and y (8 bits): a pair's sum fits 16 bits. */
+#define PS(k, q, j) (uint32_t)(uint16_t)(P17(k, q, j) + P17(16 - (k), q, j))
+#define VSUM17_8S(q, j)                                                                       \
+    ((uint32_t)vif_taps[0][8] * P17(8, q, j) + vif_taps[0][0] * PS(0, q, j) +                  \
+     vif_taps[0][1] * PS(1, q, j) + vif_taps[0][2] * PS(2, q, j) +                             \
+     vif_taps[0][3] * PS(3, q, j) + vif_taps[0][4] * PS(4, q, j) +                             \
+     vif_taps[0][5] * PS(5, q, j) + vif_taps[0][6] * PS(6, q, j) +                             \
+     vif_taps[0][7] * PS(7, q, j))
 
 VDNN_TARGET_CLONES
 static void vstat_17_8bit(const uint16_t *restrict win, size_t nch, Rows8 out)
@@ -221,9 +230,9 @@ static void vstat_17_8bit(const uint16_t *restrict win, size_t nch, Rows8 out)
         const uint16_t *restrict b = win + c * CHUNK;
         const size_t o = c * CW;
         for (size_t j = 0; j < CW; j++)
-            o0[o + j] = ((VSUM17_8(0, j) + 128) >> 8);
+            o0[o + j] = ((VSUM17_8S(0, j) + 128) >> 8);
         for (size_t j = 0; j < CW; j++)
-            o1[o + j] = ((VSUM17_8(1, j) + 128) >> 8);
+            o1[o + j] = ((VSUM17_8S(1, j) + 128) >> 8);
         for (size_t j = 0; j < CW; j++) {
             const uint32_t v = VSUM17_8(2, j);
             o2[o + j] = v >> 16, o3[o + j] = v & 0xffff;
@@ -449,21 +458,39 @@ static void vertical_sub(const uint16_t *const *r, const uint16_t *const *d, int
 }
 
 /* Horizontal pass at the even columns only: wn = w / 2 outputs. */
-VDNN_TARGET_CLONES
-static void horizontal_sub(const uint32_t *v1, const uint32_t *v2, int fw, const uint16_t *taps,
-                           unsigned wn, uint16_t *restrict o1, uint16_t *restrict o2)
+INLINE void hsub_body(const uint32_t *v, const int FW, const uint16_t *taps, unsigned wn,
+                      uint16_t *restrict o)
 {
-    const int half = fw / 2;
-    const uint32_t *restrict a = v1 - half, *restrict b = v2 - half;
+    const int H = FW / 2;
+    const uint32_t *restrict a = v - H;
     for (size_t m = 0; m < wn; m++) {
-        uint32_t x = 0, y = 0;
-        for (int k = 0; k < fw; k++) {
-            x += taps[k] * a[2 * m + k];
-            y += taps[k] * b[2 * m + k];
-        }
-        o1[m] = (uint16_t)((x + 32768) >> 16);
-        o2[m] = (uint16_t)((y + 32768) >> 16);
+        uint32_t x = (uint32_t)taps[H] * a[2 * m + H];
+#pragma GCC unroll 8
+        for (int k = 0; k < H; k++)
+            x += taps[k] * (a[2 * m + k] + a[2 * m + FW - 1 - k]);
+        o[m] = (uint16_t)((x + 32768) >> 16);
     }
+}
+
+#define HSUB(FW, S)                                                                           \
+    VDNN_TARGET_CLONES                                                                        \
+    static void hsub_##FW(const uint32_t *v, unsigned wn, uint16_t *o)                        \
+    {                                                                                         \
+        hsub_body(v, FW, vif_taps[S], wn, o);                                                 \
+    }
+HSUB(9, 1)
+HSUB(5, 2)
+HSUB(3, 3)
+
+static void horizontal_sub(const uint32_t *v1, const uint32_t *v2, int s_next, unsigned wn,
+                           uint16_t *o1, uint16_t *o2)
+{
+    if (s_next == 1)
+        hsub_9(v1, wn, o1), hsub_9(v2, wn, o2);
+    else if (s_next == 2)
+        hsub_5(v1, wn, o1), hsub_5(v2, wn, o2);
+    else
+        hsub_3(v1, wn, o1), hsub_3(v2, wn, o2);
 }
 
 /* ---- driver ------------------------------------------------------------- */
@@ -603,7 +630,7 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
                 pad_row(sub1, im.w, halfn);
                 pad_row(sub2, im.w, halfn);
                 const Image nx = img[s + 1];
-                horizontal_sub(sub1, sub2, fwn, vif_taps[s + 1], nx.w,
+                horizontal_sub(sub1, sub2, s + 1, nx.w,
                                (uint16_t *)nx.ref + (i / 2) * nx.stride,
                                (uint16_t *)nx.dis + (i / 2) * nx.stride);
             }
