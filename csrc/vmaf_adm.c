@@ -192,17 +192,50 @@ static void hpass0(const int32_t *restrict t, int n, int nout, const int *restri
     }
 }
 
-/* Levels 1..3 vertical pass (int32 input, 64-bit sums). */
+/* Levels 1..3 passes: libvmaf's (int32)((sum_k c_k x_k + add) >> sh) with
+ * 64-bit sums, in uint32 lanes. With x = 2^sh xh + xl (0 <= xl < 2^sh):
+ * the result is sum c xh (mod 2^32, all the int32 cast keeps) plus
+ * floor((sum c xl + add) / 2^sh), the latter taken in uint32 after adding
+ * OFF 2^sh (OFF = the sum of the negative taps' magnitudes: 4240 low-pass,
+ * 27411 high-pass), which keeps it in [0, 2^32) for sh <= 16, add <= 2^15. */
+static inline int32_t split_sum(int32_t c0, int32_t c1, int32_t c2, int32_t c3, int32_t ah,
+                                int32_t bh, int32_t ch, int32_t dh, int32_t al, int32_t bl,
+                                int32_t cl, int32_t dl, uint32_t addoff, int sh, uint32_t off)
+{
+    const uint32_t A = (uint32_t)c0 * (uint32_t)ah + (uint32_t)c1 * (uint32_t)bh +
+                       (uint32_t)c2 * (uint32_t)ch + (uint32_t)c3 * (uint32_t)dh;
+    const uint32_t B = (uint32_t)(c0 * al) + (uint32_t)(c1 * bl) + (uint32_t)(c2 * cl) +
+                       (uint32_t)(c3 * dl) + addoff;
+    return (int32_t)(A + (B >> sh) - off);
+}
+
 VDNN_TARGET_CLONES
 static void vpass_s(const int32_t *restrict s0, const int32_t *restrict s1,
                     const int32_t *restrict s2, const int32_t *restrict s3, int n, int64_t add,
                     int sh, int32_t *restrict lo, int32_t *restrict hi)
 {
+    const uint32_t mask = (1u << sh) - 1;
+    const uint32_t aol = (uint32_t)add + (4240u << sh), aoh = (uint32_t)add + (27411u << sh);
     for (int j = 0; j < n; j++) {
-        const int64_t a = s0[j], b = s1[j], c = s2[j], d = s3[j];
-        lo[j] = (int32_t)((LO0 * a + LO1 * b + LO2 * c + LO3 * d + add) >> sh);
-        hi[j] = (int32_t)((HI0 * a + HI1 * b + HI2 * c + HI3 * d + add) >> sh);
+        const int32_t a = s0[j], b = s1[j], c = s2[j], d = s3[j];
+        const int32_t ah = a >> sh, bh = b >> sh, ch = c >> sh, dh = d >> sh;
+        const int32_t al = (int32_t)((uint32_t)a & mask), bl = (int32_t)((uint32_t)b & mask),
+                      cl = (int32_t)((uint32_t)c & mask), dl = (int32_t)((uint32_t)d & mask);
+        lo[j] = split_sum(LO0, LO1, LO2, LO3, ah, bh, ch, dh, al, bl, cl, dl, aol, sh, 4240u);
+        hi[j] = split_sum(HI0, HI1, HI2, HI3, ah, bh, ch, dh, al, bl, cl, dl, aoh, sh, 27411u);
     }
+}
+
+static inline void hsplit(const int32_t *restrict t, int i0, int i1, int i2, int i3, int sh,
+                          uint32_t mask, uint32_t aol, uint32_t aoh, int32_t *restrict lo,
+                          int32_t *restrict hi)
+{
+    const int32_t a = t[i0], b = t[i1], c = t[i2], d = t[i3];
+    const int32_t ah = a >> sh, bh = b >> sh, ch = c >> sh, dh = d >> sh;
+    const int32_t al = (int32_t)((uint32_t)a & mask), bl = (int32_t)((uint32_t)b & mask),
+                  cl = (int32_t)((uint32_t)c & mask), dl = (int32_t)((uint32_t)d & mask);
+    *lo = split_sum(LO0, LO1, LO2, LO3, ah, bh, ch, dh, al, bl, cl, dl, aol, sh, 4240u);
+    *hi = split_sum(HI0, HI1, HI2, HI3, ah, bh, ch, dh, al, bl, cl, dl, aoh, sh, 27411u);
 }
 
 VDNN_TARGET_CLONES
@@ -210,23 +243,20 @@ static void hpass_s(const int32_t *restrict t, int n, int nout, const int *restr
                     const int *restrict ix3, int64_t add, int sh, int32_t *restrict blo,
                     int32_t *restrict bhi)
 {
+    const uint32_t mask = (1u << sh) - 1;
+    const uint32_t aol = (uint32_t)add + (4240u << sh), aoh = (uint32_t)add + (27411u << sh);
     for (int j = 0; j < nout; j++) {
         if (j == 1 && nout > 3) {
             const int end = nout - 2;
-            for (int k = 1; k < end; k++) {
-                const int64_t a = t[2 * k - 1], b = t[2 * k], c = t[2 * k + 1], d = t[2 * k + 2];
-                blo[k] = (int32_t)((LO0 * a + LO1 * b + LO2 * c + LO3 * d + add) >> sh);
-                bhi[k] = (int32_t)((HI0 * a + HI1 * b + HI2 * c + HI3 * d + add) >> sh);
-            }
+            for (int k = 1; k < end; k++)
+                hsplit(t, 2 * k - 1, 2 * k, 2 * k + 1, 2 * k + 2, sh, mask, aol, aoh, &blo[k],
+                       &bhi[k]);
             j = end - 1;
             continue;
         }
-        const int i0 = ix0[j], i3 = ix3[j];
         const int i1 = j == 0 ? 0 : 2 * j, i2 = j == 0 ? 1 : 2 * j + 1;
-        const int64_t a = t[i0], b = t[i1 < n ? i1 : 2 * n - i1 - 1],
-                      c = t[i2 < n ? i2 : 2 * n - i2 - 1], d = t[i3];
-        blo[j] = (int32_t)((LO0 * a + LO1 * b + LO2 * c + LO3 * d + add) >> sh);
-        bhi[j] = (int32_t)((HI0 * a + HI1 * b + HI2 * c + HI3 * d + add) >> sh);
+        hsplit(t, ix0[j], i1 < n ? i1 : 2 * n - i1 - 1, i2 < n ? i2 : 2 * n - i2 - 1, ix3[j], sh,
+               mask, aol, aoh, &blo[j], &bhi[j]);
     }
 }
 
