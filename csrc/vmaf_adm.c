@@ -149,12 +149,14 @@ static void tap_indices(int i, int n, int idx[4])
 VDNN_TARGET_CLONES
 static void vpass0(const uint16_t *restrict s0, const uint16_t *restrict s1,
                    const uint16_t *restrict s2, const uint16_t *restrict s3, int n, int bpc,
-                   int32_t *restrict lo, int32_t *restrict hi)
+                   int32_t *restrict lo, int32_t *restrict hi, uint16_t *restrict bits)
 {
     const int32_t add = 1 << (bpc - 1);
     const int32_t off = LO_SUM * add;
+    uint16_t m = *bits;
     for (int j = 0; j < n; j++) {
         const int32_t a = s0[j], b = s1[j], c = s2[j], d = s3[j];
+        m |= (uint16_t)(s0[j] | s1[j] | s2[j] | s3[j]);
         /* In uint32: the 16-bit case wraps in int32 in libvmaf, the result
          * (after the offset) fits. */
         const uint32_t l = (uint32_t)(LO0 * a) + (uint32_t)(LO1 * b) + (uint32_t)(LO2 * c) +
@@ -163,6 +165,7 @@ static void vpass0(const uint16_t *restrict s0, const uint16_t *restrict s1,
         lo[j] = (int16_t)((int32_t)l >> bpc);
         hi[j] = (int16_t)(hh >> bpc);
     }
+    *bits = m;
 }
 
 /* Level 0 horizontal pass of one low or high row: -> two bands. */
@@ -729,6 +732,9 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
     const int mr0 = L->top, mr1 = L->bottom, mc0 = L->left, mc1 = L->right;
     const int need_hi = ll_ref ? h : L->rhi;
 
+    /* Level 0 reads every sample (rows 0 .. hin - 1 through the taps, all
+     * columns): the OR of them all is the range check. */
+    uint16_t sample_bits = 0;
     for (int i = 0; i < need_hi; i++) {
         if ((i & 31) == 0 && env->cancelled && env->cancelled(env->opaque))
             return -ECANCELED;
@@ -744,7 +750,7 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
                 const VdnnPlane *pl = p ? pdis : pref;
                 const uint16_t *s = pl->data;
                 vpass0(s + iy[0] * pl->stride, s + iy[1] * pl->stride, s + iy[2] * pl->stride,
-                       s + iy[3] * pl->stride, win, (int)pl->bpc, lo, hi);
+                       s + iy[3] * pl->stride, win, (int)pl->bpc, lo, hi, &sample_bits);
                 hpass0(lo, win, w, wk->ix0, wk->ix3, bll, wk->band[4 * p + 1]);
                 hpass0(hi, win, w, wk->ix0, wk->ix3, wk->band[4 * p + 2], wk->band[4 * p + 3]);
             } else {
@@ -817,6 +823,9 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
         }
     }
 
+    if (lev == 0 && sample_bits >> pref->bpc)
+        return -EINVAL; /* a sample above 2^bpc - 1 */
+
     /* Scores of the level, in libvmaf's float/double steps. */
     const float noise = powf((float)(area_h * area_w * NOISE_WEIGHT), 1.0f / 3.0f);
     float nsc[3], dsc[3];
@@ -849,25 +858,12 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
     return 0;
 }
 
-/* The OR of all samples: one above 2^bpc - 1 sets a bit >= bpc. */
-VDNN_TARGET_CLONES
-static unsigned plane_bits(const uint16_t *restrict data, ptrdiff_t stride, unsigned w, unsigned h)
-{
-    uint16_t m = 0;
-    for (unsigned i = 0; i < h; i++) {
-        const uint16_t *row = data + (ptrdiff_t)i * stride;
-        for (unsigned j = 0; j < w; j++)
-            m |= row[j];
-    }
-    return m;
-}
-
 static int check_plane(const VdnnPlane *p)
 {
     if (!p->data || p->bpc < 8 || p->bpc > 16 || p->stride < (ptrdiff_t)p->w ||
         p->w < ADM_MIN_SIZE || p->h < ADM_MIN_SIZE || p->w > (1u << 16) || p->h > (1u << 16))
         return -EINVAL;
-    return plane_bits(p->data, p->stride, p->w, p->h) >> p->bpc ? -EINVAL : 0;
+    return 0; /* the samples' range: checked by level 0's pass (run_level) */
 }
 
 VDNN_TARGET_CLONES
