@@ -692,7 +692,8 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
     ssim_y, sharpness_nr without a reference). ``workers``: processes (or
     Ray actors); default every core (of the machine, or of the Ray cluster)
     divided by ``threads``. Local workers are started with ``spawn``: a
-    script calling this needs the usual ``if __name__ == "__main__":``. ``threads``: ONNX Runtime threads of each model in each
+    script calling this needs the usual ``if __name__ == "__main__":``.
+    ``threads``: ONNX Runtime threads of each model in each
     worker (default 1: whole jobs in parallel scale better than threads
     within a frame). ``device``, ``device_index``, ``fp16_io``, ``resize``
     and the ``policy`` keywords (``model_dir``, ``max_memory_bytes``,

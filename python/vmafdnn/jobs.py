@@ -36,7 +36,7 @@ import re
 from typing import Iterable, List, Optional
 
 __all__ = ["read_jobs", "labels", "JobListError", "JOB_FIELDS", "RESULT_COLUMNS",
-           "POOL_SUFFIXES", "MAX_OFFSET"]
+           "POOL_SUFFIXES", "MAX_OFFSET", "MAX_JOB_LIST_BYTES"]
 
 #: Job columns the runner reads; every other column is a label.
 JOB_FIELDS = ("reference", "distorted", "models", "ref_offset", "dist_offset", "scale",
@@ -52,6 +52,9 @@ RESULT_COLUMNS = ("frames", "fps", "attached_ep", "file_kbps", "load_s", "score_
 
 #: The largest frame offset a job may ask for (frames skipped at the start).
 MAX_OFFSET = 2 ** 31 - 1
+
+#: The largest job list read (a million jobs of ~250 bytes).
+MAX_JOB_LIST_BYTES = 256 << 20
 
 _MAX_DIMENSION = 32768  # VMAF_DNN_MAX_DIMENSION
 _MAX_PATH_BYTES = 4096
@@ -85,11 +88,7 @@ def read_jobs(source, base_dir: Optional[str] = None,
     if isinstance(source, (str, os.PathLike)):
         name = os.fspath(source)
         base_dir = base_dir or os.path.dirname(os.path.abspath(name))
-        try:
-            with open(name, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            raise JobListError(f"{name}: cannot read the job list: {e.strerror or e}") from None
+        data = _read_job_file(name)
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
         try:
@@ -113,6 +112,29 @@ def read_jobs(source, base_dir: Optional[str] = None,
                                    f"{type(item).__name__}")
             raw.append((where, _check_keys(where, list(item.items()))))
     return [_normalise_job(item, where, base_dir, default_models) for where, item in raw]
+
+
+def _read_job_file(name: str) -> bytes:
+    """The job list's bytes: a regular file, or a FIFO (``<(make_jobs)``: a
+    pipe the user names on purpose), at most MAX_JOB_LIST_BYTES; a device
+    (``/dev/zero``) or a folder is refused before a byte is read."""
+    import stat
+    try:
+        with open(name, "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+                device = stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                raise JobListError(f"{name}: a job list is a file, not "
+                                   f"{'a device' if device else 'this kind of file'}")
+            data = f.read(MAX_JOB_LIST_BYTES + 1)
+    except IsADirectoryError:
+        raise JobListError(f"{name}: a job list is a file, not a directory") from None
+    except OSError as e:
+        raise JobListError(f"{name}: cannot read the job list: {e.strerror or e}") from None
+    if len(data) > MAX_JOB_LIST_BYTES:
+        raise JobListError(f"{name}: larger than {MAX_JOB_LIST_BYTES >> 20} MiB "
+                           "(MAX_JOB_LIST_BYTES): not a job list")
+    return data
 
 
 def _check_keys(where: str, pairs) -> dict:
@@ -212,9 +234,9 @@ def _path_value(where: str, field: str, value, base_dir: str) -> str:
 
 
 def _kind(value) -> str:
-    return {bool: "a boolean", int: "a number", float: "a number", list: "an array",
-            dict: "an object", _Object: "an object", type(None): "null", str: "a string"}.get(type(value),
-                                                                        type(value).__name__)
+    kinds = {bool: "a boolean", int: "a number", float: "a number", list: "an array",
+             dict: "an object", _Object: "an object", type(None): "null", str: "a string"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 def _int_value(where: str, field: str, value) -> int:
@@ -233,7 +255,8 @@ def _int_value(where: str, field: str, value) -> int:
         shown = repr(value) if isinstance(value, float) else _kind(value)
         raise _field_error(where, field, f"must be an integer {lo}..{hi}, got {shown}")
     if not lo <= number <= hi:
-        shown = str(number) if number.bit_length() < 64 else f"a number of {len(str(number))} digits"
+        shown = (str(number) if number.bit_length() < 64
+                 else f"a number of {len(str(number))} digits")
         raise _field_error(where, field, f"must be {lo}..{hi}, got {shown}")
     return number
 

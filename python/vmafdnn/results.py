@@ -226,6 +226,15 @@ def _journal_path(output: str) -> str:
     return output + ".partial.jsonl"
 
 
+def _regular(path: str) -> bool:
+    """Whether ``path`` is a regular file: only those are read back (a FIFO
+    or a device named as the output would block or never end)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _good_rows(output: Optional[str]) -> List[dict]:
     """The successful rows of earlier runs, in the results file and its
     journal: one per job key (the journal's, newer, where both have one),
@@ -233,14 +242,14 @@ def _good_rows(output: Optional[str]) -> List[dict]:
     if output is None:
         return []
     found = []
-    if os.path.exists(output):
+    if _regular(output):
         try:
             found += read_results(output)
         except (ValueError, UnicodeDecodeError, csv.Error) as e:
             raise ValueError(f"results file {output} cannot be read back to resume ({e}); "
                              "move it away or choose another -o") from None
     journal = _journal_path(output)
-    if os.path.exists(journal):
+    if _regular(journal):
         with open(journal, encoding="utf-8", errors="replace") as f:
             for line in f:
                 try:

@@ -233,6 +233,33 @@ def test_malformed_csv_is_located(tmp_path, content, why):
     assert str(e.value).startswith(f"{jobs}:") and why in str(e.value), str(e.value)
 
 
+def test_a_device_or_folder_as_the_job_list_is_refused_before_reading(tmp_path):
+    with pytest.raises(ValueError, match="/dev/zero: a job list is a file, not a device"):
+        vbatch.read_jobs("/dev/zero")
+    with pytest.raises(ValueError, match="not a directory"):
+        vbatch.read_jobs(tmp_path)
+
+
+def test_a_job_list_from_a_pipe_is_read(tmp_path, clips):
+    import threading
+    fifo = tmp_path / "jobs.csv"
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "w") as f:
+            f.write(f"reference,distorted\n{clips / 'ref.y4m'},{clips / 'dist.y4m'}\n")
+    threading.Thread(target=feed, daemon=True).start()
+    job, = vbatch.read_jobs(fifo)
+    assert job["reference"] == str(clips / "ref.y4m")
+
+
+def test_a_results_file_that_is_not_a_regular_file_is_not_read_back(tmp_path):
+    from vmafdnn.results import _good_rows
+    fifo = tmp_path / "out.jsonl"
+    os.mkfifo(fifo)
+    assert _good_rows(str(fifo)) == []  # before: blocked opening the FIFO
+
+
 def test_the_command_line_reports_a_bad_value_with_its_location(tmp_path):
     jobs = tmp_path / "jobs.jsonl"
     jobs.write_text('{"distorted": "a.y4m", "ref_offset": 1e999}\n')
