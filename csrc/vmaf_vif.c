@@ -47,6 +47,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -304,6 +305,14 @@ INLINE uint32_t hsum(const uint32_t *restrict p, size_t j, const int FW, const u
     return a;
 }
 
+/* (a b + 2^31) >> 32 */
+INLINE uint32_t mu_sq(uint64_t a, uint64_t b)
+{
+    return (uint32_t)((a * b + 0x80000000u) >> 32);
+}
+
+/* out: mu1, mu2 and the sigmas: xx, yy, xy become sigma1_sq, sigma2_sq (not
+ * yet clamped) and sigma12 as int32 bit patterns. */
 INLINE void hstat_body(Rows8 in, const int FW, const uint16_t *taps, unsigned w, Rows5 out)
 {
     const int H = FW / 2;
@@ -318,11 +327,14 @@ INLINE void hstat_body(Rows8 in, const int FW, const uint16_t *taps, unsigned w,
     for (size_t j = 0; j < w; j++)
         o2[j] = hsum(i1, j, FW, taps);
     for (size_t j = 0; j < w; j++)
-        oxx[j] = hsum(i2, j, FW, taps) + ((hsum(i3, j, FW, taps) + 32768) >> 16);
+        oxx[j] = hsum(i2, j, FW, taps) + ((hsum(i3, j, FW, taps) + 32768) >> 16) -
+                 mu_sq(o1[j], o1[j]);
     for (size_t j = 0; j < w; j++)
-        oyy[j] = hsum(i4, j, FW, taps) + ((hsum(i5, j, FW, taps) + 32768) >> 16);
+        oyy[j] = hsum(i4, j, FW, taps) + ((hsum(i5, j, FW, taps) + 32768) >> 16) -
+                 mu_sq(o2[j], o2[j]);
     for (size_t j = 0; j < w; j++)
-        oxy[j] = hsum(i6, j, FW, taps) + ((hsum(i7, j, FW, taps) + 32768) >> 16);
+        oxy[j] = hsum(i6, j, FW, taps) + ((hsum(i7, j, FW, taps) + 32768) >> 16) -
+                 mu_sq(o1[j], o2[j]);
 }
 
 #define HSTAT(FW, S)                                                                          \
@@ -350,6 +362,17 @@ static void horizontal_stat(Rows8 in, int s, unsigned w, Rows5 out)
 
 /* ---- the statistic ------------------------------------------------------ */
 
+/* round(log2f(i) * 2048) for i in 32768..65535 (entry i - 32768), made once
+ * per process (pthread_once) and read-only after. */
+static uint16_t log2_table_mem[32768];
+static pthread_once_t log2_table_once = PTHREAD_ONCE_INIT;
+
+static void log2_table_init(void)
+{
+    for (unsigned i = 32768; i < 65536; i++)
+        log2_table_mem[i - 32768] = (uint16_t)round(log2f((float)i) * 2048);
+}
+
 /* log2(v) in 1/2048 from the table, v >= 2^17 (below 2^53): the top 16 bits
  * index the table (from 32768), each further bit adds 2048. */
 static inline int32_t log2_fixed(const uint16_t *log2_table, uint64_t v)
@@ -358,24 +381,8 @@ static inline int32_t log2_fixed(const uint16_t *log2_table, uint64_t v)
     return log2_table[(v >> k) - 32768] + 2048 * k;
 }
 
-/* The sigmas of a row, in place: xx, yy, xy become sigma1_sq, sigma2_sq
- * (not yet clamped) and sigma12 as int32 bit patterns. */
-VDNN_TARGET_CLONES
-static void sigmas_row(Rows5 m, unsigned w)
-{
-    const uint32_t *restrict mu1 = m.mu1, *restrict mu2 = m.mu2;
-    uint32_t *restrict xx = m.xx, *restrict yy = m.yy, *restrict xy = m.xy;
-    for (size_t j = 0; j < w; j++) {
-        const uint64_t a = mu1[j], b = mu2[j];
-        xx[j] -= (uint32_t)((a * a + 0x80000000u) >> 32);
-        yy[j] -= (uint32_t)((b * b + 0x80000000u) >> 32);
-        xy[j] -= (uint32_t)((a * b + 0x80000000u) >> 32);
-    }
-}
-
 static void stat_row(Rows5 m, unsigned w, const uint16_t *log2_table, double egl, Accum *acc)
 {
-    sigmas_row(m, w);
     int64_t num_log = 0, den_log = 0, num_non_log = 0, den_non_log = 0;
     const double eps = 65536 * 1.0e-10;
     for (unsigned j = 0; j < w; j++) {
@@ -501,10 +508,11 @@ typedef struct Image {
     unsigned w, h;
 } Image;
 
+VDNN_TARGET_CLONES
 static int row_out_of_range(const uint16_t *restrict p, unsigned w, unsigned max)
 {
-    unsigned acc = 0;
-    for (unsigned j = 0; j < w; j++)
+    uint16_t acc = 0;
+    for (size_t j = 0; j < w; j++)
         acc |= p[j];
     return (acc & ~max) != 0;
 }
@@ -531,9 +539,9 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
     for (int s = 1; s < 4; s++)
         ws[s] = ws[s - 1] / 2, hs[s] = hs[s - 1] / 2;
 
-    /* One block: the log2 table (32768 entries), 8 padded 16-bit rows (the
-     * vertical pass), 5 rows of w and 2 padded rows for subsampling (32-bit),
-     * scales 1..3 (ref and dis) and, at 8 bits, the ring of source rows. */
+    /* One block: 8 padded rows (the vertical pass), 5 rows of w and 2
+     * padded rows for subsampling (32-bit), scales 1..3 (ref and dis) and,
+     * at 8 bits, the ring of source rows. */
     const size_t nch = ((size_t)w + CW - 1) / CW;
     const size_t row_len = ((size_t)w + 2 * MAX_HALF + 15) & ~(size_t)15;
     const size_t row16 = (nch * CW + 2 * MAX_HALF + 31) & ~(size_t)31;
@@ -541,16 +549,15 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
     for (int s = 1; s < 4; s++)
         img_total += 2 * (((size_t)ws[s] + 31) & ~(size_t)31) * hs[s];
     const size_t ring = bpc == 8 ? nch * CHUNK : 0;
-    const size_t bytes = 32768 * sizeof(uint16_t) + (7 * row_len + 8 * row16) * sizeof(uint32_t) +
+    const size_t bytes = (7 * row_len + 8 * row16) * sizeof(uint32_t) +
                          (img_total + ring) * sizeof(uint16_t) + 64;
     unsigned char *block = env->alloc(env->opaque, bytes);
     if (!block)
         return -ENOMEM;
 
-    uint16_t *log2_table = (uint16_t *)block; /* entry i - 32768: i in 32768..65535 */
-    for (unsigned i = 32768; i < 65536; i++)
-        log2_table[i - 32768] = (uint16_t)round(log2f((float)i) * 2048);
-    uint32_t *rows = (uint32_t *)(block + 32768 * sizeof(uint16_t));
+    pthread_once(&log2_table_once, log2_table_init);
+    const uint16_t *log2_table = log2_table_mem;
+    uint32_t *rows = (uint32_t *)block;
     Rows5 horz;
     uint32_t **hr[5] = {&horz.mu1, &horz.mu2, &horz.xx, &horz.yy, &horz.xy};
     for (int q = 0; q < 5; q++)
