@@ -11,7 +11,9 @@
     vmafdnn bdrate RESULTS --anchor A --test B BD-rate between two ladders
 
 Errors are one line on stderr ("vmafdnn: error: ..."); the exit status is 2
-for a usage error and 1 for anything that fails while running. SIGINT and
+for a usage error and 1 for anything that fails while running. Output paths
+are checked before the first frame and never replace an input
+(vmafdnn.paths); "-o -" is the report on stdout, the summary then on stderr. SIGINT and
 SIGTERM stop every command within a second, even inside a model run (exit
 status 130 and 143); an interrupted scoring run writes no report.
 Names that come from models, sidecars or inputs are printed with control
@@ -35,7 +37,7 @@ from . import _gpu_libraries, names
 from ._native import ensure_ort, ffi, lib
 from .errors import DnnError
 from .paths import STDIO, Inputs, check_output
-from .scoring import Canceller, UsageError, score
+from .scoring import MAX_FEATURES_FILE_BYTES, Canceller, UsageError, score
 from .session import (EP_PACKAGE_ERRORS, MAX_BATCH, MAX_DEVICE_INDEX, MAX_THREADS, Session,
                       ep_devices, ep_libraries, explain_device)
 from .video import MAX_DIMENSION
@@ -535,7 +537,8 @@ def build_score_parser() -> argparse.ArgumentParser:
                           help="score the distorted video alone (no-reference models)")
     io_group.add_argument("--features", metavar="FILE",
                           help="libvmaf JSON report whose per-frame metrics feed "
-                               "feature-vector models")
+                               "feature-vector models: a regular file of at most "
+                               f"{MAX_FEATURES_FILE_BYTES >> 20} MiB, or '-' (stdin)")
     align = p.add_argument_group("alignment (off by default)")
     align.add_argument("--scale", action="store_true",
                        help="scale each distorted frame to the reference size (bicubic)")
@@ -567,7 +570,9 @@ def build_score_parser() -> argparse.ArgumentParser:
     o = p.add_argument_group("output")
     o.add_argument("-o", "--output", metavar="OUT",
                    help="report file (format: --json, --xml or --csv, else from OUT's "
-                        "extension, else JSON)")
+                        "extension, else JSON); '-': stdout, and the summary goes to "
+                        "stderr. Never one of the inputs (clips, features, models, "
+                        "sidecars)")
     fmt = o.add_mutually_exclusive_group()
     for name in ("json", "xml", "csv"):
         fmt.add_argument(f"--{name}", dest="fmt", action="store_const", const=name,

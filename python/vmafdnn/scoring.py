@@ -628,6 +628,8 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     no_reference = reference is None
     if _is_stdin(reference) and _is_stdin(distorted):
         raise UsageError("reference and distorted cannot both be read from stdin ('-')")
+    if _is_stdin(features) and (_is_stdin(reference) or _is_stdin(distorted)):
+        raise UsageError("the features file and a video cannot both be read from stdin ('-')")
     out_fmt = format_for_path(output, fmt) if output is not None or fmt is not None else None
     writes = _outputs(output, other_outputs)
     # Every file read is an input no output may replace: checked now with the

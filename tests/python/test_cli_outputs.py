@@ -141,12 +141,20 @@ def test_plot_never_replaces_an_input(clips, tmp_path):
 
 def test_bdrate_plot_never_replaces_the_results(tmp_path):
     results = tmp_path / "results.csv"
-    results.write_text("distorted,ladder,bitrate,psnr_y\n")
-    link = tmp_path / "curves.png"
+    lines = ["title,codec,bitrate,psnr_y"] + [
+        f"a,{codec},{rate * scale:g},{quality}" for codec, scale in (("x264", 1), ("x265", .7))
+        for rate, quality in ((1000, 30), (2000, 33), (4000, 36), (8000, 39))]
+    results.write_text("\n".join(lines) + "\n")
+    before = results.read_bytes()
+    link = tmp_path / "curves.png"  # before: the plot went through the link, exit 0
     link.symlink_to(results)
-    proc = cli("bdrate", results, "--anchor", "a", "--test", "b", "--plot", link)
-    one_error(proc, 2, "is also the results file")
-    assert results.read_text() == "distorted,ladder,bitrate,psnr_y\n"
+    proc = cli("bdrate", results, "--anchor", "x264", "--test", "x265", "--metric", "psnr_y",
+               "--plot", link)
+    one_error(proc, 2, f"the plot (--plot) {link} is also the results file")
+    assert results.read_bytes() == before
+    proc = cli("bdrate", results, "--anchor", "x264", "--test", "x265", "--metric", "psnr_y",
+               "--plot", tmp_path / "fine.png")
+    assert proc.returncode == 0, err(proc)
 
 
 def test_outputs_that_are_not_inputs_are_written(clips, tmp_path):
