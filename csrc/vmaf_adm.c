@@ -425,7 +425,7 @@ static void angle_flags_s(const int32_t *restrict oh, const int32_t *restrict ov
  * sh = 17), else ((q a + add) >> (15 + sh)) clipped, with a negative sum
  * (only with that -2^31) giving 0. r = (k o + 2^14) >> 15 by magnitude. */
 static inline int32_t restore_s_i(int32_t oc, int32_t tc, int32_t flag, int32_t gi,
-                                  const int32_t *restrict recip)
+                                  int32_t glim, const int32_t *restrict recip)
 {
     const uint32_t m = oc < 0 ? 0u - (uint32_t)oc : (uint32_t)oc;
     const uint32_t a = tc < 0 ? 0u - (uint32_t)tc : (uint32_t)tc;
@@ -443,11 +443,33 @@ static inline int32_t restore_s_i(int32_t oc, int32_t tc, int32_t flag, int32_t 
     const uint64_t x = (uint64_t)v >> (15 + sh);
     const int32_t same = ((oc > 0) & (tc > 0)) | ((oc < 0) & (tc < 0));
     const uint32_t k = (same & (v >= 0)) ? (x > 32768 ? 32768u : (uint32_t)x) : 0u;
-    const uint64_t rm = ((uint64_t)k * m + (oc < 0 ? 16383u : 16384u)) >> 15;
-    const int32_t rs = (int32_t)(oc < 0 ? 0u - (uint32_t)rm : (uint32_t)rm);
+    /* (k m + 2^14 or 2^14 - 1) >> 15 with m = 2^15 mh + ml: k mh <= 2^31. */
+    const uint32_t rm = k * (m >> 15) + ((k * (m & 32767u) + (oc < 0 ? 16383u : 16384u)) >> 15);
+    const int32_t rs = (int32_t)(oc < 0 ? 0u - rm : rm);
+    /* min(r gi, t) (o > 0, t > 0) or max (o < 0, t < 0): r gi saturated at
+     * the int32 range first changes neither. */
+    (void)glim;
     const int64_t g = (int64_t)rs * gi;
     const int64_t lim = oc > 0 ? (g < tc ? g : tc) : (g > tc ? g : tc);
     return (flag & (k > 0)) ? (int32_t)lim : rs;
+}
+
+/* (int32)((rf a + 2^27) >> 28) (0 <= rf < 2^31) through the unsigned
+ * product: rf (a mod 2^32) exceeds rf a by rf 2^32 when a < 0, i.e. by
+ * rf 2^4 after the shift. */
+static inline int32_t csf_s(int32_t rf, int32_t a)
+{
+    const uint32_t u = (uint32_t)(((uint64_t)(uint32_t)rf * (uint32_t)a + (1u << 27)) >> 28);
+    return (int32_t)(u - (a < 0 ? (uint32_t)rf << 4 : 0u));
+}
+
+/* (int32)((143165577 m - 2^31) >> 32) (m = |cv|, INT32_MIN for INT32_MIN)
+ * through the unsigned product, as csf_s. */
+static inline int32_t mag_s(int32_t m)
+{
+    const uint32_t u =
+        (uint32_t)(((uint64_t)143165577u * (uint32_t)m + 0xFFFFFFFF80000000ull) >> 32);
+    return (int32_t)(u - (m < 0 ? 143165577u : 0u));
 }
 
 /* Levels 1..3 decoupling + CSF of one row over [c0, c1), integer gain limit
@@ -463,26 +485,32 @@ static void decouple_csf_s_i(const int32_t *restrict oh, const int32_t *restrict
                              int32_t *restrict av, int32_t *restrict ad, int32_t *restrict fh,
                              int32_t *restrict fv, int32_t *restrict fd)
 {
+    const int32_t glim = INT32_MAX / gi;
     for (int j = c0; j < c1; j++) {
         const int32_t t0 = th[j], t1 = tv[j], t2 = td[j];
         const int32_t flag = rh[j];
-        const int32_t r0 = restore_s_i(oh[j], t0, flag, gi, recip);
-        const int32_t r1 = restore_s_i(ov[j], t1, flag, gi, recip);
-        const int32_t r2 = restore_s_i(od[j], t2, flag, gi, recip);
+        const int32_t r0 = restore_s_i(oh[j], t0, flag, gi, glim, recip);
+        const int32_t r1 = restore_s_i(ov[j], t1, flag, gi, glim, recip);
+        const int32_t r2 = restore_s_i(od[j], t2, flag, gi, glim, recip);
         rh[j] = r0, rv[j] = r1, rd[j] = r2;
+    }
+    /* A loop of its own: GCC 12 -O2 does not vectorise the two together. */
+    for (int j = c0; j < c1; j++) {
+        const int32_t t0 = th[j], t1 = tv[j], t2 = td[j];
+        const int32_t r0 = rh[j], r1 = rv[j], r2 = rd[j];
         const int32_t a0 = (int32_t)((uint32_t)t0 - (uint32_t)r0);
         const int32_t a1 = (int32_t)((uint32_t)t1 - (uint32_t)r1);
         const int32_t a2 = (int32_t)((uint32_t)t2 - (uint32_t)r2);
-        const int32_t c0v = (int32_t)(uint32_t)((uint64_t)((int64_t)rf0 * a0 + (1 << 27)) >> 28);
-        const int32_t c1v = (int32_t)(uint32_t)((uint64_t)((int64_t)rf1 * a1 + (1 << 27)) >> 28);
-        const int32_t c2v = (int32_t)(uint32_t)((uint64_t)((int64_t)rf2 * a2 + (1 << 27)) >> 28);
+        const int32_t c0v = csf_s(rf0, a0);
+        const int32_t c1v = csf_s(rf1, a1);
+        const int32_t c2v = csf_s(rf2, a2);
         ah[j] = c0v, av[j] = c1v, ad[j] = c2v;
         const int32_t m0 = (int32_t)(c0v < 0 ? 0u - (uint32_t)c0v : (uint32_t)c0v);
         const int32_t m1 = (int32_t)(c1v < 0 ? 0u - (uint32_t)c1v : (uint32_t)c1v);
         const int32_t m2 = (int32_t)(c2v < 0 ? 0u - (uint32_t)c2v : (uint32_t)c2v);
-        fh[j] = (int32_t)(uint32_t)((uint64_t)((int64_t)143165577 * m0 + (int64_t)INT32_MIN) >> 32);
-        fv[j] = (int32_t)(uint32_t)((uint64_t)((int64_t)143165577 * m1 + (int64_t)INT32_MIN) >> 32);
-        fd[j] = (int32_t)(uint32_t)((uint64_t)((int64_t)143165577 * m2 + (int64_t)INT32_MIN) >> 32);
+        fh[j] = mag_s(m0);
+        fv[j] = mag_s(m1);
+        fd[j] = mag_s(m2);
     }
 }
 
