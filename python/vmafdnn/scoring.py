@@ -386,6 +386,9 @@ class _JsonStream:
             except ValueError as e:  # parse_int / parse_constant
                 raise ValueError(f"features file {self.name}: line {self.line()}: {what}: "
                                  f"{e}") from None
+            except RecursionError:
+                raise ValueError(f"features file {self.name}: line {self.line()}: {what} is "
+                                 "nested too deeply") from None
             if end is not None and (self.eof or not self._NUMBER_TAIL.fullmatch(self.buf, end)):
                 if end - start > MAX_FEATURES_VALUE_BYTES:
                     break

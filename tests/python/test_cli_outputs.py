@@ -307,7 +307,9 @@ def test_features_mapping_equals_the_plain_dict(tmp_path):
                            ('{"frames": [{"frameNum": 0, "metrics": {"a": 1}', "invalid JSON"),
                            ('{"fps": 1}', 'a \\"frames\\" array'),
                            ('{"frames": [{"frameNum": 0, "metrics": {}}, '
-                            '{"frameNum": 0, "metrics": {}}]}', "frame 0 appears twice")):
+                            '{"frameNum": 0, "metrics": {}}]}', "frame 0 appears twice"),
+                           ('{"frames": [' + "[" * 100000 + "]" * 100000 + "]}",
+                            "frames\\[0\\] is nested too deeply")):
         path.write_text(text)
         with pytest.raises(ValueError, match=fragment):
             scoring.load_features(path)
