@@ -59,7 +59,7 @@ from .jobs import JOB_FIELDS, POOL_SUFFIXES, label_clashes, read_jobs
 from .jobs import labels as _labels  # noqa: F401
 from .results import (_RESULT_HEAD, _RESULT_TAIL, Journal, _columns, _done_rows,  # noqa: F401
                       _file_identity, _format_of, _good_rows, _Hasher, _is_score,
-                      _journal_path, _keep_good_rows, _pyarrow, _with_labels, job_key,
+                      _journal_path, _keep_good_rows, _pyarrow, _with_labels, job_key, key_files,
                       read_results, remove_journal, write_results)
 
 #: Seconds one job may run (local worker or Ray actor) before it is stopped
@@ -122,6 +122,7 @@ class Scorer:
         try:
             for model in models:
                 ctx.use_model(model, no_reference=no_reference)
+            self._check_key_files(ctx, models)
         except BaseException:
             ctx.close()
             raise
@@ -129,6 +130,25 @@ class Scorer:
         while len(self._contexts) > _MAX_CONTEXTS:
             self._contexts.popitem(last=False)[1].close()
         return ctx, time.perf_counter() - t0
+
+    def _check_key_files(self, ctx, models) -> None:
+        """Every file the library loaded (``ctx.models``: each model and the
+        form that really scores) must be one the job key covers (the batch
+        hashes the files the sidecars name, following the library's rules):
+        a file outside the key would let a resumed batch keep a stale row."""
+        covered = self.options.get("key_files")
+        if covered is None:
+            return
+        allowed = set()
+        for model in models:
+            allowed.update(covered.get(os.fspath(model), ()))
+        for info in ctx.models:
+            for path in (info.path, info.form):
+                if path and os.path.realpath(path) not in allowed:
+                    raise RuntimeError(f"model file {path} was loaded but is not part of the "
+                                       "job key (a sidecar rule the batch runner does not "
+                                       "follow): refusing to score a row that resume could "
+                                       "not tell stale")
 
     def _release(self, key: tuple) -> None:
         """Empties the context of ``key`` for the next job, or drops it."""
@@ -759,6 +779,14 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
         _refuse_overwrite(output, jobs, job_list)
     hasher = _Hasher()
     keys = [job_key(job, options, hasher) for job in job_list]
+    from . import scoring
+    options["key_files"] = {}
+    for job in job_list:
+        for model in scoring._model_list(job["models"] or options["models"],
+                                         job["reference"] is None):
+            name = os.fspath(model)
+            if name not in options["key_files"]:
+                options["key_files"][name] = key_files(name, hasher)
     for job, key in zip(job_list, keys):
         job["job_key"] = key
     earlier = _good_rows(output)

@@ -30,8 +30,8 @@ from typing import Dict, List, Optional, Sequence
 
 from .jobs import JOB_FIELDS, POOL_SUFFIXES, labels as _labels
 
-__all__ = ["read_results", "write_results", "job_key", "csv_text", "json_value", "Journal",
-           "KEY_VERSION"]
+__all__ = ["read_results", "write_results", "job_key", "key_files", "csv_text", "json_value",
+           "Journal", "KEY_VERSION"]
 
 #: Result columns the runner writes (labels go first, the scores after them).
 _RESULT_HEAD = ("reference", "distorted", "models", "frames", "width", "height", "fps")
@@ -478,6 +478,15 @@ def _model_identity(model: str, hasher: _Hasher):
             files.append([sidecar, hasher.digest(sidecar)])
             todo += _sidecar_refs(sidecar)
     return [model, files]
+
+
+def key_files(model: str, hasher: Optional[_Hasher] = None) -> List[str]:
+    """The files the job key covers for ``model`` (real paths): a worker
+    checks that every file the library really loaded is one of them."""
+    identity = _model_identity(os.fspath(model), hasher or _Hasher())[1]
+    if not isinstance(identity, list):
+        return []
+    return [os.path.realpath(path) for path, _ in identity]
 
 
 def job_key(job: dict, options: dict, hasher: Optional[_Hasher] = None) -> str:

@@ -483,3 +483,26 @@ def test_a_stuck_job_on_ray_has_its_actor_killed_and_fails_its_row(tmp_path, cli
     finally:
         if started:
             ray.shutdown()
+
+
+def test_a_loaded_model_file_outside_the_key_fails_the_row(clips):
+    # The worker checks the library's own list of what it loaded (models pulled
+    # in by "requires", the form that scores) against the files the key hashed:
+    # a sidecar rule the key missed fails loudly instead of caching stale rows.
+    options = {"models": None, "device": "cpu", "device_index": 0, "threads": 1,
+               "fp16_io": False, "resize": "none", "policy": {}, "reuse": True,
+               "reports": None, "report_format": "json", "allow_pipes": False,
+               "key_files": {"psnr_y": []}}
+    job, = vbatch.read_jobs([{"reference": str(clips / "ref.y4m"),
+                              "distorted": str(clips / "dist.y4m"), "models": ["psnr_y"]}])
+    job["job_key"] = "k"
+    scorer = vbatch.Scorer(options)
+    try:
+        row = scorer.run(job)
+        assert "not part of the job key" in row["error"], row
+        from vmafdnn.results import key_files
+        options["key_files"] = {"psnr_y": key_files("psnr_y")}
+        row = scorer.run(job)
+        assert row["error"] == "" and row["frames"] == N
+    finally:
+        scorer.close()
