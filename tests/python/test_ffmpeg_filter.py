@@ -79,15 +79,16 @@ def score_with_filter(patched, tmp_path, inputs, options, frames=None):
     return frame_metadata(meta), proc.stderr
 
 
-# Scores of models that run behind (VMAF's motion2 and SVM need the next frame) exist only
-# after the frame left the filter: they are in the report and the summary, not its metadata.
-LATE = {"motion2", "vmaf"}
+# Scores of models that run behind (VMAF's motion2 and SVM need the next frame's features)
+# used to exist only after the frame had left the filter (in the report, not the metadata);
+# the filter now holds a frame until every model has scored it, so none is missing.
+LATE = set()
 
 
 def assert_frames_match(got, expected):
     assert len(got) == len(expected["frames"])
     for frame, want in zip(got, expected["frames"]):
-        assert set(frame) <= set(want["metrics"])
+        assert set(frame) == set(want["metrics"])
         assert set(want["metrics"]) - set(frame) <= LATE
         for key, value in frame.items():
             assert value == pytest.approx(want["metrics"][key], abs=TOL), (want["frameNum"], key)
@@ -351,3 +352,203 @@ def test_bottom_up_frames_score_like_top_down(patched, tmp_path, clips8):
         f"metadata=mode=print:file={meta}", "-f", "null", "-")
     assert [f["psnr_y"] for f in frame_metadata(meta)] == \
         pytest.approx([f["psnr_y"] for f in straight], abs=1e-9)
+
+
+# ---- the filters as a front end: changes mid-stream, the report's path, EOF ----------
+
+# A scale that evaluates per frame makes frames taller from frame 2 on without a
+# reconfiguration of the links after it (FFmpeg's own way to change sizes mid-stream).
+GROW = "scale=w=iw:h='if(gte(n,2),2*ih,ih)':eval=frame"
+
+
+@pytest.mark.parametrize("chroma", [0, 1])
+def test_pre_refuses_size_change_mid_stream(patched, tmp_path, models, clips8, chroma):
+    """vmafdnn_pre allocated its output at the link's size and wrote the frame's:
+    a taller frame overran the heap (SIGSEGV; with chroma=1 free(): invalid size)."""
+    proc = run(patched, "-i", clips8.ref, "-vf",
+               f"{GROW},vmafdnn_pre=model={models.image_identity}:chroma={chroma}",
+               "-f", "null", "-", check=False)
+    assert proc.returncode > 0, proc.stderr[-2000:]
+    assert "Frame size or format changed mid-stream" in proc.stderr
+    assert f"configured as {clips8.width}x{clips8.height} yuv420p" in proc.stderr
+    assert f"a frame is {clips8.width}x{2 * clips8.height} yuv420p" in proc.stderr
+
+
+@pytest.mark.parametrize("which", ["both", "main", "reference"])
+def test_vmafdnn_refuses_size_change_mid_stream(patched, tmp_path, clips8, which):
+    """Frames of another size than the inputs were configured with: scored at their own
+    size and sent on at a size the output link does not have (exit 0), or failed on a
+    size mismatch in the library; now refused by name, before any scoring."""
+    d = f"[0:v]{GROW}[d]" if which in ("both", "main") else "[0:v]null[d]"
+    r = f"[1:v]{GROW}[r]" if which in ("both", "reference") else "[1:v]null[r]"
+    log = tmp_path / "log.json"
+    proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+               f"{d};{r};[d][r]vmafdnn=model=psnr_y:threads=1:log_path={log}",
+               "-f", "null", "-", check=False)
+    assert proc.returncode > 0, proc.stderr[-2000:]
+    name = "reference" if which == "reference" else "main"
+    assert f"Frame size or format changed mid-stream on input '{name}'" in proc.stderr
+    # The frames before the change were scored: the report says so.
+    assert 1 <= len(json.loads(log.read_text())["frames"]) <= 2
+
+
+def _model_copy(patched, tmp_path, names=("psnr_y",)):
+    jail = tmp_path / "models"
+    jail.mkdir(exist_ok=True)
+    for name in names:
+        for f in Path(patched[1]["VMAFDNN_BUILTIN_MODELS"]).glob(f"{name}.*"):
+            shutil.copy(f, jail)
+    return jail
+
+
+@pytest.mark.parametrize("target", ["model", "sidecar", "hardlink", "symlink", "missing_sidecar"])
+def test_log_path_is_not_a_model(patched, tmp_path, models, clips8, target):
+    """log_path naming the filter's own model (or its sidecar, by any link) replaced it
+    (exit 0); the CLI refuses it. Refused at configuration, the file left as it was."""
+    jail = _model_copy(patched, tmp_path)
+    model = jail / "psnr_y.onnx"
+    victim = {"model": model, "sidecar": jail / "psnr_y.json", "hardlink": tmp_path / "hard",
+              "symlink": tmp_path / "sym", "missing_sidecar": jail / "fr_diff.json"}[target]
+    options = "threads=1"
+    if target == "hardlink":
+        os.link(model, victim)
+    elif target == "symlink":
+        victim.symlink_to(model)
+    elif target == "missing_sidecar":
+        # fr_diff runs without a sidecar: the report would have become one.
+        model = jail / "fr_diff.onnx"
+        shutil.copy(models.fr_diff, model)
+        options += ":resize=bilinear"
+    before = victim.read_bytes() if victim.exists() else None
+    proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+               f"vmafdnn=model={model}:{options}:log_path={victim}",
+               "-f", "null", "-", check=False)
+    assert proc.returncode > 0, proc.stderr[-2000:]
+    assert f"log_path '{victim}' is the sidecar of model" in proc.stderr \
+        if "sidecar" in target else f"log_path '{victim}' is model" in proc.stderr
+    assert "choose another path" in proc.stderr
+    assert (victim.read_bytes() if victim.exists() else None) == before
+
+
+def test_log_path_is_not_a_required_model_or_form(patched, tmp_path, clips8):
+    """Every model file the library attached counts: the models VMAF's sidecar "requires"
+    (vmaf_features, vmaf_motion2) and the form that scores in a model's place on the CPU
+    (vmaf_features_cpu.onnx), with their sidecars."""
+    builtin = Path(patched[1]["VMAFDNN_BUILTIN_MODELS"])
+    if not (builtin / "vmaf.onnx").is_file():
+        pytest.skip("no built-in VMAF model")
+    jail = tmp_path / "models"
+    shutil.copytree(builtin, jail)
+    for victim in ("vmaf_motion2.onnx", "vmaf_features.json", "vmaf_features_cpu.onnx",
+                   "vmaf_features_cpu.json"):
+        before = (jail / victim).read_bytes()
+        proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+                   f"vmafdnn=model={jail / 'vmaf.onnx'}:device=cpu:threads=1:"
+                   f"log_path={jail / victim}", "-f", "null", "-", check=False)
+        assert proc.returncode > 0, (victim, proc.stderr[-2000:])
+        assert f"log_path '{jail / victim}' is" in proc.stderr
+        assert (jail / victim).read_bytes() == before
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_log_path_is_not_an_input(patched, tmp_path, clips8, which):
+    """An input clip the ffmpeg tool has open when the graph is configured (found in
+    /proc/self/fd by (st_dev, st_ino)) is refused too; it used to be replaced."""
+    clips = [tmp_path / "dist.y4m", tmp_path / "ref.y4m"]
+    shutil.copy(clips8.dist, clips[0])
+    shutil.copy(clips8.ref, clips[1])
+    before = clips[which].read_bytes()
+    proc = run(patched, "-i", clips[0], "-i", clips[1], "-lavfi",
+               f"vmafdnn=model=psnr_y:threads=1:log_path={clips[which]}",
+               "-f", "null", "-", check=False)
+    assert proc.returncode > 0, proc.stderr[-2000:]
+    assert f"log_path '{clips[which]}' is a file this process has open" in proc.stderr
+    assert clips[which].read_bytes() == before
+
+
+def metadata_and_count(patched, tmp_path, inputs, graph):
+    """(the frames' metadata, printed only for frames that have some; the number of
+    frames out) of `graph` (ending in the filter) on `inputs`."""
+    meta, md5 = tmp_path / "meta.txt", tmp_path / "out.md5"
+    args = [a for clip in inputs for a in ("-i", clip)]
+    run(patched, *args, "-lavfi", f"{graph},metadata=mode=print:file={meta}",
+        "-f", "framemd5", md5)
+    count = sum(1 for line in md5.read_text().splitlines() if not line.startswith("#"))
+    return frame_metadata(meta), count
+
+
+def _trimmed_ref(frames):
+    return f"[1:v]trim=end_frame={frames},setpts=PTS-STARTPTS[r];[0:v][r]"
+
+
+@pytest.mark.parametrize("eof_action", ["pass", "endall", "repeat"])
+def test_eof_action(patched, tmp_path, clips8, eof_action):
+    """A reference shorter than the main input. pass: the main frames after its end go
+    through unscored (no metadata, not in the report), as in libvmaf (it used to stop the
+    run: "ref is NULL"); endall: the output ends with it; repeat: its last frame is
+    repeated and every frame scored."""
+    log = tmp_path / "log.json"
+    got, count = metadata_and_count(patched, tmp_path, [clips8.dist, clips8.ref],
+                                    f"{_trimmed_ref(5)}vmafdnn=threads=1:"
+                                    f"eof_action={eof_action}:log_path={log}")
+    report = json.loads(log.read_text())
+    scored = clips8.frames if eof_action == "repeat" else 5
+    assert count == (5 if eof_action == "endall" else clips8.frames)
+    assert len(got) == len(report["frames"]) == scored
+    for frame, want in zip(got, report["frames"]):
+        assert frame == pytest.approx(want["metrics"], abs=1e-6)
+    if eof_action != "repeat":
+        # The scored frames are those of the clips' first five frames alone (VMAF's
+        # motion2 of the last one included: the end of the reference ends the scoring).
+        short = [tmp_path / "dist5.y4m", tmp_path / "ref5.y4m"]
+        for clip, out in zip((clips8.dist, clips8.ref), short):
+            run_ffmpeg("-i", clip, "-frames:v", 5, out)
+        assert_frames_match(got[:5], vmafdnn.score(short[1], short[0], threads=1))
+
+
+def test_metadata_has_every_score(patched, tmp_path, clips8):
+    """VMAF's motion2 and SVM run a frame behind: the filter holds each frame until its
+    scores are all there (the last at EOF, from vmaf_dnn_flush), so the metadata of every
+    frame equals the report, key for key, in order."""
+    if not Path(patched[1]["VMAFDNN_BUILTIN_MODELS"], "vmaf.onnx").is_file():
+        pytest.skip("no built-in VMAF model")
+    log = tmp_path / "log.json"
+    got, _ = score_with_filter(patched, tmp_path, [clips8.dist, clips8.ref],
+                               f"threads=1:log_path={log}")
+    report = json.loads(log.read_text())["frames"]
+    assert len(got) == len(report) == clips8.frames
+    for frame, want in zip(got, report):
+        assert {"vmaf", "motion2"} <= set(frame)
+        assert set(frame) == set(want["metrics"])
+        assert frame == pytest.approx(want["metrics"], abs=1e-6)
+    # Stopping early (-frames:v) still gives every output frame all its scores.
+    meta = tmp_path / "meta5.txt"
+    run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+        f"[0:v][1:v]vmafdnn=threads=1,metadata=mode=print:file={meta}",
+        "-frames:v", 5, "-f", "null", "-")
+    early = frame_metadata(meta)
+    # (The graph may run a frame or two ahead of -frames:v, as with any filter.)
+    assert len(early) >= 5 and all({"vmaf", "motion2"} <= set(f) for f in early)
+    for i in range(4):
+        assert early[i] == pytest.approx(got[i], abs=1e-6)
+
+
+@pytest.mark.parametrize("empty", ["reference", "main"])
+def test_empty_input(patched, tmp_path, clips8, empty):
+    """No frame on one input: nothing is scored, the run says so and writes no report
+    (the CLI refuses such inputs); the main frames, if any, pass through unscored
+    (it used to stop on "ref is NULL")."""
+    log = tmp_path / "log.json"
+    log.write_text("stale")
+    chain = ("[0:v]null[d];[1:v]trim=end_frame=0[r];[d][r]" if empty == "reference" else
+             "[0:v]trim=end_frame=0[d];[1:v]null[r];[d][r]")
+    meta, md5 = tmp_path / "meta.txt", tmp_path / "out.md5"
+    proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+               f"{chain}vmafdnn=model=psnr_y:threads=1:log_path={log},"
+               f"metadata=mode=print:file={meta}", "-f", "framemd5", md5, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"No frame was scored: the report '{log}' is not written" in proc.stderr
+    assert log.read_text() == "stale"
+    assert frame_metadata(meta) == []
+    count = sum(1 for line in md5.read_text().splitlines() if not line.startswith("#"))
+    assert count == (clips8.frames if empty == "reference" else 0)
