@@ -304,8 +304,9 @@ def _keep_good_rows(result, jobs: List[dict], ran: List[int], good: List[dict],
         return (reference or None, os.fspath(distorted) if distorted else None, models or "")
 
     def labels_match(row, job) -> bool:
-        return all(_label_text(row.get(k)) == _label_text(v) for k, v in _labels(job).items()
-                   if k != "job_key")
+        # A CSV results file gives a formula-like label back with its quote mark.
+        return all(_label_text(row.get(k)) in (_label_text(v), csv_text(_label_text(v)))
+                   for k, v in _labels(job).items() if k != "job_key")
 
     pairs: Dict[int, dict] = {}
     unkeyed = [i for i in ran if jobs[i]["job_key"] not in by_key]

@@ -506,3 +506,20 @@ def test_a_loaded_model_file_outside_the_key_fails_the_row(clips):
         assert row["error"] == "" and row["frames"] == N
     finally:
         scorer.close()
+
+
+def test_formula_like_labels_still_pair_kept_rows_from_a_csv_results_file(tmp_path, clips):
+    # Item 2's rule across item 7's: a CSV results file gives "=a" back as "'=a"; a re-run
+    # whose clips are gone still pairs each job with its own row by labels.
+    work = tmp_path / "clips"
+    shutil.copytree(clips, work)
+    base = {"reference": str(work / "ref.y4m"), "distorted": str(work / "dist.y4m")}
+    jobs = [dict(base, title="=a"), dict(base, title="=b", ref_offset=1, dist_offset=1)]
+    out = tmp_path / "results.csv"
+    first = vbatch.batch(jobs, out, workers=1, models=["psnr_y"])
+    assert [r["frames"] for r in first] == [N, N - 1]
+    shutil.move(str(work), str(tmp_path / "gone"))
+    again = vbatch.batch(jobs[::-1], out, workers=1, models=["psnr_y"])
+    assert len(again.kept) == 2
+    assert [r["title"] for r in again] == ["=b", "=a"]
+    assert [int(r["frames"]) for r in again] == [N - 1, N]
