@@ -291,6 +291,10 @@ def check_label_name(where: str, name: str, models: Optional[List[str]] = None) 
     folded = _fold(name)
     if folded in _RESERVED_FOLDED and name not in JOB_FIELDS:
         meant = _RESERVED_FOLDED[folded]
+        if meant in RESULT_COLUMNS:
+            raise _field_error(where, name, f"too close to the result column \"{meant}\" to "
+                               "be a label (a reader of the results could take one for the "
+                               "other); rename the column")
         raise _field_error(where, name, f"not a job-list column; did you mean \"{meant}\"? "
                            "(column names are exact and lowercase; a near miss is refused "
                            "rather than taken as a label)")

@@ -268,7 +268,8 @@ def _done_rows(good: List[dict], reports: Optional[str]) -> Dict[str, dict]:
     """The earlier successful rows that need no new work, by job key: with
     their report file when reports are asked for."""
     return {row["job_key"]: row for row in good
-            if not reports or (row.get("report") and os.path.exists(row["report"]))}
+            if not reports or (isinstance(row.get("report"), str) and row["report"]
+                               and os.path.isfile(row["report"]))}
 
 
 def _job_models(job: dict, options: dict) -> str:

@@ -523,3 +523,18 @@ def test_formula_like_labels_still_pair_kept_rows_from_a_csv_results_file(tmp_pa
     assert len(again.kept) == 2
     assert [r["title"] for r in again] == ["=b", "=a"]
     assert [int(r["frames"]) for r in again] == [N - 1, N]
+
+
+def test_a_label_close_to_a_result_column_is_refused(tmp_path):
+    jobs = tmp_path / "jobs.csv"
+    _write_csv(jobs, "distorted,Frames", ["a.y4m,3"])
+    with pytest.raises(ValueError, match=r'field "Frames": too close to the result column '
+                                         r'"frames"'):
+        vbatch.read_jobs(jobs)
+
+
+def test_an_edited_journal_report_entry_is_not_taken_as_a_report(tmp_path):
+    from vmafdnn.results import _done_rows
+    rows = [{"job_key": "a", "report": 0}, {"job_key": "b", "report": str(tmp_path)},
+            {"job_key": "c", "report": ["x"]}]
+    assert _done_rows(rows, str(tmp_path)) == {}  # fd 0 and a folder are not report files
