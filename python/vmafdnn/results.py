@@ -408,6 +408,7 @@ class _Hasher:
 
     def __init__(self):
         self._cache: Dict[tuple, str] = {}
+        self.models: Dict[str, list] = {}  # model -> its identity, once per batch
 
     def digest(self, path: str):
         try:
@@ -462,6 +463,13 @@ def _model_identity(model: str, hasher: _Hasher):
     """Every file the model stands for, by content: the model, its sidecar,
     and, following the sidecars, the models it "requires" and its "forms"
     (the file that really scores on an EP), with their sidecars."""
+    found = hasher.models.get(model)
+    if found is None:
+        found = hasher.models[model] = _model_files(model, hasher)
+    return found
+
+
+def _model_files(model: str, hasher: _Hasher):
     from . import models as _builtin
     try:
         path = _builtin.resolve(model)
