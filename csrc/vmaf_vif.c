@@ -165,89 +165,137 @@ INLINE void vstat_body(const uint16_t *const *r, const uint16_t *const *d, const
     }
 }
 
-/* 8 bits at scale 0: the five quantities x, y, x^2, y^2 and xy of each
- * source row are made once (16-bit: 255^2 fits) into a ring of source rows,
- * laid out in column chunks of CW so that the 17 rows of a window sit at
- * compile-time offsets from one pointer: ring[chunk][slot][q][CW], NSLOT
- * slots. Padded row v (source row mirror(v - 8)) is slot v % 17 and, when
- * that is below 16, also slot v % 17 + 17, so the window of output row i
- * (padded rows i .. i + 16) is slots i % 17 .. i % 17 + 16, contiguous. */
+/* 8 bits at scale 0: x and y of each source row are copied into a ring of
+ * source rows, laid out in column chunks of CW so that the 17 rows of a
+ * window sit at compile-time offsets from one pointer: ring[chunk][slot][2]
+ * [CW], NSLOT slots. Padded row v (source row mirror(v - 8)) is slot v % 17
+ * and, when that is below 16, also slot v % 17 + 17, so the window of output
+ * row i (padded rows i .. i + 16) is slots i % 17 .. i % 17 + 16,
+ * contiguous. The products (16-bit: 255^2 fits) are made as they are
+ * filtered. */
 #define CW 64
 #define NSLOT 33
-#define CHUNK ((size_t)NSLOT * 5 * CW)
+#define NQ 2
+#define CHUNK ((size_t)NSLOT * NQ * CW)
 
 VDNN_TARGET_CLONES
 static void ring_row8(const uint16_t *restrict r, const uint16_t *restrict d, unsigned w,
-                      size_t nch, uint16_t *restrict ring, unsigned slot)
+                      size_t nch, uint32_t *restrict ring, unsigned slot)
 {
-    uint16_t *restrict p = ring + (size_t)slot * 5 * CW;
-    const size_t dup = slot < 16 ? (size_t)17 * 5 * CW : 0;
+    uint32_t *restrict p = ring + (size_t)slot * NQ * CW;
+    const size_t dup = slot < 16 ? (size_t)17 * NQ * CW : 0;
     for (size_t c = 0; c < nch; c++, p += CHUNK, r += CW, d += CW) {
         const size_t n = w - c * CW < CW ? w - c * CW : CW;
         for (size_t j = 0; j < n; j++) {
-            const uint16_t x = r[j], y = d[j];
-            const uint16_t xx = (uint16_t)(x * x), yy = (uint16_t)(y * y),
-                           xy = (uint16_t)(x * y);
-            p[j] = x, p[CW + j] = y, p[2 * CW + j] = xx, p[3 * CW + j] = yy,
-            p[4 * CW + j] = xy;
-            p[dup + j] = x, p[dup + CW + j] = y, p[dup + 2 * CW + j] = xx,
-                    p[dup + 3 * CW + j] = yy, p[dup + 4 * CW + j] = xy;
+            const uint32_t x = r[j], y = d[j];
+            p[j] = x, p[CW + j] = y;
+            p[dup + j] = x, p[dup + CW + j] = y;
         }
         for (size_t j = n; j < CW; j++)
-            for (int q = 0; q < 5; q++)
-                p[q * CW + j] = 0, p[dup + q * CW + j] = 0;
+            p[j] = 0, p[CW + j] = 0, p[dup + j] = 0, p[dup + CW + j] = 0;
     }
 }
 
-/* One quantity q of the window b (CW columns): the 17-tap sum, 32-bit. One
- * quantity per loop keeps the accumulators in registers. */
-#define P17(k, q, j) b[((k) * 5 + (q)) * CW + (j)]
-#define VSUM17_8(q, j)                                                                        \
-    ((uint32_t)vif_taps[0][8] * P17(8, q, j) +                                                 \
-     vif_taps[0][0] * ((uint32_t)P17(0, q, j) + P17(16, q, j)) +                               \
-     vif_taps[0][1] * ((uint32_t)P17(1, q, j) + P17(15, q, j)) +                               \
-     vif_taps[0][2] * ((uint32_t)P17(2, q, j) + P17(14, q, j)) +                               \
-     vif_taps[0][3] * ((uint32_t)P17(3, q, j) + P17(13, q, j)) +                               \
-     vif_taps[0][4] * ((uint32_t)P17(4, q, j) + P17(12, q, j)) +                               \
-     vif_taps[0][5] * ((uint32_t)P17(5, q, j) + P17(11, q, j)) +                               \
-     vif_taps[0][6] * ((uint32_t)P17(6, q, j) + P17(10, q, j)) +                               \
-     vif_taps[0][7] * ((uint32_t)P17(7, q, j) + P17(9, q, j)))
-/* x and y (8 bits): a pair's sum fits 16 bits. */
-#define PS(k, q, j) (uint32_t)(uint16_t)(P17(k, q, j) + P17(16 - (k), q, j))
-#define VSUM17_8S(q, j)                                                                       \
-    ((uint32_t)vif_taps[0][8] * P17(8, q, j) + vif_taps[0][0] * PS(0, q, j) +                  \
-     vif_taps[0][1] * PS(1, q, j) + vif_taps[0][2] * PS(2, q, j) +                             \
-     vif_taps[0][3] * PS(3, q, j) + vif_taps[0][4] * PS(4, q, j) +                             \
-     vif_taps[0][5] * PS(5, q, j) + vif_taps[0][6] * PS(6, q, j) +                             \
-     vif_taps[0][7] * PS(7, q, j))
+/* One quantity of the window b (CW columns): the 17-tap sum, 32-bit, of
+ * E(k, j) (row k of the window, column j). One quantity per loop keeps the
+ * accumulators in registers. */
+#define PX(k, q, j) b[((k) * NQ + (q)) * CW + (j)]
+#define VSUM17(E, j)                                                                          \
+    ((uint32_t)vif_taps[0][8] * E(8, j) + vif_taps[0][0] * ((uint32_t)E(0, j) + E(16, j)) +   \
+     vif_taps[0][1] * ((uint32_t)E(1, j) + E(15, j)) +                                         \
+     vif_taps[0][2] * ((uint32_t)E(2, j) + E(14, j)) +                                         \
+     vif_taps[0][3] * ((uint32_t)E(3, j) + E(13, j)) +                                         \
+     vif_taps[0][4] * ((uint32_t)E(4, j) + E(12, j)) +                                         \
+     vif_taps[0][5] * ((uint32_t)E(5, j) + E(11, j)) +                                         \
+     vif_taps[0][6] * ((uint32_t)E(6, j) + E(10, j)) +                                         \
+     vif_taps[0][7] * ((uint32_t)E(7, j) + E(9, j)))
+#define PS(E, k, j) (E(k, j) + E(16 - (k), j))
+#define VSUM17S(E, j)                                                                         \
+    ((uint32_t)vif_taps[0][8] * E(8, j) + vif_taps[0][0] * PS(E, 0, j) +                       \
+     vif_taps[0][1] * PS(E, 1, j) + vif_taps[0][2] * PS(E, 2, j) +                             \
+     vif_taps[0][3] * PS(E, 3, j) + vif_taps[0][4] * PS(E, 4, j) +                             \
+     vif_taps[0][5] * PS(E, 5, j) + vif_taps[0][6] * PS(E, 6, j) +                             \
+     vif_taps[0][7] * PS(E, 7, j))
+#define EX(k, j) PX(k, 0, j)
+#define EY(k, j) PX(k, 1, j)
+#define EXX(k, j) (PX(k, 0, j) * PX(k, 0, j))
+#define EYY(k, j) (PX(k, 1, j) * PX(k, 1, j))
+#define EXY(k, j) (PX(k, 0, j) * PX(k, 1, j))
+
+#if defined(__GNUC__) && (__GNUC__ >= 9 || defined(__clang__)) && !defined(VDNN_NO_VECTOR_EXT)
+/* GCC's vectoriser gives each of the 17 rows its own pointer and spills
+ * them; with GCC's generic vectors (any target: 8 lanes of 32 bits) the
+ * window stays at constant offsets and the five sums in registers. */
+typedef uint32_t v8u __attribute__((vector_size(32)));
+typedef uint32_t v8u_un __attribute__((vector_size(32), aligned(4), may_alias));
+#define LD8(p) (*(const v8u_un *)(const void *)(p))
 
 VDNN_TARGET_CLONES
-static void vstat_17_8bit(const uint16_t *restrict win, size_t nch, Rows8 out)
+static void vstat_17_8bit(const uint32_t *restrict win, size_t nch, Rows8 out)
+{
+    const v8u rnd = {128, 128, 128, 128, 128, 128, 128, 128};
+    const v8u lo = {0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff};
+    for (size_t c = 0; c < nch; c++) {
+        const uint32_t *b = win + c * CHUNK;
+        for (size_t j = 0; j < CW; j += 8) {
+            const uint32_t *p = b + j;
+            v8u x = LD8(p + 8 * NQ * CW), y = LD8(p + (8 * NQ + 1) * CW);
+            const uint32_t f8 = vif_taps[0][8];
+            v8u m1 = f8 * x, m2 = f8 * y, xx = f8 * (x * x), yy = f8 * (y * y),
+                xy = f8 * (x * y);
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) {
+                const uint32_t f = vif_taps[0][k];
+                const v8u x0 = LD8(p + k * NQ * CW), y0 = LD8(p + (k * NQ + 1) * CW);
+                const v8u x1 = LD8(p + (16 - k) * NQ * CW),
+                          y1 = LD8(p + ((16 - k) * NQ + 1) * CW);
+                m1 += f * (x0 + x1);
+                m2 += f * (y0 + y1);
+                xx += f * (x0 * x0 + x1 * x1);
+                yy += f * (y0 * y0 + y1 * y1);
+                xy += f * (x0 * y0 + x1 * y1);
+            }
+            const size_t o = c * CW + j;
+            *(v8u_un *)(void *)(out.q[0] + o) = (m1 + rnd) >> 8;
+            *(v8u_un *)(void *)(out.q[1] + o) = (m2 + rnd) >> 8;
+            *(v8u_un *)(void *)(out.q[2] + o) = xx >> 16;
+            *(v8u_un *)(void *)(out.q[3] + o) = xx & lo;
+            *(v8u_un *)(void *)(out.q[4] + o) = yy >> 16;
+            *(v8u_un *)(void *)(out.q[5] + o) = yy & lo;
+            *(v8u_un *)(void *)(out.q[6] + o) = xy >> 16;
+            *(v8u_un *)(void *)(out.q[7] + o) = xy & lo;
+        }
+    }
+}
+#else
+VDNN_TARGET_CLONES
+static void vstat_17_8bit(const uint32_t *restrict win, size_t nch, Rows8 out)
 {
     uint32_t *restrict o0 = out.q[0], *restrict o1 = out.q[1], *restrict o2 = out.q[2],
              *restrict o3 = out.q[3], *restrict o4 = out.q[4], *restrict o5 = out.q[5],
              *restrict o6 = out.q[6], *restrict o7 = out.q[7];
     for (size_t c = 0; c < nch; c++) {
-        const uint16_t *restrict b = win + c * CHUNK;
+        const uint32_t *restrict b = win + c * CHUNK;
         const size_t o = c * CW;
         for (size_t j = 0; j < CW; j++)
-            o0[o + j] = ((VSUM17_8S(0, j) + 128) >> 8);
+            o0[o + j] = (VSUM17S(EX, j) + 128) >> 8;
         for (size_t j = 0; j < CW; j++)
-            o1[o + j] = ((VSUM17_8S(1, j) + 128) >> 8);
+            o1[o + j] = (VSUM17S(EY, j) + 128) >> 8;
         for (size_t j = 0; j < CW; j++) {
-            const uint32_t v = VSUM17_8(2, j);
+            const uint32_t v = VSUM17(EXX, j);
             o2[o + j] = v >> 16, o3[o + j] = v & 0xffff;
         }
         for (size_t j = 0; j < CW; j++) {
-            const uint32_t v = VSUM17_8(3, j);
+            const uint32_t v = VSUM17(EYY, j);
             o4[o + j] = v >> 16, o5[o + j] = v & 0xffff;
         }
         for (size_t j = 0; j < CW; j++) {
-            const uint32_t v = VSUM17_8(4, j);
+            const uint32_t v = VSUM17(EXY, j);
             o6[o + j] = v >> 16, o7[o + j] = v & 0xffff;
         }
     }
 }
+#endif
 
 #define VSTAT_SPLIT(FW, S)                                                                    \
     VDNN_TARGET_CLONES                                                                        \
@@ -549,8 +597,8 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
     for (int s = 1; s < 4; s++)
         img_total += 2 * (((size_t)ws[s] + 31) & ~(size_t)31) * hs[s];
     const size_t ring = bpc == 8 ? nch * CHUNK : 0;
-    const size_t bytes = (7 * row_len + 8 * row16) * sizeof(uint32_t) +
-                         (img_total + ring) * sizeof(uint16_t) + 64;
+    const size_t bytes = (7 * row_len + 8 * row16 + ring) * sizeof(uint32_t) +
+                         img_total * sizeof(uint16_t) + 64;
     unsigned char *block = env->alloc(env->opaque, bytes);
     if (!block)
         return -ENOMEM;
@@ -563,13 +611,13 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
     for (int q = 0; q < 5; q++)
         *hr[q] = rows + q * row_len;
     uint32_t *sub1 = rows + 5 * row_len + MAX_HALF, *sub2 = rows + 6 * row_len + MAX_HALF;
-    uint32_t *rows16 = rows + 7 * row_len;
+    uint32_t *rows32 = rows + 7 * row_len;
     Rows8 vert;
     for (int q = 0; q < 8; q++)
-        vert.q[q] = rows16 + q * row16 + MAX_HALF;
-    uint16_t *img_mem = (uint16_t *)(rows16 + 8 * row16);
+        vert.q[q] = rows32 + q * row16 + MAX_HALF;
+    uint32_t *ring_mem = rows32 + 8 * row16;
+    uint16_t *img_mem = (uint16_t *)(ring_mem + ring);
 
-    uint16_t *ring_mem = img_mem + img_total;
     unsigned ring_done = 0; /* padded rows in the ring */
 
     Image img[4];
@@ -618,7 +666,7 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
                     ring_row8(ref->data + row * ref->stride, dist->data + row * dist->stride,
                               w, nch, ring_mem, ring_done % 17);
                 }
-                vstat_17_8bit(ring_mem + (size_t)(i % 17) * 5 * CW, nch, vert);
+                vstat_17_8bit(ring_mem + (size_t)(i % 17) * NQ * CW, nch, vert);
             } else {
                 vertical_stat(r, d, s, im.w, sh_mu, sh_sq, vert);
             }
