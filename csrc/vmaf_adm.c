@@ -330,8 +330,7 @@ static void decouple_csf0_i(const int32_t *restrict oh, const int32_t *restrict 
                             int c1, int32_t gi, double cos_sq, const int32_t *restrict recip,
                             int32_t *restrict rh,
                             int32_t *restrict rv, int32_t *restrict rd, int32_t *restrict ah,
-                            int32_t *restrict av, int32_t *restrict ad, int32_t *restrict fh,
-                            int32_t *restrict fv, int32_t *restrict fd)
+                            int32_t *restrict av, int32_t *restrict ad, int32_t *restrict fs)
 {
     for (int j = c0; j < c1; j++) {
         const int32_t o0 = oh[j], o1 = ov[j], t0 = th[j], t1 = tv[j];
@@ -354,9 +353,10 @@ static void decouple_csf0_i(const int32_t *restrict oh, const int32_t *restrict 
         const int32_t cv = (int16_t)((36453 * a1 + 16384) >> 15);
         const int32_t cd = (int16_t)((49417 * a2 + 65535) >> 17);
         ah[j] = ch, av[j] = cv, ad[j] = cd;
-        fh[j] = (int16_t)((4369 * (ch < 0 ? -ch : ch) + 2048) >> 12);
-        fv[j] = (int16_t)((4369 * (cv < 0 ? -cv : cv) + 2048) >> 12);
-        fd[j] = (int16_t)((4369 * (cd < 0 ? -cd : cd) + 2048) >> 12);
+        /* The three magnitudes as their sum: all the masking uses. */
+        fs[j] = (int32_t)((uint32_t)(int16_t)((4369 * (ch < 0 ? -ch : ch) + 2048) >> 12) +
+                          (uint32_t)(int16_t)((4369 * (cv < 0 ? -cv : cv) + 2048) >> 12) +
+                          (uint32_t)(int16_t)((4369 * (cd < 0 ? -cd : cd) + 2048) >> 12));
     }
 }
 
@@ -405,11 +405,28 @@ static inline uint16_t best15(uint32_t v, int *shift)
     return (uint16_t)((v + (1u << (k - 1))) >> k);
 }
 
-/* Levels 1..3 angle flags (int64 -> float conversions: scalar). */
+/* Levels 1..3 angle flags: libvmaf converts int64 sums to float. With all
+ * |values| < 2^26 the products (< 2^52) and sums (< 2^53) are exact in
+ * double, and double -> float rounds as int64 -> float does: a loop the
+ * vectoriser takes. Otherwise the int64 loop. */
+VDNN_TARGET_CLONES
 static void angle_flags_s(const int32_t *restrict oh, const int32_t *restrict ov,
                           const int32_t *restrict th, const int32_t *restrict tv, int c0, int c1,
                           double cos_sq, int32_t *restrict flag)
 {
+    uint32_t big = 0;
+    for (int j = c0; j < c1; j++)
+        big |= ((uint32_t)oh[j] + (1u << 26)) | ((uint32_t)ov[j] + (1u << 26)) |
+               ((uint32_t)th[j] + (1u << 26)) | ((uint32_t)tv[j] + (1u << 26));
+    if (big < (1u << 27)) {
+        for (int j = c0; j < c1; j++) {
+            const double o0 = oh[j], o1 = ov[j], t0 = th[j], t1 = tv[j];
+            const float dp = (float)(o0 * t0 + o1 * t1), om = (float)(o0 * o0 + o1 * o1),
+                        tm = (float)(t0 * t0 + t1 * t1);
+            flag[j] = angle_ok(dp, om, tm, cos_sq);
+        }
+        return;
+    }
     for (int j = c0; j < c1; j++) {
         const int64_t o0 = oh[j], o1 = ov[j], t0 = th[j], t1 = tv[j];
         const int64_t dp = o0 * t0 + o1 * t1, om = o0 * o0 + o1 * o1, tm = t0 * t0 + t1 * t1;
@@ -482,8 +499,7 @@ static void decouple_csf_s_i(const int32_t *restrict oh, const int32_t *restrict
                              int c1, int32_t gi, int32_t rf0, int32_t rf1, int32_t rf2,
                              const int32_t *restrict recip, int32_t *restrict rh,
                              int32_t *restrict rv, int32_t *restrict rd, int32_t *restrict ah,
-                             int32_t *restrict av, int32_t *restrict ad, int32_t *restrict fh,
-                             int32_t *restrict fv, int32_t *restrict fd)
+                             int32_t *restrict av, int32_t *restrict ad, int32_t *restrict fs)
 {
     const int32_t glim = INT32_MAX / gi;
     for (int j = c0; j < c1; j++) {
@@ -508,9 +524,7 @@ static void decouple_csf_s_i(const int32_t *restrict oh, const int32_t *restrict
         const int32_t m0 = (int32_t)(c0v < 0 ? 0u - (uint32_t)c0v : (uint32_t)c0v);
         const int32_t m1 = (int32_t)(c1v < 0 ? 0u - (uint32_t)c1v : (uint32_t)c1v);
         const int32_t m2 = (int32_t)(c2v < 0 ? 0u - (uint32_t)c2v : (uint32_t)c2v);
-        fh[j] = mag_s(m0);
-        fv[j] = mag_s(m1);
-        fd[j] = mag_s(m2);
+        fs[j] = (int32_t)((uint32_t)mag_s(m0) + (uint32_t)mag_s(m1) + (uint32_t)mag_s(m2));
     }
 }
 
@@ -589,26 +603,29 @@ static void den_row_s(const int32_t *restrict h, const int32_t *restrict v,
     out[0] = s0, out[1] = s1, out[2] = s2;
 }
 
-/* Sum over orientations of the 3 rows of magnitudes, column by column, into
- * t[1..w]; t[0] and t[w+1] get libvmaf's edge columns (1 and w-1). */
+/* Sum over the 3 rows of the orientations' summed magnitudes, column by
+ * column, into t[1..w]; t[0] and t[w+1] get libvmaf's edge columns (1 and
+ * w-1). uint32: libvmaf's int32 sums wrap alike. */
 VDNN_TARGET_CLONES
-static void col_sums(const int32_t *restrict u0, const int32_t *restrict u1,
-                     const int32_t *restrict u2, const int32_t *restrict m0,
-                     const int32_t *restrict m1, const int32_t *restrict m2,
-                     const int32_t *restrict d0, const int32_t *restrict d1,
-                     const int32_t *restrict d2, int c0, int c1, int32_t *restrict t)
+static void col_sums(const int32_t *restrict u, const int32_t *restrict m,
+                     const int32_t *restrict d, int c0, int c1, int32_t *restrict t)
 {
     for (int j = c0; j < c1; j++)
-        t[j + 1] = (int32_t)((uint32_t)u0[j] + (uint32_t)u1[j] + (uint32_t)u2[j] +
-                             (uint32_t)m0[j] + (uint32_t)m1[j] + (uint32_t)m2[j] +
-                             (uint32_t)d0[j] + (uint32_t)d1[j] + (uint32_t)d2[j]);
+        t[j + 1] = (int32_t)((uint32_t)u[j] + (uint32_t)m[j] + (uint32_t)d[j]);
+}
+
+VDNN_TARGET_CLONES
+static void sum3(const int32_t *restrict a, const int32_t *restrict b,
+                 const int32_t *restrict c, int c0, int c1, int32_t *restrict s)
+{
+    for (int j = c0; j < c1; j++)
+        s[j] = (int32_t)((uint32_t)a[j] + (uint32_t)b[j] + (uint32_t)c[j]);
 }
 
 /* Level 0 masking of one row over [c0, c1): the threshold from the column
  * sums t (3 columns) minus the centre magnitudes plus the centre's 1/15. */
 VDNN_TARGET_CLONES
-static void cm_row0(const int32_t *restrict t, const int32_t *restrict fh,
-                    const int32_t *restrict fv, const int32_t *restrict fd,
+static void cm_row0(const int32_t *restrict t, const int32_t *restrict fs,
                     const int32_t *restrict ah, const int32_t *restrict av,
                     const int32_t *restrict ad, const int32_t *restrict rh,
                     const int32_t *restrict rv, const int32_t *restrict rd, int c0, int c1,
@@ -620,7 +637,7 @@ static void cm_row0(const int32_t *restrict t, const int32_t *restrict fh,
                              (uint32_t)(int16_t)((8738 * abs(av[j]) + 2048) >> 12) +
                              (uint32_t)(int16_t)((8738 * abs(ad[j]) + 2048) >> 12);
         const uint32_t thr = (uint32_t)t[j] + (uint32_t)t[j + 1] + (uint32_t)t[j + 2] -
-                             (uint32_t)fh[j] - (uint32_t)fv[j] - (uint32_t)fd[j] + cen;
+                             (uint32_t)fs[j] + cen;
         int32_t xh = abs(rh[j] * 36453) - (int32_t)(thr << 10);
         int32_t xv = abs(rv[j] * 36453) - (int32_t)(thr << 10);
         int32_t xd = abs(rd[j] * 49417) - (int32_t)(thr << 12);
@@ -638,8 +655,7 @@ static void cm_row0(const int32_t *restrict t, const int32_t *restrict fh,
 }
 
 VDNN_TARGET_CLONES
-static void cm_row_s(const int32_t *restrict t, const int32_t *restrict fh,
-                     const int32_t *restrict fv, const int32_t *restrict fd,
+static void cm_row_s(const int32_t *restrict t, const int32_t *restrict fs,
                      const int32_t *restrict ah, const int32_t *restrict av,
                      const int32_t *restrict ad, const int32_t *restrict rh,
                      const int32_t *restrict rv, const int32_t *restrict rd, int c0, int c1,
@@ -654,7 +670,7 @@ static void cm_row_s(const int32_t *restrict t, const int32_t *restrict fh,
             (uint32_t)(int32_t)(((int64_t)286331153 * abs(av[j]) + neg) >> 32) +
             (uint32_t)(int32_t)(((int64_t)286331153 * abs(ad[j]) + neg) >> 32);
         const int32_t thr = (int32_t)((uint32_t)t[j] + (uint32_t)t[j + 1] + (uint32_t)t[j + 2] -
-                                      (uint32_t)fh[j] - (uint32_t)fv[j] - (uint32_t)fd[j] + cen);
+                                      (uint32_t)fs[j] + cen);
         int32_t xh = abs((int32_t)(((int64_t)rh[j] * rf0 + (1 << 27)) >> 28)) - thr;
         int32_t xv = abs((int32_t)(((int64_t)rv[j] * rf1 + (1 << 27)) >> 28)) - thr;
         int32_t xd = abs((int32_t)(((int64_t)rd[j] * rf2 + (1 << 27)) >> 28)) - thr;
@@ -677,7 +693,7 @@ static void cm_row_s(const int32_t *restrict t, const int32_t *restrict fh,
 typedef struct Work {
     int32_t *tmp[4];          /* ref lo, ref hi, dis lo, dis hi (input width) */
     int32_t *band[8];         /* ref a v h d, dis a v h d of the current row */
-    int32_t *ring[3][9];      /* r h v d, csf h v d, mag h v d */
+    int32_t *ring[3][10];     /* r h v d, csf h v d, mag h v d (generic paths), mag sum */
     int32_t *colsum;          /* w + 2 */
     int *ix0, *ix3;           /* first / last tap index per output column */
     int32_t *recip;           /* 2^30 / m, m = 1 .. 32768 (libvmaf's div_lookup) */
@@ -798,7 +814,7 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
         const int32_t *th = wk->band[6], *tv = wk->band[5], *td = wk->band[7];
         if (lev == 0 && egl == floor(egl))
             decouple_csf0_i(oh, ov, od, th, tv, td, L->clo, L->chi, (int32_t)egl, cos_sq, wk->recip, rg[0],
-                            rg[1], rg[2], rg[3], rg[4], rg[5], rg[6], rg[7], rg[8]);
+                            rg[1], rg[2], rg[3], rg[4], rg[5], rg[9]);
         else if (lev == 0)
             decouple_csf0(oh, ov, od, th, tv, td, L->clo, L->chi, egl, cos_sq, rg[0], rg[1],
                           rg[2], rg[3], rg[4], rg[5], rg[6], rg[7], rg[8]);
@@ -806,10 +822,12 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
             angle_flags_s(oh, ov, th, tv, L->clo, L->chi, cos_sq, rg[0]);
             decouple_csf_s_i(oh, ov, od, th, tv, td, L->clo, L->chi, (int32_t)egl,
                              (int32_t)rf[0], (int32_t)rf[1], (int32_t)rf[2], wk->recip, rg[0],
-                             rg[1], rg[2], rg[3], rg[4], rg[5], rg[6], rg[7], rg[8]);
+                             rg[1], rg[2], rg[3], rg[4], rg[5], rg[9]);
         } else
             decouple_csf_s(oh, ov, od, th, tv, td, L->clo, L->chi, egl, cos_sq, rf, wk->recip, rg[0], rg[1],
                            rg[2], rg[3], rg[4], rg[5], rg[6], rg[7], rg[8]);
+        if (egl != floor(egl)) /* the generic paths write the three magnitudes */
+            sum3(rg[6], rg[7], rg[8], L->clo, L->chi, rg[9]);
         if (i >= L->top && i < L->bottom) {
             uint64_t s[3];
             if (lev == 0) {
@@ -832,7 +850,7 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
                            *const *rd = wk->ring[dn % 3];
             int32_t *t = wk->colsum;
             const int c0 = mc0 > 0 ? mc0 - 1 : 0, c1 = mc1 + 1 < w ? mc1 + 1 : w;
-            col_sums(ru[6], ru[7], ru[8], rm[6], rm[7], rm[8], rd[6], rd[7], rd[8], c0, c1, t);
+            col_sums(ru[9], rm[9], rd[9], c0, c1, t);
             /* Edge columns: -1 -> 1, w -> w - 1; t is shifted by one. */
             if (mc0 == 0)
                 t[0] = t[2];
@@ -841,10 +859,10 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
             int64_t s[3];
             /* t[j] .. t[j+2] are columns j-1 .. j+1. */
             if (lev == 0)
-                cm_row0(t, rm[6], rm[7], rm[8], rm[3], rm[4], rm[5], rm[0], rm[1], rm[2], mc0,
+                cm_row0(t, rm[9], rm[3], rm[4], rm[5], rm[0], rm[1], rm[2], mc0,
                         mc1, (int)n_sh_hv, n_add_hv, (int)n_sh_d, n_add_d, s);
             else
-                cm_row_s(t, rm[6], rm[7], rm[8], rm[3], rm[4], rm[5], rm[0], rm[1], rm[2], mc0,
+                cm_row_s(t, rm[9], rm[3], rm[4], rm[5], rm[0], rm[1], rm[2], mc0,
                          mc1, rf[0], rf[1], rf[2], (int)n_sh_cub, n_add_cub, s);
             for (int c = 0; c < 3; c++)
                 num_acc[c] += (s[c] + n_add_acc) >> n_sh_acc;
@@ -935,7 +953,7 @@ int vdnn_adm_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
     const size_t rowin = al64((size_t)W * 4), row2 = al64((size_t)(W2 + 2) * 4);
     const size_t idx = al64((size_t)W2 * sizeof(int));
     const size_t rec = al64(32769 * sizeof(int32_t));
-    const size_t total = 2 * ll0 + 2 * ll1 + 4 * rowin + (8 + 27 + 1) * row2 + 2 * idx + rec;
+    const size_t total = 2 * ll0 + 2 * ll1 + 4 * rowin + (8 + 30 + 1) * row2 + 2 * idx + rec;
     char *mem = env->alloc(env->opaque, total);
     if (!mem)
         return -ENOMEM;
@@ -951,7 +969,7 @@ int vdnn_adm_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
     for (int k = 0; k < 8; k++)
         wk.band[k] = (int32_t *)p, p += row2;
     for (int r = 0; r < 3; r++)
-        for (int k = 0; k < 9; k++)
+        for (int k = 0; k < 10; k++)
             wk.ring[r][k] = (int32_t *)p, p += row2;
     wk.colsum = (int32_t *)p, p += row2;
     wk.ix0 = (int *)p, p += idx;
