@@ -301,12 +301,10 @@ static inline int32_t recip_q(int32_t m)
     return q1 - (r1 < 0) + (r1 >= m);
 }
 
-static inline int32_t restore0_i(int32_t oc, int32_t tc, int32_t flag, int32_t gi,
-                                 const int32_t *restrict recip)
+static inline int32_t restore0_i(int32_t oc, int32_t tc, int32_t flag, int32_t gi)
 {
     const int32_t m = oc < 0 ? -oc : oc, a = tc < 0 ? -tc : tc;
     const int32_t q = recip_q(m == 0 ? 1 : m);
-    (void)recip;
     const uint32_t kin = ((uint32_t)q * (uint32_t)a + 16384u) >> 15;
     const int32_t same = ((oc > 0) & (tc > 0)) | ((oc < 0) & (tc < 0));
     const int32_t k = same ? (a > m ? 32768 : (int32_t)kin) : 0;
@@ -327,7 +325,7 @@ VDNN_TARGET_CLONES
 static void decouple_csf0_i(const int32_t *restrict oh, const int32_t *restrict ov,
                             const int32_t *restrict od, const int32_t *restrict th,
                             const int32_t *restrict tv, const int32_t *restrict td, int c0,
-                            int c1, int32_t gi, double cos_sq, const int32_t *restrict recip,
+                            int c1, int32_t gi, double cos_sq,
                             int32_t *restrict rh,
                             int32_t *restrict rv, int32_t *restrict rd, int32_t *restrict ah,
                             int32_t *restrict av, int32_t *restrict ad, int32_t *restrict fs)
@@ -343,9 +341,9 @@ static void decouple_csf0_i(const int32_t *restrict oh, const int32_t *restrict 
         const int32_t t[3] = {th[j], tv[j], td[j]};
         const int32_t flag = rh[j];
         int32_t r[3];
-        r[0] = restore0_i(oh[j], t[0], flag, gi, recip);
-        r[1] = restore0_i(ov[j], t[1], flag, gi, recip);
-        r[2] = restore0_i(od[j], t[2], flag, gi, recip);
+        r[0] = restore0_i(oh[j], t[0], flag, gi);
+        r[1] = restore0_i(ov[j], t[1], flag, gi);
+        r[2] = restore0_i(od[j], t[2], flag, gi);
         rh[j] = r[0], rv[j] = r[1], rd[j] = r[2];
         const int32_t a0 = (int16_t)(t[0] - r[0]), a1 = (int16_t)(t[1] - r[1]),
                       a2 = (int16_t)(t[2] - r[2]);
@@ -441,8 +439,7 @@ static void angle_flags_s(const int32_t *restrict oh, const int32_t *restrict ov
  * and the rounding term is < 2^(15+sh), or libvmaf's int32 -2^31 for
  * sh = 17), else ((q a + add) >> (15 + sh)) clipped, with a negative sum
  * (only with that -2^31) giving 0. r = (k o + 2^14) >> 15 by magnitude. */
-static inline int32_t restore_s_i(int32_t oc, int32_t tc, int32_t flag, int32_t gi,
-                                  int32_t glim, const int32_t *restrict recip)
+static inline int32_t restore_s_i(int32_t oc, int32_t tc, int32_t flag, int32_t gi)
 {
     const uint32_t m = oc < 0 ? 0u - (uint32_t)oc : (uint32_t)oc;
     const uint32_t a = tc < 0 ? 0u - (uint32_t)tc : (uint32_t)tc;
@@ -455,7 +452,6 @@ static inline int32_t restore_s_i(int32_t oc, int32_t tc, int32_t flag, int32_t 
     const uint32_t sh = m >= 32768 ? (uint32_t)(lg - 14) : 0u;
     const uint32_t mm = (m + ((1u << sh) >> 1)) >> sh;
     const uint64_t qa = (uint64_t)(uint32_t)recip_q(mm == 0 ? 1 : (int32_t)mm) * a;
-    (void)recip;
     const int64_t v = (int64_t)qa + (int64_t)(int32_t)(1u << (14 + sh));
     const uint64_t x = (uint64_t)v >> (15 + sh);
     const int32_t same = ((oc > 0) & (tc > 0)) | ((oc < 0) & (tc < 0));
@@ -463,9 +459,8 @@ static inline int32_t restore_s_i(int32_t oc, int32_t tc, int32_t flag, int32_t 
     /* (k m + 2^14 or 2^14 - 1) >> 15 with m = 2^15 mh + ml: k mh <= 2^31. */
     const uint32_t rm = k * (m >> 15) + ((k * (m & 32767u) + (oc < 0 ? 16383u : 16384u)) >> 15);
     const int32_t rs = (int32_t)(oc < 0 ? 0u - rm : rm);
-    /* min(r gi, t) (o > 0, t > 0) or max (o < 0, t < 0): r gi saturated at
-     * the int32 range first changes neither. */
-    (void)glim;
+    /* min(r gi, t) (o > 0) or max (o < 0) in int64 (32-bit forms of it keep
+     * GCC 12 -O2 from vectorising the loop). */
     const int64_t g = (int64_t)rs * gi;
     const int64_t lim = oc > 0 ? (g < tc ? g : tc) : (g > tc ? g : tc);
     return (flag & (k > 0)) ? (int32_t)lim : rs;
@@ -497,17 +492,16 @@ static void decouple_csf_s_i(const int32_t *restrict oh, const int32_t *restrict
                              const int32_t *restrict od, const int32_t *restrict th,
                              const int32_t *restrict tv, const int32_t *restrict td, int c0,
                              int c1, int32_t gi, int32_t rf0, int32_t rf1, int32_t rf2,
-                             const int32_t *restrict recip, int32_t *restrict rh,
+                             int32_t *restrict rh,
                              int32_t *restrict rv, int32_t *restrict rd, int32_t *restrict ah,
                              int32_t *restrict av, int32_t *restrict ad, int32_t *restrict fs)
 {
-    const int32_t glim = INT32_MAX / gi;
     for (int j = c0; j < c1; j++) {
         const int32_t t0 = th[j], t1 = tv[j], t2 = td[j];
         const int32_t flag = rh[j];
-        const int32_t r0 = restore_s_i(oh[j], t0, flag, gi, glim, recip);
-        const int32_t r1 = restore_s_i(ov[j], t1, flag, gi, glim, recip);
-        const int32_t r2 = restore_s_i(od[j], t2, flag, gi, glim, recip);
+        const int32_t r0 = restore_s_i(oh[j], t0, flag, gi);
+        const int32_t r1 = restore_s_i(ov[j], t1, flag, gi);
+        const int32_t r2 = restore_s_i(od[j], t2, flag, gi);
         rh[j] = r0, rv[j] = r1, rd[j] = r2;
     }
     /* A loop of its own: GCC 12 -O2 does not vectorise the two together. */
@@ -813,7 +807,7 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
         const int32_t *oh = wk->band[2], *ov = wk->band[1], *od = wk->band[3];
         const int32_t *th = wk->band[6], *tv = wk->band[5], *td = wk->band[7];
         if (lev == 0 && egl == floor(egl))
-            decouple_csf0_i(oh, ov, od, th, tv, td, L->clo, L->chi, (int32_t)egl, cos_sq, wk->recip, rg[0],
+            decouple_csf0_i(oh, ov, od, th, tv, td, L->clo, L->chi, (int32_t)egl, cos_sq, rg[0],
                             rg[1], rg[2], rg[3], rg[4], rg[5], rg[9]);
         else if (lev == 0)
             decouple_csf0(oh, ov, od, th, tv, td, L->clo, L->chi, egl, cos_sq, rg[0], rg[1],
@@ -821,7 +815,7 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
         else if (egl == floor(egl)) {
             angle_flags_s(oh, ov, th, tv, L->clo, L->chi, cos_sq, rg[0]);
             decouple_csf_s_i(oh, ov, od, th, tv, td, L->clo, L->chi, (int32_t)egl,
-                             (int32_t)rf[0], (int32_t)rf[1], (int32_t)rf[2], wk->recip, rg[0],
+                             (int32_t)rf[0], (int32_t)rf[1], (int32_t)rf[2], rg[0],
                              rg[1], rg[2], rg[3], rg[4], rg[5], rg[9]);
         } else
             decouple_csf_s(oh, ov, od, th, tv, td, L->clo, L->chi, egl, cos_sq, rf, wk->recip, rg[0], rg[1],
@@ -975,7 +969,8 @@ int vdnn_adm_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
     wk.ix0 = (int *)p, p += idx;
     wk.ix3 = (int *)p, p += idx;
     wk.recip = (int32_t *)p;
-    fill_recip(wk.recip);
+    if (enhn_gain_limit != floor(enhn_gain_limit))
+        fill_recip(wk.recip); /* only the generic paths read the table */
 
     LevelOut lo[4];
     for (int s = 0; s < 4 && !rc; s++) {
