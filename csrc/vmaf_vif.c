@@ -429,17 +429,43 @@ static inline int32_t log2_fixed(const uint16_t *log2_table, uint64_t v)
     return log2_table[(v >> k) - 32768] + 2048 * k;
 }
 
-static void stat_row(Rows5 m, unsigned w, const uint16_t *log2_table, double egl, Accum *acc)
+/* The pixels below sigma_nsq, vectorised: their sums, and a byte per pixel
+ * (1: the log branch) for stat_row to visit only those. */
+VDNN_TARGET_CLONES
+static void stat_non_log(const uint32_t *restrict xx, const uint32_t *restrict yy, unsigned w,
+                         uint8_t *restrict lg, int64_t *num_non_log, int64_t *den_non_log)
 {
-    int64_t num_log = 0, den_log = 0, num_non_log = 0, den_non_log = 0;
+    int64_t nn = 0, nd = 0;
+    for (size_t j = 0; j < w; j++) {
+        const int32_t s1 = (int32_t)xx[j], s2 = (int32_t)yy[j];
+        const int l = s1 >= SIGMA_NSQ;
+        nn += l ? 0 : (s2 < 0 ? 0 : s2);
+        nd += l ? 0 : 1;
+        lg[j] = (uint8_t)l;
+    }
+    *num_non_log += nn;
+    *den_non_log += nd;
+}
+
+static void stat_row(Rows5 m, unsigned w, const uint16_t *log2_table, double egl, uint8_t *lg,
+                     Accum *acc)
+{
+    stat_non_log(m.xx, m.yy, w, lg, &acc->num_non_log, &acc->den_non_log);
+    for (unsigned j = w; j % 8; j++)
+        lg[j] = 0;
+    int64_t num_log = 0, den_log = 0;
     const double eps = 65536 * 1.0e-10;
-    for (unsigned j = 0; j < w; j++) {
-        const int32_t s1 = (int32_t)m.xx[j];
-        int32_t s2 = (int32_t)m.yy[j];
-        const int32_t s12 = (int32_t)m.xy[j];
-        if (s2 < 0)
-            s2 = 0;
-        if (s1 >= SIGMA_NSQ) {
+    for (unsigned j0 = 0; j0 < w; j0 += 8) {
+        uint64_t bits;
+        memcpy(&bits, lg + j0, 8);
+        while (bits) {
+            const unsigned j = j0 + (unsigned)__builtin_ctzll(bits) / 8;
+            bits &= bits - 1;
+            const int32_t s1 = (int32_t)m.xx[j];
+            int32_t s2 = (int32_t)m.yy[j];
+            const int32_t s12 = (int32_t)m.xy[j];
+            if (s2 < 0)
+                s2 = 0;
             den_log += log2_fixed(log2_table, (uint32_t)SIGMA_NSQ + (uint32_t)s1) - 2048 * 17;
             if (s12 > 0 && s2 > 0) {
                 double g = s12 / (s1 + eps);
@@ -453,15 +479,10 @@ static void stat_row(Rows5 m, unsigned w, const uint16_t *log2_table, double egl
                 num_log += log2_fixed(log2_table, (uint64_t)numer1_tmp) -
                            log2_fixed(log2_table, numer1);
             }
-        } else {
-            num_non_log += s2;
-            den_non_log++;
         }
     }
     acc->num_log += num_log;
     acc->den_log += den_log;
-    acc->num_non_log += num_non_log;
-    acc->den_non_log += den_non_log;
 }
 
 /* ---- subsampling: one row of the next scale ----------------------------- */
@@ -597,7 +618,7 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
     for (int s = 1; s < 4; s++)
         img_total += 2 * (((size_t)ws[s] + 31) & ~(size_t)31) * hs[s];
     const size_t ring = bpc == 8 ? nch * CHUNK : 0;
-    const size_t bytes = (7 * row_len + 8 * row16 + ring) * sizeof(uint32_t) +
+    const size_t bytes = (8 * row_len + 8 * row16 + ring) * sizeof(uint32_t) +
                          img_total * sizeof(uint16_t) + 64;
     unsigned char *block = env->alloc(env->opaque, bytes);
     if (!block)
@@ -611,7 +632,8 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
     for (int q = 0; q < 5; q++)
         *hr[q] = rows + q * row_len;
     uint32_t *sub1 = rows + 5 * row_len + MAX_HALF, *sub2 = rows + 6 * row_len + MAX_HALF;
-    uint32_t *rows32 = rows + 7 * row_len;
+    uint8_t *lg = (uint8_t *)(rows + 7 * row_len); /* row_len * 4 bytes */
+    uint32_t *rows32 = rows + 8 * row_len;
     Rows8 vert;
     for (int q = 0; q < 8; q++)
         vert.q[q] = rows32 + q * row16 + MAX_HALF;
@@ -673,7 +695,7 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
             for (int q = 0; q < 8; q++)
                 pad_row16(vert.q[q], im.w, half);
             horizontal_stat(vert, s, im.w, horz);
-            stat_row(horz, im.w, log2_table, enhn_gain_limit, &acc);
+            stat_row(horz, im.w, log2_table, enhn_gain_limit, lg, &acc);
 
             if (s < 3 && (i & 1) == 0 && i / 2 < img[s + 1].h) {
                 for (int k = 0; k < fwn; k++) {
