@@ -219,6 +219,17 @@ static void vpass_s(const int32_t *restrict s0, const int32_t *restrict s1,
 {
     const uint32_t mask = (1u << sh) - 1;
     const uint32_t aol = (uint32_t)add + (4240u << sh), aoh = (uint32_t)add + (27411u << sh);
+    if (sh == 0) { /* level 1: the plain sums, mod 2^32 */
+        for (int j = 0; j < n; j++) {
+            const uint32_t a = (uint32_t)s0[j], b = (uint32_t)s1[j], c = (uint32_t)s2[j],
+                           d = (uint32_t)s3[j];
+            lo[j] = (int32_t)((uint32_t)LO0 * a + (uint32_t)LO1 * b + (uint32_t)LO2 * c +
+                              (uint32_t)LO3 * d + (uint32_t)add);
+            hi[j] = (int32_t)((uint32_t)HI0 * a + (uint32_t)HI1 * b + (uint32_t)HI2 * c +
+                              (uint32_t)HI3 * d + (uint32_t)add);
+        }
+        return;
+    }
     for (int j = 0; j < n; j++) {
         const int32_t a = s0[j], b = s1[j], c = s2[j], d = s3[j];
         const int32_t ah = a >> sh, bh = b >> sh, ch = c >> sh, dh = d >> sh;
