@@ -7,7 +7,19 @@
  * vectorises, and an AVX2 machine runs AVX2 code from a baseline x86-64
  * build. Elsewhere (other architectures, compilers without target_clones)
  * the function is built once, for the build's own target. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define VDNN_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define VDNN_TSAN 1
+#endif
+/* Not under ThreadSanitizer: an ifunc resolver runs while the program is
+ * being relocated, before TSan's runtime starts, and the instrumented
+ * resolver crashes (every test that linked a clone died of SIGSEGV). */
 #if defined(__x86_64__) && defined(__ELF__) && !defined(VDNN_NO_TARGET_CLONES) && \
+    !defined(VDNN_TSAN) && \
     ((defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8) || \
      (defined(__clang__) && __clang_major__ >= 14))
 #define VDNN_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
