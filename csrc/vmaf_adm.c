@@ -341,12 +341,16 @@ static void decouple_csf0_i(const int32_t *restrict oh, const int32_t *restrict 
                             int32_t *restrict rv, int32_t *restrict rd, int32_t *restrict ah,
                             int32_t *restrict av, int32_t *restrict ad, int32_t *restrict fs)
 {
+    /* libvmaf's /4096 on each side dropped: scaling by powers of two moves
+     * no rounding here (dp^2 and cos_sq om are exact, one rounding after),
+     * and the sign of dp is that of the int. */
     for (int j = c0; j < c1; j++) {
         const int32_t o0 = oh[j], o1 = ov[j], t0 = th[j], t1 = tv[j];
-        const double dp = (float)(o0 * t0 + o1 * t1) / 4096.0;
-        const double om = (float)(o0 * o0 + o1 * o1) / 4096.0;
-        const double tm = (float)(t0 * t0 + t1 * t1) / 4096.0;
-        rh[j] = (dp >= 0.0) & (dp * dp >= cos_sq * om * tm);
+        const int32_t dpi = o0 * t0 + o1 * t1;
+        const double dp = (float)dpi;
+        const double om = (float)(o0 * o0 + o1 * o1);
+        const double tm = (float)(t0 * t0 + t1 * t1);
+        rh[j] = (dpi >= 0) & (dp * dp >= cos_sq * om * tm);
     }
     for (int j = c0; j < c1; j++) {
         const int32_t t[3] = {th[j], tv[j], td[j]};
