@@ -477,6 +477,25 @@ def metadata_and_count(patched, tmp_path, inputs, graph):
     return frame_metadata(meta), count
 
 
+def test_log_path_not_shared_in_one_graph(patched, tmp_path, clips8):
+    """Two vmafdnn filters of one graph with one log_path: one report silently replaced
+    the other (exit 0); refused, by name or by link."""
+    log = tmp_path / "log.json"
+    (tmp_path / "link.json").symlink_to(log)
+    for second in (log, tmp_path / "link.json"):
+        if second != log:
+            log.write_text("{}")  # the link resolves to the same existing file
+        proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-filter_complex",
+                   "[0:v]split[a][b];[1:v]split[c][d];"
+                   f"[a][c]vmafdnn=model=psnr_y:threads=1:log_path={log}[o1];"
+                   f"[b][d]vmafdnn=model=ssim_y:threads=1:log_path={second}[o2]",
+                   "-map", "[o1]", "-f", "null", "-", "-map", "[o2]", "-f", "null", "-",
+                   check=False)
+        assert proc.returncode > 0, proc.stderr[-2000:]
+        assert "is also the log_path of" in proc.stderr
+        assert not log.exists() or log.read_text() == "{}"
+
+
 def _trimmed_ref(frames):
     return f"[1:v]trim=end_frame={frames},setpts=PTS-STARTPTS[r];[0:v][r]"
 
@@ -515,12 +534,20 @@ def test_metadata_has_every_score(patched, tmp_path, clips8):
     log = tmp_path / "log.json"
     got, _ = score_with_filter(patched, tmp_path, [clips8.dist, clips8.ref],
                                f"threads=1:log_path={log}")
-    report = json.loads(log.read_text())["frames"]
+    full = json.loads(log.read_text())
+    report = full["frames"]
     assert len(got) == len(report) == clips8.frames
     for frame, want in zip(got, report):
         assert {"vmaf", "motion2"} <= set(frame)
         assert set(frame) == set(want["metrics"])
         assert frame == pytest.approx(want["metrics"], abs=1e-6)
+    # The report is the Python front end's (the CLI's), but for "fps": the filter writes
+    # the stream's frame rate, the others libvmaf's processing speed.
+    cli = tmp_path / "cli.json"
+    vmafdnn.score(clips8.ref, clips8.dist, threads=1, output=cli)
+    cli = json.loads(cli.read_text())
+    assert {k: v for k, v in full.items() if k != "fps"} == \
+        {k: v for k, v in cli.items() if k != "fps"}
     # Stopping early (-frames:v) still gives every output frame all its scores.
     meta = tmp_path / "meta5.txt"
     run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
@@ -552,3 +579,38 @@ def test_empty_input(patched, tmp_path, clips8, empty):
     assert frame_metadata(meta) == []
     count = sum(1 for line in md5.read_text().splitlines() if not line.startswith("#"))
     assert count == (clips8.frames if empty == "reference" else 0)
+
+
+def test_interrupted_run_reports_what_it_output(patched, tmp_path, clips8):
+    """SIGINT (ffmpeg's q) ends the streams: the frames held for VMAF's motion2 and SVM get
+    their scores from the flush and go out, so the report and the metadata agree."""
+    import signal
+    import time
+    if not Path(patched[1]["VMAFDNN_BUILTIN_MODELS"], "vmaf.onnx").is_file():
+        pytest.skip("no built-in VMAF model")
+    exe, env = patched
+    meta, log = tmp_path / "meta.txt", tmp_path / "log.json"
+    proc = subprocess.Popen([exe, "-nostdin", "-hide_banner", "-y",
+                             "-stream_loop", "-1", "-i", clips8.dist,
+                             "-stream_loop", "-1", "-i", clips8.ref, "-lavfi",
+                             f"vmafdnn=threads=1:log_path={log},"
+                             f"metadata=mode=print:file={meta}", "-f", "null", "-"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None and \
+                (not meta.exists() or meta.read_text().count("frame:") < 20):
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 255 and "Exiting normally, received signal 2" in err, err[-2000:]
+    got = frame_metadata(meta)
+    report = json.loads(log.read_text())["frames"]
+    assert len(got) == len(report) >= 20
+    for frame, want in zip(got, report):
+        assert frame == pytest.approx(want["metrics"], abs=1e-6)
