@@ -477,6 +477,23 @@ def metadata_and_count(patched, tmp_path, inputs, graph):
     return frame_metadata(meta), count
 
 
+def test_log_path_directory_checked_at_configuration(patched, tmp_path, clips8):
+    """A report whose directory is missing failed only when the filter closed, after the
+    whole stream was scored, with exit status 0; now the graph fails to configure."""
+    log = tmp_path / "missing" / "log.json"
+    proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+               f"vmafdnn=model=psnr_y:threads=1:log_path={log}", "-f", "null", "-",
+               check=False)
+    assert proc.returncode > 0, proc.stderr[-2000:]
+    assert (f"Cannot write the report '{log}': directory '{log.parent}': "
+            "No such file or directory") in proc.stderr
+    assert "psnr_y mean" not in proc.stderr  # nothing was scored
+    proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+               f"vmafdnn=model=psnr_y:threads=1:log_path={tmp_path}", "-f", "null", "-",
+               check=False)
+    assert proc.returncode > 0 and f"log_path '{tmp_path}' is a directory" in proc.stderr
+
+
 def test_log_path_not_shared_in_one_graph(patched, tmp_path, clips8):
     """Two vmafdnn filters of one graph with one log_path: one report silently replaced
     the other (exit 0); refused, by name or by link."""
