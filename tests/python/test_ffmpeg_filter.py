@@ -374,16 +374,18 @@ def test_pre_refuses_size_change_mid_stream(patched, tmp_path, models, clips8, c
     assert f"a frame is {clips8.width}x{2 * clips8.height} yuv420p" in proc.stderr
 
 
-@pytest.mark.parametrize("which", ["both", "main", "reference"])
-def test_vmafdnn_refuses_size_change_mid_stream(patched, tmp_path, clips8, which):
-    """Frames of another size than the inputs were configured with: scored at their own
-    size and sent on at a size the output link does not have (exit 0), or failed on a
-    size mismatch in the library; now refused by name, before any scoring."""
-    d = f"[0:v]{GROW}[d]" if which in ("both", "main") else "[0:v]null[d]"
-    r = f"[1:v]{GROW}[r]" if which in ("both", "reference") else "[1:v]null[r]"
+@pytest.mark.parametrize("which", ["both", "main", "reference", "both_resized"])
+def test_vmafdnn_refuses_size_change_mid_stream(patched, tmp_path, models, clips8, which):
+    """Frames of another size than the inputs were configured with went to the library:
+    psnr_y (native resolution) failed with a bare "Numerical result out of range", and a
+    model of fixed size with resize=bilinear scored them and the filter sent 352x576
+    frames down a 352x288 link (exit 0). Now refused by name, before any scoring."""
+    d = f"[0:v]{GROW}[d]" if which != "reference" else "[0:v]null[d]"
+    r = f"[1:v]{GROW}[r]" if which != "main" else "[1:v]null[r]"
+    model = f"{models.fr_diff}:resize=bilinear" if which == "both_resized" else "psnr_y"
     log = tmp_path / "log.json"
     proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
-               f"{d};{r};[d][r]vmafdnn=model=psnr_y:threads=1:log_path={log}",
+               f"{d};{r};[d][r]vmafdnn=model={model}:threads=1:log_path={log}",
                "-f", "null", "-", check=False)
     assert proc.returncode > 0, proc.stderr[-2000:]
     name = "reference" if which == "reference" else "main"
