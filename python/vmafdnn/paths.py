@@ -38,7 +38,8 @@ def _text(path) -> str:
     return os.fsdecode(os.fspath(path))
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file of st_mode `mode` is, for messages ("a directory", "a FIFO", ...)."""
     return ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
             "a character device" if stat.S_ISCHR(mode) else
             "a block device" if stat.S_ISBLK(mode) else
@@ -91,7 +92,7 @@ def check_output(path, what: str, *, stdout_ok: bool = False) -> Optional[str]:
                              "say)")
         if not stat.S_ISREG(st.st_mode):
             hint = " or '-' (stdout)" if stdout_ok else ""
-            raise UsageError(f"the {what} {text} is {_kind(st.st_mode)}: give a regular file, "
+            raise UsageError(f"the {what} {text} is {file_kind(st.st_mode)}: give a regular file, "
                              f"a FIFO, /dev/null{hint}")
     # A new or replaced regular file: created beside its (resolved) name.
     directory = os.path.dirname(os.path.realpath(text)) or "."

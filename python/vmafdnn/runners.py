@@ -14,6 +14,7 @@ from multiprocessing.connection import wait as _wait_any
 from typing import List, Optional, Sequence
 
 from .jobs import POOL_SUFFIXES
+from .paths import file_kind
 from .results import _file_identity
 
 __all__ = ["Scorer", "check_input", "InputKindError", "report_path", "run_local", "run_ray",
@@ -207,11 +208,7 @@ def check_input(path: str, role: str, allow_pipes: bool = False) -> None:
         raise InputKindError(f"{role} {path} is a FIFO (named pipe): a batch "
                              "scores regular files; --allow-pipes (allow_pipes=True) accepts "
                              "pipes that a program feeds")
-    kind = ("a directory" if stat.S_ISDIR(st.st_mode) else
-            "a character device" if stat.S_ISCHR(st.st_mode) else
-            "a block device" if stat.S_ISBLK(st.st_mode) else
-            "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
-    raise InputKindError(f"{role} {path} is {kind}: a batch scores regular "
+    raise InputKindError(f"{role} {path} is {file_kind(st.st_mode)}: a batch scores regular "
                          "files")
 
 

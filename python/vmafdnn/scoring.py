@@ -26,7 +26,7 @@ import numpy as np
 from . import models as _builtin
 from .context import Context, format_for_path
 from .errors import RunCancelledError
-from .paths import STDIO, Inputs, UsageError, check_output
+from .paths import STDIO, Inputs, UsageError, check_output, file_kind
 from .video import Frame, VideoFormatError, Y4MReader, describe_reader, open_video
 
 __all__ = ["score", "Canceller", "InputMismatchError", "UsageError", "load_features",
@@ -428,12 +428,9 @@ def _open_features(path, allow_stream: bool):
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb"), name, True
     os.close(fd)
-    kind = ("a FIFO (a pipe)" if stat.S_ISFIFO(st.st_mode) else
-            "a directory" if stat.S_ISDIR(st.st_mode) else
-            "a character device" if stat.S_ISCHR(st.st_mode) else
-            "a block device" if stat.S_ISBLK(st.st_mode) else "not a regular file")
-    raise UsageError(f"features file {name} is {kind}, not a regular file: write it to a file "
-                     "first, or pipe it to stdin and pass --features - (features=\"-\")")
+    raise UsageError(f"features file {name} is {file_kind(st.st_mode)}, not a regular file: "
+                     "write it to a file first, or pipe it to stdin and pass --features - "
+                     "(features=\"-\")")
 
 
 def load_features(path, *, allow_stream: bool = False,
