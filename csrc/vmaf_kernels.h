@@ -33,6 +33,18 @@
 #include "vectorize.h" /* VDNN_TARGET_CLONES for the kernels' hot loops */
 
 
+/* Row or column i of a filter's window over n, mirrored at both ends
+ * without repeating the edge (-1 -> 1, n -> n - 2): the reflection libvmaf's
+ * VIF and motion filters use. */
+static inline int vdnn_mirror(int i, int n)
+{
+    if (i < 0)
+        return -i;
+    if (i >= n)
+        return 2 * n - i - 2;
+    return i;
+}
+
 /* Where a kernel's buffers come from and whether to stop. alloc(opaque,
  * size) returns a block of at least `size` bytes aligned to 64, or NULL;
  * release(opaque, block) gives it back (NULL-safe). cancelled may be NULL

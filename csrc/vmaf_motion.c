@@ -37,15 +37,6 @@
 
 static const int32_t motion_filter[5] = {3571, 16004, 26386, 16004, 3571};
 
-static inline int mirror(int i, int n)
-{
-    if (i < 0)
-        return -i;
-    if (i >= n)
-        return 2 * n - i - 2;
-    return i;
-}
-
 /* 1 when any sample of the row is above max. */
 static int row_out_of_range(const uint16_t *restrict p, unsigned w, unsigned max)
 {
@@ -143,7 +134,7 @@ int vdnn_motion_integer(const VdnnKernelEnv *env, const VdnnPlane *prev, const V
             }
         const uint16_t *p[5], *c[5];
         for (int k = 0; k < 5; k++) {
-            const int r = mirror((int)i - 2 + k, (int)h);
+            const int r = vdnn_mirror((int)i - 2 + k, (int)h);
             p[k] = prev->data + r * prev->stride;
             c[k] = cur->data + r * cur->stride;
         }

@@ -72,15 +72,6 @@ static const uint16_t vif_taps[4][17] = {
 };
 static const int vif_width[4] = {17, 9, 5, 3};
 
-static inline int mirror(int i, int n)
-{
-    if (i < 0)
-        return -i;
-    if (i >= n)
-        return 2 * n - i - 2;
-    return i;
-}
-
 /* A row of five padded rows: the vertical pass's output. */
 typedef struct Rows5 {
     uint32_t *mu1, *mu2, *xx, *yy, *xy;
@@ -168,7 +159,7 @@ INLINE void vstat_body(const uint16_t *const *r, const uint16_t *const *d, const
 /* 8 bits at scale 0: x and y of each source row are copied into a ring of
  * source rows, laid out in column chunks of CW so that the 17 rows of a
  * window sit at compile-time offsets from one pointer: ring[chunk][slot][2]
- * [CW], NSLOT slots. Padded row v (source row mirror(v - 8)) is slot v % 17
+ * [CW], NSLOT slots. Padded row v (source row vdnn_mirror(v - 8)) is slot v % 17
  * and, when that is below 16, also slot v % 17 + 17, so the window of output
  * row i (padded rows i .. i + 16) is slots i % 17 .. i % 17 + 16,
  * contiguous. The products (16-bit: 255^2 fits) are made as they are
@@ -678,13 +669,13 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
             }
             const uint16_t *r[17], *d[17];
             for (int k = 0; k < fw; k++) {
-                const int row = mirror((int)i - half + k, (int)im.h);
+                const int row = vdnn_mirror((int)i - half + k, (int)im.h);
                 r[k] = im.ref + row * im.stride;
                 d[k] = im.dis + row * im.stride;
             }
             if (s == 0 && bpc == 8) {
                 for (; ring_done <= i + 16; ring_done++) {
-                    const unsigned row = (unsigned)mirror((int)ring_done - 8, (int)h);
+                    const unsigned row = (unsigned)vdnn_mirror((int)ring_done - 8, (int)h);
                     ring_row8(ref->data + row * ref->stride, dist->data + row * dist->stride,
                               w, nch, ring_mem, ring_done % 17);
                 }
@@ -699,7 +690,7 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
 
             if (s < 3 && (i & 1) == 0 && i / 2 < img[s + 1].h) {
                 for (int k = 0; k < fwn; k++) {
-                    const int row = mirror((int)i - halfn + k, (int)im.h);
+                    const int row = vdnn_mirror((int)i - halfn + k, (int)im.h);
                     r[k] = im.ref + row * im.stride;
                     d[k] = im.dis + row * im.stride;
                 }
