@@ -631,6 +631,21 @@ static void sum3(const int32_t *restrict a, const int32_t *restrict b,
         s[j] = (int32_t)((uint32_t)a[j] + (uint32_t)b[j] + (uint32_t)c[j]);
 }
 
+/* (int32)((x^2 + 2^28) >> 29) and (int32)((x^2 + 2^29) >> 30) for
+ * 0 <= x < 2^31 in uint32 lanes: with x = 2^15 u + v (v < 2^15),
+ * x^2 = 2^30 u^2 + 2^16 u v + v^2 and the shifts nest. */
+static inline int32_t sq29(int32_t x)
+{
+    const uint32_t u = (uint32_t)x >> 15, v = (uint32_t)x & 32767u;
+    return (int32_t)(2u * u * u + ((u * v + ((v * v + (1u << 28)) >> 16)) >> 13));
+}
+
+static inline int32_t sq30(int32_t x)
+{
+    const uint32_t u = (uint32_t)x >> 15, v = (uint32_t)x & 32767u;
+    return (int32_t)(u * u + ((u * v + ((v * v + (1u << 29)) >> 16)) >> 14));
+}
+
 /* Level 0 masking of one row over [c0, c1): the threshold from the column
  * sums t (3 columns) minus the centre magnitudes plus the centre's 1/15. */
 VDNN_TARGET_CLONES
@@ -653,9 +668,7 @@ static void cm_row0(const int32_t *restrict t, const int32_t *restrict fs,
         xh = xh < 0 ? 0 : xh;
         xv = xv < 0 ? 0 : xv;
         xd = xd < 0 ? 0 : xd;
-        const int32_t qh = (int32_t)(((int64_t)xh * xh + 268435456) >> 29);
-        const int32_t qv = (int32_t)(((int64_t)xv * xv + 268435456) >> 29);
-        const int32_t qd = (int32_t)(((int64_t)xd * xd + 536870912) >> 30);
+        const int32_t qh = sq29(xh), qv = sq29(xv), qd = sq30(xd);
         s0 += ((int64_t)qh * xh + add_hv) >> sh_hv;
         s1 += ((int64_t)qv * xv + add_hv) >> sh_hv;
         s2 += ((int64_t)qd * xd + add_d) >> sh_d;
@@ -680,15 +693,13 @@ static void cm_row_s(const int32_t *restrict t, const int32_t *restrict fs,
             (uint32_t)(int32_t)(((int64_t)286331153 * abs(ad[j]) + neg) >> 32);
         const int32_t thr = (int32_t)((uint32_t)t[j] + (uint32_t)t[j + 1] + (uint32_t)t[j + 2] -
                                       (uint32_t)fs[j] + cen);
-        int32_t xh = abs((int32_t)(((int64_t)rh[j] * rf0 + (1 << 27)) >> 28)) - thr;
-        int32_t xv = abs((int32_t)(((int64_t)rv[j] * rf1 + (1 << 27)) >> 28)) - thr;
-        int32_t xd = abs((int32_t)(((int64_t)rd[j] * rf2 + (1 << 27)) >> 28)) - thr;
+        int32_t xh = abs(csf_s((int32_t)rf0, rh[j])) - thr;
+        int32_t xv = abs(csf_s((int32_t)rf1, rv[j])) - thr;
+        int32_t xd = abs(csf_s((int32_t)rf2, rd[j])) - thr;
         xh = xh < 0 ? 0 : xh;
         xv = xv < 0 ? 0 : xv;
         xd = xd < 0 ? 0 : xd;
-        const int32_t qh = (int32_t)(((int64_t)xh * xh + 536870912) >> 30);
-        const int32_t qv = (int32_t)(((int64_t)xv * xv + 536870912) >> 30);
-        const int32_t qd = (int32_t)(((int64_t)xd * xd + 536870912) >> 30);
+        const int32_t qh = sq30(xh), qv = sq30(xv), qd = sq30(xd);
         s0 += ((int64_t)qh * xh + add_cub) >> sh_cub;
         s1 += ((int64_t)qv * xv + add_cub) >> sh_cub;
         s2 += ((int64_t)qd * xd + add_cub) >> sh_cub;
