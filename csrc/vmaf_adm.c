@@ -492,11 +492,15 @@ static inline int32_t csf_s(int32_t rf, int32_t a)
 
 /* (int32)((143165577 m - 2^31) >> 32) (m = |cv|, INT32_MIN for INT32_MIN)
  * through the unsigned product, as csf_s. */
+static inline int32_t mag_c(uint32_t c, int32_t m)
+{
+    const uint32_t u = (uint32_t)(((uint64_t)c * (uint32_t)m + 0xFFFFFFFF80000000ull) >> 32);
+    return (int32_t)(u - (m < 0 ? c : 0u));
+}
+
 static inline int32_t mag_s(int32_t m)
 {
-    const uint32_t u =
-        (uint32_t)(((uint64_t)143165577u * (uint32_t)m + 0xFFFFFFFF80000000ull) >> 32);
-    return (int32_t)(u - (m < 0 ? 143165577u : 0u));
+    return mag_c(143165577u, m);
 }
 
 /* Levels 1..3 decoupling + CSF of one row over [c0, c1), integer gain limit
@@ -685,12 +689,10 @@ static void cm_row_s(const int32_t *restrict t, const int32_t *restrict fs,
                      int64_t out[3])
 {
     int64_t s0 = 0, s1 = 0, s2 = 0;
-    const int64_t neg = INT32_MIN;
     for (int j = c0; j < c1; j++) {
         const uint32_t cen =
-            (uint32_t)(int32_t)(((int64_t)286331153 * abs(ah[j]) + neg) >> 32) +
-            (uint32_t)(int32_t)(((int64_t)286331153 * abs(av[j]) + neg) >> 32) +
-            (uint32_t)(int32_t)(((int64_t)286331153 * abs(ad[j]) + neg) >> 32);
+            (uint32_t)mag_c(286331153u, abs(ah[j])) + (uint32_t)mag_c(286331153u, abs(av[j])) +
+            (uint32_t)mag_c(286331153u, abs(ad[j]));
         const int32_t thr = (int32_t)((uint32_t)t[j] + (uint32_t)t[j + 1] + (uint32_t)t[j + 2] -
                                       (uint32_t)fs[j] + cen);
         int32_t xh = abs(csf_s((int32_t)rf0, rh[j])) - thr;
