@@ -418,6 +418,14 @@ static inline uint16_t best15(uint32_t v, int *shift)
     return (uint16_t)((v + (1u << (k - 1))) >> k);
 }
 
+/* angle_ok without the /4096 scalings: powers of two move no rounding here
+ * (d^2 and cos_sq om are exact in double, one rounding after; no overflow
+ * or underflow from floats of integers). */
+static inline int angle_ok_u(double dp, double om, double tm, double cos_sq)
+{
+    return dp >= 0.0 && dp * dp >= cos_sq * om * tm;
+}
+
 /* Levels 1..3 angle flags: libvmaf converts int64 sums to float. With all
  * |values| < 2^26 the products (< 2^52) and sums (< 2^53) are exact in
  * double, and double -> float rounds as int64 -> float does: a loop the
@@ -436,14 +444,14 @@ static void angle_flags_s(const int32_t *restrict oh, const int32_t *restrict ov
             const double o0 = oh[j], o1 = ov[j], t0 = th[j], t1 = tv[j];
             const float dp = (float)(o0 * t0 + o1 * t1), om = (float)(o0 * o0 + o1 * o1),
                         tm = (float)(t0 * t0 + t1 * t1);
-            flag[j] = angle_ok(dp, om, tm, cos_sq);
+            flag[j] = angle_ok_u(dp, om, tm, cos_sq);
         }
         return;
     }
     for (int j = c0; j < c1; j++) {
         const int64_t o0 = oh[j], o1 = ov[j], t0 = th[j], t1 = tv[j];
         const int64_t dp = o0 * t0 + o1 * t1, om = o0 * o0 + o1 * o1, tm = t0 * t0 + t1 * t1;
-        flag[j] = angle_ok((float)dp, (float)om, (float)tm, cos_sq);
+        flag[j] = angle_ok_u((float)dp, (float)om, (float)tm, cos_sq);
     }
 }
 
