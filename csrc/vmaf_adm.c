@@ -43,6 +43,12 @@
  * is kept whole. Intermediates are int32 (level 0's are the 16-bit values
  * of libvmaf, widened), so the loops are plain C that the compiler
  * vectorises; the hot row functions are built for AVX2 and baseline.
+ * libvmaf's 64-bit sums and products are taken in 32-bit lanes wherever
+ * that is exact for every input (split_sum, sq29/sq30, csf_s, mag_c), its
+ * 2^30/m table by a float quotient with an exact fix (recip_q: no gathers),
+ * and the decoupling for integer gain limits (vmaf_v0.6.1 and its neg
+ * variant) in closed form (restore0_i, restore_s_i); a non-integer limit
+ * takes the generic paths (decouple_csf0, decouple_csf_s).
  *
  * Known difference: libvmaf's AVX2 16-bit transform (bpc > 8) reads two
  * samples past the row for the last column of level 0 when (w + 1) / 2 is
