@@ -290,6 +290,18 @@ def _is_shared_library(name: str) -> bool:
     return name.endswith(".so") or ".so." in name
 
 
+def _one_library(paths) -> List[str]:
+    """`paths` with the versioned names of one library (libX.so, libX.so.1, libX.so.1.8.1:
+    wheels cannot hold symlinks, so onnxruntime-ep-openvino ships three copies) reduced to
+    its unversioned name, the one the package's own get_library_path() names."""
+    paths = sorted(paths)
+    stems = {os.path.join(os.path.dirname(p), os.path.basename(p).split(".so", 1)[0])
+             for p in paths}
+    if len(paths) > 1 and len(stems) == 1:
+        return [min(paths, key=len)]
+    return paths
+
+
 def _ep_package_entries() -> List[str]:
     """``NAME=PATH`` entries for every installed ``onnxruntime_ep_*`` package
     (the way ORT's plugin EPs ship: onnxruntime-ep-openvino, -webgpu,
@@ -330,7 +342,7 @@ def _ep_package_entries() -> List[str]:
                 continue
             taken.add(package)
             libraries = [path for name, path in packages[package] if _is_shared_library(name)]
-            plugins = [p for p in libraries if _elf_exports(p, _EP_ENTRY_POINT)]
+            plugins = _one_library(p for p in libraries if _elf_exports(p, _EP_ENTRY_POINT))
             if len(plugins) != 1:
                 EP_PACKAGE_ERRORS[package] = (
                     "it has no shared library" if not libraries else

@@ -147,6 +147,19 @@ def test_an_installed_plugin_is_found_from_its_record_without_importing_it(
     assert _markers(tmp_path) == [] and "onnxruntime_ep_fake" not in sys.modules
 
 
+def test_versioned_copies_of_one_plugin_library_name_it_once(tmp_path, site_dir,
+                                                            plugin_library):
+    """onnxruntime-ep-openvino 1.8.1 ships libonnxruntime_providers_openvino_plugin.so,
+    .so.1 and .so.1.8.1 as three copies (a wheel holds no symlinks): that is one library,
+    named by its unversioned name, as the package's own get_library_path() does."""
+    name = "libonnxruntime_providers_fake_plugin.so"
+    pkg = _make_dist(site_dir, "onnxruntime_ep_fake",
+                     {name: plugin_library["plugin"], name + ".1": plugin_library["plugin"],
+                      name + ".1.8.1": plugin_library["plugin"]}, tmp_path)
+    assert session._ep_package_entries() == [f"onnxruntime_ep_fake={pkg / name}"]
+    assert session.EP_PACKAGE_ERRORS == {}
+
+
 def test_import_announces_an_installed_plugin_without_running_it(tmp_path, plugin_library):
     """End to end in a child: the site folder added the way site-packages
     are (site.getsitepackages), the package announced in
