@@ -220,8 +220,6 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
     if options["reports"]:
         os.makedirs(options["reports"], exist_ok=True)
     job_list = read_jobs(jobs, base_dir, options["models"] or _default_model_names())
-    if output is not None:
-        _refuse_overwrite(output, jobs, job_list)
     hasher = _Hasher()
     keys = [job_key(job, options, hasher) for job in job_list]
     from . import scoring
@@ -232,6 +230,8 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
             name = os.fspath(model)
             if name not in options["key_files"]:
                 options["key_files"][name] = key_files(name, hasher)
+    if output is not None:
+        _refuse_overwrite(output, jobs, job_list, options["key_files"])
     for job, key in zip(job_list, keys):
         job["job_key"] = key
     earlier = _good_rows(output)
@@ -304,11 +304,13 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
     return result
 
 
-def _refuse_overwrite(output: str, jobs, job_list: List[dict]) -> None:
+def _refuse_overwrite(output: str, jobs, job_list: List[dict], model_files: dict) -> None:
     """UsageError, before any work, when the results file or its journal is
-    the job list or a job's clip, by any spelling (``vmafdnn batch jobs.csv
-    -o jobs.csv`` replaced the job list with the results), as the scoring
-    command refuses ``-o ref.y4m``."""
+    the job list, a job's clip or a file of a job's models (the model, its
+    sidecar, the models it requires and its forms: ``model_files``, {model:
+    files} as the job keys cover them), by any spelling (``vmafdnn batch
+    jobs.csv -o jobs.csv`` replaced the job list with the results), as the
+    scoring command refuses ``-o ref.y4m``."""
     from .scoring import refuse_overwrite
     inputs = {}
     if isinstance(jobs, (str, os.PathLike)):
@@ -316,6 +318,9 @@ def _refuse_overwrite(output: str, jobs, job_list: List[dict]) -> None:
     for n, job in enumerate(job_list, 1):
         inputs[f"reference of job {n}"] = job["reference"]
         inputs[f"distorted clip of job {n}"] = job["distorted"]
+    for model, files in model_files.items():
+        for path in files:
+            inputs[f"file {path} of model {model}"] = path
     refuse_overwrite(output, "results file", inputs)
     refuse_overwrite(_journal_path(output), "results journal", inputs)
 

@@ -264,7 +264,13 @@ def _name_of(what: str):
 
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of printing its usage and exiting, so that
-    every error becomes the same one line."""
+    every error becomes the same one line; and that takes no abbreviations:
+    `batch --model m.onnx` was read as --model-dir m.onnx, and the default
+    models scored."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         raise _UsageExit(message)

@@ -499,12 +499,23 @@ def key_files(model: str, hasher: Optional[_Hasher] = None) -> List[str]:
     return [os.path.realpath(path) for path, _ in identity]
 
 
+def _forms_wanted() -> bool:
+    """Whether the library scores with the forms sidecars name (VMAFDNN_MODEL_FORMS,
+    read the way csrc/tiny_model.c reads it)."""
+    return os.environ.get("VMAFDNN_MODEL_FORMS", "").strip().lower() not in _FORMS_OFF
+
+
+#: VMAFDNN_MODEL_FORMS values that keep every model on its own file (tiny_model.c's list).
+_FORMS_OFF = ("0", "false", "no", "off")
+
+
 def job_key(job: dict, options: dict, hasher: Optional[_Hasher] = None) -> str:
     """A digest of everything that decides a job's row: its inputs (absolute
     path, size, mtime), every model file it loads by content (the models,
     their sidecars, the models the sidecars require and the forms they name,
     recursively), the alignment and raw geometry, and the batch options that
-    change results (device, fp16, resize, threads). Prefixed by the key's
+    change results (device, fp16, resize, threads, whether sidecars' forms are
+    used: VMAFDNN_MODEL_FORMS). Prefixed by the key's
     version: rows keyed by an older version are scored once more."""
     hasher = hasher or _Hasher()
     models = job["models"] or options["models"] or None
@@ -519,6 +530,8 @@ def job_key(job: dict, options: dict, hasher: Optional[_Hasher] = None) -> str:
         "options": {k: job.get(k) for k in JOB_FIELDS if k not in ("reference", "distorted",
                                                                   "models")},
         "run": {k: options.get(k) for k in ("device", "fp16_io", "resize", "threads")},
+        # which file scores a model with forms (VMAF's features: kernels or pure ONNX)
+        "forms": _forms_wanted(),
     }
     text = json.dumps(ident, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:24]

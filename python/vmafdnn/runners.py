@@ -135,8 +135,11 @@ class Scorer:
         report = None
         if o["reports"]:
             report = report_path(o["reports"], job, job["job_key"], o["report_format"])
-            scoring.refuse_overwrite(report, "report", {"reference input": job["reference"],
-                                                        "distorted input": job["distorted"]})
+            reads = {"reference input": job["reference"], "distorted input": job["distorted"]}
+            for model in models:
+                for path in o.get("key_files", {}).get(os.fspath(model), []):
+                    reads[f"file {path} of model {model}"] = path
+            scoring.refuse_overwrite(report, "report", reads)
         inputs = []
         try:
             dist = scoring._Input("distorted", job["distorted"], job.get("bitdepth"), raw,

@@ -538,3 +538,47 @@ def test_an_edited_journal_report_entry_is_not_taken_as_a_report(tmp_path):
     rows = [{"job_key": "a", "report": 0}, {"job_key": "b", "report": str(tmp_path)},
             {"job_key": "c", "report": ["x"]}]
     assert _done_rows(rows, str(tmp_path)) == {}  # fd 0 and a folder are not report files
+
+
+# -- outputs never replace inputs (issue 25 item 3, for the batch's writers) --------------
+
+def test_results_never_replace_a_file_a_model_reads(tmp_path, clips):
+    """The results file is refused before any work when it is a file of a job's models
+    (the model, its sidecar, the models its sidecar requires and theirs, its forms), by any
+    spelling: here a required model whose name has a results file's extension."""
+    models = tmp_path / "models"
+    models.mkdir()
+    _model_pair(models, "main", "psnr_y", {"requires": ["helper.csv"]})
+    shutil.copy(vmafdnn.models.path("ssim_y"), models / "helper.csv")
+    before = (models / "helper.csv").read_bytes()
+    jobs = [{"title": "t", "reference": str(clips / "ref.y4m"),
+             "distorted": str(clips / "dist.y4m"), "models": [str(models / "main.onnx")]}]
+    for out in (models / "helper.csv", tmp_path / "link.csv"):
+        if out.name == "link.csv":
+            out.symlink_to(models / "helper.csv")
+        with pytest.raises(vmafdnn.UsageError, match="helper.csv of model"):
+            vbatch.batch(jobs, out, workers=1)
+        proc = _cli(_jobs_csv(tmp_path, clips), "--tiny-model", models / "main.onnx", "-o", out)
+        assert proc.returncode == 2 and "helper.csv of model" in proc.stderr, proc.stderr
+        assert (models / "helper.csv").read_bytes() == before
+
+
+def test_options_are_never_abbreviated(tmp_path, clips):
+    """`--model M` was taken as --model-dir M (argparse's prefix matching): the default
+    models scored the batch and exit 0. Every option is spelled out or refused."""
+    proc = _cli(_jobs_csv(tmp_path, clips), "--model", clips / "ref.y4m", "-o",
+                tmp_path / "r.csv")
+    assert proc.returncode == 2 and "unrecognized arguments: --model" in proc.stderr
+    assert not (tmp_path / "r.csv").exists()
+
+
+def test_the_form_setting_is_part_of_the_key(tmp_path, clips, monkeypatch):
+    """VMAFDNN_MODEL_FORMS decides which file scores a model with forms (VMAF's features:
+    the kernels or the pure-ONNX graph): a row scored one way is not kept for the other."""
+    jobs = [{"title": "t", "reference": str(clips / "ref.y4m"),
+             "distorted": str(clips / "dist.y4m"), "models": ["psnr_y"]}]
+    keys = {}
+    for value in ("0", "1"):
+        monkeypatch.setenv("VMAFDNN_MODEL_FORMS", value)
+        keys[value] = vbatch.job_key(jobs[0] | {"models": None}, {"models": ["psnr_y"]})
+    assert keys["0"] != keys["1"]
