@@ -510,38 +510,6 @@ static int walk_subgraph(Scan *s, const Field *gf, unsigned depth)
     return walk_graph(s, gf->len, depth + 1);
 }
 
-/* AttributeProto: every field that can hold a tensor or a graph is walked,
- * whatever the attribute's declared type. */
-static int walk_attribute(Scan *s, const Field *af, unsigned depth)
-{
-    Span m = af->len;
-    Field f = {0};
-    int r;
-    if ((r = expect(s, af, WT_LEN)) < 0)
-        return r;
-    while ((r = next_field(s, &m, &f)) > 0) {
-        switch (f.num) {
-        case 5:  /* t */
-        case 10: /* tensors */
-            r = walk_tensor(s, &f);
-            break;
-        case 6:  /* g */
-        case 11: /* graphs */
-            r = walk_subgraph(s, &f, depth);
-            break;
-        case 22: /* sparse_tensor */
-        case 23: /* sparse_tensors */
-            r = walk_sparse_tensor(s, &f);
-            break;
-        default:
-            r = 0;
-        }
-        if (r < 0)
-            return r;
-    }
-    return r;
-}
-
 typedef struct NodeInfo {
     Span op, domain, name, third_input;
     size_t index; /* within its graph */
@@ -571,6 +539,70 @@ static const char *shown_op(char (*dst)[VDNN_SCAN_OP_NAME_MAX], const NodeInfo *
     snprintf(*dst, sizeof(*dst), "%s:%s", printable(domain, sizeof(domain), n->domain),
              printable(op, sizeof(op), n->op));
     return *dst;
+}
+
+/* AttributeProto.type of a float attribute. */
+#define ATTRIBUTE_FLOAT 1
+
+/* An attribute of one of the library's operators: the only one they take is
+ * VifInteger's and AdmInteger's enhn_gain_limit, a float. Anything else
+ * (a typo, an int 1 where 1.0 was meant) would be ignored by the kernel and
+ * score with the default limit, silently: refused here. */
+static int check_library_attribute(const NodeInfo *n, Span name, uint64_t type)
+{
+    char op[VDNN_SCAN_OP_NAME_MAX], attr[64], where[160];
+    const bool takes_limit = span_is(n->op, "VifInteger") || span_is(n->op, "AdmInteger");
+    if (takes_limit && span_is(name, "enhn_gain_limit") && type == ATTRIBUTE_FLOAT)
+        return 0;
+    shown_op(&op, n, false);
+    describe_node(where, sizeof(where), n);
+    printable(attr, sizeof(attr), name);
+    if (takes_limit && span_is(name, "enhn_gain_limit"))
+        return vdnn_fail(-EPERM, "operator \"%s\" (%s): attribute enhn_gain_limit must be a "
+                         "float (AttributeProto type %d), not type %llu", op, where,
+                         ATTRIBUTE_FLOAT, (unsigned long long)type);
+    return vdnn_fail(-EPERM, "operator \"%s\" (%s) takes no attribute \"%s\"%s", op, where,
+                     attr, takes_limit ? " (only enhn_gain_limit, a float)" : "");
+}
+
+/* AttributeProto: every field that can hold a tensor or a graph is walked,
+ * whatever the attribute's declared type. `library_node` is the node when it
+ * is one of the library's operators (its attributes are checked), else NULL. */
+static int walk_attribute(Scan *s, const Field *af, unsigned depth, const NodeInfo *library_node)
+{
+    Span m = af->len, name = {NULL, 0};
+    uint64_t type = 0;
+    Field f = {0};
+    int r;
+    if ((r = expect(s, af, WT_LEN)) < 0)
+        return r;
+    while ((r = next_field(s, &m, &f)) > 0) {
+        if (f.num == 1 && f.wt == WT_LEN)
+            name = f.len;
+        else if (f.num == 20 && f.wt == WT_VARINT)
+            type = f.varint;
+        switch (f.num) {
+        case 5:  /* t */
+        case 10: /* tensors */
+            r = walk_tensor(s, &f);
+            break;
+        case 6:  /* g */
+        case 11: /* graphs */
+            r = walk_subgraph(s, &f, depth);
+            break;
+        case 22: /* sparse_tensor */
+        case 23: /* sparse_tensors */
+            r = walk_sparse_tensor(s, &f);
+            break;
+        default:
+            r = 0;
+        }
+        if (r < 0)
+            return r;
+    }
+    if (r == 0 && library_node)
+        r = check_library_attribute(library_node, name, type);
+    return r;
 }
 
 static int check_node(Scan *s, const NodeInfo *n)
@@ -653,9 +685,10 @@ static int walk_node(Scan *s, const Field *nf, unsigned depth, size_t index)
     if ((r = check_node(s, &n)) < 0)
         return r;
 
+    const NodeInfo *library_node = span_is(n.domain, VDNN_CUSTOM_OP_DOMAIN) ? &n : NULL;
     m = nf->len;
     while ((r = next_field(s, &m, &f)) > 0)
-        if (f.num == 5 && (r = walk_attribute(s, &f, depth)) < 0) /* attribute */
+        if (f.num == 5 && (r = walk_attribute(s, &f, depth, library_node)) < 0) /* attribute */
             return r;
     return r;
 }

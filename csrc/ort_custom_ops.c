@@ -224,9 +224,25 @@ static OrtStatus *compute_samples(const Kernel *k, OrtKernelContext *ctx)
     return NULL;
 }
 
+/* What a kernel refuses with -EINVAL, past the checks made here
+ * (vmaf_kernels.h): its minimum size, samples above the bit depth. */
+static const char *kernel_limits(OpKind kind)
+{
+    switch (kind) {
+    case OP_VIF:
+        return "VIF needs planes of at least 16x16 with every sample below 2^bpc";
+    case OP_ADM:
+        return "ADM needs planes of at least 33x33 with every sample below 2^bpc";
+    default:
+        return "motion needs planes of at least 3x3 with every sample below 2^bpc";
+    }
+}
+
 static OrtStatus *kernel_failed(const Kernel *k, int rc, unsigned w, unsigned h, unsigned bpc)
 {
     const char *why = vdnn_last_error();
+    if (!why[0] && rc == -EINVAL)
+        why = kernel_limits(k->def->kind);
     return failure(k, rc == -EINVAL ? ORT_INVALID_ARGUMENT : ORT_FAIL,
                    "cannot score a %ux%u plane of %u bits: %s%s%s", w, h, bpc, strerror(-rc),
                    why[0] ? ": " : "", why);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -453,7 +454,7 @@ static int read_forms(const Reader *r, VdnnSidecar *sc)
 const char *vdnn_sidecar_form(const VdnnSidecar *sc, const char *attached_ep)
 {
     for (size_t i = 0; sc && attached_ep && i < sc->form_files.count; i++)
-        if (strcmp(sc->form_eps.items[i], attached_ep) == 0)
+        if (strcasecmp(sc->form_eps.items[i], attached_ep) == 0)
             return sc->form_files.items[i];
     return NULL;
 }

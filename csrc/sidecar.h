@@ -50,7 +50,7 @@
  *   "requires"          array of non-empty strings: model files, relative to
  *                       this model's directory, attached before it
  *   "forms"             object: attached EP (as vmaf_dnn_session_attached_ep
- *                       names it: "CPU", "CUDA", "OpenVINO:CPU", ...) -> a
+ *                       names it, any case: "CPU", "CUDA", "OpenVINO:CPU") -> a
  *                       model file, relative to this model's directory,
  *                       that computes the same outputs from the same inputs
  *                       in a form made for that EP (the VMAF features'
@@ -231,7 +231,8 @@ int vdnn_sidecar_parse(const char *text, size_t len, const char *origin, VdnnSid
  * ".." component (a sidecar may not reach models elsewhere). */
 int vdnn_sidecar_path_inside(const char *file);
 
-/* The file of sidecar's form for the EP `attached_ep`, or NULL. */
+/* The file of sidecar's form for the EP `attached_ep` (names compared
+ * without case: "cpu" is "CPU"), or NULL. */
 const char *vdnn_sidecar_form(const VdnnSidecar *sidecar, const char *attached_ep);
 
 /* Releases a sidecar and everything it owns. NULL-safe. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "context_internal.h"
 #include "error.h"
@@ -854,12 +855,25 @@ static int same_interface(const VmafDnnSession *a, const VmafDnnSession *b)
     return 1;
 }
 
-/* VMAFDNN_MODEL_FORMS=0 keeps every model on the file it was attached from
- * (tests compare the forms that way). */
+/* VMAFDNN_MODEL_FORMS=0 (or false, no, off, any case, spaces around) keeps
+ * every model on the file it was attached from (tests compare the forms that
+ * way); python/vmafdnn/results.py reads it the same way for the batch's job
+ * keys. */
 static int forms_wanted(void)
 {
+    static const char *const off[] = {"0", "false", "no", "off"};
     const char *v = getenv("VMAFDNN_MODEL_FORMS");
-    return !(v && strcmp(v, "0") == 0);
+    if (!v)
+        return 1;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    size_t n = strlen(v);
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
+        if (n == strlen(off[i]) && strncasecmp(v, off[i], n) == 0)
+            return 0;
+    return 1;
 }
 
 /* When the sidecar names a form of the model for the EP its session
@@ -883,8 +897,9 @@ static int use_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
     if (rc) {
         char why[512];
         snprintf(why, sizeof(why), "%s", vmaf_dnn_last_error());
-        return vdnn_fail(rc, "model %s: its form for %s, %s, cannot be used: %s", m->path, ep,
-                         m->form_path, why);
+        return vdnn_fail(rc, "model %s: its form for %s, %s, cannot be used: %s (with "
+                         "VMAFDNN_MODEL_FORMS=0 the model scores with its own file)", m->path,
+                         ep, m->form_path, why);
     }
     if (strcmp(vmaf_dnn_session_attached_ep(form), ep) != 0 ||
         !same_interface(m->session, form)) {

@@ -450,8 +450,9 @@ VMAF_DNN_API const char *vmaf_dnn_tiny_model_attached_ep(const VmafDnnContext *c
  * model with the same inputs and outputs made for that EP: the VMAF
  * features' fused CPU kernels). The form is opened with the model's config
  * and policy and must attach the same EP with the same inputs and outputs,
- * else the attach fails (-EINVAL, or the form's open error) saying why. The
- * environment variable VMAFDNN_MODEL_FORMS=0 keeps every model on its own
+ * else the attach fails (-EINVAL, or the form's open error) saying why. EP
+ * names are compared without case. The environment variable
+ * VMAFDNN_MODEL_FORMS=0 (or false, no, off) keeps every model on its own
  * file (tests compare the forms that way). Owned by the context; NULL for a
  * bad context or index. */
 VMAF_DNN_API const char *vmaf_dnn_tiny_model_form_path(const VmafDnnContext *ctx, size_t model);

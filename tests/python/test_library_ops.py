@@ -143,6 +143,7 @@ def test_planes_too_small_for_a_kernel_are_refused_not_read_past(ops_path, h, w)
         with pytest.raises(vmafdnn.DnnError) as e:
             s.run(feeds(ref, dist))
     assert e.value.errno == errno.ENOEXEC and "plane" in str(e.value)
+    assert "needs planes of at least" in str(e.value)  # not a bare "Invalid argument"
 
 
 def test_kernel_memory_is_charged_to_the_budget(ops_path):
@@ -190,6 +191,35 @@ def test_the_operators_in_another_domain_are_refused(tmp_path):
     with pytest.raises(vmafdnn.DnnError) as e:
         vmafdnn.Session(str(path), device="cpu")
     assert e.value.errno == errno.EPERM and "com.example:VifInteger" in str(e.value)
+
+
+@pytest.mark.parametrize("attrs, fragment", [
+    ({"enhn_gain_limit": 1}, "must be a float"),        # an int 1 where 1.0 was meant
+    ({"enhn_gain_limit": "1"}, "must be a float"),
+    ({"enhn_gain_limit": [1.0]}, "must be a float"),
+    ({"enhn_gain_lmit": 1.0}, 'takes no attribute "enhn_gain_lmit"'),
+])
+def test_attributes_the_kernels_would_ignore_are_refused(tmp_path, attrs, fragment):
+    """A wrong-typed or misspelt gain limit was ignored by the kernel, which then scored with
+    libvmaf's default limit of 100 (a 'neg' model scoring as vmaf_v0.6.1, silently)."""
+    model = ops_model(("VifInteger",))
+    vif = next(n for n in model.graph.node if n.op_type == "VifInteger")
+    vif.attribute.extend(helper.make_attribute(k, v) for k, v in attrs.items())
+    path = tmp_path / "attr.onnx"
+    path.write_bytes(model.SerializeToString())
+    with pytest.raises(vmafdnn.DnnError) as e:
+        vmafdnn.Session(str(path), device="cpu")
+    assert e.value.errno == errno.EPERM and fragment in str(e.value)
+
+
+def test_samples_and_motion_take_no_attributes(tmp_path):
+    model = ops_model(("MotionInteger",))
+    samples = next(n for n in model.graph.node if n.op_type == "Samples")
+    samples.attribute.append(helper.make_attribute("enhn_gain_limit", 1.0))
+    path = tmp_path / "attr.onnx"
+    path.write_bytes(model.SerializeToString())
+    with pytest.raises(vmafdnn.DnnError, match='takes no attribute "enhn_gain_limit"'):
+        vmafdnn.Session(str(path), device="cpu")
 
 
 def test_a_narrowed_allow_list_names_them_with_their_domain(ops_path):
@@ -268,6 +298,37 @@ def test_a_missing_form_fails_the_attach_naming_it(tmp_path):
     with pytest.raises(vmafdnn.DnnError) as e:
         vmafdnn.Context().use_model(str(d / "vmaf_features.onnx"))
     assert e.value.errno == errno.ENOENT and "vmaf_features_cpu.onnx" in str(e.value)
+
+
+def test_form_ep_names_are_compared_without_case(tmp_path):
+    d = features_dir(tmp_path)
+    edit_sidecar(d / "vmaf_features.json", forms={"cpu": "vmaf_features_cpu.onnx"})
+    info = vmafdnn.Context().use_model(str(d / "vmaf_features.onnx"))
+    assert info.form == str(d / "vmaf_features_cpu.onnx")
+
+
+@pytest.mark.parametrize("value, used", [("0", False), ("false", False), (" Off ", False),
+                                         ("no", False), ("1", True), ("", True)])
+def test_forms_off_values(tmp_path, monkeypatch, value, used):
+    d = features_dir(tmp_path)
+    monkeypatch.setenv("VMAFDNN_MODEL_FORMS", value)
+    info = vmafdnn.Context().use_model(str(d / "vmaf_features.onnx"))
+    assert (info.form is not None) == used
+
+
+def test_a_policy_that_refuses_the_form_says_how_to_go_without_it(tmp_path):
+    d = features_dir(tmp_path)
+    import onnx
+
+    def op_types(graph):
+        for n in graph.node:
+            yield n.op_type
+            for a in n.attribute:
+                for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                    yield from op_types(g)
+    ops = sorted(set(op_types(onnx.load(str(d / "vmaf_features.onnx")).graph)))
+    with pytest.raises(vmafdnn.DnnError, match="VMAFDNN_MODEL_FORMS=0"):
+        vmafdnn.Context(allowed_ops=ops).use_model(str(d / "vmaf_features.onnx"))
 
 
 def test_a_form_for_another_ep_is_not_used(tmp_path):
