@@ -77,6 +77,19 @@ static void fill_axis(VmafDnnResize mode, unsigned taps, unsigned src, unsigned 
     }
 }
 
+/* Rows first unless the columns first hold strictly fewer floats: equal
+ * aspect ratios (the usual resizes) keep the rows-first order and its
+ * rounding. */
+static int columns_first(unsigned sw, unsigned sh, unsigned dw, unsigned dh)
+{
+    return (uint64_t)dh * sw < (uint64_t)sh * dw;
+}
+
+size_t vdnn_resize_scratch(unsigned sw, unsigned sh, unsigned dw, unsigned dh)
+{
+    return columns_first(sw, sh, dw, dh) ? (size_t)dh * sw : (size_t)sh * dw;
+}
+
 int vdnn_resizer_prepare(VdnnResizer *r, VmafDnnResize mode, unsigned sw, unsigned sh,
                          unsigned dw, unsigned dh)
 {
@@ -98,12 +111,13 @@ int vdnn_resizer_prepare(VdnnResizer *r, VmafDnnResize mode, unsigned sw, unsign
     r->x_weight = malloc((size_t)dw * taps * sizeof(*r->x_weight));
     r->y_index = malloc((size_t)dh * taps * sizeof(*r->y_index));
     r->y_weight = malloc((size_t)dh * taps * sizeof(*r->y_weight));
-    r->rows = malloc((size_t)sh * dw * sizeof(*r->rows));
+    r->rows = malloc(vdnn_resize_scratch(sw, sh, dw, dh) * sizeof(*r->rows));
     if (!r->x_index || !r->x_weight || !r->y_index || !r->y_weight || !r->rows) {
         vdnn_resizer_release(r);
         return vdnn_fail(-ENOMEM, "out of memory resizing %ux%u to %ux%u", sw, sh, dw, dh);
     }
     r->mode = mode;
+    r->columns_first = columns_first(sw, sh, dw, dh);
     r->taps = taps;
     r->sw = sw;
     r->sh = sh;
@@ -114,33 +128,49 @@ int vdnn_resizer_prepare(VdnnResizer *r, VmafDnnResize mode, unsigned sw, unsign
     return 0;
 }
 
-void vdnn_resizer_run(VdnnResizer *r, const float *src, float *dst)
+/* One pass over rows: in (n_rows rows of in_w) -> out (n_rows rows of
+ * out_w), each output sample from `taps` samples of its row. */
+static void row_pass(const float *in, unsigned n_rows, unsigned in_w, unsigned out_w,
+                     unsigned taps, const unsigned *index, const float *weight, float *out)
 {
-    const unsigned taps = r->taps, dw = r->dw;
-    for (unsigned y = 0; y < r->sh; y++) {
-        const float *in = src + (size_t)y * r->sw;
-        float *out = r->rows + (size_t)y * dw;
-        for (unsigned x = 0; x < dw; x++) {
-            const unsigned *ix = r->x_index + (size_t)x * taps;
-            const float *wx = r->x_weight + (size_t)x * taps;
+    for (unsigned y = 0; y < n_rows; y++) {
+        const float *src = in + (size_t)y * in_w;
+        float *dst = out + (size_t)y * out_w;
+        for (unsigned x = 0; x < out_w; x++) {
             float acc = 0.0f;
             for (unsigned k = 0; k < taps; k++)
-                acc += wx[k] * in[ix[k]];
-            out[x] = acc;
+                acc += weight[(size_t)x * taps + k] * src[index[(size_t)x * taps + k]];
+            dst[x] = acc;
         }
     }
-    for (unsigned y = 0; y < r->dh; y++) {
-        const unsigned *iy = r->y_index + (size_t)y * taps;
-        const float *wy = r->y_weight + (size_t)y * taps;
-        float *out = dst + (size_t)y * dw;
-        memset(out, 0, dw * sizeof(*out));
+}
+
+/* One pass over columns: in (rows of width w) -> out (n_out rows of w), each
+ * output row a weighted sum of `taps` input rows. */
+static void column_pass(const float *in, unsigned w, unsigned n_out, unsigned taps,
+                        const unsigned *index, const float *weight, float *out)
+{
+    for (unsigned y = 0; y < n_out; y++) {
+        float *dst = out + (size_t)y * w;
+        memset(dst, 0, w * sizeof(*dst));
         for (unsigned k = 0; k < taps; k++) {
-            const float *row = r->rows + (size_t)iy[k] * dw;
-            const float w = wy[k];
-            for (unsigned x = 0; x < dw; x++)
-                out[x] += w * row[x];
+            const float *row = in + (size_t)index[(size_t)y * taps + k] * w;
+            const float wk = weight[(size_t)y * taps + k];
+            for (unsigned x = 0; x < w; x++)
+                dst[x] += wk * row[x];
         }
     }
+}
+
+void vdnn_resizer_run(VdnnResizer *r, const float *src, float *dst)
+{
+    if (r->columns_first) {
+        column_pass(src, r->sw, r->dh, r->taps, r->y_index, r->y_weight, r->rows);
+        row_pass(r->rows, r->dh, r->sw, r->dw, r->taps, r->x_index, r->x_weight, dst);
+        return;
+    }
+    row_pass(src, r->sh, r->sw, r->dw, r->taps, r->x_index, r->x_weight, r->rows);
+    column_pass(r->rows, r->dw, r->dh, r->taps, r->y_index, r->y_weight, dst);
 }
 
 void vdnn_resizer_release(VdnnResizer *r)

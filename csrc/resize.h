@@ -41,8 +41,16 @@ typedef struct VdnnResizer {
     float *x_weight;       /* dw * taps; owned */
     unsigned *y_index;     /* dh * taps source rows, clamped; owned */
     float *y_weight;       /* dh * taps; owned */
-    float *rows;           /* sh * dw: the plane after the row pass; owned */
+    int columns_first;     /* the column pass first (see vdnn_resize_scratch) */
+    float *rows;           /* vdnn_resize_scratch() floats: the plane after the
+                              first pass; owned */
 } VdnnResizer;
+
+/* The floats a resize of sw x sh to dw x dh holds between its two passes:
+ * sh * dw when the rows are filtered first, dh * sw when the columns are;
+ * the resizer takes the smaller (a 1 x 16384 column to a 16384 x 1 row
+ * needed 16384 x 16384 floats, 1 GiB, the other way round 1). */
+size_t vdnn_resize_scratch(unsigned sw, unsigned sh, unsigned dw, unsigned dh);
 
 /* Sets the resizer up for sw x sh -> dw x dh with `mode` (NEAREST, BILINEAR
  * or BICUBIC); a no-op when it already is. Sizes are 1..VMAF_DNN_MAX_DIMENSION.

@@ -558,12 +558,14 @@ static int setup_outputs(VdnnTinyModel *m)
  * resizer's row pass; the past planes it keeps ("input_sources" offsets);
  * and the session's FLOAT16 copies of FLOAT16 image inputs. The resizer's
  * tap tables (O(W + H)) are left out. 64-bit: 2 x 20 x 32768^2 x 4 fits. */
-static uint64_t own_bytes(const VdnnTinyModel *m, uint64_t fh, uint64_t tw, uint64_t th,
-                          int resized)
+static uint64_t own_bytes(const VdnnTinyModel *m, uint64_t fw, uint64_t fh, uint64_t tw,
+                          uint64_t th, int resized)
 {
     uint64_t bytes = 0;
-    if (resized)
-        bytes += m->n_image * tw * th * sizeof(float) + fh * tw * sizeof(float);
+    if (resized) /* the resized planes and the resizer's scratch between its passes */
+        bytes += m->n_image * tw * th * sizeof(float) +
+                 vdnn_resize_scratch((unsigned)fw, (unsigned)fh, (unsigned)tw, (unsigned)th) *
+                     sizeof(float);
     bytes += (uint64_t)(m->history[0].depth + m->history[1].depth) * tw * th * sizeof(float);
     return bytes + m->n_image_fp16 * tw * th * sizeof(uint16_t);
 }
@@ -577,7 +579,7 @@ static uint64_t frame_bytes(const VdnnTinyModel *m, uint64_t fw, uint64_t fh, ui
     for (size_t k = 0; k < m->n_image; k++)
         read[m->image_src[k].picture] = 1;
     return (uint64_t)(read[0] + read[1]) * fw * fh * sizeof(float) +
-           own_bytes(m, fh, tw, th, resized);
+           own_bytes(m, fw, fh, tw, th, resized);
 }
 
 static int check_budget(const VdnnTinyModel *m, uint64_t bytes, const char *when, int resized)
@@ -637,7 +639,7 @@ uint64_t vdnn_tiny_model_own_frame_bytes(const VdnnTinyModel *m, const unsigned 
     if (!m->n_image)
         return 0;
     const FedSize s = fed_size(m, pw, ph);
-    return own_bytes(m, s.h, s.tw, s.th, s.resized);
+    return own_bytes(m, s.w, s.h, s.tw, s.th, s.resized);
 }
 
 uint64_t vdnn_policy_max_memory(const VmafDnnModelPolicy *policy)

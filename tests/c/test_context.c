@@ -303,6 +303,28 @@ static void test_resize_filters(void)
     resize_run(VMAF_DNN_RESIZE_NEAREST, two, 2, 1, three, 3, 1);
     CHECK(three[0] == 0.0f && three[1] == 1.0f && three[2] == 1.0f);
 
+    /* A tall column to a wide row: the scratch between the passes is what
+     * the smaller order needs (1 float, not 16384 x 16384: 1 GiB), and the
+     * result is the transposed resize's. */
+    CHECK_EQ_INT(vdnn_resize_scratch(1, 16384, 16384, 1), 1);
+    CHECK_EQ_INT(vdnn_resize_scratch(16384, 1, 1, 16384), 1);
+    CHECK_EQ_INT(vdnn_resize_scratch(320, 180, 640, 360), 180 * 640); /* rows first */
+    static float column[16384], row[16384];
+    for (unsigned i = 0; i < 16384; i++)
+        column[i] = (float)(i % 97) / 96.0f;
+    /* The column collapses to its middle sample(s) (nearest: row 8192;
+     * bilinear: the mean of rows 8191 and 8192), spread along the row. */
+    const float want[2] = {column[8192], 0.5f * column[8191] + 0.5f * column[8192]};
+    for (int m = 0; m < 2; m++) {
+        resize_run(modes[m], column, 1, 16384, row, 16384, 1);
+        int same = 1;
+        for (unsigned i = 0; i < 16384; i++)
+            same &= fabsf(row[i] - want[m]) < 1e-6f;
+        CHECK(same);
+    }
+    resize_run(VMAF_DNN_RESIZE_BILINEAR, two, 1, 2, four, 1, 4); /* the transposed 2 -> 4 */
+    CHECK(four[0] == 0.0f && four[1] == 0.25f && four[2] == 0.75f && four[3] == 1.0f);
+
     VdnnResizer r = {0};
     CHECK_EQ_INT(vdnn_resizer_prepare(&r, VMAF_DNN_RESIZE_NONE, 2, 2, 1, 1), -EINVAL);
     CHECK_EQ_INT(vdnn_resizer_prepare(&r, VMAF_DNN_RESIZE_NEAREST, 0, 2, 1, 1), -EINVAL);
