@@ -185,6 +185,10 @@ def ladder_bd_rates(rows: List[dict], anchor: str, test: str, metric: Optional[s
         raise ValueError("no successful rows in the results")
     ladder_column = ladder_column or _find_ladder_column(rows, anchor, test)
     title_column = _title_column(rows, title_column)
+    if title_column == ladder_column:
+        # Each "title" would hold one ladder and nothing could be compared (it
+        # printed +nan%): the column names the ladders, so every row is one title.
+        title_column = None
     metric = metric or _default_metric(rows)
     curves: Dict[str, Dict[str, List[Tuple[float, float]]]] = {}
     for row in rows:

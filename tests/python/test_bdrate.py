@@ -92,6 +92,20 @@ def test_ladders_per_title_from_results_files(tmp_path):
         bdrate.ladder_bd_rates(rows, "x264", "vp9")
 
 
+def test_a_ladder_column_that_is_also_the_title_column_compares_the_ladders(tmp_path):
+    """One title, its two encodes named in the title column: each "title" held one ladder,
+    nothing was compared, and the command printed +nan% and exited 1."""
+    rows = [{k: v for k, v in dict(r, title=r["codec"]).items() if k != "codec"}
+            for r in _ladder_rows() if r["title"] == "a"]
+    result = bdrate.ladder_bd_rates(rows, "x264", "x265")
+    assert result["ladder_column"] == "title" and result["title_column"] is None
+    assert result["mean"] == pytest.approx(-30.0)
+    out = tmp_path / "results.csv"
+    write_results(rows, out)
+    text, result = bdrate.bdrate_main(out, "x264", "x265", title_column="title")
+    assert result["mean"] == pytest.approx(-30.0) and "nan" not in text
+
+
 def test_rate_quality_plot(tmp_path):
     rows = _ladder_rows()
     out = tmp_path / "rq.png"
