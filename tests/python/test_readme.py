@@ -102,7 +102,7 @@ def test_readme_blocks_run_in_order(tmp_path):
             f"README block in '{section}' failed ({lang}, exit {proc.returncode}):\n{code}\n"
             f"--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}")
         ran.append(code if lang == "sh" else "")
-        if "./app " in code:
+        if re.search(r"(^|\s)\./app(\s|$)", code, re.M):
             assert re.search(r"psnr_y 42\.110 dB on \S+", proc.stdout), proc.stdout
     assert (work / "report.json").is_file() and (work / "scores.png").stat().st_size > 10000
     assert (work / "scores.svg").is_file() and (work / "app").is_file()
