@@ -666,6 +666,16 @@ static inline int32_t sq30(int32_t x)
 
 /* Level 0 masking of one row over [c0, c1): the threshold from the column
  * sums t (3 columns) minus the centre magnitudes plus the centre's 1/15. */
+/* ((int64_t)q * x + add) >> sh, q and x >= 0, as libvmaf's builds evaluate
+ * it: wrapping past 2^63 (only extreme planes get there; the kernel fuzzer
+ * found one) instead of signed overflow, which is undefined behaviour in C.
+ * The conversion back to int64_t and the shift of a negative value are
+ * implementation-defined (modulo, arithmetic) in every compiler built for. */
+static inline uint64_t cube_term(int32_t q, int32_t x, int64_t add, int sh)
+{
+    return (uint64_t)((int64_t)((uint64_t)(uint32_t)q * (uint32_t)x + (uint64_t)add) >> sh);
+}
+
 VDNN_TARGET_CLONES
 static void cm_row0(const int32_t *restrict t, const int32_t *restrict fs,
                     const int32_t *restrict ah, const int32_t *restrict av,
@@ -673,7 +683,7 @@ static void cm_row0(const int32_t *restrict t, const int32_t *restrict fs,
                     const int32_t *restrict rv, const int32_t *restrict rd, int c0, int c1,
                     int sh_hv, int64_t add_hv, int sh_d, int64_t add_d, int64_t out[3])
 {
-    int64_t s0 = 0, s1 = 0, s2 = 0;
+    uint64_t s0 = 0, s1 = 0, s2 = 0; /* int64 sums, wrapping as libvmaf's do */
     for (int j = c0; j < c1; j++) {
         const uint32_t cen = (uint32_t)(int16_t)((8738 * abs(ah[j]) + 2048) >> 12) +
                              (uint32_t)(int16_t)((8738 * abs(av[j]) + 2048) >> 12) +
@@ -687,11 +697,11 @@ static void cm_row0(const int32_t *restrict t, const int32_t *restrict fs,
         xv = xv < 0 ? 0 : xv;
         xd = xd < 0 ? 0 : xd;
         const int32_t qh = sq29(xh), qv = sq29(xv), qd = sq30(xd);
-        s0 += ((int64_t)qh * xh + add_hv) >> sh_hv;
-        s1 += ((int64_t)qv * xv + add_hv) >> sh_hv;
-        s2 += ((int64_t)qd * xd + add_d) >> sh_d;
+        s0 += cube_term(qh, xh, add_hv, sh_hv);
+        s1 += cube_term(qv, xv, add_hv, sh_hv);
+        s2 += cube_term(qd, xd, add_d, sh_d);
     }
-    out[0] = s0, out[1] = s1, out[2] = s2;
+    out[0] = (int64_t)s0, out[1] = (int64_t)s1, out[2] = (int64_t)s2;
 }
 
 VDNN_TARGET_CLONES
@@ -702,7 +712,7 @@ static void cm_row_s(const int32_t *restrict t, const int32_t *restrict fs,
                      uint32_t rf0, uint32_t rf1, uint32_t rf2, int sh_cub, int64_t add_cub,
                      int64_t out[3])
 {
-    int64_t s0 = 0, s1 = 0, s2 = 0;
+    uint64_t s0 = 0, s1 = 0, s2 = 0; /* int64 sums, wrapping as libvmaf's do */
     for (int j = c0; j < c1; j++) {
         const uint32_t cen =
             (uint32_t)mag_c(286331153u, abs(ah[j])) + (uint32_t)mag_c(286331153u, abs(av[j])) +
@@ -716,11 +726,11 @@ static void cm_row_s(const int32_t *restrict t, const int32_t *restrict fs,
         xv = xv < 0 ? 0 : xv;
         xd = xd < 0 ? 0 : xd;
         const int32_t qh = sq30(xh), qv = sq30(xv), qd = sq30(xd);
-        s0 += ((int64_t)qh * xh + add_cub) >> sh_cub;
-        s1 += ((int64_t)qv * xv + add_cub) >> sh_cub;
-        s2 += ((int64_t)qd * xd + add_cub) >> sh_cub;
+        s0 += cube_term(qh, xh, add_cub, sh_cub);
+        s1 += cube_term(qv, xv, add_cub, sh_cub);
+        s2 += cube_term(qd, xd, add_cub, sh_cub);
     }
-    out[0] = s0, out[1] = s1, out[2] = s2;
+    out[0] = (int64_t)s0, out[1] = (int64_t)s1, out[2] = (int64_t)s2;
 }
 
 /* ------------------------------------------------------------------------ */
