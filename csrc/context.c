@@ -661,8 +661,6 @@ static int attach_requires(VmafDnnContext *ctx, const char *onnx_path,
     if (depth >= REQUIRE_DEPTH_MAX)
         return vdnn_fail(-ELOOP, "model %s: sidecar \"requires\" nests deeper than %d models",
                          onnx_path, REQUIRE_DEPTH_MAX);
-    const char *slash = strrchr(onnx_path, '/');
-    const size_t dir_len = slash ? (size_t)(slash - onnx_path) + 1 : 0;
     /* The requirements are attached with the caller's session and resize,
      * under their own names. */
     VmafDnnModelConfig sub = *mcfg;
@@ -672,11 +670,9 @@ static int attach_requires(VmafDnnContext *ctx, const char *onnx_path,
         if (!vdnn_sidecar_path_inside(file))
             return vdnn_fail(-EINVAL, "model %s: sidecar \"requires\" entry \"%s\" must be a "
                              "path inside the model's directory", onnx_path, file);
-        const size_t len = dir_len + strlen(file) + 1;
-        char *path = malloc(len);
+        char *path = vdnn_sidecar_beside(onnx_path, file);
         if (!path)
             return vdnn_fail(-ENOMEM, "out of memory");
-        snprintf(path, len, "%.*s%s", (int)dir_len, onnx_path, file);
         int attached = 0, rc = 0;
         for (size_t k = 0; k < ctx->n_models && !attached; k++)
             attached = strcmp(vdnn_tiny_model_path(ctx->model[k]), path) == 0;

@@ -451,6 +451,17 @@ static int read_forms(const Reader *r, VdnnSidecar *sc)
     return 0;
 }
 
+char *vdnn_sidecar_beside(const char *onnx_path, const char *file)
+{
+    const char *slash = strrchr(onnx_path, '/');
+    const int dir_len = slash ? (int)(slash - onnx_path) + 1 : 0;
+    const size_t len = (size_t)dir_len + strlen(file) + 1;
+    char *path = malloc(len);
+    if (path)
+        snprintf(path, len, "%.*s%s", dir_len, onnx_path, file);
+    return path;
+}
+
 const char *vdnn_sidecar_form(const VdnnSidecar *sc, const char *attached_ep)
 {
     for (size_t i = 0; sc && attached_ep && i < sc->form_files.count; i++)

@@ -231,6 +231,11 @@ int vdnn_sidecar_parse(const char *text, size_t len, const char *origin, VdnnSid
  * ".." component (a sidecar may not reach models elsewhere). */
 int vdnn_sidecar_path_inside(const char *file);
 
+/* The path of `file` (a "requires" or "forms" entry) beside the model at
+ * onnx_path: onnx_path's directory part followed by file. malloc'ed (the
+ * caller frees), NULL when out of memory. */
+char *vdnn_sidecar_beside(const char *onnx_path, const char *file);
+
 /* The file of sidecar's form for the EP `attached_ep` (names compared
  * without case: "cpu" is "CPU"), or NULL. */
 const char *vdnn_sidecar_form(const VdnnSidecar *sidecar, const char *attached_ep);

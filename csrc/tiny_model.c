@@ -888,12 +888,8 @@ static int use_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
     const char *file = vdnn_sidecar_form(m->sc, ep);
     if (!file || !forms_wanted())
         return 0;
-    const char *slash = strrchr(opt->onnx_path, '/');
-    const int dir_len = slash ? (int)(slash - opt->onnx_path) + 1 : 0;
-    const size_t len = (size_t)dir_len + strlen(file) + 1;
-    if (!(m->form_path = malloc(len)))
+    if (!(m->form_path = vdnn_sidecar_beside(opt->onnx_path, file)))
         return vdnn_fail(-ENOMEM, "out of memory");
-    snprintf(m->form_path, len, "%.*s%s", dir_len, opt->onnx_path, file);
     VmafDnnSession *form = NULL;
     int rc = vmaf_dnn_session_open_with_policy(&form, m->form_path, opt->session, opt->policy);
     if (rc) {
@@ -931,15 +927,16 @@ static int open_known_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, co
         return rc;
     }
     const char *file = vdnn_sidecar_form(m->sc, vmaf_dnn_session_attached_ep(form));
-    const char *slash = strrchr(opt->onnx_path, '/');
-    const size_t dir_len = slash ? (size_t)(slash - opt->onnx_path) + 1 : 0;
-    if (!file || strncmp(opt->form_path, opt->onnx_path, dir_len) != 0 ||
-        strcmp(opt->form_path + dir_len, file) != 0 || !(m->form_path = strdup(opt->form_path))) {
+    char *named = file ? vdnn_sidecar_beside(opt->onnx_path, file) : NULL;
+    if (!named || strcmp(named, opt->form_path) != 0) {
         vmaf_dnn_session_close(form);
         vdnn_sidecar_free(m->sc);
         m->sc = NULL;
-        return file ? vdnn_fail(-ENOMEM, "out of memory") : -EAGAIN;
+        rc = file && !named ? vdnn_fail(-ENOMEM, "out of memory") : -EAGAIN;
+        free(named);
+        return rc;
     }
+    m->form_path = named;
     m->session = form;
     return 0;
 }
