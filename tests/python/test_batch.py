@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import vmafdnn
+from local_ray import init_local_ray
 from vmafdnn import batch as vbatch
 from vmafdnn.video import Frame, write_y4m
 
@@ -354,19 +355,7 @@ def test_command_line_batch_then_bdrate(catalogue, tmp_path):
 
 @pytest.fixture(scope="module")
 def ray_instance():
-    import ray  # the test extra installs it: never skipped
-    # Under tools/sanitize.sh this interpreter runs with the ASan runtime preloaded: Ray's own
-    # C++ daemons (GCS, raylet) would inherit it and, slowed by it on a loaded 2-core machine,
-    # miss Ray's start-up deadline ("The current node timed out during startup"). They start
-    # without it; the workers, which load the ASan-built extension, get it back.
-    preload = os.environ.pop("LD_PRELOAD", None)
-    try:
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="warning",
-                 log_to_driver=False, object_store_memory=80 * 1024 * 1024,
-                 runtime_env={"env_vars": {"LD_PRELOAD": preload}} if preload else None)
-    finally:
-        if preload is not None:
-            os.environ["LD_PRELOAD"] = preload
+    ray = init_local_ray()
     yield ray
     ray.shutdown()
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import vmafdnn
+from local_ray import init_local_ray
 from vmafdnn import batch as vbatch
 from vmafdnn.video import Frame, write_y4m
 
@@ -456,14 +457,7 @@ def test_a_stuck_job_on_ray_has_its_actor_killed_and_fails_its_row(tmp_path, cli
     import ray
     started = not ray.is_initialized()
     if started:
-        preload = os.environ.pop("LD_PRELOAD", None)  # as test_batch's fixture: see there
-        try:
-            ray.init(num_cpus=2, include_dashboard=False, logging_level="warning",
-                     log_to_driver=False, object_store_memory=80 * 1024 * 1024,
-                     runtime_env={"env_vars": {"LD_PRELOAD": preload}} if preload else None)
-        finally:
-            if preload is not None:
-                os.environ["LD_PRELOAD"] = preload
+        init_local_ray()
     try:
         fifo = tmp_path / "stuck.y4m"
         os.mkfifo(fifo)
