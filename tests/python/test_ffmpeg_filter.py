@@ -602,7 +602,11 @@ def test_empty_input(patched, tmp_path, clips8, empty):
 
 def test_interrupted_run_reports_what_it_output(patched, tmp_path, clips8):
     """SIGINT (ffmpeg's q) ends the streams: the frames held for VMAF's motion2 and SVM get
-    their scores from the flush and go out, so the report and the metadata agree."""
+    their scores from the flush and go out, so every frame the metadata shows is in the report
+    with the same scores. FFmpeg may close the graph with a frame still between the filters
+    (a CI run saw 607 reported, 606 printed): such a frame was scored, so it is in
+    the report, like the frames read ahead when -frames:v closes the output first. Their number
+    is bounded by what the filter holds (VMAF runs one frame behind) plus the link's queue."""
     import signal
     import time
     if not Path(patched[1]["VMAFDNN_BUILTIN_MODELS"], "vmaf.onnx").is_file():
@@ -630,6 +634,7 @@ def test_interrupted_run_reports_what_it_output(patched, tmp_path, clips8):
     assert proc.returncode == 255 and "Exiting normally, received signal 2" in err, err[-2000:]
     got = frame_metadata(meta)
     report = json.loads(log.read_text())["frames"]
-    assert len(got) == len(report) >= 20
+    assert len(got) >= 20
+    assert len(got) <= len(report) <= len(got) + 4, (len(got), len(report))
     for frame, want in zip(got, report):
         assert frame == pytest.approx(want["metrics"], abs=1e-6)
