@@ -489,6 +489,10 @@ int main(int argc, char **argv)
         perror("mkdtemp");
         return 2;
     }
+    if (!vmaf_dnn_available()) {
+        fprintf(stderr, "ONNX Runtime unavailable: %s\n", vmaf_dnn_last_error());
+        return 1;
+    }
     test_config();
     test_same_scores();
     test_settled_reads();
