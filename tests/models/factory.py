@@ -367,6 +367,34 @@ def slow_chain(side=512, steps=400):
                       [tensor("score", F32, [1])], inits)
 
 
+def stall_bright():
+    """x[1,1,8,8] -> score[1] = mean(x), after a Loop of 2^62 iterations
+    when mean(x) > 0.5 and of none otherwise: a bright frame never finishes
+    on its own (only cancel or a time budget ends its run, ORT checking
+    between the Loop's iterations), a dark one scores at once. For the
+    cancel tests, whose outcome must not depend on how fast a run is or how
+    the threads were scheduled."""
+    nodes, inits = [], []
+    _mean_to("x", "m", nodes, inits, "x")
+    inits += [numpy_helper.from_array(np.array([0.5], np.float32), "half_b"),
+              numpy_helper.from_array(np.array([1 << 62], np.int64), "forever_b")]
+    nodes += [helper.make_node("Greater", ["m", "half_b"], ["bright"]),
+              helper.make_node("Cast", ["bright"], ["bright_i"], to=TensorProto.INT64),
+              helper.make_node("Mul", ["bright_i", "forever_b"], ["trips1"]),
+              helper.make_node("Squeeze", ["trips1"], ["trips"])]
+    zero = numpy_helper.from_array(np.array([0.0], np.float32), "zero_b")
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["v_in", "zero_b"], ["v_out"])], "body",
+        [tensor("i", TensorProto.INT64, []), tensor("cond_in", TensorProto.BOOL, []),
+         tensor("v_in", F32, [1])],
+        [tensor("cond_out", TensorProto.BOOL, []), tensor("v_out", F32, [1])],
+        initializer=[zero])
+    nodes.append(helper.make_node("Loop", ["trips", "", "m"], ["score"], body=body))
+    return make_model(nodes, [tensor("x", F32, [1, 1, 8, 8])], [tensor("score", F32, [1])],
+                      inits)
+
+
 def score_unknown_rank():
     """x[1,1,4,4] -> score: mean(x) as [1] when it is > 0.5, else as [1,1].
     One value either way, but the branches differ in rank, so ORT knows no
@@ -439,6 +467,7 @@ ALL = {
     "fv_weighted": fv_weighted,
     "image_codec": image_codec,
     "slow_chain": slow_chain,
+    "stall_bright": stall_bright,
     "score_unknown_rank": score_unknown_rank,
     "huge_input": huge_input,
     "hd_mean": hd_mean,
