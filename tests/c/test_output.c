@@ -303,19 +303,21 @@ static void test_sparse_frames(void)
         snprintf(name, sizeof(name), "h%u", i);
         CHECK_EQ_INT(vdnn_feature_collector_append(fc, name, last, i), 0);
     }
+    /* CPU time, not the wall clock: other load on the machine does not
+     * stretch it. */
     struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     for (int fmt = VDNN_REPORT_JSON; fmt <= VDNN_REPORT_CSV; fmt++) {
         char *got = NULL;
         CHECK_EQ_INT(render(fc, (VdnnReportFormat)fmt, NULL, &got), 0);
         CHECK_STR_CONTAINS(got, "16777215");
         free(got);
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
     const double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
     CHECK(s < 5.0);
     if (s >= 5.0)
-        fprintf(stderr, "three reports of %d features at frame %u took %.1f s\n", NAMES, last,
+        fprintf(stderr, "three reports of %d features at frame %u took %.1f s of CPU\n", NAMES, last,
                 s);
     vdnn_feature_collector_free(fc);
 }

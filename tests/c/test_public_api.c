@@ -358,8 +358,11 @@ static void test_busy(void)
     pthread_t t1, t2;
     pthread_create(&t1, NULL, hammer, &a);
     pthread_create(&t2, NULL, hammer, &a);
+    /* Until one thread's run met the other's: usually at once, but on a
+     * loaded machine both hammers can wait in the run queue, and the two
+     * seconds this waited were not always enough to see the overlap. */
     const struct timespec tick = {0, 10 * 1000 * 1000};
-    for (int i = 0; i < 200 && !a.busy_seen; i++)
+    for (int i = 0; i < 6000 && !a.busy_seen; i++)
         nanosleep(&tick, NULL);
     a.stop = 1;
     pthread_join(t1, NULL);
