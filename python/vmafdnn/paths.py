@@ -15,12 +15,23 @@ runner's results file and per-job reports use as well):
   :class:`UsageError` when an output is one of them, by identity: (device,
   inode) where the file exists -- hard links and symbolic links included --
   and the resolved path.
+
+And one rule for every file they read:
+
+* :func:`open_input` -- opened first (non-blocking, so a FIFO without a
+  writer or a device does not block the open), then checked on the
+  descriptor that is read (``fstat``): a regular file, at most
+  ``max_bytes``; a FIFO only where the caller allows one. A check by name
+  followed by an open could be fooled by a file swapped in between.
+  :func:`read_input` reads such a file whole, capped.
 """
+import errno as _errno
 import os
 import stat
-from typing import Iterable, List, Optional, Tuple
+from typing import BinaryIO, Iterable, List, Optional, Tuple
 
-__all__ = ["UsageError", "STDIO", "check_output", "identity", "sidecar_path", "Inputs"]
+__all__ = ["UsageError", "InputFileError", "STDIO", "check_output", "identity",
+           "sidecar_path", "Inputs", "open_input", "read_input"]
 
 #: The path that means stdin (inputs) or stdout (outputs that allow it).
 STDIO = "-"
@@ -30,6 +41,18 @@ class UsageError(ValueError):
     """The arguments cannot work together (both inputs on stdin, raw YUV without
     its geometry, a reference given with no_reference=True, an output that is
     an input, ...)."""
+
+
+class InputFileError(UsageError):
+    """A file a front end will not read: not a regular file (a directory, a
+    device, a socket, a FIFO where none is allowed) or larger than its cap.
+    ``errno`` says which (EISDIR, EINVAL, EFBIG) and ``filename`` names it."""
+
+    def __init__(self, message: str, errno: int = _errno.EINVAL, filename=None):
+        super().__init__(message)
+        self.errno = errno
+        self.filename = filename
+
 
 
 def _text(path) -> str:
@@ -103,6 +126,90 @@ def check_output(path, what: str, *, stdout_ok: bool = False) -> Optional[str]:
         raise PermissionError(f"cannot write the {what} {text}: directory {directory} is not "
                               "writable")
     return text
+
+
+def _size_text(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n} bytes"
+
+
+def open_input(path, what: str, *, fifo_ok: bool = False, wait_for_writer: bool = True,
+               max_bytes: Optional[int] = None, cap_name: str = "",
+               hint: str = "") -> BinaryIO:
+    """Opens the input ``what`` (e.g. "report") at ``path`` for reading, as a
+    binary file object named ``path``.
+
+    The open comes first, non-blocking (a FIFO without a writer, a device
+    that waits, do not block it), and the checks are made on that
+    descriptor (``fstat``), so what is checked is what is read: a regular
+    file of at most ``max_bytes`` (None: any size), or, with ``fifo_ok``, a
+    FIFO; with ``wait_for_writer`` a FIFO is then reopened blocking (on
+    Linux through /proc/self/fd: the same FIFO), as a plain open() would
+    wait for its writer. Anything else raises :class:`InputFileError`
+    (``hint`` appended to its message); an open that fails raises the
+    OSError, its message naming the file."""
+    name = _text(path)
+    if name == "" or "\0" in name:
+        raise InputFileError(f"the {what} path {name!r} is empty or contains a NUL character",
+                             _errno.EINVAL, name)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise _located(e, f"cannot read the {what} {name}: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode):
+            if max_bytes is not None and st.st_size > max_bytes:
+                cap = f" ({cap_name})" if cap_name else ""
+                raise InputFileError(f"the {what} {name} is larger than {_size_text(max_bytes)}"
+                                     f"{cap}: {st.st_size} bytes", _errno.EFBIG, name)
+            os.set_blocking(fd, True)
+        elif stat.S_ISFIFO(st.st_mode) and fifo_ok:
+            if wait_for_writer and os.path.isdir("/proc/self/fd"):
+                reopened = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY |
+                                   getattr(os, "O_CLOEXEC", 0))
+                os.close(fd)
+                fd = reopened
+            else:
+                os.set_blocking(fd, True)
+        else:
+            kind = file_kind(st.st_mode)
+            allowed = "a regular file or a FIFO" if fifo_ok else "a regular file"
+            raise InputFileError(f"the {what} {name} is {kind}, not {allowed}"
+                                 f"{': ' + hint if hint else ''}",
+                                 _errno.EISDIR if stat.S_ISDIR(st.st_mode) else _errno.EINVAL,
+                                 name)
+        f = open(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
+        f.raw.name = name
+    except AttributeError:
+        pass
+    return f
+
+
+def _located(e: OSError, message: str) -> OSError:
+    """An OSError of ``e``'s type and errno whose text is ``message``."""
+    err = type(e)(message)
+    err.errno = e.errno
+    return err
+
+
+def read_input(path, what: str, max_bytes: int, *, fifo_ok: bool = False,
+               cap_name: str = "") -> bytes:
+    """The bytes of the input ``what`` at ``path`` (see :func:`open_input`),
+    at most ``max_bytes``: a larger file (or stream) raises
+    :class:`InputFileError` (EFBIG) naming it, before or after reading
+    ``max_bytes`` + 1 bytes."""
+    with open_input(path, what, fifo_ok=fifo_ok, max_bytes=max_bytes,
+                    cap_name=cap_name) as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        cap = f" ({cap_name})" if cap_name else ""
+        raise InputFileError(f"the {what} {_text(path)} is larger than {_size_text(max_bytes)}"
+                             f"{cap}", _errno.EFBIG, _text(path))
+    return data
 
 
 def identity(path) -> Tuple[tuple, ...]:

@@ -7,13 +7,12 @@ marked, both with their values in the legend. Reads the JSON reports that
 imported when a plot is drawn, never by ``import vmafdnn``; the figure is
 built without pyplot, so no window, display or global backend is involved.
 """
-import json
 import math
 import os
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 __all__ = ["load_report", "build_figure", "check_output", "save_plot", "plot_reports",
-           "matplotlib_missing_reason"]
+           "matplotlib_missing_reason", "MAX_REPORT_BYTES", "MAX_PANELS", "MAX_REPORTS"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -45,39 +44,63 @@ def _batch_results_hint(name: str, head: bytes) -> Optional[str]:
             "runs")
 
 
-def load_report(path: PathLike) -> Dict[str, object]:
-    """A JSON report as a dict, checked for the parts a plot reads (frames[].metrics)."""
-    name = os.fspath(path)
-    try:
-        with open(name, "rb") as f:
-            raw = f.read()
-        hint = _batch_results_hint(name, raw[:4])
+#: Largest report ``vmafdnn plot`` reads, the cap of a features file (a
+#: 2-hour 60 fps clip with libvmaf's 12 default metrics is ~233 MB). The
+#: report is parsed as a stream, one frame at a time, into 8 bytes a value.
+MAX_REPORT_BYTES = 256 << 20
+
+#: Most panels (metrics) one plot draws, and most reports it overlays: each
+#: panel is 260 pixels tall (300 metrics took minutes and 650 MB, and past
+#: 252 a PNG is beyond matplotlib's 65,536 pixels), and ten colours repeat.
+MAX_PANELS = 64
+MAX_REPORTS = 64
+
+_READS = "plots read JSON reports (-o FILE.json / --json; vmafdnn's or libvmaf's)"
+
+
+def _load_frames(path: PathLike):
+    """The per-frame metrics of the JSON report at ``path``
+    (:class:`vmafdnn.scoring.Features`), read as the features file is: a
+    regular file (opened, then checked: a FIFO, a device, /dev/zero are
+    refused before a byte is read), at most MAX_REPORT_BYTES, streamed;
+    frameNum an integer 0..2^24-1, each metric a finite number or null.
+    Every error names the file (and the line and frame)."""
+    from .paths import UsageError, open_input
+    from .scoring import _JsonStream, _parse_features
+    name = os.fsdecode(os.fspath(path))
+    with open_input(name, "report", max_bytes=MAX_REPORT_BYTES, cap_name="MAX_REPORT_BYTES",
+                    hint=_READS) as f:
+        hint = _batch_results_hint(name, f.peek(4)[:4])
         if hint is not None:
-            from .paths import UsageError
             raise UsageError(hint)
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ValueError(f"{name}: not a JSON report (plots read the JSON written by "
-                         "-o FILE.json / --json)") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{name}: not a JSON report ({e}); plots read the JSON written "
-                         "by -o FILE.json / --json") from None
-    frames = data.get("frames") if isinstance(data, dict) else None
-    if not isinstance(frames, list) or not all(
-            isinstance(fr, dict) and isinstance(fr.get("metrics"), dict) for fr in frames):
-        raise ValueError(f"{name}: expected a report with a \"frames\" array of "
-                         "{frameNum, metrics} objects")
-    if not frames:
+        try:
+            frames = _parse_features(_JsonStream(f, name, MAX_REPORT_BYTES, what="",
+                                                 cap_name="MAX_REPORT_BYTES"))
+        except ValueError as e:
+            raise ValueError(f"{e}; not a JSON report: {_READS}") from None
+    if not len(frames):
         raise ValueError(f"{name}: the report has no frames to plot")
-    return data
+    return frames
 
 
-def _series(report: Dict[str, object]) -> Dict[str, Tuple[List[int], List[float]]]:
-    """{metric: (frame numbers, values)}, nulls (NaN/Inf in the report) as NaN."""
+def load_report(path: PathLike) -> Dict[str, object]:
+    """A JSON report as a dict {"frames": [{frameNum, metrics}, ...]}, in
+    frame order, checked as a plot reads it (see :func:`plot_reports`)."""
+    frames = _load_frames(path)
+    return {"frames": [{"frameNum": num, "metrics": frames[num]} for num in sorted(frames)]}
+
+
+def _series(report) -> Dict[str, Tuple[List[int], List[float]]]:
+    """{metric: (frame numbers, values)} of a report dict or of the frames
+    :func:`_load_frames` read, nulls (NaN/Inf in the report) as NaN."""
     out: Dict[str, Tuple[List[int], List[float]]] = {}
-    for position, frame in enumerate(report["frames"]):
-        num = frame.get("frameNum", position)
-        for key, value in frame["metrics"].items():
+    if isinstance(report, dict):
+        frames = [(frame.get("frameNum", position), frame["metrics"])
+                  for position, frame in enumerate(report["frames"])]
+    else:
+        frames = ((num, report[num]) for num in sorted(report))
+    for num, metrics in frames:
+        for key, value in metrics.items():
             xs, ys = out.setdefault(key, ([], []))
             xs.append(num)
             ok = isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -106,18 +129,26 @@ def build_figure(reports: Sequence[Tuple[str, Dict[str, object]]],
 
     if not reports:
         raise ValueError("no reports to plot")
+    if len(reports) > MAX_REPORTS:
+        raise ValueError(f"{len(reports)} reports: one plot overlays at most {MAX_REPORTS} "
+                         "(MAX_REPORTS)")
     series = [(label, _series(report)) for label, report in reports]
-    names: List[str] = []
+    first_seen: Dict[str, None] = {}
     for _, by_metric in series:
-        names += [m for m in by_metric if m not in names]
+        first_seen.update(dict.fromkeys(by_metric))
+    names: List[str] = list(first_seen)
     if metrics is not None:
-        unknown = [m for m in metrics if m not in names]
+        unknown = [m for m in metrics if m not in first_seen]
         if unknown:
             raise ValueError(f"metric(s) {', '.join(unknown)} not in the report(s); they "
                              f"have: {', '.join(names)}")
         names = list(metrics)
     if not names:
         raise ValueError("the reports have no metrics to plot")
+    if len(names) > MAX_PANELS:
+        raise ValueError(f"the reports have {len(names)} metrics, more panels than one plot "
+                         f"draws (MAX_PANELS, {MAX_PANELS}): choose some with --metric NAME "
+                         "(metrics=[...])")
 
     fig = Figure(figsize=(10, 2.6 * len(names) + 0.6), layout="constrained")
     axes = fig.subplots(len(names), 1, sharex=True, squeeze=False)[:, 0]
@@ -186,10 +217,13 @@ def plot_reports(paths: Sequence[PathLike], output: PathLike,
     paths = [os.fspath(p) for p in paths]
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"{len(labels)} labels for {len(paths)} reports")
+    if len(paths) > MAX_REPORTS:
+        raise ValueError(f"{len(paths)} reports: one plot overlays at most {MAX_REPORTS} "
+                         "(MAX_REPORTS)")
     reports = []
     taken: List[str] = []
     for k, path in enumerate(paths):
         label = labels[k] if labels is not None else _label(path, taken)
         taken.append(label)
-        reports.append((label, load_report(path)))
+        reports.append((label, _load_frames(path)))
     return save_plot(reports, output, metrics)

@@ -26,7 +26,7 @@ import numpy as np
 from . import models as _builtin
 from .context import Context, format_for_path
 from .errors import RunCancelledError
-from .paths import STDIO, Inputs, UsageError, check_output, file_kind
+from .paths import STDIO, Inputs, UsageError, check_output, open_input
 from .video import Frame, VideoFormatError, Y4MReader, describe_reader, open_video
 
 __all__ = ["score", "Canceller", "InputMismatchError", "UsageError", "load_features",
@@ -320,8 +320,12 @@ class _JsonStream:
     _NUMBER_TAIL = re.compile(r"[0-9.eE+\-]*")
     CHUNK = 1 << 20
 
-    def __init__(self, f, name: str, limit: int):
+    def __init__(self, f, name: str, limit: int, what: str = "features file",
+                 cap_name: str = "MAX_FEATURES_FILE_BYTES"):
         self._f, self.name, self._limit = f, name, limit
+        self._cap_name = cap_name
+        # What errors start with: "features file NAME", or NAME alone (what="").
+        self.label = f"{what} {name}" if what else name
         self._decode = codecs.getincrementaldecoder("utf-8")().decode
         self._json = json.JSONDecoder(parse_int=_json_int, parse_constant=_json_constant)
         self.buf, self.pos, self._read, self.eof = "", 0, 0, False
@@ -339,12 +343,12 @@ class _JsonStream:
         chunk = self._f.read(max(self.CHUNK, want))
         self._read += len(chunk or b"")
         if self._read > self._limit:
-            raise ValueError(f"features file {self.name} is larger than {self._limit} bytes "
-                             f"(MAX_FEATURES_FILE_BYTES, {self._limit >> 20} MiB)")
+            raise ValueError(f"{self.label} is larger than {self._limit} bytes "
+                             f"({self._cap_name}, {self._limit >> 20} MiB)")
         try:
             text = self._decode(chunk or b"", final=not chunk)
         except UnicodeDecodeError as e:
-            raise ValueError(f"features file {self.name}: not UTF-8 text ({e.reason}) near "
+            raise ValueError(f"{self.label}: not UTF-8 text ({e.reason}) near "
                              f"byte {self._read - len(chunk or b'') + e.start}") from None
         self.line()
         self.buf, self._line_pos, self.pos = self.buf[self.pos:] + text, 0, 0
@@ -364,7 +368,7 @@ class _JsonStream:
         ch = self.peek()
         if not ch or ch not in chars:
             found = repr(ch) if ch else "the end of the file"
-            raise ValueError(f"features file {self.name}: line {self.line()}: invalid JSON: "
+            raise ValueError(f"{self.label}: line {self.line()}: invalid JSON: "
                              f"expected {what}, found {found}")
         self.pos += 1
         return ch
@@ -380,14 +384,14 @@ class _JsonStream:
                 truncated = e.pos >= len(self.buf) - 8 or e.msg.startswith("Unterminated")
                 if self.eof or not truncated:
                     line = self.line() + self.buf.count("\n", start, e.pos)
-                    raise ValueError(f"features file {self.name}: line {line}: {what}: invalid "
+                    raise ValueError(f"{self.label}: line {line}: {what}: invalid "
                                      f"JSON: {e.msg}") from None
                 end = None
             except ValueError as e:  # parse_int / parse_constant
-                raise ValueError(f"features file {self.name}: line {self.line()}: {what}: "
+                raise ValueError(f"{self.label}: line {self.line()}: {what}: "
                                  f"{e}") from None
             except RecursionError:
-                raise ValueError(f"features file {self.name}: line {self.line()}: {what} is "
+                raise ValueError(f"{self.label}: line {self.line()}: {what} is "
                                  "nested too deeply") from None
             if end is not None and (self.eof or not self._NUMBER_TAIL.fullmatch(self.buf, end)):
                 if end - start > MAX_FEATURES_VALUE_BYTES:
@@ -397,7 +401,7 @@ class _JsonStream:
             if len(self.buf) - start > MAX_FEATURES_VALUE_BYTES:
                 break
             self._more(len(self.buf) - start)  # doubles what is held: linear in all
-        raise ValueError(f"features file {self.name}: line {self.line()}: {what} is larger "
+        raise ValueError(f"{self.label}: line {self.line()}: {what} is larger "
                          f"than {MAX_FEATURES_VALUE_BYTES} bytes (MAX_FEATURES_VALUE_BYTES)")
 
 
@@ -415,22 +419,13 @@ def _json_constant(name: str) -> float:
 def _open_features(path, allow_stream: bool):
     """(binary file, name, owned) for a features file: a regular file, or
     stdin ("-"), or with ``allow_stream`` a FIFO. Opened without blocking,
-    so a FIFO with no writer is refused, not waited on."""
+    so a FIFO with no writer is refused, not waited on (vmafdnn.paths.open_input)."""
     name = os.fsdecode(os.fspath(path))
     if name == STDIO:
         return sys.stdin.buffer, "- (stdin)", False
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except IsADirectoryError:
-        raise UsageError(f"features file {name} is a directory") from None
-    st = os.fstat(fd)
-    if stat.S_ISREG(st.st_mode) or (allow_stream and stat.S_ISFIFO(st.st_mode)):
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb"), name, True
-    os.close(fd)
-    raise UsageError(f"features file {name} is {file_kind(st.st_mode)}, not a regular file: "
-                     "write it to a file first, or pipe it to stdin and pass --features - "
-                     "(features=\"-\")")
+    return open_input(name, "features file", fifo_ok=allow_stream, wait_for_writer=False,
+                      hint="write it to a file first, or pipe it to stdin and pass "
+                           "--features - (features=\"-\")"), name, True
 
 
 def load_features(path, *, allow_stream: bool = False,
@@ -466,12 +461,12 @@ def _parse_features(js: _JsonStream) -> "Features":
         while True:
             key = js.value("a key of the report")
             if not isinstance(key, str):
-                raise ValueError(f"features file {js.name}: line {js.line()}: invalid JSON: "
+                raise ValueError(f"{js.label}: line {js.line()}: invalid JSON: "
                                  "expected a key (a string)")
             js.expect(":", "':'")
             if key == "frames":
                 if seen:
-                    raise ValueError(f"features file {js.name}: line {js.line()}: \"frames\" "
+                    raise ValueError(f"{js.label}: line {js.line()}: \"frames\" "
                                      "appears twice")
                 seen = True
                 _parse_frames(js, out)
@@ -480,10 +475,10 @@ def _parse_features(js: _JsonStream) -> "Features":
             if js.expect(",}", "',' or '}'") == "}":
                 break
     if js.peek():
-        raise ValueError(f"features file {js.name}: line {js.line()}: invalid JSON: extra data "
+        raise ValueError(f"{js.label}: line {js.line()}: invalid JSON: extra data "
                          "after the report")
     if not seen:
-        raise ValueError(f"features file {js.name}: expected a libvmaf JSON report with a "
+        raise ValueError(f"{js.label}: expected a libvmaf JSON report with a "
                          "\"frames\" array")
     return out
 
@@ -498,7 +493,7 @@ def _parse_frames(js: _JsonStream, out: "Features") -> None:
         js.peek()  # the frame's first character: its line
         line = js.line()
         frame = js.value(f"frames[{k}]")
-        where = f"features file {js.name}: line {line}: frames[{k}]"
+        where = f"{js.label}: line {line}: frames[{k}]"
         if not isinstance(frame, dict):
             raise ValueError(f"{where} is not an object")
         num, metrics = frame.get("frameNum"), frame.get("metrics")

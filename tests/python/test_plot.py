@@ -1,7 +1,9 @@
 """vmafdnn plot / --plot: one panel per metric, reports overlaid, mean and min
 marked, PNG and SVG that are not blank."""
+import errno
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -93,12 +95,20 @@ def test_svg_names_the_panels(tmp_path):
 
 @pytest.mark.parametrize("content,fragment", [
     ("<VMAF/>", "not a JSON report"),
-    ('{"frames": 3}', 'expected a report with a "frames" array'),
+    ('{"frames": 3}', 'expected the "frames" array'),
+    ('{"frames": [{"frameNum": "abc", "metrics": {"a": 1}}]}', '"frameNum" must be an integer'),
+    ('{"frames": [{"frameNum": 1%s, "metrics": {"a": 1}}]}' % ("0" * 400), '"frameNum"'),
+    ('{"frames": [{"frameNum": [1], "metrics": {"a": 1}}]}', '"frameNum" must be an integer'),
+    ('{"frames": [{"frameNum": 0, "metrics": {"a": "x"}}]}', "metric 'a' is not a number"),
+    ('{"frames": ' + "[" * 100000 + "]" * 100000 + "}", "nested too deeply"),
+    (b"\xff\xfe{}", "not UTF-8"),
     ('{"frames": []}', "the report has no frames to plot"),
 ])
 def test_bad_reports_are_named(tmp_path, content, fragment, capsys):
+    # Before: numpy's "inhomogeneous shape", "internal error: OverflowError",
+    # "maximum recursion depth exceeded", none naming the file.
     bad = tmp_path / "bad.json"
-    bad.write_text(content)
+    bad.write_bytes(content if isinstance(content, bytes) else content.encode())
     assert main(["plot", str(bad), "-o", str(tmp_path / "x.png")]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"vmafdnn: error: {bad}: ") and fragment in err
@@ -125,3 +135,53 @@ def test_plot_option_draws_at_the_end_of_a_run(synth, tmp_path, capsys):
     assert main(["-r", str(synth.ref), "-d", str(synth.dist), "-o", str(rep),
                  "--plot", str(tmp_path / "x.gif")]) == 1
     assert not rep.exists()
+
+
+# -- what plot reads: regular files, capped, streamed (issue 25, leftover a) ----------------
+
+def _plot_cli(*args, timeout=60):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "vmafdnn", "plot", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_endless_and_special_files_are_refused_before_a_byte_is_read(tmp_path):
+    # Before: /dev/zero was read whole (until memory ran out) and a FIFO with
+    # no writer blocked for ever; now both are refused at once, exit 2,
+    # naming the file and what it is.
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    for path, kind in (("/dev/zero", "a character device"), (fifo, "a FIFO"),
+                       (tmp_path, "a directory")):
+        proc = _plot_cli(path, "-o", tmp_path / "x.png")
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.count("\n") == 1 and f"the report {path} is {kind}" in proc.stderr
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_a_report_over_the_cap_is_refused_naming_the_file_and_the_cap(tmp_path, monkeypatch,
+                                                                    capsys):
+    a = write(tmp_path / "a.json", report(n=200))
+    monkeypatch.setattr(plot, "MAX_REPORT_BYTES", 4096)
+    assert main(["plot", str(a), "-o", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err
+    assert f"the report {a} is larger than 4096 bytes (MAX_REPORT_BYTES)" in err
+    assert not (tmp_path / "x.png").exists()
+    with pytest.raises(ValueError, match="MAX_REPORT_BYTES") as e:
+        plot.load_report(a)
+    assert e.value.errno == errno.EFBIG and e.value.filename == str(a)
+
+
+def test_panels_and_curves_are_bounded(tmp_path, capsys):
+    # Before: 300 metrics drew 300 panels (minutes, 650 MB, then a PNG
+    # beyond matplotlib's 65,536 pixels); now the message says what to do.
+    many = tmp_path / "many.json"
+    write(many, {"frames": [{"frameNum": i, "metrics": {f"m{k}": 1.0 for k in range(300)}}
+                            for i in range(2)]})
+    assert main(["plot", str(many), "-o", str(tmp_path / "x.png")]) == 1
+    assert "300 metrics" in capsys.readouterr().err
+    assert main(["plot", str(many), "-o", str(tmp_path / "x.png"), "--metric", "m7"]) == 0
+    a = write(tmp_path / "a.json", report(n=3))
+    with pytest.raises(ValueError, match="at most 64"):
+        plot.build_figure([(str(k), plot.load_report(a)) for k in range(65)])
