@@ -70,6 +70,52 @@ DEFAULT_JOB_TIMEOUT = 3600.0
 
 
 
+#: The most worker processes or Ray actors one batch starts, and the most
+#: tries more a job whose worker died may take.
+MAX_WORKERS = 4096
+MAX_RETRIES = 100
+#: The most GPUs one Ray actor may ask for.
+MAX_GPUS_PER_WORKER = 1024
+
+
+def _int_option(name: str, value, lo: int, hi: int) -> int:
+    """An integer option of batch() in lo..hi, refused where it is given
+    (TypeError for a non-integer, InvalidArgumentError out of range), as
+    Session checks its own: before, device_index=2**70 reached every
+    worker and failed every row."""
+    import errno
+    import numbers
+
+    from .errors import InvalidArgumentError
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if not lo <= value <= hi:
+        shown = value if value.bit_length() < 64 else f"a number of {len(str(value))} digits"
+        raise InvalidArgumentError(errno.EINVAL, f"{name} must be {lo}..{hi} (got {shown})")
+    return value
+
+
+def _number_option(name: str, value, hi: float, unit: str = "") -> float:
+    """A finite number 0..hi (TypeError / InvalidArgumentError)."""
+    import errno
+    import math
+    import numbers
+
+    from .errors import InvalidArgumentError
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not (math.isfinite(number) and 0 <= number <= hi):
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise InvalidArgumentError(errno.EINVAL, f"{name} must be a finite number 0..{hi}"
+                                   f"{unit} (got {shown})")
+    return number
+
+
 class BatchResult(list):
     """The rows of a batch, one dict per job in job-list order, plus counts:
     ``ran`` (jobs scored now), ``skipped`` (done in an earlier run),
@@ -194,15 +240,16 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
         raise ValueError(f"resize must be one of {', '.join(RESIZE_MODES)}")
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}")
-    if not 0 <= threads <= MAX_THREADS:
-        raise ValueError(f"threads must be 0..{MAX_THREADS}")
-    if workers is not None and workers < 1:
-        raise ValueError("workers must be at least 1")
-    if retries < 0:
-        raise ValueError("retries must be at least 0")
-    if timeout is not None and not (isinstance(timeout, (int, float))
-                                    and 0 <= timeout < float("inf")):
-        raise ValueError("timeout must be a finite number of seconds >= 0 (0 or None: no limit)")
+    from .session import MAX_DEVICE_INDEX
+    threads = _int_option("threads", threads, 0, MAX_THREADS)
+    device_index = _int_option("device_index", device_index, 0, MAX_DEVICE_INDEX)
+    if workers is not None:
+        workers = _int_option("workers", workers, 1, MAX_WORKERS)
+    retries = _int_option("retries", retries, 0, MAX_RETRIES)
+    gpus_per_worker = _number_option("gpus_per_worker", gpus_per_worker, MAX_GPUS_PER_WORKER)
+    if timeout is not None:
+        timeout = _number_option("timeout", timeout, 0xFFFFFFFF // 1000,
+                                 " seconds (0 or None: no limit)")
     timeout = timeout or None
     if output is not None:
         output = os.fspath(output)
@@ -350,6 +397,21 @@ def _default_models(no_reference: bool = False) -> List[str]:
     return models.default_models(no_reference)
 
 
+def _gpu_share(text: str) -> float:
+    """An argparse type: GPUs a Ray actor asks for, a finite number
+    0..MAX_GPUS_PER_WORKER (fractions share a GPU)."""
+    import argparse
+    import math
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of GPUs") from None
+    if not (math.isfinite(value) and 0 <= value <= MAX_GPUS_PER_WORKER):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number "
+                                         f"0..{MAX_GPUS_PER_WORKER}")
+    return value
+
+
 def add_arguments(parser) -> None:
     """The ``vmafdnn batch`` arguments (cli.py adds the policy flags)."""
     from . import cli
@@ -360,7 +422,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("-o", "--output", metavar="RESULTS",
                         help="results: .parquet, .csv or .jsonl; re-running with the same file "
                              "skips the jobs already done")
-    parser.add_argument("--workers", type=cli._positive_int, metavar="N",
+    parser.add_argument("--workers", type=cli._int_at_least(1, MAX_WORKERS), metavar="N",
                         help=f"worker processes or Ray actors (default: the cores, here "
                              f"{default_workers()}, or the Ray cluster's CPUs, over --threads)")
     parser.add_argument("--threads", type=cli._thread_count, default=1, metavar="N",
@@ -371,15 +433,16 @@ def add_arguments(parser) -> None:
                              f"{', '.join(_default_models())}; "
                              f"{', '.join(_default_models(True))} without a reference)")
     parser.add_argument("--tiny-device", default="auto", type=str.lower, choices=list(DEVICES))
-    parser.add_argument("--tiny-device-index", type=cli._non_negative_int, default=0,
-                        metavar="N")
+    parser.add_argument("--tiny-device-index", type=cli._device_index, default=0,
+                        metavar="N", help="GPU ordinal (default 0)")
     parser.add_argument("--tiny-fp16", action="store_true")
     parser.add_argument("--tiny-resize", default="none", type=str.lower,
                         choices=list(RESIZE_MODES))
     parser.add_argument("--reports", metavar="DIR",
                         help="also write one per-frame report per job into DIR")
     parser.add_argument("--report-format", default="json", choices=list(OUTPUT_FORMATS))
-    parser.add_argument("--retries", type=cli._non_negative_int, default=2, metavar="N",
+    parser.add_argument("--retries", type=cli._int_at_least(0, MAX_RETRIES), default=2,
+                        metavar="N",
                         help="tries more of a job whose worker died (default 2)")
     parser.add_argument("--job-timeout", type=cli._seconds, default=DEFAULT_JOB_TIMEOUT,
                         metavar="SECONDS",
@@ -392,7 +455,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS",
                         help="run on Ray: ray.init(address=ADDRESS) ('auto': the running "
                              "cluster), without ADDRESS a local instance")
-    parser.add_argument("--gpus-per-worker", type=float, default=0, metavar="G",
+    parser.add_argument("--gpus-per-worker", type=_gpu_share, default=0, metavar="G",
                         help="Ray: GPUs each actor asks for; binds the CUDA EP")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress line and no summary")
