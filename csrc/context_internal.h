@@ -42,4 +42,17 @@ int vdnn_session_runs_in_turn(const VmafDnnSession *s);
  * (dnn_api.c) */
 int vdnn_model_policy_check(const VmafDnnModelPolicy *policy);
 
+/* The model at `path` read and scanned under `policy` (NULL: the default)
+ * exactly as vmaf_dnn_session_open_with_policy() does, without a session:
+ * *out gets the interface it declares (vdnn_onnx_interface_free()). Returns
+ * 0 or what the open would return for the file. (dnn_api.c) */
+struct VdnnOnnxInterface;
+int vdnn_model_interface(const char *path, const VmafDnnModelPolicy *policy,
+                         struct VdnnOnnxInterface **out);
+
+/* vdnn_ort_first_ep for a session config (checked first): the EP a session
+ * opened with `cfg` binds unless its creation fails there. 0, -EAGAIN (ORT
+ * chooses at creation), -EINVAL, -ENOSYS, -EIO. (dnn_api.c) */
+int vdnn_session_first_ep(const VmafDnnConfig *cfg, const char **attached);
+
 #endif

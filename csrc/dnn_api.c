@@ -331,6 +331,30 @@ static int read_and_scan(const char *onnx_path, const VmafDnnModelPolicy *policy
     return 0;
 }
 
+int vdnn_model_interface(const char *path, const VmafDnnModelPolicy *policy,
+                         VdnnOnnxInterface **out)
+{
+    VmafDnnModelPolicy default_policy;
+    if (!policy) {
+        vmaf_dnn_default_model_policy(&default_policy);
+        policy = &default_policy;
+    }
+    VdnnModelFile model;
+    int rc = read_and_scan(path, policy, &model);
+    if (rc)
+        return rc;
+    rc = vdnn_onnx_interface(model.bytes, model.size, out);
+    vdnn_model_file_free(&model);
+    return rc;
+}
+
+int vdnn_session_first_ep(const VmafDnnConfig *cfg, const char **attached)
+{
+    VmafDnnConfig config;
+    int rc = vdnn_config_check(cfg, &config, "");
+    return rc ? rc : vdnn_ort_first_ep(&config, attached);
+}
+
 int vmaf_dnn_session_open(VmafDnnSession **out, const char *onnx_path, const VmafDnnConfig *cfg)
 {
     return vmaf_dnn_session_open_with_policy(out, onnx_path, cfg, NULL);

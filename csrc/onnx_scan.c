@@ -781,3 +781,266 @@ int vdnn_onnx_scan(const uint8_t *bytes, size_t len, int model_dir_fd,
     s.dir_fd = model_dir_fd;
     return walk_model(&s, (Span){ bytes, len });
 }
+
+/* ------------------------------------------------------------------------ */
+/* The declared interface                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct ValueList {
+    VdnnOnnxValue *v;
+    size_t n, cap;
+} ValueList;
+
+typedef struct NameList {
+    Span *v;
+    size_t n, cap;
+} NameList;
+
+static int grow(void **v, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return 0;
+    if (n >= VDNN_ONNX_MAX_INTERFACE)
+        return vdnn_fail(-E2BIG, "model declares more than %d graph inputs, outputs or "
+                         "initializers", VDNN_ONNX_MAX_INTERFACE);
+    const size_t cap2 = *cap ? 2 * *cap : 8;
+    void *p = realloc(*v, cap2 * size);
+    if (!p)
+        return vdnn_fail(-ENOMEM, "out of memory");
+    *v = p;
+    *cap = cap2;
+    return 0;
+}
+
+/* TensorShapeProto.Dimension: dim_value (1) or dim_param (2), the last one
+ * given winning (a oneof). */
+static int read_dim(const Scan *s, Span d, int64_t *out)
+{
+    Field f = {0};
+    int r;
+    *out = -1;
+    while ((r = next_field(s, &d, &f)) > 0) {
+        if (f.num == 1) {
+            if ((r = expect(s, &f, WT_VARINT)) < 0)
+                return r;
+            *out = (int64_t)f.varint >= 0 ? (int64_t)f.varint : -1;
+        } else if (f.num == 2) {
+            if ((r = expect(s, &f, WT_LEN)) < 0)
+                return r;
+            *out = -1;
+        }
+    }
+    return r;
+}
+
+/* TypeProto.Tensor: elem_type (1), shape (2) whose dims (1) append. */
+static int read_tensor_type(const Scan *s, Span t, VdnnOnnxValue *v)
+{
+    Field f = {0}, g = {0};
+    int r;
+    while ((r = next_field(s, &t, &f)) > 0) {
+        if (f.num == 1) {
+            if ((r = expect(s, &f, WT_VARINT)) < 0)
+                return r;
+            v->elem_type = f.varint <= INT32_MAX ? (int)f.varint : 0;
+        } else if (f.num == 2) {
+            if ((r = expect(s, &f, WT_LEN)) < 0)
+                return r;
+            if (v->rank < 0)
+                v->rank = 0;
+            Span shape = f.len;
+            while ((r = next_field(s, &shape, &g)) > 0) {
+                if (g.num != 1)
+                    continue;
+                size_t cap = (size_t)v->rank;
+                if ((r = expect(s, &g, WT_LEN)) < 0 ||
+                    (v->rank >= 1024 && (r = vdnn_fail(-E2BIG, "a graph input or output "
+                                                       "declares more than 1024 dims")) < 0))
+                    return r;
+                int64_t *dims = realloc(v->dims, (cap + 1) * sizeof(*dims));
+                if (!dims)
+                    return vdnn_fail(-ENOMEM, "out of memory");
+                v->dims = dims;
+                if ((r = read_dim(s, g.len, &dims[v->rank])) < 0)
+                    return r;
+                v->rank++;
+            }
+            if (r < 0)
+                return r;
+        }
+    }
+    return r;
+}
+
+/* ValueInfoProto: name (1), type (2) -> TypeProto.tensor_type (1). */
+static int read_value_info(const Scan *s, Span m, VdnnOnnxValue *v)
+{
+    Field f = {0}, g = {0};
+    Span name = {NULL, 0};
+    int r;
+    while ((r = next_field(s, &m, &f)) > 0) {
+        if (f.num == 1) {
+            if ((r = expect(s, &f, WT_LEN)) < 0)
+                return r;
+            name = f.len;
+        } else if (f.num == 2) {
+            if ((r = expect(s, &f, WT_LEN)) < 0)
+                return r;
+            Span type = f.len;
+            while ((r = next_field(s, &type, &g)) > 0)
+                if (g.num == 1 && ((r = expect(s, &g, WT_LEN)) < 0 ||
+                                   (r = read_tensor_type(s, g.len, v)) < 0))
+                    return r;
+            if (r < 0)
+                return r;
+        }
+    }
+    if (r < 0)
+        return r;
+    if (!(v->name = malloc(name.n + 1)))
+        return vdnn_fail(-ENOMEM, "out of memory");
+    if (name.n)
+        memcpy(v->name, name.p, name.n);
+    v->name[name.n] = '\0';
+    return 0;
+}
+
+/* The name (8) of a TensorProto. */
+static int tensor_name(const Scan *s, Span t, Span *name)
+{
+    Field f = {0};
+    int r;
+    while ((r = next_field(s, &t, &f)) > 0)
+        if (f.num == 8 && (r = expect(s, &f, WT_LEN)) == 0)
+            *name = f.len;
+        else if (r < 0)
+            return r;
+    return r;
+}
+
+static int add_value(const Scan *s, Span m, ValueList *list)
+{
+    int r = grow((void **)&list->v, &list->cap, list->n, sizeof(*list->v));
+    if (r)
+        return r;
+    VdnnOnnxValue *v = &list->v[list->n++];
+    *v = (VdnnOnnxValue){NULL, 0, -1, NULL};
+    return read_value_info(s, m, v);
+}
+
+/* GraphProto: input (11), output (12), initializer (5), sparse_initializer
+ * (15, its values' name). */
+static int read_graph_interface(const Scan *s, Span g, ValueList *in, ValueList *out,
+                                NameList *init)
+{
+    Field f = {0}, h = {0};
+    int r;
+    while ((r = next_field(s, &g, &f)) > 0) {
+        if (f.num != 11 && f.num != 12 && f.num != 5 && f.num != 15)
+            continue;
+        if ((r = expect(s, &f, WT_LEN)) < 0)
+            return r;
+        if (f.num == 11 || f.num == 12) {
+            r = add_value(s, f.len, f.num == 11 ? in : out);
+        } else {
+            Span name = {NULL, 0}, t = f.len;
+            if (f.num == 5) {
+                r = tensor_name(s, t, &name);
+            } else {
+                while ((r = next_field(s, &t, &h)) > 0)
+                    if (h.num == 1 && ((r = expect(s, &h, WT_LEN)) < 0 ||
+                                       (r = tensor_name(s, h.len, &name)) < 0))
+                        break;
+            }
+            if (r >= 0 && (r = grow((void **)&init->v, &init->cap, init->n, sizeof(*init->v))) == 0)
+                init->v[init->n++] = name;
+        }
+        if (r < 0)
+            return r;
+    }
+    return r;
+}
+
+static void free_values(VdnnOnnxValue *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++) {
+        free(v[i].name);
+        free(v[i].dims);
+    }
+    free(v);
+}
+
+void vdnn_onnx_interface_free(VdnnOnnxInterface *iface)
+{
+    if (!iface)
+        return;
+    free_values(iface->inputs, iface->n_inputs);
+    free_values(iface->outputs, iface->n_outputs);
+    free(iface);
+}
+
+int vdnn_onnx_interface(const uint8_t *bytes, size_t len, VdnnOnnxInterface **out)
+{
+    if (!bytes || !out)
+        return vdnn_fail(-EINVAL, "onnx_interface: %s is NULL", !bytes ? "bytes" : "out");
+    *out = NULL;
+    Scan s = {.base = bytes};
+    ValueList in = {0}, outs = {0};
+    NameList init = {0};
+    Span m = {bytes, len};
+    Field f = {0};
+    bool has_graph = false;
+    int r;
+    /* Every graph field, in order: a parser merges them, appending their
+     * repeated fields. */
+    while ((r = next_field(&s, &m, &f)) > 0)
+        if (f.num == 7 && ((r = expect(&s, &f, WT_LEN)) < 0 ||
+                           (has_graph = true,
+                            r = read_graph_interface(&s, f.len, &in, &outs, &init)) < 0))
+            break;
+    if (r >= 0 && !has_graph)
+        r = vdnn_fail(-EBADMSG, "ONNX model has no graph");
+    VdnnOnnxInterface *iface = r >= 0 ? calloc(1, sizeof(*iface)) : NULL;
+    if (r >= 0 && !iface)
+        r = vdnn_fail(-ENOMEM, "out of memory");
+    if (r < 0) {
+        free_values(in.v, in.n);
+        free_values(outs.v, outs.n);
+        free(init.v);
+        return r;
+    }
+    /* The inputs a Run feeds: those no initializer gives a value. */
+    size_t kept = 0;
+    for (size_t i = 0; i < in.n; i++) {
+        bool initialised = false;
+        for (size_t k = 0; k < init.n && !initialised; k++)
+            initialised = span_is(init.v[k], in.v[i].name);
+        if (initialised) {
+            free(in.v[i].name);
+            free(in.v[i].dims);
+        } else {
+            in.v[kept++] = in.v[i];
+        }
+    }
+    free(init.v);
+    *iface = (VdnnOnnxInterface){kept, outs.n, in.v, outs.v};
+    *out = iface;
+    return 0;
+}
+
+static bool same_values(const VdnnOnnxValue *a, const VdnnOnnxValue *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(a[i].name, b[i].name) != 0 || a[i].elem_type != b[i].elem_type ||
+            a[i].rank != b[i].rank ||
+            (a[i].rank > 0 && memcmp(a[i].dims, b[i].dims, (size_t)a[i].rank * sizeof(int64_t))))
+            return false;
+    return true;
+}
+
+int vdnn_onnx_interface_equal(const VdnnOnnxInterface *a, const VdnnOnnxInterface *b)
+{
+    return a && b && a->n_inputs == b->n_inputs && a->n_outputs == b->n_outputs &&
+           same_values(a->inputs, b->inputs, a->n_inputs) &&
+           same_values(a->outputs, b->outputs, a->n_outputs);
+}

@@ -158,4 +158,40 @@ int vdnn_scan_policy_check(const VdnnScanPolicy *p);
 int vdnn_onnx_scan(const uint8_t *bytes, size_t len, int model_dir_fd,
                    const VdnnScanPolicy *policy, VdnnScanReport *report);
 
+/* One input or output of the main graph as the model declares it
+ * (ValueInfoProto, read with protobuf's merge rules: the last name and
+ * element type win, dims append). */
+typedef struct VdnnOnnxValue {
+    char *name;     /* owned, NUL-terminated ("" when none is given) */
+    int elem_type;  /* TensorProto.DataType (ONNX Runtime's element types use
+                       the same numbers); 0 when not a tensor or not given */
+    int rank;       /* -1 when no shape is given */
+    int64_t *dims;  /* rank entries (NULL when rank <= 0): dim_value, or -1 for a
+                       dim_param or an unknown dim; owned */
+} VdnnOnnxValue;
+
+/* What a model declares it takes and gives: its graph's inputs that no
+ * initializer names (the ones a Run must feed, as ONNX Runtime lists them)
+ * and its graph's outputs, in order. */
+typedef struct VdnnOnnxInterface {
+    size_t n_inputs, n_outputs;
+    VdnnOnnxValue *inputs, *outputs;
+} VdnnOnnxInterface;
+
+/* Reads the interface of the model in bytes[0..len) (bytes that
+ * vdnn_onnx_scan() accepted; borrowed for the call) into a new *out, freed
+ * with vdnn_onnx_interface_free(). Returns 0, or -EINVAL (NULL argument),
+ * -EBADMSG (malformed, no graph), -E2BIG (more than
+ * VDNN_ONNX_MAX_INTERFACE inputs, outputs or initializers: the comparison is
+ * quadratic), -ENOMEM, each with a message. Thread-safe. */
+#define VDNN_ONNX_MAX_INTERFACE 65536
+int vdnn_onnx_interface(const uint8_t *bytes, size_t len, VdnnOnnxInterface **out);
+
+/* NULL-safe. */
+void vdnn_onnx_interface_free(VdnnOnnxInterface *iface);
+
+/* Whether a and b declare the same inputs and outputs: names, element
+ * types, ranks and dims (-1 matching -1 only), in the same order. */
+int vdnn_onnx_interface_equal(const VdnnOnnxInterface *a, const VdnnOnnxInterface *b);
+
 #endif

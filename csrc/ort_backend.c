@@ -1775,6 +1775,23 @@ int vdnn_ort_explain(const VmafDnnConfig *cfg, char **text)
     return 0;
 }
 
+int vdnn_ort_first_ep(const VmafDnnConfig *cfg, const char **attached)
+{
+    int rc = vdnn_ort_ensure_loaded();
+    if (rc)
+        return rc;
+    Log log = {NULL, 0};
+    OrtSessionOptions *opts = NULL;
+    EpKind chosen = EP_CPU;
+    const char *ort_name = NULL;
+    char how[256];
+    rc = choose_ep(cfg, NULL, 0, &opts, &chosen, attached, &ort_name, how, sizeof(how), &log);
+    if (opts)
+        api()->ReleaseSessionOptions(opts);
+    free(log.text);
+    return rc ? rc : chosen == EP_POLICY ? -EAGAIN : 0;
+}
+
 int vdnn_ort_session_create(const void *model, size_t len, const char *model_path,
                             const char *model_dir, const VmafDnnConfig *cfg,
                             const VdnnOrtBudget *budget, VdnnOrtSession **out,

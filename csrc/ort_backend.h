@@ -45,6 +45,11 @@ int vdnn_ort_ep_device_info(size_t index, VmafDnnEpDeviceInfo *info);
  * session: *text (malloc'ed, the caller frees) has the fallback-reason lines
  * of the declined steps and "<EP>: selected (<how>)". 0, -ENOSYS, -ENOMEM. */
 int vdnn_ort_explain(const VmafDnnConfig *cfg, char **text);
+/* The EP a session opened with `cfg` (complete) binds unless its creation
+ * fails there: the first step of the chain that appends, without creating a
+ * session. *attached: its attached_ep name (static). 0; -EAGAIN when ORT
+ * makes the choice at creation (the policy step); -ENOSYS, -EIO. */
+int vdnn_ort_first_ep(const VmafDnnConfig *cfg, const char **attached);
 
 /* --- Sessions ------------------------------------------------------------- */
 

@@ -11,6 +11,7 @@
 
 #include "context_internal.h"
 #include "error.h"
+#include "onnx_scan.h"
 #include "resize.h"
 #include "sidecar.h"
 #include "tiny_model.h"
@@ -834,27 +835,24 @@ static int decide_batchable(const VdnnTinyModel *m)
     return m->outputs_per_frame;
 }
 
-/* Whether two sessions take the same inputs and give the same outputs
- * (names, element types, shapes): a form must be a drop-in for its model. */
-static int same_interface(const VmafDnnSession *a, const VmafDnnSession *b)
+/* Whether the form at m->form_path declares the inputs and outputs of the
+ * model at opt->onnx_path (names, element types, shapes): a form must be a
+ * drop-in for its model. Read from the files (scanned under the policy as
+ * any open is), so that no session of the model is needed. 0, -EINVAL
+ * (another interface), or the read's error. */
+static int check_form_interface(const VdnnTinyModel *m, const VdnnTinyModelOptions *opt,
+                                const char *ep)
 {
-    typedef int (*InfoFn)(const VmafDnnSession *, size_t, VmafDnnTensorInfo *);
-    typedef size_t (*CountFn)(const VmafDnnSession *);
-    static const InfoFn info[2] = {vmaf_dnn_session_input_info, vmaf_dnn_session_output_info};
-    static const CountFn count[2] = {vmaf_dnn_session_input_count, vmaf_dnn_session_output_count};
-    for (int side = 0; side < 2; side++) {
-        const size_t n = count[side](a);
-        if (n != count[side](b))
-            return 0;
-        for (size_t i = 0; i < n; i++) {
-            VmafDnnTensorInfo x, y;
-            if (info[side](a, i, &x) || info[side](b, i, &y) || strcmp(x.name, y.name) != 0 ||
-                x.type != y.type || x.rank != y.rank || !x.shape != !y.shape ||
-                (x.rank && memcmp(x.shape, y.shape, x.rank * sizeof(*x.shape)) != 0))
-                return 0;
-        }
-    }
-    return 1;
+    VdnnOnnxInterface *model_io = NULL, *form_io = NULL;
+    int rc = vdnn_model_interface(opt->onnx_path, opt->policy, &model_io);
+    if (!rc)
+        rc = vdnn_model_interface(m->form_path, opt->policy, &form_io);
+    if (!rc && !vdnn_onnx_interface_equal(model_io, form_io))
+        rc = vdnn_fail(-EINVAL, "model %s: its form for %s, %s, has other inputs or outputs "
+                       "than the model", m->path, ep, m->form_path);
+    vdnn_onnx_interface_free(model_io);
+    vdnn_onnx_interface_free(form_io);
+    return rc;
 }
 
 /* VMAFDNN_MODEL_FORMS=0 (or false, no, off, any case, spaces around) keeps
@@ -878,20 +876,16 @@ static int forms_wanted(void)
     return 1;
 }
 
-/* When the sidecar names a form of the model for the EP its session
- * attached, the model scores with that form instead: opened the same way,
- * on the same EP, with the same inputs and outputs, or the attach fails
+/* Opens the form the sidecar names for `ep` (m->form_path set): 0 with
+ * *form bound to that EP, -EAGAIN when it bound another (its creation failed
+ * there and was retried on the CPU; the form is closed), or the failure,
  * saying why (a form the sidecar promises is never dropped silently). */
-static int use_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
+static int open_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, const char *ep,
+                     const char *file, VmafDnnSession **form)
 {
-    const char *ep = vmaf_dnn_session_attached_ep(m->session);
-    const char *file = vdnn_sidecar_form(m->sc, ep);
-    if (!file || !forms_wanted())
-        return 0;
-    if (!(m->form_path = vdnn_sidecar_beside(opt->onnx_path, file)))
+    if (!m->form_path && !(m->form_path = vdnn_sidecar_beside(opt->onnx_path, file)))
         return vdnn_fail(-ENOMEM, "out of memory");
-    VmafDnnSession *form = NULL;
-    int rc = vmaf_dnn_session_open_with_policy(&form, m->form_path, opt->session, opt->policy);
+    int rc = vmaf_dnn_session_open_with_policy(form, m->form_path, opt->session, opt->policy);
     if (rc) {
         char why[512];
         snprintf(why, sizeof(why), "%s", vmaf_dnn_last_error());
@@ -899,18 +893,65 @@ static int use_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
                          "VMAFDNN_MODEL_FORMS=0 the model scores with its own file)", m->path,
                          ep, m->form_path, why);
     }
-    if (strcmp(vmaf_dnn_session_attached_ep(form), ep) != 0 ||
-        !same_interface(m->session, form)) {
-        rc = vdnn_fail(-EINVAL, "model %s: its form for %s, %s, %s", m->path, ep, m->form_path,
-                       strcmp(vmaf_dnn_session_attached_ep(form), ep) != 0
-                           ? "attached another execution provider"
-                           : "has other inputs or outputs than the model");
-        vmaf_dnn_session_close(form);
-        return rc;
+    if (strcmp(vmaf_dnn_session_attached_ep(*form), ep) != 0) {
+        vmaf_dnn_session_close(*form);
+        *form = NULL;
+        return -EAGAIN;
     }
+    if ((rc = check_form_interface(m, opt, ep))) {
+        vmaf_dnn_session_close(*form);
+        *form = NULL;
+    }
+    return rc;
+}
+
+/* When the sidecar names a form of the model for the EP its session
+ * attached, the model scores with that form instead: opened the same way,
+ * on the same EP, with the same inputs and outputs, or the attach fails
+ * saying why. */
+static int use_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
+{
+    const char *ep = vmaf_dnn_session_attached_ep(m->session);
+    const char *file = vdnn_sidecar_form(m->sc, ep);
+    if (!file || !forms_wanted())
+        return 0;
+    VmafDnnSession *form = NULL;
+    int rc = open_form(m, opt, ep, file, &form);
+    if (rc == -EAGAIN)
+        rc = vdnn_fail(-EINVAL, "model %s: its form for %s, %s, attached another execution "
+                       "provider", m->path, ep, m->form_path);
+    if (rc)
+        return rc;
     vmaf_dnn_session_close(m->session);
     m->session = form;
     return 0;
+}
+
+/* The form without a session of the model itself (the pure-ONNX VMAF
+ * features graph takes 0.2-0.5 s to create, its CPU form milliseconds): the
+ * model file is read and scanned under the policy as an open would, then
+ * its sidecar; when that names a form for the EP a session would bind and
+ * the form binds it, the model scores with the form. 0 (m->session,
+ * m->sc, m->form_path set), -EAGAIN when the model must be opened the usual
+ * way (nothing kept), or the failure. */
+static int open_form_first(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, const char *jail)
+{
+    VdnnOnnxInterface *io = NULL;
+    int rc = vdnn_model_interface(opt->onnx_path, opt->policy, &io);
+    vdnn_onnx_interface_free(io);
+    if (rc || (rc = vdnn_sidecar_load(opt->onnx_path, jail, &m->sc)))
+        return rc;
+    const char *ep = NULL, *file = NULL;
+    if (vdnn_session_first_ep(opt->session, &ep) == 0)
+        file = vdnn_sidecar_form(m->sc, ep);
+    rc = file ? open_form(m, opt, ep, file, &m->session) : -EAGAIN;
+    if (rc == -EAGAIN) {
+        vdnn_sidecar_free(m->sc);
+        m->sc = NULL;
+        free(m->form_path);
+        m->form_path = NULL;
+    }
+    return rc;
 }
 
 /* opt->form_path opened directly: 0 when the sidecar names it for the EP
@@ -955,7 +996,8 @@ int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt)
     if (!opt->policy)
         vmaf_dnn_default_model_policy(&defaults);
     const char *jail = (opt->policy ? opt->policy : &defaults)->model_dir;
-    int rc = opt->form_path && forms_wanted() ? open_known_form(m, opt, jail) : -EAGAIN;
+    int rc = !forms_wanted() ? -EAGAIN
+             : opt->form_path ? open_known_form(m, opt, jail) : open_form_first(m, opt, jail);
     if (rc == -EAGAIN) {
         /* The model first: its policy (jail directory) is checked before
          * the sidecar beside it is read (beside the file the model's jail

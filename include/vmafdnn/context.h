@@ -449,8 +449,10 @@ VMAF_DNN_API const char *vmaf_dnn_tiny_model_attached_ep(const VmafDnnContext *c
  * attached ("forms": {"CPU": "vmaf_features_cpu.onnx"}, a file beside the
  * model with the same inputs and outputs made for that EP: the VMAF
  * features' fused CPU kernels). The form is opened with the model's config
- * and policy and must attach the same EP with the same inputs and outputs,
- * else the attach fails (-EINVAL, or the form's open error) saying why. EP
+ * and policy and must attach the same EP and declare the same inputs and
+ * outputs, else the attach fails (-EINVAL, or the form's open error) saying
+ * why; the model's own file is then read and checked under the policy but
+ * needs no ONNX Runtime session of its own. EP
  * names are compared without case. The environment variable
  * VMAFDNN_MODEL_FORMS=0 (or false, no, off) keeps every model on its own
  * file (tests compare the forms that way). Owned by the context; NULL for a

@@ -1097,8 +1097,109 @@ static void test_policy(void)
     CHECK_STR_CONTAINS(vdnn_last_error(), "max_external_bytes");
 }
 
+/* The declared interface: graph inputs an initializer names are left out
+ * (ORT does not ask for them), symbolic dims read -1, two graph fields and
+ * two shapes merge as a parser merges them; equality compares everything. */
+static void test_interface(void)
+{
+    VdnnOnnxInterface *a = NULL, *b = NULL;
+    Buf m = conv_mean_model();
+    CHECK_EQ_INT(vdnn_onnx_interface(m.p, m.n, &a), 0);
+    CHECK(a && a->n_inputs == 1 && a->n_outputs == 1);
+    if (a && a->n_inputs == 1 && a->n_outputs == 1) {
+        CHECK(strcmp(a->inputs[0].name, "x") == 0 && strcmp(a->outputs[0].name, "y") == 0);
+        CHECK_EQ_INT(a->inputs[0].elem_type, 1);
+        CHECK_EQ_INT(a->inputs[0].rank, 4);
+        CHECK(a->inputs[0].rank == 4 && a->inputs[0].dims[2] == 8);
+    }
+    CHECK_EQ_INT(vdnn_onnx_interface(m.p, m.n, &b), 0);
+    CHECK(vdnn_onnx_interface_equal(a, b));
+    vdnn_onnx_interface_free(b);
+    free(m.p);
+
+    /* The initializer w listed as an input too (IR < 4 style): not fed. */
+    Buf g = { 0 };
+    add_msg(&g, G_NODE, node(NULL, "Relu"));
+    add_msg(&g, G_INPUT, value_info("w"));
+    add_msg(&g, G_INPUT, value_info("x"));
+    Buf w = { 0 };
+    add_str(&w, 8, "w");
+    add_msg(&g, G_INIT, w);
+    add_msg(&g, G_OUTPUT, value_info("y"));
+    m = model_of(g);
+    CHECK_EQ_INT(vdnn_onnx_interface(m.p, m.n, &b), 0);
+    CHECK(b && b->n_inputs == 1 && strcmp(b->inputs[0].name, "x") == 0);
+    CHECK(vdnn_onnx_interface_equal(a, b));
+    vdnn_onnx_interface_free(b);
+    free(m.p);
+
+    /* Another output name, another element type, a symbolic dim, an input
+     * more: each differs. A dim_param reads -1. */
+    static const char *const variants[] = {"name", "type", "dim", "extra"};
+    for (int v = 0; v < 4; v++) {
+        Buf g2 = { 0 }, vi = { 0 }, type = { 0 }, tt = { 0 }, shape = { 0 };
+        add_msg(&g2, G_NODE, node(NULL, "Relu"));
+        add_msg(&g2, G_INPUT, value_info("x"));
+        if (v == 3)
+            add_msg(&g2, G_INPUT, value_info("x2"));
+        for (int i = 0; i < 4; i++) {
+            Buf d = { 0 };
+            if (v == 2 && i == 3)
+                add_str(&d, 2, "W"); /* dim_param */
+            else
+                add_int(&d, 1, i < 2 ? 1 : 8);
+            add_msg(&shape, 1, d);
+        }
+        add_int(&tt, 1, v == 1 ? 10 : 1);
+        add_msg(&tt, 2, shape);
+        add_msg(&type, 1, tt);
+        add_str(&vi, 1, v == 0 ? "z" : "y");
+        add_msg(&vi, 2, type);
+        add_msg(&g2, G_OUTPUT, vi);
+        m = model_of(g2);
+        CHECK_EQ_INT(vdnn_onnx_interface(m.p, m.n, &b), 0);
+        if (!vdnn_onnx_interface_equal(a, b) == 0)
+            fprintf(stderr, "interface variant %s compares equal\n", variants[v]);
+        CHECK(!vdnn_onnx_interface_equal(a, b));
+        if (v == 2)
+            CHECK(b && b->n_outputs == 1 && b->outputs[0].rank == 4 &&
+                  b->outputs[0].dims[3] == -1);
+        vdnn_onnx_interface_free(b);
+        free(m.p);
+    }
+
+    /* Two graph fields: a parser appends the second's inputs and outputs. */
+    Buf g3 = { 0 }, g4 = { 0 };
+    add_msg(&g3, G_NODE, node(NULL, "Relu"));
+    add_msg(&g3, G_INPUT, value_info("x"));
+    add_msg(&g4, G_OUTPUT, value_info("y"));
+    m = model_of(g3);
+    add_msg(&m, M_GRAPH, g4);
+    CHECK_EQ_INT(vdnn_onnx_interface(m.p, m.n, &b), 0);
+    CHECK(vdnn_onnx_interface_equal(a, b));
+    vdnn_onnx_interface_free(b);
+    free(m.p);
+
+    /* No graph; truncated bytes; NULL arguments. */
+    m = (Buf){ 0 };
+    add_int(&m, M_IR, 8);
+    b = a; /* must be reset */
+    CHECK_EQ_INT(vdnn_onnx_interface(m.p, m.n, &b), -EBADMSG);
+    CHECK(b == NULL);
+    free(m.p);
+    m = conv_mean_model();
+    CHECK_EQ_INT(vdnn_onnx_interface(m.p, m.n - 3, &b), -EBADMSG);
+    CHECK_EQ_INT(vdnn_onnx_interface(NULL, 0, &b), -EINVAL);
+    CHECK_EQ_INT(vdnn_onnx_interface(m.p, m.n, NULL), -EINVAL);
+    free(m.p);
+    CHECK(!vdnn_onnx_interface_equal(a, NULL));
+    vdnn_onnx_interface_free(a);
+    vdnn_onnx_interface_free(NULL);
+}
+
 int main(void)
 {
+    test_interface();
     test_allowed_model();
     test_custom_domain();
     test_disallowed_ops();

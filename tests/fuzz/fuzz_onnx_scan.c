@@ -207,5 +207,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             same_report(&builtin, &no_dir);
         }
     }
+    /* The declared interface of any bytes: documented codes, every name
+     * NUL-terminated, equal to itself, nothing leaked (LSan). */
+    VdnnOnnxInterface *iface = NULL;
+    vdnn_clear_error();
+    int r_if = vdnn_onnx_interface(model, len, &iface);
+    if (r_if != 0 && r_if != -EBADMSG && r_if != -E2BIG && r_if != -ENOMEM)
+        die("undocumented return value from vdnn_onnx_interface");
+    if (r_if != 0 && (iface || vdnn_last_error()[0] == '\0'))
+        die("interface failure with an output or without a message");
+    if (r_if == 0 && r_builtin == 0 && !vdnn_onnx_interface_equal(iface, iface))
+        die("an interface differs from itself");
+    for (size_t i = 0; iface && i < iface->n_inputs + iface->n_outputs; i++) {
+        const VdnnOnnxValue *v = i < iface->n_inputs ? &iface->inputs[i]
+                                                     : &iface->outputs[i - iface->n_inputs];
+        if (!v->name || v->rank < -1 || (v->rank > 0 && !v->dims))
+            die("interface value malformed");
+        (void)strlen(v->name);
+    }
+    vdnn_onnx_interface_free(iface);
     return 0;
 }
