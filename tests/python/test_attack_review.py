@@ -190,10 +190,12 @@ def test_reports_of_sparse_high_frames_take_no_time():
         ctx.feature_append("h0", 4095, float("nan"))
         ctx.feature_append("h1", 4096, 2.0)
         import time
-        t0 = time.perf_counter()
+        # CPU time (the rendering is this thread's): other load does not stretch it as
+        # it does the wall clock.
+        t0 = time.thread_time()
         for fmt in ("json", "xml", "csv"):
             text = ctx.render(fmt)
-        assert time.perf_counter() - t0 < 5
+        assert time.thread_time() - t0 < 5
         assert text.splitlines()[1:] == [
             "4095,nan," + "," * 63, "4096,," + "2.000000," + "," * 62,
             str(last) + "," + ",".join(f"{i}.000000" for i in range(64)) + ","]

@@ -170,12 +170,16 @@ print(json.dumps({"cpu": after_cpu, "auto": g.LOADED}))
 def test_a_failing_preload_neither_raises_nor_stops_other_threads():
     """ensure_ort is one step: a thread opening a CPU context while another thread's CUDA
     preload is slow waits for ORT instead of finding it unloaded; a preload that raises is
-    recorded, and ORT (the real one) still loads."""
+    recorded, and ORT (the real one) still loads. The CPU user starts once the preload has
+    (an event, not a 0.1 s sleep, which a loaded machine could outlast before the CUDA
+    user had begun: the CPU user then loaded ORT first)."""
     got = child("""
 import json, threading, time
 import vmafdnn
 from vmafdnn import _gpu_libraries as g, _native
+preloading = threading.Event()
 def slow_then_broken(ort):
+    preloading.set()
     time.sleep(0.5)
     raise ValueError("broken wheel layout")
 g.preload = slow_then_broken
@@ -183,7 +187,7 @@ errors = []
 def cuda_user():
     _native.ensure_ort("cuda")
 def cpu_user():
-    time.sleep(0.1)
+    preloading.wait(60)
     try:
         with vmafdnn.Context(device="cpu", threads=1) as ctx:
             ctx.use_model("psnr_y")
