@@ -157,6 +157,7 @@ class MediaReader:
         self.frames_read = 0
         self._thread = None
         self._closed = False
+        self._file = None  # a file object open_video handed over, closed with the reader
         try:
             self._container = av.open(source if not isinstance(source, os.PathLike)
                                       else os.fspath(source), mode="r")
@@ -321,6 +322,8 @@ class MediaReader:
             self._stop.set()
             self._thread.join()
         self._container.close()
+        if self._file is not None:
+            self._file.close()
 
     def __enter__(self):
         return self

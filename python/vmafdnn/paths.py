@@ -152,7 +152,8 @@ def open_input(path, what: str, *, fifo_ok: bool = False, wait_for_writer: bool 
         raise InputFileError(f"the {what} path {name!r} is empty or contains a NUL character",
                              _errno.EINVAL, name)
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) |
+                     getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
         raise _located(e, f"cannot read the {what} {name}: {e.strerror or e}") from None
     try:

@@ -14,10 +14,10 @@ from multiprocessing.connection import wait as _wait_any
 from typing import List, Optional, Sequence
 
 from .jobs import POOL_SUFFIXES
-from .paths import file_kind
+from .paths import InputFileError, open_input
 from .results import _file_identity
 
-__all__ = ["Scorer", "check_input", "InputKindError", "report_path", "run_local", "run_ray",
+__all__ = ["Scorer", "check_input", "open_clip", "InputKindError", "report_path", "run_local", "run_ray",
            "Stop"]
 
 # Contexts one worker keeps open (one per model set and reference use).
@@ -124,9 +124,6 @@ class Scorer:
         models = scoring._model_list(models, no_reference)
         row["models"] = ";".join(os.fspath(m) for m in models)
         pipes = o.get("allow_pipes", False)
-        check_input(job["distorted"], "distorted clip", pipes)
-        if not no_reference:
-            check_input(job["reference"], "reference", pipes)
         for model in models:
             _check_model_file(model)
         raw = {"width": job.get("width"), "height": job.get("height"),
@@ -140,14 +137,19 @@ class Scorer:
                 for path in o.get("key_files", {}).get(os.fspath(model), []):
                     reads[f"file {path} of model {model}"] = path
             scoring.refuse_overwrite(report, "report", reads)
-        inputs = []
+        inputs, files = [], []
         try:
-            dist = scoring._Input("distorted", job["distorted"], job.get("bitdepth"), raw,
+            # Each clip is opened once, checked on that descriptor and read
+            # from it (open_clip): a path swapped in between cannot be read.
+            files.append(open_clip(job["distorted"], "distorted clip", pipes))
+            if not no_reference:
+                files.append(open_clip(job["reference"], "reference", pipes))
+            dist = scoring._Input("distorted", files[0], job.get("bitdepth"), raw,
                                   job.get("dist_offset") or 0)
             inputs.append(dist)
             ref = None
             if not no_reference:
-                ref = scoring._Input("reference", job["reference"], job.get("bitdepth"), raw,
+                ref = scoring._Input("reference", files[1], job.get("bitdepth"), raw,
                                      job.get("ref_offset") or 0)
                 inputs.append(ref)
                 scoring._check_inputs(ref, dist, job["scale"])
@@ -168,6 +170,8 @@ class Scorer:
         finally:
             for side in inputs:
                 side.close()
+            for f in files:
+                f.close()
 
     def _score_in(self, ctx, ref, dist, report: Optional[str], row: dict) -> None:
         """Scores the job in an empty context and fills the row (and the
@@ -188,31 +192,43 @@ class Scorer:
         row["score_s"] = time.perf_counter() - t1
 
 
-class InputKindError(ValueError):
+class InputKindError(InputFileError):
     """A job's input is not a file a batch reads (a FIFO not allowed, a
-    device, a folder)."""
+    device, a folder); ``errno`` EINVAL or EISDIR."""
+
+
+_NOT_A_PIPE = ("a batch scores regular files; --allow-pipes (allow_pipes=True) accepts "
+               "pipes that a program feeds")
+
+
+def open_clip(path: str, role: str, allow_pipes: bool = False, wait: bool = True):
+    """A job's clip, opened for reading: a regular file, or a FIFO when
+    ``allow_pipes`` (a pipe the user feeds on purpose: with ``wait`` the open
+    then waits for its writer, the job timeout bounding the wait). The path
+    is opened without blocking and the descriptor checked (fstat), so what
+    was checked is what is read: a FIFO nobody writes, a terminal or a
+    device never blocks a worker, even when swapped in after a check by
+    name. InputKindError otherwise; an OSError (its message naming the
+    clip) when it cannot be opened."""
+    try:
+        return open_input(path, role, fifo_ok=allow_pipes, wait_for_writer=wait)
+    except InputFileError as e:
+        hint = _NOT_A_PIPE if "is a FIFO" in str(e) else "a batch scores regular files"
+        raise InputKindError(f"{e}: {hint}", e.errno, e.filename) from None
 
 
 def check_input(path: str, role: str, allow_pipes: bool = False) -> None:
-    """A job's clip must be a regular file, or a FIFO when ``allow_pipes``
-    (a pipe the user feeds on purpose): a FIFO nobody writes, a terminal or
-    a device would block a worker or never end. Checked before anything
-    opens the path; the job timeout covers what changes in between."""
-    import stat
+    """Raises InputKindError unless ``path`` is a file :func:`open_clip`
+    takes; a path that cannot be opened is left to its reader's error. For
+    files something else opens by name later (model files: the C library
+    opens them and itself refuses what is not a regular file, on its own
+    descriptor); clips are read from :func:`open_clip`'s file instead."""
     try:
-        st = os.stat(path)
+        open_clip(path, role, allow_pipes, wait=False).close()
+    except InputKindError:
+        raise
     except OSError:
-        return  # opening it gives the error, with its message
-    if stat.S_ISREG(st.st_mode):
-        return
-    if stat.S_ISFIFO(st.st_mode):
-        if allow_pipes:
-            return
-        raise InputKindError(f"{role} {path} is a FIFO (named pipe): a batch "
-                             "scores regular files; --allow-pipes (allow_pipes=True) accepts "
-                             "pipes that a program feeds")
-    raise InputKindError(f"{role} {path} is {file_kind(st.st_mode)}: a batch scores regular "
-                         "files")
+        pass
 
 
 def _check_model_file(model) -> None:

@@ -642,7 +642,7 @@ def open_video(source: PathOrFile, width: Optional[int] = None, height: Optional
             _check_header_matches(reader, width, height, pix_fmt, bitdepth)
         elif not raw_given:
             reader = _open_media(f, name, owned, prefetch)
-            if owned:
+            if owned and getattr(reader, "_file", None) is not f:
                 f.close()
             try:
                 _check_header_matches(reader, width, height, pix_fmt, bitdepth)
@@ -675,9 +675,14 @@ def _open_media(f, name: str, owned: bool, prefetch: Optional[int]):
                                "vmafdnn.media, which decodes other containers, is not "
                                "loaded") from None
     kwargs = {} if prefetch is None else {"prefetch": prefetch}
+    # A regular file goes to FFmpeg's own file I/O, through the descriptor
+    # already open (the file peeked and checked, never whatever the name
+    # means by now); a pipe or a stream object through Python, with the
+    # bytes its peek read (before, a container in a pipe given by name,
+    # `-d <(cat x.mkv)`, was opened again by FFmpeg and lost its first bytes).
+    source = _descriptor_path(f)
     try:
-        # A path goes to FFmpeg's own file I/O, a stream object through Python.
-        reader = media.MediaReader(name if owned else f, name=name, **kwargs)
+        reader = media.MediaReader(source or f, name=name, **kwargs)
     except VideoFormatError as e:
         if name.lower().endswith((".yuv", ".raw")):
             # Named as raw YUV, given no geometry: the arguments are what is
@@ -687,7 +692,24 @@ def _open_media(f, name: str, owned: bool, prefetch: Optional[int]):
                              "--pixel_format (-p) (and --bitdepth (-b)); it has no Y4M "
                              f"header, and {reason}") from None
         raise
+    if source is None and owned:
+        reader._file = f  # read through Python: the reader closes it
     return reader
+
+
+def _descriptor_path(f) -> Optional[str]:
+    """``/proc/self/fd/N`` for a file object at its start whose descriptor N
+    is a regular file (opening it opens that very file, whatever its name
+    names now), else None (a pipe, a stream object, a file read from
+    elsewhere than its start, a system without /proc)."""
+    try:
+        fd = f.fileno()
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or f.tell() != 0:
+            return None
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+    path = f"/proc/self/fd/{fd}"
+    return path if os.path.exists(path) else None
 
 
 def describe_reader(reader, frames: Optional[str] = None) -> str:

@@ -91,3 +91,79 @@ def test_batch_api_numbers_are_checked_before_any_job(tmp_path, clips, kwargs, k
     if kind is vmafdnn.InvalidArgumentError:
         assert e.value.errno == errno.EINVAL and list(kwargs)[0] in str(e.value)
     assert not (tmp_path / "r.csv").exists()
+
+
+# -- c: a clip is checked on the descriptor that is read ------------------------------------
+
+def _scorer_options(**kwargs):
+    options = dict(models=["psnr_y"], device="auto", device_index=0, threads=1, fp16_io=False,
+                   resize="none", policy={}, reports=None, report_format="json", retries=0,
+                   reuse=True, allow_pipes=False)
+    options.update(kwargs)
+    return options
+
+
+def _run_in_thread(work, timeout=60):
+    import threading
+    out = {}
+
+    def target():
+        try:
+            out["result"] = work()
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            out["error"] = e
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    assert not thread.is_alive(), "blocked"
+    if "error" in out:
+        raise out["error"]
+    return out["result"]
+
+
+@pytest.mark.skipif(not vmafdnn.available(), reason="ONNX Runtime is not installed")
+def test_a_clip_swapped_for_a_fifo_after_its_check_is_not_what_is_read(tmp_path, clips,
+                                                                      monkeypatch):
+    # Before: the worker checked the clip by name (os.stat) and the reader
+    # opened the name again; a clip replaced by a FIFO in between blocked the
+    # worker until the job timeout (an hour by default). Now the clip is
+    # opened once, checked on that descriptor and read from it.
+    import shutil
+
+    from vmafdnn import runners, scoring
+    from vmafdnn.jobs import read_jobs
+    dist = tmp_path / "dist.y4m"
+    shutil.copy(clips / "dist.y4m", dist)
+    job, = read_jobs([{"reference": str(clips / "ref.y4m"), "distorted": str(dist)}])
+    job["job_key"] = "0" * 24
+    want = vmafdnn.score(clips / "ref.y4m", clips / "dist.y4m", ["psnr_y"])
+    real_init = scoring._Input.__init__
+
+    def swap_then_open(self, role, source, *args, **kwargs):
+        if role == "distorted":
+            dist.unlink()
+            os.mkfifo(dist)  # what the name means now: a FIFO nobody writes
+        real_init(self, role, source, *args, **kwargs)
+    monkeypatch.setattr(scoring._Input, "__init__", swap_then_open)
+    scorer = runners.Scorer(_scorer_options())
+    try:
+        row = _run_in_thread(lambda: scorer.run(job))
+    finally:
+        scorer.close()
+    assert row["error"] == "" and row["frames"] == N
+    assert row["psnr_y"] == pytest.approx(want["pooled_metrics"]["psnr_y"]["mean"], abs=1e-6)
+
+
+def test_open_clip_refuses_what_is_not_a_file_with_errno(tmp_path):
+    from vmafdnn.runners import InputKindError, open_clip
+    fifo = tmp_path / "clip.y4m"
+    os.mkfifo(fifo)
+    for path, code, fragment in ((fifo, errno.EINVAL, "--allow-pipes"),
+                                 ("/dev/zero", errno.EINVAL, "a character device"),
+                                 (tmp_path, errno.EISDIR, "a directory")):
+        with pytest.raises(InputKindError, match=fragment) as e:
+            open_clip(str(path), "distorted clip")
+        assert e.value.errno == code and e.value.filename == str(path)
+    with pytest.raises(FileNotFoundError, match="distorted clip .*missing") as e:
+        open_clip(str(tmp_path / "missing.y4m"), "distorted clip")
+    assert e.value.errno == errno.ENOENT

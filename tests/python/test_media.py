@@ -4,6 +4,7 @@ and mismatches described on both sides."""
 import gc
 import io
 import json
+import os
 import threading
 
 import numpy as np
@@ -154,6 +155,66 @@ def test_container_from_a_file_object(tmp_path):
         assert isinstance(reader, media.MediaReader)
         for g, w in zip(reader, frames):
             assert_same(g, w)
+
+
+def test_a_container_through_a_named_pipe_keeps_its_first_bytes(tmp_path):
+    # `vmafdnn -d <(cat x.mkv)`: before, the pipe was peeked through Python
+    # and then opened again by name by FFmpeg, which lost the bytes the
+    # peek had read ("Invalid data found when processing input").
+    frames = make_frames(16, 8, "420", 8, 3)
+    data = encode(tmp_path / "clip.mkv", frames).read_bytes()
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "wb") as f:
+            f.write(data)
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    done = {}
+
+    def read():  # in a thread: the old code blocked for ever in FFmpeg's open
+        try:
+            with video.open_video(str(fifo)) as reader:
+                done["reader"] = (type(reader), reader.name)
+                done["frames"] = list(reader)
+        except Exception as e:
+            done["error"] = e
+    reading = threading.Thread(target=read, daemon=True)
+    reading.start()
+    reading.join(60)
+    assert not reading.is_alive(), "blocked"
+    assert "error" not in done, done.get("error")
+    assert done["reader"] == (media.MediaReader, str(fifo))
+    got = done["frames"]
+    assert len(got) == 3
+    for g, w in zip(got, frames):
+        assert_same(g, w)
+
+
+def test_ffmpeg_reads_the_file_that_was_opened_not_what_its_name_names_later(tmp_path,
+                                                                             monkeypatch):
+    # The path is opened and peeked once; FFmpeg then reads that descriptor
+    # (/proc/self/fd/N), not the name again: a file swapped in between (for
+    # a FIFO that hangs, or another clip) is not what gets decoded.
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc/self/fd")
+    first = make_frames(16, 8, "420", 8, 2, seed=1)
+    other = make_frames(16, 8, "420", 8, 5, seed=2)
+    clip = encode(tmp_path / "clip.mkv", first)
+    encode(tmp_path / "other.mkv", other)
+    real_init = media.MediaReader.__init__
+
+    def swap_then_open(self, source, **kwargs):
+        os.replace(tmp_path / "other.mkv", clip)  # the name now means another file
+        real_init(self, source, **kwargs)
+    monkeypatch.setattr(media.MediaReader, "__init__", swap_then_open)
+    with video.open_video(str(clip)) as reader:
+        assert reader.name == str(clip)
+        got = list(reader)
+    assert len(got) == 2
+    for g, w in zip(got, first):
+        assert_same(g, w)
 
 
 def test_container_wins_over_raw_geometry(tmp_path):
