@@ -77,7 +77,7 @@ static int env_cancelled(void *opaque)
     return vdnn_ort_kernel_stopped();
 }
 
-static const VdnnKernelEnv session_env = {env_alloc, env_release, env_cancelled, NULL, 0};
+static const VdnnKernelEnv session_env = {env_alloc, env_release, env_cancelled, NULL};
 
 /* --- checking what ORT hands over ----------------------------------------- */
 

@@ -48,15 +48,12 @@ static inline int vdnn_mirror(int i, int n)
 /* Where a kernel's buffers come from and whether to stop. alloc(opaque,
  * size) returns a block of at least `size` bytes aligned to 64, or NULL;
  * release(opaque, block) gives it back (NULL-safe). cancelled may be NULL
- * (never cancelled). portable: non-zero runs the portable C loops where a
- * kernel has a hand-written vector path too (the same integers either way;
- * the tests compare the two). */
+ * (never cancelled). */
 typedef struct VdnnKernelEnv {
     void *(*alloc)(void *opaque, size_t size);
     void (*release)(void *opaque, void *block);
     int (*cancelled)(void *opaque);
     void *opaque;
-    int portable;
 } VdnnKernelEnv;
 
 /* A luma plane of integer samples of bpc bits (8..16), w x h, rows `stride`

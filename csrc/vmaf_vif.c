@@ -313,15 +313,12 @@ static void vertical_stat(const uint16_t *const *r, const uint16_t *const *d, in
         vstat_3(r, d, w, sh_mu, sh_sq, out);
 }
 
-/* Mirrors half columns on either side of a vertical row and zeroes the
- * one after them (to_pairs reads it, times a zero tap). */
 static void pad_row16(uint32_t *v, unsigned w, int half)
 {
     for (int f = 1; f <= half; f++) {
         v[-f] = v[f];
         v[(int)w - 1 + f] = v[(int)w - 1 - f];
     }
-    v[(int)w + half] = 0;
 }
 
 static void pad_row(uint32_t *v, unsigned w, int half)
@@ -334,47 +331,17 @@ static void pad_row(uint32_t *v, unsigned w, int half)
 
 /* ---- horizontal pass of the statistic, one row -------------------------- */
 
-/* Every quantity of the vertical pass is below 2^16. The horizontal pass
- * works on pairs of neighbours as two int16 offset by 2^15:
- *     p[m] = (v[m] - 2^15) | (v[m + 1] - 2^15) << 16,
- * so that one multiply-add of 16-bit pairs (x86's pmaddwd) applies two taps
- * to eight outputs: out[j] = sum over k of f[2k] v[j+2k] + f[2k+1] v[j+2k+1]
- * (window from j - FW/2). The offsets cost sum f 2^15 = 2^31 exactly (the
- * taps sum to 65536 at every scale), so out = sum + 2^31 mod 2^32. pmaddwd
- * takes the taps as int16 too: below 2^15 (7784 at most) at scales 0..2, so
- * the products and their pairwise sums cannot overflow; scale 3's centre tap
- * is 43728, and its rows take the portable loop (int32 taps). */
-VDNN_VECTOR_LOOP
-static void to_pairs(uint32_t *v, ptrdiff_t from, ptrdiff_t to)
+/* in.q: the vertical pass's rows, padded by FW / 2 on either side. One
+ * quantity per loop (the accumulators stay in registers). The squares:
+ * sum f H + ((sum f L + 2^15) >> 16) is (sum f v + 2^15) >> 16. */
+INLINE uint32_t hsum(const uint32_t *restrict p, size_t j, const int FW, const uint16_t *taps)
 {
-    for (ptrdiff_t m = from; m < to; m++)
-        v[m] = (v[m] | v[m + 1] << 16) ^ 0x80008000u;
-}
-
-/* Scale s's taps in pairs: f[2k] | f[2k + 1] << 16, f[FW] = 0. */
-#define NPAIR_MAX 9
-static uint32_t vif_tap_pairs[4][NPAIR_MAX];
-static pthread_once_t tap_pairs_once = PTHREAD_ONCE_INIT;
-
-static void tap_pairs_init(void)
-{
-    for (int s = 0; s < 4; s++)
-        for (int k = 0; k < (vif_width[s] + 1) / 2; k++) {
-            const uint32_t hi = 2 * k + 1 < vif_width[s] ? vif_taps[s][2 * k + 1] : 0;
-            vif_tap_pairs[s][k] = vif_taps[s][2 * k] | hi << 16;
-        }
-}
-
-/* One output from pairs (p: the pair at the window's first column). */
-INLINE uint32_t hpair(const uint32_t *p, const uint32_t *tp, const int NP)
-{
-    uint32_t a = 0;
-    for (int k = 0; k < NP; k++) {
-        const uint32_t v = p[2 * k], t = tp[k];
-        a += (uint32_t)((int32_t)(int16_t)(v & 0xffff) * (int32_t)(t & 0xffff) +
-                        (int32_t)(int16_t)(v >> 16) * (int32_t)(t >> 16));
-    }
-    return a ^ 0x80000000u;
+    const int H = FW / 2;
+    uint32_t a = (uint32_t)taps[H] * p[j + H];
+#pragma GCC unroll 8
+    for (int k = 0; k < H; k++)
+        a += taps[k] * (p[j + k] + p[j + FW - 1 - k]);
+    return a;
 }
 
 /* (a b + 2^31) >> 32 */
@@ -383,141 +350,53 @@ INLINE uint32_t mu_sq(uint64_t a, uint64_t b)
     return (uint32_t)((a * b + 0x80000000u) >> 32);
 }
 
-/* Outputs j0..w-1, portably. in.q: pairs from the window's first column;
- * out: mu1, mu2 and the sigmas: xx, yy, xy become sigma1_sq, sigma2_sq (not
- * yet clamped) and sigma12 as int32 bit patterns. The squares: sum f H +
- * ((sum f L + 2^15) >> 16) is (sum f v + 2^15) >> 16. */
-INLINE void hstat_tail(Rows8 in, const uint32_t *tp, const int NP, size_t j0, unsigned w,
-                       Rows5 out)
+/* out: mu1, mu2 and the sigmas: xx, yy, xy become sigma1_sq, sigma2_sq (not
+ * yet clamped) and sigma12 as int32 bit patterns. */
+INLINE void hstat_body(Rows8 in, const int FW, const uint16_t *taps, unsigned w, Rows5 out)
 {
-    for (size_t j = j0; j < w; j++) {
-        const uint32_t m1 = hpair(in.q[0] + j, tp, NP), m2 = hpair(in.q[1] + j, tp, NP);
-        out.mu1[j] = m1, out.mu2[j] = m2;
-        out.xx[j] = hpair(in.q[2] + j, tp, NP) +
-                    ((hpair(in.q[3] + j, tp, NP) + 32768) >> 16) - mu_sq(m1, m1);
-        out.yy[j] = hpair(in.q[4] + j, tp, NP) +
-                    ((hpair(in.q[5] + j, tp, NP) + 32768) >> 16) - mu_sq(m2, m2);
-        out.xy[j] = hpair(in.q[6] + j, tp, NP) +
-                    ((hpair(in.q[7] + j, tp, NP) + 32768) >> 16) - mu_sq(m1, m2);
-    }
+    const int H = FW / 2;
+    const uint32_t *restrict i0 = in.q[0] - H, *restrict i1 = in.q[1] - H,
+                             *restrict i2 = in.q[2] - H, *restrict i3 = in.q[3] - H,
+                             *restrict i4 = in.q[4] - H, *restrict i5 = in.q[5] - H,
+                             *restrict i6 = in.q[6] - H, *restrict i7 = in.q[7] - H;
+    uint32_t *restrict o1 = out.mu1, *restrict o2 = out.mu2, *restrict oxx = out.xx,
+             *restrict oyy = out.yy, *restrict oxy = out.xy;
+    for (size_t j = 0; j < w; j++)
+        o1[j] = hsum(i0, j, FW, taps);
+    for (size_t j = 0; j < w; j++)
+        o2[j] = hsum(i1, j, FW, taps);
+    for (size_t j = 0; j < w; j++)
+        oxx[j] = hsum(i2, j, FW, taps) + ((hsum(i3, j, FW, taps) + 32768) >> 16) -
+                 mu_sq(o1[j], o1[j]);
+    for (size_t j = 0; j < w; j++)
+        oyy[j] = hsum(i4, j, FW, taps) + ((hsum(i5, j, FW, taps) + 32768) >> 16) -
+                 mu_sq(o2[j], o2[j]);
+    for (size_t j = 0; j < w; j++)
+        oxy[j] = hsum(i6, j, FW, taps) + ((hsum(i7, j, FW, taps) + 32768) >> 16) -
+                 mu_sq(o1[j], o2[j]);
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(VDNN_NO_AVX2_PATH)
-/* The one hand-written vector path of the kernels: no compiler turns the
- * pairs' sums into pmaddwd, and this pass was the largest single cost of a
- * 1080p VMAF frame (15% of the CPU form's time with 32-bit lanes). */
-#include <immintrin.h>
-#define VIF_AVX2 1
-#define AVX2 __attribute__((target("avx2"))) static inline __attribute__((always_inline))
-
-AVX2 __m256i hpair8(const uint32_t *p, const __m256i *t, const int NP)
-{
-    __m256i a = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)p), t[0]);
-    for (int k = 1; k < NP; k++)
-        a = _mm256_add_epi32(a, _mm256_madd_epi16(
-                                    _mm256_loadu_si256((const __m256i *)(const void *)(p + 2 * k)),
-                                    t[k]));
-    return _mm256_xor_si256(a, _mm256_set1_epi32(INT32_MIN));
-}
-
-AVX2 __m256i mu_sq8(__m256i a, __m256i b)
-{
-    const __m256i rnd = _mm256_set1_epi64x(0x80000000);
-    const __m256i ev = _mm256_add_epi64(_mm256_mul_epu32(a, b), rnd);
-    const __m256i od = _mm256_add_epi64(
-        _mm256_mul_epu32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(b, 32)), rnd);
-    return _mm256_blend_epi32(_mm256_srli_epi64(ev, 32), od, 0xaa);
-}
-
-/* The square's H and L rows into sigma: sum f H + ((sum f L + 2^15) >> 16)
- * - mu_a mu_b. */
-AVX2 __m256i sigma8(const uint32_t *h, const uint32_t *l, const __m256i *t, const int NP,
-                    __m256i ma, __m256i mb)
-{
-    const __m256i lo = _mm256_srli_epi32(
-        _mm256_add_epi32(hpair8(l, t, NP), _mm256_set1_epi32(32768)), 16);
-    return _mm256_sub_epi32(_mm256_add_epi32(hpair8(h, t, NP), lo), mu_sq8(ma, mb));
-}
-
-#define STV(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), v)
-#define LDV(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
-
-/* Outputs 0 .. w & ~7; returns where it stopped. */
-AVX2 size_t hstat_avx2_body(Rows8 in, const uint32_t *tp, const int NP, unsigned w, Rows5 out)
-{
-    __m256i t[NPAIR_MAX];
-    for (int k = 0; k < NP; k++)
-        t[k] = _mm256_set1_epi32((int)tp[k]);
-    const size_t w8 = w & ~7u;
-    for (size_t j = 0; j < w8; j += 8) {
-        STV(out.mu1 + j, hpair8(in.q[0] + j, t, NP));
-        STV(out.mu2 + j, hpair8(in.q[1] + j, t, NP));
-    }
-    for (size_t j = 0; j < w8; j += 8) {
-        const __m256i m1 = LDV(out.mu1 + j);
-        STV(out.xx + j, sigma8(in.q[2] + j, in.q[3] + j, t, NP, m1, m1));
-    }
-    for (size_t j = 0; j < w8; j += 8) {
-        const __m256i m2 = LDV(out.mu2 + j);
-        STV(out.yy + j, sigma8(in.q[4] + j, in.q[5] + j, t, NP, m2, m2));
-    }
-    for (size_t j = 0; j < w8; j += 8)
-        STV(out.xy + j, sigma8(in.q[6] + j, in.q[7] + j, t, NP, LDV(out.mu1 + j),
-                               LDV(out.mu2 + j)));
-    return w8;
-}
-#undef LDV
-#undef STV
-
-#define HSTAT_AVX2(NP)                                                                        \
-    __attribute__((target("avx2"))) static size_t hstat_avx2_##NP(Rows8 in, unsigned w,     \
-                                                                    Rows5 out, int s)        \
-    {                                                                                         \
-        return hstat_avx2_body(in, vif_tap_pairs[s], NP, w, out);                             \
-    }
-HSTAT_AVX2(9)
-HSTAT_AVX2(5)
-HSTAT_AVX2(3)
-#endif
-
-#define HSTAT_C(NP)                                                                           \
+#define HSTAT(FW, S)                                                                          \
     VDNN_TARGET_CLONES                                                                        \
-    static void hstat_c_##NP(Rows8 in, size_t j0, unsigned w, Rows5 out, int s)               \
+    static void hstat_##FW(Rows8 in, unsigned w, Rows5 out)                                   \
     {                                                                                         \
-        hstat_tail(in, vif_tap_pairs[s], NP, j0, w, out);                                     \
+        hstat_body(in, FW, vif_taps[S], w, out);                                              \
     }
-HSTAT_C(9)
-HSTAT_C(5)
-HSTAT_C(3)
-HSTAT_C(2)
+HSTAT(17, 0)
+HSTAT(9, 1)
+HSTAT(5, 2)
+HSTAT(3, 3)
 
-/* in.q: the vertical pass's rows (padded by pad_row16), turned into pairs
- * here. */
-static void horizontal_stat(Rows8 in, int s, unsigned w, Rows5 out, int avx2)
+static void horizontal_stat(Rows8 in, int s, unsigned w, Rows5 out)
 {
-    const int half = vif_width[s] / 2;
-    for (int q = 0; q < 8; q++) {
-        to_pairs(in.q[q], -half, (ptrdiff_t)w + half);
-        in.q[q] -= half;
-    }
-    size_t j0 = 0;
-#ifdef VIF_AVX2
-    /* Not scale 3: its centre tap, 43728, is no int16 (a 64th of the work). */
-    if (avx2 && s < 3)
-        j0 = s == 0 ? hstat_avx2_9(in, w, out, s) : s == 1 ? hstat_avx2_5(in, w, out, s)
-                    : hstat_avx2_3(in, w, out, s);
-#else
-    (void)avx2;
-#endif
     if (s == 0)
-        hstat_c_9(in, j0, w, out, s);
+        hstat_17(in, w, out);
     else if (s == 1)
-        hstat_c_5(in, j0, w, out, s);
+        hstat_9(in, w, out);
     else if (s == 2)
-        hstat_c_3(in, j0, w, out, s);
+        hstat_5(in, w, out);
     else
-        hstat_c_2(in, j0, w, out, s);
+        hstat_3(in, w, out);
 }
 
 /* ---- the statistic ------------------------------------------------------ */
@@ -725,7 +604,7 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
      * at 8 bits, the ring of source rows. */
     const size_t nch = ((size_t)w + CW - 1) / CW;
     const size_t row_len = ((size_t)w + 2 * MAX_HALF + 15) & ~(size_t)15;
-    const size_t row16 = (nch * CW + 2 * MAX_HALF + 1 + 31) & ~(size_t)31;
+    const size_t row16 = (nch * CW + 2 * MAX_HALF + 31) & ~(size_t)31;
     size_t img_total = 0;
     for (int s = 1; s < 4; s++)
         img_total += 2 * (((size_t)ws[s] + 31) & ~(size_t)31) * hs[s];
@@ -737,12 +616,6 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
         return -ENOMEM;
 
     pthread_once(&log2_table_once, log2_table_init);
-    pthread_once(&tap_pairs_once, tap_pairs_init);
-#ifdef VIF_AVX2
-    const int avx2 = !env->portable && __builtin_cpu_supports("avx2");
-#else
-    const int avx2 = 0;
-#endif
     const uint16_t *log2_table = log2_table_mem;
     uint32_t *rows = (uint32_t *)block;
     Rows5 horz;
@@ -812,7 +685,7 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
             }
             for (int q = 0; q < 8; q++)
                 pad_row16(vert.q[q], im.w, half);
-            horizontal_stat(vert, s, im.w, horz, avx2);
+            horizontal_stat(vert, s, im.w, horz);
             stat_row(horz, im.w, log2_table, enhn_gain_limit, lg, &acc);
 
             if (s < 3 && (i & 1) == 0 && i / 2 < img[s + 1].h) {

@@ -136,7 +136,7 @@ static void test_failures(int k)
     VdnnPlane a = {ref_samples, W, W, H, 10}, b = {dist_samples, W, W, H, 10};
     double v[5];
     Counting c = {0};
-    VdnnKernelEnv env = {counting_alloc, counting_release, counting_cancelled, &c, 0};
+    VdnnKernelEnv env = {counting_alloc, counting_release, counting_cancelled, &c};
     CHECK_EQ_INT(run(k, &env, &a, &b, v), 0);
     CHECK_EQ_INT(c.allocs, c.releases);
     const long n_allocs = c.allocs, n_polls = c.polls;
@@ -193,39 +193,6 @@ static void test_threads(int k)
     }
 }
 
-/* The hand-written vector path (where the machine has one) and the portable
- * loops give the same integers: 25 widths from the smallest (the vector
- * loops' tails), each bit depth, random planes and planes at the peak. */
-static void test_portable_equal(int k)
-{
-    const VdnnKernelEnv portable = {vdnn_kernel_env_malloc.alloc, vdnn_kernel_env_malloc.release,
-                                    NULL, NULL, 1};
-    const unsigned depths[] = {8, 10, 12, 16};
-    int differ = 0, failed = 0;
-    for (size_t di = 0; di < sizeof(depths) / sizeof(depths[0]); di++) {
-        make_planes(depths[di]);
-        const unsigned min = k == 1 ? 33 : 16;
-        for (unsigned w = min; w <= min + 24; w++) {
-            const unsigned h = min + w % 7;
-            VdnnPlane a = {ref_samples, W, w, h, depths[di]}, b = {dist_samples, W, w, h, depths[di]};
-            double v1[5] = {0}, v2[5] = {0};
-            failed |= run(k, &vdnn_kernel_env_malloc, &a, &b, v1) != 0;
-            failed |= run(k, &portable, &a, &b, v2) != 0;
-            differ |= memcmp(v1, v2, sizeof(v1)) != 0;
-        }
-    }
-    /* All samples at the peak: the largest sums the 16-bit pairs carry. */
-    for (int i = 0; i < H * W; i++)
-        ref_samples[i] = 65535, dist_samples[i] = (uint16_t)(i % 3 ? 65535 : 0);
-    VdnnPlane a = {ref_samples, W, W, H - 20, 16}, b = {dist_samples, W, W, H - 20, 16};
-    double v1[5] = {0}, v2[5] = {0};
-    failed |= run(k, &vdnn_kernel_env_malloc, &a, &b, v1) != 0;
-    failed |= run(k, &portable, &a, &b, v2) != 0;
-    differ |= memcmp(v1, v2, sizeof(v1)) != 0;
-    CHECK(!failed);
-    CHECK(!differ);
-}
-
 int main(void)
 {
     for (int k = 0; k < 3; k++) {
@@ -235,7 +202,6 @@ int main(void)
         test_identical_planes(k, 12);
         test_failures(k);
         test_threads(k);
-        test_portable_equal(k);
     }
     return check_report();
 }
