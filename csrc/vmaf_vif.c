@@ -169,22 +169,27 @@ INLINE void vstat_body(const uint16_t *const *r, const uint16_t *const *d, const
 #define NQ 2
 #define CHUNK ((size_t)NSLOT * NQ * CW)
 
+/* Returns the OR of the row's samples, ref and dis: the caller's range
+ * check, made while the row passes through anyway. */
 VDNN_TARGET_CLONES
-static void ring_row8(const uint16_t *restrict r, const uint16_t *restrict d, unsigned w,
-                      size_t nch, uint32_t *restrict ring, unsigned slot)
+static uint32_t ring_row8(const uint16_t *restrict r, const uint16_t *restrict d, unsigned w,
+                          size_t nch, uint32_t *restrict ring, unsigned slot)
 {
     uint32_t *restrict p = ring + (size_t)slot * NQ * CW;
     const size_t dup = slot < 16 ? (size_t)17 * NQ * CW : 0;
+    uint32_t any = 0;
     for (size_t c = 0; c < nch; c++, p += CHUNK, r += CW, d += CW) {
         const size_t n = w - c * CW < CW ? w - c * CW : CW;
         for (size_t j = 0; j < n; j++) {
             const uint32_t x = r[j], y = d[j];
+            any |= x | y;
             p[j] = x, p[CW + j] = y;
             p[dup + j] = x, p[dup + CW + j] = y;
         }
         for (size_t j = n; j < CW; j++)
             p[j] = 0, p[CW + j] = 0, p[dup + j] = 0, p[dup + CW + j] = 0;
     }
+    return any;
 }
 
 /* One quantity of the window b (CW columns): the 17-tap sum, 32-bit, of
@@ -656,7 +661,7 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
                 rc = -ECANCELED;
                 break;
             }
-            if (s == 0) {
+            if (s == 0 && bpc != 8) { /* 8 bits: checked as the ring takes the rows */
                 const unsigned need = i + half + 1 < h ? i + half + 1 : h;
                 for (; checked < need; checked++)
                     if (row_out_of_range(ref->data + checked * ref->stride, w, max) ||
@@ -674,11 +679,17 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
                 d[k] = im.dis + row * im.stride;
             }
             if (s == 0 && bpc == 8) {
-                for (; ring_done <= i + 16; ring_done++) {
+                /* Padded rows up to i + 16 hold every source row up to
+                 * i + 8: all the rows this row's passes read, the next
+                 * scale's (i + 4) included. */
+                for (; ring_done <= i + 16 && !rc; ring_done++) {
                     const unsigned row = (unsigned)vdnn_mirror((int)ring_done - 8, (int)h);
-                    ring_row8(ref->data + row * ref->stride, dist->data + row * dist->stride,
-                              w, nch, ring_mem, ring_done % 17);
+                    if (ring_row8(ref->data + row * ref->stride, dist->data + row * dist->stride,
+                                  w, nch, ring_mem, ring_done % 17) & ~max)
+                        rc = -EINVAL;
                 }
+                if (rc)
+                    break;
                 vstat_17_8bit(ring_mem + (size_t)(i % 17) * NQ * CW, nch, vert);
             } else {
                 vertical_stat(r, d, s, im.w, sh_mu, sh_sq, vert);

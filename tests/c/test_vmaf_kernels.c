@@ -102,10 +102,18 @@ static void test_arguments(int k)
     bad = b;
     bad.data = NULL;
     CHECK_EQ_INT(run(k, env, &a, &bad, v), -EINVAL);
-    /* a sample above the bit depth */
-    dist_samples[H / 2 * W + 3] = 256;
-    CHECK_EQ_INT(run(k, env, &a, &b, v), -EINVAL);
-    dist_samples[H / 2 * W + 3] = 255;
+    /* a sample above the bit depth: in either plane, in the middle, the
+     * first or the last row and column (VIF checks 8-bit rows as its ring
+     * takes them) */
+    const int at[] = {H / 2 * W + 3, 0, W - 1, (H - 1) * W, (H - 1) * W + W - 1};
+    for (int p = 0; p < 2; p++)
+        for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+            uint16_t *plane = p ? dist_samples : ref_samples;
+            const uint16_t keep = plane[at[i]];
+            plane[at[i]] = 256;
+            CHECK_EQ_INT(run(k, env, &a, &b, v), -EINVAL);
+            plane[at[i]] = keep;
+        }
     VdnnPlane tiny_a = {ref_samples, W, 4, 4, 8}, tiny_b = {dist_samples, W, 4, 4, 8};
     if (k != 2) /* motion scores any size; VIF and ADM need their filters' room */
         CHECK_EQ_INT(run(k, env, &tiny_a, &tiny_b, v), -EINVAL);
