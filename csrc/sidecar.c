@@ -464,10 +464,18 @@ char *vdnn_sidecar_beside(const char *onnx_path, const char *file)
 
 const char *vdnn_sidecar_form(const VdnnSidecar *sc, const char *attached_ep)
 {
-    for (size_t i = 0; sc && attached_ep && i < sc->form_files.count; i++)
+    if (!sc || !attached_ep || !attached_ep[0] || strcmp(attached_ep, "*") == 0)
+        return NULL;
+    const char *any = NULL;
+    for (size_t i = 0; i < sc->form_files.count; i++) {
         if (strcasecmp(sc->form_eps.items[i], attached_ep) == 0)
             return sc->form_files.items[i];
-    return NULL;
+        if (!any && strcmp(sc->form_eps.items[i], "*") == 0)
+            any = sc->form_files.items[i];
+    }
+    /* "*": every EP without a key of its own, except ORT's CPU EP, for which
+     * the model's own file is the CPU form unless "CPU" names another. */
+    return strcasecmp(attached_ep, "CPU") == 0 ? NULL : any;
 }
 
 /* ---- the document -------------------------------------------------------- */

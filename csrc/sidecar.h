@@ -54,7 +54,10 @@
  *                       model file, relative to this model's directory,
  *                       that computes the same outputs from the same inputs
  *                       in a form made for that EP (the VMAF features'
- *                       fused CPU kernels); at most 16 entries
+ *                       fused CPU kernels); at most 16 entries. The key "*"
+ *                       names the form for every EP other than ORT's CPU EP
+ *                       ("CPU") that has no key of its own (the built-ins'
+ *                       accelerator forms: static, Loop-free graphs)
  * Model files named by "requires" and "forms" must be paths inside the
  * model's directory (vdnn_sidecar_path_inside).
  *
@@ -237,7 +240,9 @@ int vdnn_sidecar_path_inside(const char *file);
 char *vdnn_sidecar_beside(const char *onnx_path, const char *file);
 
 /* The file of sidecar's form for the EP `attached_ep` (names compared
- * without case: "cpu" is "CPU"), or NULL. */
+ * without case: "cpu" is "CPU"): the EP's own key, else the "*" key when
+ * attached_ep is not "CPU", else NULL (also for a NULL, empty or "*"
+ * attached_ep). */
 const char *vdnn_sidecar_form(const VdnnSidecar *sidecar, const char *attached_ep);
 
 /* Releases a sidecar and everything it owns. NULL-safe. */

@@ -448,7 +448,9 @@ VMAF_DNN_API const char *vmaf_dnn_tiny_model_attached_ep(const VmafDnnContext *c
  * from, or the form of it that its sidecar names for the EP its session
  * attached ("forms": {"CPU": "vmaf_features_cpu.onnx"}, a file beside the
  * model with the same inputs and outputs made for that EP: the VMAF
- * features' fused CPU kernels). The form is opened with the model's config
+ * features' fused CPU kernels; the key "*" names the form for every EP
+ * other than ORT's CPU EP, "CPU", that has no key of its own: the
+ * built-ins' accelerator forms). The form is opened with the model's config
  * and policy and must attach the same EP and declare the same inputs and
  * outputs, else the attach fails (-EINVAL, or the form's open error) saying
  * why; the model's own file is then read and checked under the policy but

@@ -698,6 +698,57 @@ static void test_excerpts(void)
     CHECK(strlen(msg) < 160);
 }
 
+/* Expects got to be the string want (got may be NULL). */
+static void check_str(int line, const char *got, const char *want)
+{
+    if (!got || strcmp(got, want) != 0)
+        fprintf(stderr, "  line %d: got \"%s\", expected \"%s\"\n", line,
+                got ? got : "(null)", want);
+    CHECK(got && strcmp(got, want) == 0);
+}
+#define CHECK_STR_EQ_NULLABLE(got, want) check_str(__LINE__, got, want)
+
+/* "forms": an EP's own key first (any case), then "*" for every EP but
+ * ORT's CPU EP; nothing for NULL, "" or "*" itself. */
+static void test_forms(void)
+{
+    VdnnSidecar *sc = NULL;
+
+    CHECK_EQ_INT(parse("{\"forms\": {\"CPU\": \"c.onnx\", \"*\": \"a.onnx\", "
+                       "\"OpenVINO:CPU\": \"o.onnx\"}}", &sc), 0);
+    CHECK_STR_EQ_NULLABLE(vdnn_sidecar_form(sc, "CPU"), "c.onnx");
+    CHECK_STR_EQ_NULLABLE(vdnn_sidecar_form(sc, "cpu"), "c.onnx");
+    CHECK_STR_EQ_NULLABLE(vdnn_sidecar_form(sc, "CUDA"), "a.onnx");
+    CHECK_STR_EQ_NULLABLE(vdnn_sidecar_form(sc, "OpenVINO:GPU"), "a.onnx");
+    CHECK_STR_EQ_NULLABLE(vdnn_sidecar_form(sc, "openvino:cpu"), "o.onnx");
+    CHECK_STR_EQ_NULLABLE(vdnn_sidecar_form(sc, "ROCm"), "a.onnx");
+    CHECK(vdnn_sidecar_form(sc, NULL) == NULL);
+    CHECK(vdnn_sidecar_form(sc, "") == NULL);
+    CHECK(vdnn_sidecar_form(sc, "*") == NULL);
+    vdnn_sidecar_free(sc);
+
+    /* "*" alone: never ORT's CPU EP, whatever the case */
+    sc = NULL;
+    CHECK_EQ_INT(parse("{\"forms\": {\"*\": \"accel.onnx\"}}", &sc), 0);
+    CHECK(vdnn_sidecar_form(sc, "CPU") == NULL);
+    CHECK(vdnn_sidecar_form(sc, "Cpu") == NULL);
+    CHECK_STR_EQ_NULLABLE(vdnn_sidecar_form(sc, "CUDA"), "accel.onnx");
+    CHECK_STR_EQ_NULLABLE(vdnn_sidecar_form(sc, "OpenVINO:CPU"), "accel.onnx");
+    vdnn_sidecar_free(sc);
+
+    /* no "*": only the keys named */
+    sc = NULL;
+    CHECK_EQ_INT(parse("{\"forms\": {\"CPU\": \"c.onnx\"}}", &sc), 0);
+    CHECK_STR_EQ_NULLABLE(vdnn_sidecar_form(sc, "CPU"), "c.onnx");
+    CHECK(vdnn_sidecar_form(sc, "CUDA") == NULL);
+    vdnn_sidecar_free(sc);
+
+    /* "*" is a key like the others: a path inside the directory */
+    EXPECT_INVALID("{\"forms\": {\"*\": \"../x.onnx\"}}", "must be a path inside");
+    EXPECT_INVALID("{\"forms\": {\"*\": \"\"}}", "forms");
+    CHECK(vdnn_sidecar_form(NULL, "CUDA") == NULL);
+}
+
 int main(void)
 {
     test_full();
@@ -712,5 +763,6 @@ int main(void)
     test_load();
     test_load_beside_opened();
     test_excerpts();
+    test_forms();
     return check_report();
 }
