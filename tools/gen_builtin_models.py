@@ -152,23 +152,49 @@ def strip_sums(g, inputs, strip_rows, halo, body_fn, name):
     return (totals if len(sums) > 1 else [totals]), valid
 
 
+# ---- the definitions both forms of a built-in share ---------------------------------------------
+# Each metric's arithmetic is written once, below, and used by its CPU form (row strips in a Loop,
+# laid out for ORT's CPU EP) and by its accelerator form (ACCEL_BUILDERS: whole frames, no Loop, no
+# shape arithmetic), so that the two cannot drift.
+
+def psnr_error(b, planes):
+    """The difference of the two planes in double. The fp32 difference is exact enough (its
+    error is relative to the difference itself); it is squared and summed in double."""
+    return b.op("Cast", b.op("Sub", *planes), to=TensorProto.DOUBLE)
+
+
+def psnr_db(g, mse):
+    """10*log10(1/MSE), MSE (double) floored at PSNR_MSE_FLOOR."""
+    mse = g.op("Max", mse, g.const(PSNR_MSE_FLOOR, np.float64))
+    return g.op("Mul", g.op("Log", mse), g.const(-10.0 / math.log(10.0), np.float64))
+
+
+PSNR_DOC = "PSNR of the luma plane: 10*log10(1/MSE) on [0,1] data, MSE floored at 1e-20."
+
+
 def build_psnr_y():
     g = Graph()
 
     def strip_sse(b, planes):
-        # The fp32 difference is exact enough (its error is relative to the difference itself);
-        # it is squared and summed in double, in one ReduceSumSquare.
-        err = b.op("Cast", b.op("Sub", *planes), to=TensorProto.DOUBLE)
-        return [b.op("ReduceSumSquare", err, keepdims=0)]
+        return [b.op("ReduceSumSquare", psnr_error(b, planes), keepdims=0)]
 
     (sse,), _ = strip_sums(g, ["reference", "distorted"], PSNR_STRIP_ROWS, 0, strip_sse,
                            "psnr_strips")
     mse = g.op("Div", sse, g.op("Cast", g.op("Size", "reference"), to=TensorProto.DOUBLE))
-    mse = g.op("Max", mse, g.const(PSNR_MSE_FLOOR, np.float64))
-    db = g.op("Mul", g.op("Log", mse), g.const(-10.0 / math.log(10.0), np.float64))
-    g.scalar_output(db, "psnr_y")
+    g.scalar_output(psnr_db(g, mse), "psnr_y")
+    return g.model("psnr_y", ["reference", "distorted"], "psnr_y", PSNR_DOC)
+
+
+def build_psnr_y_accel():
+    """psnr_y's accelerator form: the whole frame at once, the mean of the squared error in
+    double (no Size: nothing is computed from a shape)."""
+    g = Graph()
+    err = psnr_error(g, ["reference", "distorted"])
+    mse = g.op("ReduceMean", g.op("Mul", err, err), keepdims=0)
+    g.scalar_output(psnr_db(g, mse), "psnr_y")
     return g.model("psnr_y", ["reference", "distorted"], "psnr_y",
-                   "PSNR of the luma plane: 10*log10(1/MSE) on [0,1] data, MSE floored at 1e-20.")
+                   "Accelerator form (whole frame, no Loop, static once H and W are fixed). "
+                   + PSNR_DOC)
 
 
 def gaussian_window():
@@ -179,8 +205,6 @@ def gaussian_window():
 
 def build_ssim_y():
     r2 = 2 * SSIM_RADIUS
-    taps = r2 + 1
-    w = gaussian_window()
     g = Graph()
     i64 = lambda v: g.const(v, np.int64)  # noqa: E731
 
@@ -215,21 +239,45 @@ def build_ssim_y():
     index = b.op("Add", b.op("Unsqueeze", start, bi64([1])), window)  # [S, rows + 2R]
     x = b.op("Sub", b.op("Gather", ref3, index, axis=1), cx)  # [1, S, rows + 2R, W]
     y = b.op("Sub", b.op("Gather", dis3, index, axis=1), cy)
+    ssim_map = ssim_y_map(b, x, y, cx, cy, SSIM_SUBSTRIPS, SSIM_CHANNELS)  # [1, S, rows, W - 2R]
+    row_sums = b.op("ReduceSum", b.op("Cast", ssim_map, to=TensorProto.DOUBLE), bi64([0, 3]),
+                    keepdims=0)
+    owned = b.op("Where", b.op("GreaterOrEqual", row_ids, skip), row_sums,
+                 b.const(0.0, np.float64))
+    total = b.op("Add", "s_acc", b.op("ReduceSum", owned, keepdims=0))
+    body = b.loop_body("ssim_strips", [("s_acc", TensorProto.DOUBLE)], [total])
+
+    total = g.op("Loop", trips, g.const(True, np.bool_), g.const(0.0, np.float64), body=body)
+    g.scalar_output(g.op("Div", total, count), "ssim_y")
+    return g.model("ssim_y", ["reference", "distorted"], "ssim_y", SSIM_DOC)
+
+
+SSIM_DOC = "Mean SSIM of the luma plane, 11x11 Gaussian window (sigma 1.5), valid region."
+
+
+def ssim_y_map(b, x, y, cx, cy, groups, channels):
+    """The SSIM map of x and y, [1, groups, h, w] each, centred on cx and cy (any constants:
+    variances are shift-invariant, the constants are added back to the means): the five maps
+    stacked as `channels` channels (zero-padded past 5 * groups) through one vertical and one
+    horizontal depthwise Conv, 'valid' filtering -> [1, groups, h - 2R, w - 2R]."""
+    taps = 2 * SSIM_RADIUS + 1
+    w = gaussian_window()
+    bi64 = lambda v: b.const(v, np.int64)  # noqa: E731
     e = b.op("Sub", x, y)
-    pad = b.op("Slice", e, bi64([0]), bi64([SSIM_CHANNELS - 5 * SSIM_SUBSTRIPS]), bi64([1]))
+    extra = channels - 5 * groups
+    pad = ([b.op("Slice", e, bi64([0]), bi64([extra]), bi64([1]))] if extra else [])
     # Var(x - y) instead of the covariance: small when the frames are close, which is where SSIM
     # needs the most digits. sigma_xy = (var_x + var_y - var_e) / 2.
-    stack = b.op("Concat", x, y, b.op("Mul", x, x), b.op("Mul", y, y), b.op("Mul", e, e), pad,
+    stack = b.op("Concat", x, y, b.op("Mul", x, x), b.op("Mul", y, y), b.op("Mul", e, e), *pad,
                  axis=1)
-    w_h = b.const(np.tile(w.reshape(1, 1, 1, taps), (SSIM_CHANNELS, 1, 1, 1)), np.float32)
-    w_v = b.const(np.tile(w.reshape(1, 1, taps, 1), (SSIM_CHANNELS, 1, 1, 1)), np.float32)
+    w_h = b.const(np.tile(w.reshape(1, 1, 1, taps), (channels, 1, 1, 1)), np.float32)
+    w_v = b.const(np.tile(w.reshape(1, 1, taps, 1), (channels, 1, 1, 1)), np.float32)
     # 'valid' filtering: skimage filters with reflect padding, then crops the window radius from
     # every border before the mean, so the padded samples never reach the pixels that count.
     # Vertical first: the horizontal pass then runs on `rows`, not rows + 2R, input rows.
-    filt = b.op("Conv", b.op("Conv", stack, w_v, group=SSIM_CHANNELS), w_h, group=SSIM_CHANNELS)
-    fx, fy, fxx, fyy, fee, _ = b.op(
-        "Split", filt, bi64([SSIM_SUBSTRIPS] * 5 + [SSIM_CHANNELS - 5 * SSIM_SUBSTRIPS]),
-        axis=1, n_out=6)
+    filt = b.op("Conv", b.op("Conv", stack, w_v, group=channels), w_h, group=channels)
+    fx, fy, fxx, fyy, fee = b.op("Split", filt, bi64([groups] * 5 + ([extra] if extra else [])),
+                                 axis=1, n_out=6 if extra else 5)[:5]
 
     mu_x = b.op("Add", fx, cx)
     mu_y = b.op("Add", fy, cy)
@@ -246,36 +294,51 @@ def build_ssim_y():
     b1 = b.op("Sum", b.op("Mul", mu_x, mu_x), b.op("Mul", mu_y, mu_y), c1)
     b2 = b.op("Sum", var_x, var_y, c2)
     a2 = b.op("Sub", b2, var_e)  # 2*sigma_xy + C2
-    ssim_map = b.op("Div", b.op("Mul", a1, a2), b.op("Mul", b1, b2))  # [1, S, rows, W - 2R]
-    row_sums = b.op("ReduceSum", b.op("Cast", ssim_map, to=TensorProto.DOUBLE), bi64([0, 3]),
-                    keepdims=0)
-    owned = b.op("Where", b.op("GreaterOrEqual", row_ids, skip), row_sums,
-                 b.const(0.0, np.float64))
-    total = b.op("Add", "s_acc", b.op("ReduceSum", owned, keepdims=0))
-    body = b.loop_body("ssim_strips", [("s_acc", TensorProto.DOUBLE)], [total])
+    return b.op("Div", b.op("Mul", a1, a2), b.op("Mul", b1, b2))
 
-    total = g.op("Loop", trips, g.const(True, np.bool_), g.const(0.0, np.float64), body=body)
-    g.scalar_output(g.op("Div", total, count), "ssim_y")
+
+def build_ssim_y_accel():
+    """ssim_y's accelerator form: the five maps of the whole frame as five channels of one
+    vertical and one horizontal depthwise Conv (no Loop, no Gather of strips), the mean of the
+    valid region in double (ReduceMean: no count computed from a shape)."""
+    g = Graph()
+    cx = g.op("ReduceMean", "reference", keepdims=1)
+    cy = g.op("ReduceMean", "distorted", keepdims=1)
+    x = g.op("Sub", "reference", cx)
+    y = g.op("Sub", "distorted", cy)
+    ssim_map = ssim_y_map(g, x, y, cx, cy, 1, 5)
+    mean = g.op("ReduceMean", g.op("Cast", ssim_map, to=TensorProto.DOUBLE), keepdims=0)
+    g.scalar_output(mean, "ssim_y")
     return g.model("ssim_y", ["reference", "distorted"], "ssim_y",
-                   "Mean SSIM of the luma plane, 11x11 Gaussian window (sigma 1.5), valid region.")
+                   "Accelerator form (whole frame, no Loop, static once H and W are fixed). "
+                   + SSIM_DOC)
+
+
+def laplacian(b, plane):
+    """The 3x3 Laplacian of plane [1, 1, h, w] in double, valid region [1, 1, h - 2, w - 2].
+    Exact in double: a Laplacian of fp32 samples in [0,1] needs no rounding there, and blurred
+    content has small Laplacians where fp32 rounding would be a large relative error. The
+    Slices' bounds are constants (negative ends count from the end): no shape arithmetic."""
+    bi64 = lambda v: b.const(v, np.int64)  # noqa: E731
+    x = b.op("Cast", plane, to=TensorProto.DOUBLE)
+    rows, cols = bi64([2]), bi64([3])
+    up = b.op("Slice", x, bi64([0]), bi64([-2]), rows)
+    mid = b.op("Slice", x, bi64([1]), bi64([-1]), rows)
+    down = b.op("Slice", x, bi64([2]), bi64([INT64_MAX]), rows)
+    vertical = b.op("Sub", b.op("Add", up, down), b.op("Mul", mid, b.const(4.0, np.float64)))
+    return b.op("Add", b.op("Slice", vertical, bi64([1]), bi64([-1]), cols),
+                b.op("Add", b.op("Slice", mid, bi64([0]), bi64([-2]), cols),
+                     b.op("Slice", mid, bi64([2]), bi64([INT64_MAX]), cols)))
+
+
+SHARPNESS_DOC = "Variance of the 3x3 Laplacian of the luma plane, valid region."
 
 
 def build_sharpness_nr():
     g = Graph()
 
     def strip_laplacian_sums(b, planes):
-        bi64 = lambda v: b.const(v, np.int64)  # noqa: E731
-        # Exact in double: a Laplacian of fp32 samples in [0,1] needs no rounding there, and
-        # blurred content has small Laplacians where fp32 rounding would be a large relative error.
-        x = b.op("Cast", planes[0], to=TensorProto.DOUBLE)
-        rows, cols = bi64([2]), bi64([3])
-        up = b.op("Slice", x, bi64([0]), bi64([-2]), rows)
-        mid = b.op("Slice", x, bi64([1]), bi64([-1]), rows)
-        down = b.op("Slice", x, bi64([2]), bi64([INT64_MAX]), rows)
-        vertical = b.op("Sub", b.op("Add", up, down), b.op("Mul", mid, b.const(4.0, np.float64)))
-        lap = b.op("Add", b.op("Slice", vertical, bi64([1]), bi64([-1]), cols),
-                   b.op("Add", b.op("Slice", mid, bi64([0]), bi64([-2]), cols),
-                        b.op("Slice", mid, bi64([2]), bi64([INT64_MAX]), cols)))
+        lap = laplacian(b, planes[0])
         return [b.op("ReduceSum", lap, keepdims=0), b.op("ReduceSumSquare", lap, keepdims=0)]
 
     (total, total_sq), valid = strip_sums(g, ["distorted"], SHARPNESS_STRIP_ROWS, 2,
@@ -285,8 +348,19 @@ def build_sharpness_nr():
     n = g.op("Cast", g.op("ReduceProd", valid, keepdims=0), to=TensorProto.DOUBLE)
     mean = g.op("Div", total, n)
     g.scalar_output(g.op("Sub", g.op("Div", total_sq, n), g.op("Mul", mean, mean)), "sharpness_nr")
+    return g.model("sharpness_nr", ["distorted"], "sharpness_nr", SHARPNESS_DOC)
+
+
+def build_sharpness_nr_accel():
+    """sharpness_nr's accelerator form: the whole frame's Laplacian, its two means in double."""
+    g = Graph()
+    lap = laplacian(g, "distorted")
+    mean = g.op("ReduceMean", lap, keepdims=0)
+    mean_sq = g.op("ReduceMean", g.op("Mul", lap, lap), keepdims=0)
+    g.scalar_output(g.op("Sub", mean_sq, g.op("Mul", mean, mean)), "sharpness_nr")
     return g.model("sharpness_nr", ["distorted"], "sharpness_nr",
-                   "Variance of the 3x3 Laplacian of the luma plane, valid region.")
+                   "Accelerator form (whole frame, no Loop, static once H and W are fixed). "
+                   + SHARPNESS_DOC)
 
 
 # ---- libvmaf-compatible variants: the graphs above, fed or prefixed differently --------------
@@ -307,12 +381,12 @@ def renamed(model, name, output, doc):
     return model
 
 
-def build_psnr_chroma(name):
+def build_psnr_chroma(name, build=None):
     """psnr_y's graph under another name: the sidecar's input_sources feed it a chroma plane (at
     its own resolution, normalised like luma), which is how libvmaf's psnr computes psnr_cb and
-    psnr_cr."""
+    psnr_cr. build: psnr_y's builder (build_psnr_y_accel for the accelerator form)."""
     plane = "Cb (U)" if name == "psnr_cb" else "Cr (V)"
-    return renamed(build_psnr_y(), name, name,
+    return renamed((build or build_psnr_y)(), name, name,
                    f"PSNR of the {plane} plane: 10*log10(1/MSE) on [0,1] data, MSE floored at "
                    "1e-20.")
 
@@ -357,10 +431,12 @@ def libvmaf_decimate(g, x):
     return g.op("Cast", g.op("Div", y, area), to=TensorProto.FLOAT)
 
 
-def build_float_ssim():
+def build_float_ssim(build=None):
     """ssim_y's graph on frames downscaled as libvmaf's float_ssim does by default (scale=0,
-    automatic): libvmaf_decimate in front, the full-resolution frames as inputs."""
-    model = build_ssim_y()
+    automatic): libvmaf_decimate in front, the full-resolution frames as inputs. build: ssim_y's
+    builder (build_ssim_y_accel for the accelerator form: the decimation's index arithmetic
+    reads the frame's shape, and folds to constants once H and W are fixed)."""
+    model = (build or build_ssim_y)()
     graph = model.graph
     pre = Graph("dec_")
     scaled = {}
@@ -514,6 +590,28 @@ BUILDERS = {
     "float_ssim": build_float_ssim,
 }
 
+# Accelerator forms (issue 23): the same metrics from the same definitions, laid out for GPUs and
+# other accelerators instead of ORT's CPU EP: whole-frame tensors, no Loop/If/Scan, every shape
+# fixed once the session fixes H and W (ORT's free-dimension overrides fold what is left), the
+# same declared inputs and outputs as the model, so that the library can swap one for the other
+# (the model's sidecar names it: "forms": {"*": "<name>_accel.onnx"}).
+# tests/python/test_accel_forms.py holds each to a node cap at 1080p and 2160p and to agreement
+# with the model on ORT's CPU EP.
+ACCEL_SUFFIX = "_accel"
+ACCEL_BUILDERS = {
+    "psnr_y": build_psnr_y_accel,
+    "ssim_y": build_ssim_y_accel,
+    "sharpness_nr": build_sharpness_nr_accel,
+    "psnr_cb": lambda: build_psnr_chroma("psnr_cb", build_psnr_y_accel),
+    "psnr": lambda: build_psnr_chroma("psnr_cr", build_psnr_y_accel),
+    "float_ssim": lambda: build_float_ssim(build_ssim_y_accel),
+}
+
+
+def accel_sidecar(meta):
+    """The sidecar of an accelerator form attached by its own name: the model's, without forms."""
+    return {k: v for k, v in meta.items() if k != "forms"}
+
 
 def write_bytes(path, data):
     tmp = path + ".tmp"
@@ -531,9 +629,17 @@ def main(argv):
     meta = sidecars()
     meta.update(libvmaf_sidecars(meta))
     for name, build in BUILDERS.items():
+        accel = name + ACCEL_SUFFIX
+        if name in ACCEL_BUILDERS:
+            meta[name]["forms"] = {"*": accel + ".onnx"}
         write_bytes(os.path.join(outdir, name + ".onnx"), build().SerializeToString())
         text = json.dumps(meta[name], indent=2) + "\n"
         write_bytes(os.path.join(outdir, name + ".json"), text.encode("utf-8"))
+        if name in ACCEL_BUILDERS:
+            write_bytes(os.path.join(outdir, accel + ".onnx"),
+                        ACCEL_BUILDERS[name]().SerializeToString())
+            text = json.dumps(accel_sidecar(meta[name]), indent=2) + "\n"
+            write_bytes(os.path.join(outdir, accel + ".json"), text.encode("utf-8"))
     return 0
 
 

@@ -87,14 +87,20 @@ def test_cli_device_spellings(capsys):
 # -- catalog ----------------------------------------------------------------------------
 
 def test_builtins_are_what_the_generator_makes():
-    generated = sorted(_generator().BUILDERS)
+    gen = _generator()
+    generated = sorted(gen.BUILDERS)
     meson = open(os.path.join(ROOT, "models", "meson.build"), encoding="utf-8").read()
     listed = re.search(r"builtin_model_names = \[([^\]]*)\]", meson).group(1)
     assert sorted(re.findall(r"'(\w+)'", listed)) == generated
+    # The accelerator forms are installed beside them (tests/python/test_accel_forms.py).
+    accel = re.search(r"builtin_accel_names = \[([^\]]*)\]", meson).group(1)
+    accel = sorted(re.findall(r"'(\w+)'", accel))
+    assert accel == sorted(n + gen.ACCEL_SUFFIX for n in gen.ACCEL_BUILDERS)
     # VMAF's models are built when libvmaf's parameters could be fetched.
     vmaf = re.search(r"vmaf_model_names = \[([^\]]*)\]", meson).group(1)
     vmaf = re.findall(r"'(\w+)'", vmaf)
-    assert list(models.MODEL_NAMES) in (generated, sorted(generated + vmaf))
+    assert list(models.MODEL_NAMES) in (sorted(generated + accel),
+                                        sorted(generated + accel + vmaf))
     by_name = {e.name: e for e in models.catalog()}
     for name in generated:
         entry = by_name[name]
@@ -230,8 +236,10 @@ def test_c_only_install_scores_builtin_models_by_name(tmp_path):
                   "--buildtype=plain"])
     _run(meson + ["install", "-C", str(build), "--quiet"])
     models_dir = prefix / "share" / "vmafdnn" / "models"
+    gen = _generator()
     assert sorted(p.name for p in models_dir.glob("*.onnx")) == \
-        sorted(f"{n}.onnx" for n in _generator().BUILDERS)
+        sorted([f"{n}.onnx" for n in gen.BUILDERS] +
+               [f"{n}{gen.ACCEL_SUFFIX}.onnx" for n in gen.ACCEL_BUILDERS])
     assert (prefix / "include" / "vmafdnn" / "catalog.h").is_file()
 
     src = tmp_path / "prog.c"

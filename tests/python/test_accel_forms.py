@@ -1,0 +1,228 @@
+"""The built-ins' accelerator forms (issue 23; tools/gen_builtin_models.py ACCEL_BUILDERS and
+tools/gen_vmaf_models.py build_features_accel): the lint that holds them to a graph an
+accelerator runs as a few wide kernels, and their agreement with today's forms on ORT's CPU EP.
+
+Lint: each form specialised to 1920x1080 and 3840x2160 (N = 1) with ONNX Runtime's free-dimension
+overrides, optimised at ORT_ENABLE_BASIC (constant folding without the CPU EP's layout transforms)
+and saved: no Loop/If/Scan anywhere, no Shape/Size node, no symbolic dimension on the graph's
+inputs and outputs, at most NODE_CAPS nodes. The forms declare the interface of the model they
+replace (names, element types, shapes with their symbolic dims), so the sidecar's "forms" can swap
+them.
+
+Agreement (ORT's CPU EP): psnr/ssim/sharpness within 1e-5 of the model on generated clips (8, 10,
+12 bit, odd sizes, a scene cut); the VMAF features within fp32 rounding of the pure-ONNX graph
+(whose definitions they share) and, like that graph, within test_vmaf_graphs' tolerances of the
+CPU kernel form (libvmaf's exact integer features). Figures in docs/vmaf.md.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+
+from test_vmaf_graphs import fetch_reference, make_clip, read_y4m_luma
+
+ort = pytest.importorskip("onnxruntime")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import gen_builtin_models  # noqa: E402
+import gen_vmaf_models  # noqa: E402
+
+SUFFIX = gen_builtin_models.ACCEL_SUFFIX
+# Nodes after ORT's basic optimisation at 1080p and 2160p (measured: psnr 9, ssim_y 35,
+# sharpness_nr 19, float_ssim 61, VMAF features 697; the pure forms: 19, 54, 28, 80 and 2044
+# with 4 Loops). The issue aims at <= 300 for VMAF's features: not reached yet.
+NODE_CAPS = {"psnr_y": 10, "psnr_cb": 10, "psnr": 10, "ssim_y": 40, "sharpness_nr": 20,
+             "float_ssim": 64, "vmaf_features": 720, "vmaf_features_neg": 720}
+SIZES = [(1080, 1920), (2160, 3840)]
+KERNEL_DUMP = os.environ.get("VMAFDNN_KERNEL_DUMP",
+                             os.path.join(ROOT, "build-c", "tests", "c", "vmaf_kernel_dump"))
+
+
+@pytest.fixture(scope="module")
+def forms(tmp_path_factory):
+    """name -> (model path, accelerator form path), generated here from tools/."""
+    out = tmp_path_factory.mktemp("accel_forms")
+    paths = {}
+    for name, build in gen_builtin_models.BUILDERS.items():
+        if name in gen_builtin_models.ACCEL_BUILDERS:
+            pure, accel = out / f"{name}.onnx", out / f"{name}{SUFFIX}.onnx"
+            pure.write_bytes(build().SerializeToString())
+            accel.write_bytes(gen_builtin_models.ACCEL_BUILDERS[name]().SerializeToString())
+            paths[name] = (str(pure), str(accel))
+    for gain, name in ((100.0, "vmaf_features"), (1.0, "vmaf_features_neg")):
+        pure, accel = out / f"{name}.onnx", out / f"{name}{SUFFIX}.onnx"
+        pure.write_bytes(gen_vmaf_models.build_features(gain, name).SerializeToString())
+        accel.write_bytes(gen_vmaf_models.build_features_accel(gain, name + SUFFIX)
+                          .SerializeToString())
+        paths[name] = (str(pure), str(accel))
+    return paths
+
+
+def session(path, dims=None, optimized=None):
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.intra_op_num_threads = 1
+    if optimized:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        so.optimized_model_filepath = optimized
+    for name, value in (dims or {}).items():
+        so.add_free_dimension_override_by_name(name, value)
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def all_nodes(graph):
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from all_nodes(attr.g)
+
+
+def interface(model):
+    def value(v):
+        t = v.type.tensor_type
+        return (v.name, t.elem_type, tuple(d.dim_param or d.dim_value for d in t.shape.dim))
+    return ([value(v) for v in model.graph.input], [value(v) for v in model.graph.output])
+
+
+def test_every_accelerator_form_is_linted():
+    names = set(gen_builtin_models.ACCEL_BUILDERS) | {"vmaf_features", "vmaf_features_neg"}
+    assert names == set(NODE_CAPS)
+
+
+@pytest.mark.parametrize("name", sorted(NODE_CAPS))
+def test_accelerator_form_declares_the_models_interface(name, forms):
+    pure, accel = (onnx.load(p) for p in forms[name])
+    assert interface(accel) == interface(pure)
+    assert not [n for n in all_nodes(accel.graph) if n.op_type in ("Loop", "If", "Scan")]
+
+
+@pytest.mark.parametrize("height, width", SIZES)
+@pytest.mark.parametrize("name", sorted(NODE_CAPS))
+def test_accelerator_form_is_static_and_small(name, height, width, forms, tmp_path):
+    out = str(tmp_path / "optimised.onnx")
+    session(forms[name][1], {"H": height, "W": width, "N": 1}, optimized=out)
+    graph = onnx.load(out).graph
+    nodes = list(all_nodes(graph))
+    ops = [n.op_type for n in nodes]
+    assert not {"Loop", "If", "Scan"} & set(ops), name
+    assert not {"Shape", "Size"} & set(ops), f"{name}: shape arithmetic left per frame"
+    for v in list(graph.input) + list(graph.output):
+        dims = v.type.tensor_type.shape.dim
+        assert all(d.HasField("dim_value") for d in dims), f"{name}: {v.name} is symbolic"
+    assert len(nodes) <= NODE_CAPS[name], f"{name}: {len(nodes)} nodes at {width}x{height}"
+
+
+# --- agreement on ORT's CPU EP ----------------------------------------------------------------
+
+CLIPS = ["testsrc2_x264crf35_8bit_odd", "testsrc2_x264crf45_10bit", "scenecut_8bit",
+         "testsrc2_x264crf30_12bit"]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    try:
+        return fetch_reference()
+    except (subprocess.CalledProcessError, OSError) as e:
+        pytest.skip(f"FFmpeg reference not available (no network?): {e}")
+
+
+@pytest.fixture(scope="module")
+def clips(reference, tmp_path_factory):
+    """name -> (reference planes, distorted planes, bpc, reference path, distorted path)."""
+    import test_vmaf_graphs
+    from test_vmaf_kernels import KERNEL_CLIPS  # test_vmaf_graphs' clips and a 12-bit one
+    out = {}
+    saved = test_vmaf_graphs.CLIPS
+    test_vmaf_graphs.CLIPS = KERNEL_CLIPS
+    try:
+        made = {name: make_clip(reference["FFMPEG"], name, str(tmp_path_factory.mktemp(name)))
+                for name in CLIPS}
+    finally:
+        test_vmaf_graphs.CLIPS = saved
+    for name, (ref, dist) in made.items():
+        (r, bpc), (d, _) = read_y4m_luma(ref), read_y4m_luma(dist)
+        out[name] = (r, d, bpc, ref, dist)
+    return out
+
+
+def planes(frame, bpc):
+    return (frame.astype(np.float32) / np.float32((1 << bpc) - 1))[None, None]
+
+
+def synthetic_pair(height, width, bpc, seed):
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:height, 0:width]
+    peak = (1 << bpc) - 1
+    ref = (np.sin(xx / 9.0) * np.cos(yy / 13.0) * 0.4 + 0.5) * peak
+    ref = np.clip(ref + rng.normal(0, peak * 0.03, ref.shape), 0, peak).round()
+    dist = np.clip(ref + rng.normal(0, peak * 0.02, ref.shape), 0, peak).round()
+    return ref.astype(np.uint16), dist.astype(np.uint16)
+
+
+@pytest.mark.parametrize("name", ["psnr_y", "psnr_cb", "psnr", "ssim_y", "sharpness_nr",
+                                  "float_ssim"])
+def test_accelerator_form_agrees_with_the_model(name, forms, clips):
+    pure, accel = (session(p) for p in forms[name])
+    inputs = [i.name for i in pure.get_inputs()]
+    pairs = [(r, d, bpc) for r, d, bpc, _, _ in clips.values()]
+    # float_ssim decimates by round(min(w, h) / 256): 2 here; 1 on the clips
+    pairs.append(synthetic_pair(404, 719, 8, 3) + (8,))
+    worst = 0.0
+    for refs, dists, bpc in pairs:
+        for r, d in zip(refs[None] if refs.ndim == 2 else refs, dists[None] if dists.ndim == 2
+                        else dists):
+            feed = dict(zip(inputs, [planes(d, bpc)] if len(inputs) == 1 else
+                            [planes(r, bpc), planes(d, bpc)]))
+            a, b = pure.run(None, feed)[0][0], accel.run(None, feed)[0][0]
+            worst = max(worst, abs(float(a) - float(b)))
+            assert abs(float(a) - float(b)) <= 1e-5, f"{name}: {a} vs {b}"
+    print(f"{name}: max |accelerator - model| {worst:.3g}")
+
+
+def features_per_frame(sess, refs, dists, bpc):
+    names = [o.name for o in sess.get_outputs()]
+    out = []
+    for i in range(len(refs)):
+        feed = {"reference": planes(refs[i], bpc), "distorted": planes(dists[i], bpc),
+                "reference_prev": planes(refs[max(i - 1, 0)], bpc),
+                "bpc": np.array([bpc], np.float32), "device_type": np.array([1], np.float32)}
+        out.append(dict(zip(names, (float(v[0]) for v in sess.run(names, feed)))))
+    return {k: np.array([f[k] for f in out]) for k in names}
+
+
+# The pure graph against the kernels (libvmaf's exact integer features): test_vmaf_graphs' bounds.
+KERNEL_TOL = {"vif_scale0": 5e-5, "vif_scale1": 5e-5, "vif_scale2": 5e-5, "vif_scale3": 5e-5,
+              "adm2": 1.5e-3, "motion": 1.5e-4}
+KERNEL_NAMES = {f"vif_scale{s}": f"integer_vif_scale{s}" for s in range(4)}
+KERNEL_NAMES.update(adm2="integer_adm2", motion="integer_motion")
+
+
+@pytest.mark.parametrize("name", ["vmaf_features", "vmaf_features_neg"])
+def test_vmaf_accelerator_features_agree(name, forms, clips):
+    from test_vmaf_kernels import kernel_features
+    pure, accel = (session(p) for p in forms[name])
+    egl = 100.0 if name == "vmaf_features" else 1.0
+    for clip, (refs, dists, bpc, ref_path, dist_path) in clips.items():
+        ours = features_per_frame(accel, refs, dists, bpc)
+        theirs = features_per_frame(pure, refs, dists, bpc)
+        for k, v in ours.items():
+            # the same definitions: equal up to fp32 rounding of the filters' sums
+            # (measured <= 6.2e-6: vif_scale0 on the scene cut, where the accelerator form is
+            # 2.3e-6 from the kernels and the pure graph 4.8e-6)
+            assert np.max(np.abs(v - theirs[k])) <= 1e-5 * max(1.0, np.max(np.abs(v))), \
+                f"{name} {clip} {k}: {v} vs the pure graph's {theirs[k]}"
+        if os.path.exists(KERNEL_DUMP):
+            kernels = kernel_features(ref_path, dist_path, egl)
+            for k, tol in KERNEL_TOL.items():
+                d = float(np.max(np.abs(ours[k] - kernels[KERNEL_NAMES[k]])))
+                print(f"{name} {clip} {k}: |accelerator - kernels| {d:.3g}, |accelerator - "
+                      f"pure| {float(np.max(np.abs(ours[k] - theirs[k]))):.3g}")
+                # the pure graph's 12-bit VIF is 5.1e-5 from the kernels (fp32 moments)
+                tol = 1e-4 if bpc > 10 and k.startswith("vif") else tol
+                assert d <= tol, f"{name} {clip} {k}: |d| {d:.3g} from the kernels"
