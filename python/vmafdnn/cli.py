@@ -649,7 +649,10 @@ def _check_score_args(args) -> None:
     inputs = Inputs({"reference input": args.reference, "distorted input": args.distorted,
                      "features file": args.features})
     inputs.refuse(args.output, "report (-o)")
-    inputs.add("report (-o)", args.output)
+    if args.output != STDIO and not args.quiet:
+        # The summary goes to stdout: `... -o r.json >> ref.y4m` appended it to the reference.
+        inputs.refuse(STDIO, "summary (-q prints none)")
+    inputs.add("report (-o)", args.output, written=True)
     inputs.refuse(args.plot, "plot (--plot)")
 
 

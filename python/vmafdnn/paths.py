@@ -142,9 +142,8 @@ def open_input(path, what: str, *, fifo_ok: bool = False, wait_for_writer: bool 
     that waits, do not block it), and the checks are made on that
     descriptor (``fstat``), so what is checked is what is read: a regular
     file of at most ``max_bytes`` (None: any size), or, with ``fifo_ok``, a
-    FIFO; with ``wait_for_writer`` a FIFO is then reopened blocking (on
-    Linux through /proc/self/fd: the same FIFO), as a plain open() would
-    wait for its writer. Anything else raises :class:`InputFileError`
+    FIFO; with ``wait_for_writer`` this waits for the FIFO's writer to write
+    (or come and go), as a plain open() and read would. Anything else raises :class:`InputFileError`
     (``hint`` appended to its message); an open that fails raises the
     OSError, its message naming the file."""
     name = _text(path)
@@ -165,13 +164,9 @@ def open_input(path, what: str, *, fifo_ok: bool = False, wait_for_writer: bool 
                                      f"{cap}: {st.st_size} bytes", _errno.EFBIG, name)
             os.set_blocking(fd, True)
         elif stat.S_ISFIFO(st.st_mode) and fifo_ok:
-            if wait_for_writer and os.path.isdir("/proc/self/fd"):
-                reopened = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY |
-                                   getattr(os, "O_CLOEXEC", 0))
-                os.close(fd)
-                fd = reopened
-            else:
-                os.set_blocking(fd, True)
+            if wait_for_writer:
+                _wait_for_writer(fd)
+            os.set_blocking(fd, True)
         else:
             kind = file_kind(st.st_mode)
             allowed = "a regular file or a FIFO" if fifo_ok else "a regular file"
@@ -188,6 +183,21 @@ def open_input(path, what: str, *, fifo_ok: bool = False, wait_for_writer: bool 
     except AttributeError:
         pass
     return f
+
+
+def _wait_for_writer(fd: int) -> None:
+    """Waits until the FIFO open (non-blocking) on ``fd`` has bytes to read,
+    or had a writer that has gone: what a blocking open and a first read
+    would wait for. Read at once, a FIFO whose writer has not opened it yet
+    reads as empty (end of file); opened again blocking, a writer that came,
+    wrote everything and went before the second open would be waited for,
+    for ever, with its bytes in the pipe. poll() tells both apart (Linux
+    reports POLLHUP only for a writer that came after this open)."""
+    import select
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while not poller.poll(None):
+        pass
 
 
 def _located(e: OSError, message: str) -> OSError:
@@ -254,6 +264,14 @@ def sidecar_path(model_path) -> str:
     return stem + ".json"
 
 
+def _stdio(path, written: bool):
+    """``sys.stdout`` (``written``) or ``sys.stdin`` for ``-``, else ``path``."""
+    if isinstance(path, (str, bytes)) and os.fsdecode(path) == STDIO:
+        import sys
+        return sys.stdout if written else sys.stdin
+    return path
+
+
 class Inputs:
     """Every file a run reads, by role, to refuse an output that is one of them."""
 
@@ -262,15 +280,20 @@ class Inputs:
         for role, path in (inputs or {}).items():
             self.add(role, path)
 
-    def add(self, role: str, path) -> None:
-        """Registers ``path`` (ignored: None, ``-``, file objects, iterables of
-        frames, devices) as the input ``role``."""
+    def add(self, role: str, path, *, written: bool = False) -> None:
+        """Registers ``path`` as the input ``role`` (ignored: None, iterables
+        of frames, devices, terminals, what cannot be named). ``-`` is what
+        stdin reads, or with ``written`` (another output registered to be
+        compared with the next) what stdout writes to: a regular file or FIFO
+        behind them counts by its identity."""
         if path is None:
             return
-        keys = identity(path)
+        keys = identity(_stdio(path, written))
         if keys:
             text = _text(path) if isinstance(path, (str, bytes, os.PathLike)) else \
                 str(getattr(path, "name", role))
+            if text == STDIO:
+                text = "standard output" if written else "standard input"
             self._items.append((role, text, keys))
 
     def add_all(self, inputs: dict) -> None:
@@ -297,7 +320,9 @@ class Inputs:
         """(role, path) of the input that ``output`` names, else None."""
         if output is None:
             return None
-        keys = set(identity(output))
+        # "-" is stdout: `vmafdnn -r ref.y4m ... -o - >> ref.y4m` appended the
+        # report to the reference.
+        keys = set(identity(_stdio(output, True)))
         if not keys:
             return None
         for role, text, theirs in self._items:
@@ -312,5 +337,8 @@ class Inputs:
         if found is not None:
             role, text = found
             named = role if text in role else f"{role} ({text})"
-            raise UsageError(f"the {what} {_text(output)} is also the {named}; writing it "
+            shown = _text(output)
+            if shown == STDIO:
+                shown = "- (standard output)"
+            raise UsageError(f"the {what} {shown} is also the {named}; writing it "
                              "would destroy that: choose another path")

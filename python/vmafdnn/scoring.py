@@ -698,7 +698,10 @@ def _outputs(output, other_outputs) -> List[Tuple[str, object]]:
 def _refuse_outputs(guard: Inputs, writes: List[Tuple[str, object]]) -> None:
     for k, (what, path) in enumerate(writes):
         guard.refuse(path, what)
-        Inputs({other: p for other, p in writes[:k]}).refuse(path, what)
+        others = Inputs()
+        for other, p in writes[:k]:
+            others.add(other, p, written=True)
+        others.refuse(path, what)
 
 
 def _write_report(ctx, output, fmt) -> None:
