@@ -60,7 +60,7 @@ from .runners import (_MAX_CONTEXTS, _POLL_S, InputKindError, Scorer,  # noqa: F
 from .results import (_RESULT_HEAD, _RESULT_TAIL, Journal, _columns, _done_rows,  # noqa: F401
                       _file_identity, _format_of, _good_rows, _Hasher, _is_score,
                       _journal_path, _keep_good_rows, _pyarrow, _with_labels, job_key, key_files,
-                      read_results, remove_journal, write_results)
+                      read_results, remove_journal, write_results)  # noqa: F401
 
 #: Seconds one job may run (local worker or Ray actor) before it is stopped
 #: (its process killed) and its row fails: generous for a long clip scored
@@ -252,20 +252,17 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
                                  " seconds (0 or None: no limit)")
     timeout = timeout or None
     if output is not None:
-        output = os.fspath(output)
-        _format_of(output)
-        if _format_of(output) == "parquet":
-            _pyarrow("write parquet")
+        output = _check_results_path(output)
     if isinstance(models, (str, os.PathLike)):
         models = [models]
+    if reports is not None:
+        reports = _check_reports_dir(reports)
     options = {"models": [os.fspath(m) for m in models] if models else None,
                "device": device, "device_index": device_index, "threads": threads,
                "fp16_io": fp16_io, "resize": resize, "policy": policy,
-               "reports": os.path.abspath(reports) if reports else None,
+               "reports": reports,
                "report_format": report_format, "retries": retries, "reuse": reuse,
                "allow_pipes": bool(allow_pipes)}
-    if options["reports"]:
-        os.makedirs(options["reports"], exist_ok=True)
     job_list = read_jobs(jobs, base_dir, options["models"] or _default_model_names())
     hasher = _Hasher()
     keys = [job_key(job, options, hasher) for job in job_list]
@@ -281,7 +278,21 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
         _refuse_overwrite(output, jobs, job_list, options["key_files"])
     for job, key in zip(job_list, keys):
         job["job_key"] = key
-    earlier = _good_rows(output)
+    # The journal is this run's lock on the results file (a second batch on
+    # it is refused), held from before the earlier rows are read until the
+    # results are written.
+    journal = Journal(output) if output is not None else None
+    try:
+        return _run_batch(job_list, keys, options, output, journal, t0, ray, workers, threads,
+                          gpus_per_worker, timeout, progress, on_event, cancel)
+    finally:
+        if journal is not None:
+            journal.close()
+
+
+def _run_batch(job_list, keys, options, output, journal, t0, ray, workers, threads,
+               gpus_per_worker, timeout, progress, on_event, cancel) -> BatchResult:
+    earlier = _good_rows(output, journal)
     done = _done_rows(earlier, options["reports"])
     result = BatchResult([None] * len(job_list))
     todo = []
@@ -293,7 +304,6 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
             todo.append(i)
 
     meter = _Progress(len(todo)) if progress is True else progress or None
-    journal = Journal(output) if output and todo else None
 
     def sink(index: int, row: dict) -> None:
         job = job_list[index]
@@ -338,17 +348,74 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
     finally:
         if cancel is not None:
             cancel.unwatch(stop)
-        if journal is not None:
-            journal.close()
         if isinstance(meter, _Progress):
             meter.end()
     _keep_good_rows(result, job_list, todo, earlier, options, on_event)
     result.failed = sum(1 for row in result if row.get("error")) + len(result.kept)
     if output is not None:
         write_results(result, output)
-        remove_journal(output)
+        journal.remove()
     result.elapsed = time.perf_counter() - t0
     return result
+
+
+def _check_reports_dir(reports) -> str:
+    """The reports folder as an absolute path, made if missing, checked
+    before any job: before, ``--reports ''`` was taken as "no reports" (with
+    no -o the batch scored every job and kept nothing) and a file given as
+    the folder failed with a bare "File exists"."""
+    import stat
+
+    from .paths import UsageError, file_kind
+    text = os.fsdecode(os.fspath(reports))
+    if text == "" or "\0" in text:
+        raise UsageError(f"the reports folder (--reports) path {text!r} is empty or contains "
+                         "a NUL character: give a folder")
+    try:
+        st = os.stat(text)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        kind = "a file" if stat.S_ISREG(st.st_mode) else file_kind(st.st_mode)
+        raise UsageError(f"the reports folder (--reports) {text} is {kind}: "
+                         "give a folder (it is made if missing)")
+    try:
+        os.makedirs(text, exist_ok=True)
+    except OSError as e:
+        err = type(e)(f"cannot make the reports folder (--reports) {text}: "
+                      f"{e.strerror or e}")
+        err.errno = e.errno
+        raise err from None
+    if not os.access(text, os.W_OK | os.X_OK):
+        raise PermissionError(f"the reports folder (--reports) {text} is not writable")
+    return os.path.abspath(text)
+
+
+def _check_results_path(output) -> str:
+    """The results path as text, checked before any work: a known format
+    (and pyarrow for .parquet), the output checks of every writer
+    (vmafdnn.paths.check_output: not empty, not a directory, its folder
+    exists and is writable), and a regular file or none yet: results are
+    replaced whole and read back to resume, which a FIFO or a device cannot
+    be (before, a folder named results.csv was found after every job had
+    run, and a FIFO was replaced by a regular file)."""
+    import stat
+
+    from .paths import UsageError, check_output, file_kind
+    output = os.fspath(output)
+    if isinstance(output, bytes):
+        output = os.fsdecode(output)
+    check_output(output, "results file (-o)")
+    if _format_of(output) == "parquet":
+        _pyarrow("write parquet")
+    try:
+        st = os.stat(output)
+    except FileNotFoundError:
+        return output
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"the results file (-o) {output} is {file_kind(st.st_mode)}: results "
+                         "are written whole and read back to resume: give a regular file")
+    return output
 
 
 def _refuse_overwrite(output: str, jobs, job_list: List[dict], model_files: dict) -> None:

@@ -117,20 +117,28 @@ def read_jobs(source, base_dir: Optional[str] = None,
 def _read_job_file(name: str) -> bytes:
     """The job list's bytes: a regular file, or a FIFO (``<(make_jobs)``: a
     pipe the user names on purpose), at most MAX_JOB_LIST_BYTES; a device
-    (``/dev/zero``) or a folder is refused before a byte is read."""
-    import stat
+    (``/dev/zero``) or a folder is refused before a byte is read. Opened
+    without blocking and checked on that descriptor (vmafdnn.paths.open_input),
+    so a device is never opened for real (a blocking open of a serial line
+    waits for its carrier) and what is checked is what is read."""
+    import errno
+
+    from .paths import InputFileError, open_input
     try:
-        with open(name, "rb") as f:
-            mode = os.fstat(f.fileno()).st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-                device = stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-                raise JobListError(f"{name}: a job list is a file, not "
-                                   f"{'a device' if device else 'this kind of file'}")
+        with open_input(name, "job list", fifo_ok=True, max_bytes=MAX_JOB_LIST_BYTES) as f:
             data = f.read(MAX_JOB_LIST_BYTES + 1)
-    except IsADirectoryError:
-        raise JobListError(f"{name}: a job list is a file, not a directory") from None
+    except InputFileError as e:
+        if e.errno == errno.EFBIG:
+            raise JobListError(f"{name}: larger than {MAX_JOB_LIST_BYTES >> 20} MiB "
+                               "(MAX_JOB_LIST_BYTES): not a job list") from None
+        if e.errno == errno.EISDIR:
+            raise JobListError(f"{name}: a job list is a file, not a directory") from None
+        device = "a character device" in str(e) or "a block device" in str(e)
+        raise JobListError(f"{name}: a job list is a file, not "
+                           f"{'a device' if device else 'this kind of file'}") from None
     except OSError as e:
-        raise JobListError(f"{name}: cannot read the job list: {e.strerror or e}") from None
+        raise JobListError(f"{name}: cannot read the job list: "
+                           f"{os.strerror(e.errno) if e.errno else e}") from None
     if len(data) > MAX_JOB_LIST_BYTES:
         raise JobListError(f"{name}: larger than {MAX_JOB_LIST_BYTES >> 20} MiB "
                            "(MAX_JOB_LIST_BYTES): not a job list")

@@ -18,7 +18,9 @@ Rules every writer here follows (docs/security.md, "Front ends"):
 - The job key covers everything that decides a row: see :func:`job_key`.
 """
 import csv
+import errno
 import hashlib
+import io
 import json
 import math
 import os
@@ -30,8 +32,13 @@ from typing import Dict, List, Optional, Sequence
 
 from .jobs import JOB_FIELDS, POOL_SUFFIXES, labels as _labels
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock
+    fcntl = None
+
 __all__ = ["read_results", "write_results", "job_key", "key_files", "csv_text", "json_value",
-           "Journal", "KEY_VERSION"]
+           "Journal", "KEY_VERSION", "MAX_RESULTS_BYTES", "ResultsFileError"]
 
 #: Result columns the runner writes (labels go first, the scores after them).
 _RESULT_HEAD = ("reference", "distorted", "models", "frames", "width", "height", "fps")
@@ -82,27 +89,97 @@ def _format_of(path: str) -> str:
     raise ValueError(f"results file {path}: unknown format; use .parquet, .csv or .jsonl")
 
 
+#: The largest results file read back (resume, ``vmafdnn bdrate``): a
+#: million rows of 1 KiB. Larger, or not a regular file (a FIFO, /dev/zero
+#: through a link), is refused before it is read.
+MAX_RESULTS_BYTES = 1 << 30
+
+#: The largest CSV cell read back (csv's own limit, 128 KiB, raised: a long
+#: error message or model list is not a malformed file).
+_MAX_CSV_CELL = 1 << 20
+
+
+class ResultsFileError(ValueError):
+    """A results file (or journal) that cannot be read back as written; the
+    message names the file and, where known, the line."""
+
+
 def read_results(path) -> List[dict]:
-    """The rows of a results file (.parquet, .csv, .jsonl). CSV cells are
-    strings, as written (numbers in Python's round-trip form)."""
+    """The rows of a results file (.parquet, .csv, .jsonl): a regular file of
+    at most MAX_RESULTS_BYTES, opened and then checked
+    (:func:`vmafdnn.paths.open_input`). CSV cells are strings, as written
+    (numbers in Python's round-trip form). A file that cannot be read as
+    its format raises :class:`ResultsFileError` naming it and the line:
+    bytes that are not UTF-8, a NUL, a malformed CSV row, invalid JSON
+    (nesting past the parser included), a row that is not an object."""
+    from .paths import open_input
     path = os.fspath(path)
     fmt = _format_of(path)
-    if fmt == "parquet":
-        return _pyarrow("read parquet").parquet.read_table(path).to_pylist()
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        if fmt == "csv":
-            return [dict(row) for row in csv.DictReader(f)]
+    with open_input(path, "results file", max_bytes=MAX_RESULTS_BYTES,
+                    cap_name="MAX_RESULTS_BYTES") as f:
+        if fmt == "parquet":
+            pa = _pyarrow("read parquet")
+            try:
+                return pa.parquet.read_table(f).to_pylist()
+            except (pa.ArrowException, OSError, ValueError) as e:
+                raise ResultsFileError(f"{path}: not a Parquet results file ({e})") from None
+        data = f.read(MAX_RESULTS_BYTES + 1)
+    if len(data) > MAX_RESULTS_BYTES:
+        raise ResultsFileError(f"{path}: larger than {MAX_RESULTS_BYTES >> 20} MiB "
+                               "(MAX_RESULTS_BYTES)")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise ResultsFileError(f"{path}:{line}: not UTF-8 text ({e.reason})") from None
+    if "\x00" in text:
+        line = text[:text.index("\x00")].count("\n") + 1
+        raise ResultsFileError(f"{path}:{line}: a NUL character: not a results file")
+    if fmt == "csv":
+        return _csv_rows(path, text)
+    return list(_jsonl_rows(path, text))
+
+
+def _csv_rows(path: str, text: str) -> List[dict]:
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, _MAX_CSV_CELL))
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader, None)
+        if header is None:
+            return []
+        if len(set(header)) != len(header):
+            raise ResultsFileError(f"{path}:1: a column name is given twice in the header")
         rows = []
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except ValueError as e:
-                    raise ValueError(f"{path}:{n}: invalid JSON: {e}") from None
-                if not isinstance(row, dict):
-                    raise ValueError(f"{path}:{n}: a row is a JSON object")
-                rows.append(row)
+        for cells in reader:
+            if not cells:
+                continue
+            if len(cells) > len(header):
+                raise ResultsFileError(f"{path}:{reader.line_num}: {len(cells)} cells but "
+                                       f"{len(header)} columns in the header")
+            rows.append(dict(zip(header, cells + [""] * (len(header) - len(cells)))))
         return rows
+    except csv.Error as e:
+        raise ResultsFileError(f"{path}:{reader.line_num}: malformed CSV: {e}") from None
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _jsonl_rows(path: str, text: str):
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)  # NaN too: files written before item 7 hold it
+        except RecursionError:
+            raise ResultsFileError(f"{path}:{n}: invalid JSON: nested too deeply") from None
+        except ValueError as e:
+            raise ResultsFileError(f"{path}:{n}: invalid JSON: {e}") from None
+        if not isinstance(row, dict):
+            raise ResultsFileError(f"{path}:{n}: a row is a JSON object")
+        yield row
 
 
 def _pyarrow(what: str):
@@ -150,8 +227,10 @@ def _umask() -> int:
 
 
 def write_results(rows: Sequence[dict], path) -> None:
-    """Writes ``rows`` to ``path`` (.parquet, .csv or .jsonl) atomically:
-    a reader sees the old file or the new one. As the C report writer does, a
+    """Writes ``rows`` to ``path`` (.parquet, .csv or .jsonl) atomically and
+    durably: a reader sees the old file or the new one, and the new one is
+    on disk (fsync of the file, then of its folder) when this returns, before
+    a batch removes its journal. As the C report writer does, a
     symlink is written through (its target replaced, the link kept) and an
     existing file keeps its mode."""
     fmt = _format_of(os.fspath(path))
@@ -190,13 +269,32 @@ def write_results(rows: Sequence[dict], path) -> None:
                 else:
                     for row in rows:
                         f.write(json_line({k: row.get(k) for k in columns}))
+        # On disk before the rename, and the rename on disk before the journal
+        # (the only other copy of the rows) is removed, as the C writer does:
+        # a crash right after must not leave an empty or partial results file.
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
         os.replace(tmp, path)
+        _sync_folder(os.path.dirname(path))
     except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         raise
+
+
+def _sync_folder(folder: str) -> None:
+    try:
+        fd = os.open(folder or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # a file system that cannot sync a folder
+    finally:
+        os.close(fd)
 
 
 def _csv_header(columns: List[str]) -> List[str]:
@@ -226,42 +324,54 @@ def _journal_path(output: str) -> str:
     return output + ".partial.jsonl"
 
 
-def _regular(path: str) -> bool:
-    """Whether ``path`` is a regular file: only those are read back (a FIFO
-    or a device named as the output would block or never end)."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _good_rows(output: Optional[str]) -> List[dict]:
+def _good_rows(output: Optional[str], journal: Optional["Journal"] = None) -> List[dict]:
     """The successful rows of earlier runs, in the results file and its
-    journal: one per job key (the journal's, newer, where both have one),
-    in the order they were first found."""
+    journal (``journal``, the one this run holds, else read by name): one
+    per job key (the journal's, newer, where both have one), in the order
+    they were first found. A results file that is not a regular file (a
+    FIFO named as the output) is not read back."""
+    from .paths import InputFileError
     if output is None:
         return []
     found = []
-    if _regular(output):
+    try:
+        found += read_results(output)
+    except FileNotFoundError:
+        pass
+    except InputFileError as e:
+        if e.errno == errno.EFBIG:
+            raise ResultsFileError(f"results file {output} cannot be read back to resume ({e}); "
+                                   "move it away or choose another -o") from None
+    except (ValueError, OSError) as e:
+        raise ResultsFileError(f"results file {output} cannot be read back to resume ({e}); "
+                               "move it away or choose another -o") from None
+    data = journal.read() if journal is not None else _read_journal(_journal_path(output))
+    for line in data.split(b"\n"):
         try:
-            found += read_results(output)
-        except (ValueError, UnicodeDecodeError, csv.Error) as e:
-            raise ValueError(f"results file {output} cannot be read back to resume ({e}); "
-                             "move it away or choose another -o") from None
-    journal = _journal_path(output)
-    if _regular(journal):
-        with open(journal, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                try:
-                    found.append(json.loads(line))
-                except (ValueError, RecursionError):
-                    pass  # the line a killed run was writing
+            found.append(json.loads(line.decode("utf-8", "replace")))
+        except (ValueError, RecursionError):
+            pass  # the line a killed run was writing
     good: Dict[str, dict] = {}
     for row in found:
         key = row.get("job_key") if isinstance(row, dict) else None
         if isinstance(key, str) and key and not row.get("error"):
             good[key] = row
     return list(good.values())
+
+
+def _read_journal(path: str) -> bytes:
+    """A journal's bytes, read by name: b"" when it is missing or not a
+    regular file."""
+    from .paths import InputFileError, read_input
+    try:
+        return read_input(path, "results journal", MAX_RESULTS_BYTES,
+                          cap_name="MAX_RESULTS_BYTES")
+    except FileNotFoundError:
+        return b""
+    except InputFileError as e:
+        if e.errno == errno.EFBIG:
+            raise ResultsFileError(str(e)) from None
+        return b""
 
 
 def _done_rows(good: List[dict], reports: Optional[str]) -> Dict[str, dict]:
@@ -356,24 +466,130 @@ def _with_labels(row: dict, job: dict) -> dict:
 
 class Journal:
     """``<output>.partial.jsonl``: finished rows appended (strict JSON, one
-    a line, flushed) as jobs finish, read back by a re-run."""
+    a line, each in one write) as jobs finish, read back by a re-run; and
+    the lock that keeps a second batch off the same results file.
+
+    Opening it takes an exclusive lock (``flock``) on it for the life of the
+    run: a second batch aimed at the same results file (another process or
+    thread) gets :class:`vmafdnn.BusyError` (EBUSY) instead of running every
+    job again and replacing, or removing, what the first wrote. It is the
+    batch's own file: a symbolic link, a FIFO or a device there is refused
+    (a link could aim the rows at any file of the user's). A line a killed
+    run left unfinished is ended before the first new row, so that row is
+    read back."""
 
     def __init__(self, output: str):
+        self.output = output
         self.path = _journal_path(output)
-        self._f = open(self.path, "a", encoding="utf-8")
+        self._fd = None
+        for _ in range(16):
+            fd = _open_journal(self.path)
+            try:
+                st = self._lock(fd)
+            except BaseException:
+                os.close(fd)
+                raise
+            if st is not None:
+                break
+            os.close(fd)  # removed by the batch that held it as we opened it: again
+        else:
+            raise self._busy()
+        self._fd = fd
+        if st.st_size and os.pread(fd, 1, st.st_size - 1) != b"\n":
+            os.write(fd, b"\n")
+
+    def __reduce__(self):
+        # Its descriptor and lock belong to this process: a copy elsewhere
+        # would write to whatever that descriptor number is there.
+        raise TypeError("a results Journal holds this process's lock and descriptor: it "
+                        "cannot be copied or pickled")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _busy(self):
+        from .errors import BusyError
+        return BusyError(errno.EBUSY, f"another vmafdnn batch is writing the results file "
+                         f"{self.output} (its journal {self.path} is locked): wait for it to "
+                         "finish, or choose another -o")
+
+    def _lock(self, fd: int):
+        """Locks ``fd``; its fstat, or None when the name no longer names it."""
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            from .paths import InputFileError, file_kind
+            raise InputFileError(f"the results journal {self.path} is {file_kind(st.st_mode)}: "
+                                 "it is the batch's own file; remove it", errno.EINVAL,
+                                 self.path)
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise self._busy() from None
+        try:
+            now = os.stat(self.path, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        return st if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) else None
+
+    def read(self) -> bytes:
+        """What the journal holds (rows of earlier runs), at most MAX_RESULTS_BYTES."""
+        size = os.fstat(self._fd).st_size
+        if size > MAX_RESULTS_BYTES:
+            raise ResultsFileError(f"the results journal {self.path} is larger than "
+                                   f"{MAX_RESULTS_BYTES >> 20} MiB (MAX_RESULTS_BYTES): move "
+                                   "it away")
+        chunks, at = [], 0
+        while at < size:
+            chunk = os.pread(self._fd, size - at, at)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            at += len(chunk)
+        return b"".join(chunks)
 
     def append(self, row: dict) -> None:
-        self._f.write(json_line(row))
-        self._f.flush()
-
-    def close(self) -> None:
-        self._f.close()
+        data = json_line(row).encode("utf-8")
+        while data:
+            data = data[os.write(self._fd, data):]
 
     def remove(self) -> None:
+        """Removes the journal (its rows are in the results file), still locked."""
+        if self._fd is not None:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+
+    def close(self) -> None:
+        """Releases the lock; an empty journal (no job finished) is removed first."""
+        if self._fd is None:
+            return
         try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+            if os.fstat(self._fd).st_size == 0:
+                self.remove()
+        finally:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _open_journal(path: str) -> int:
+    flags = (os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK |
+             getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        return os.open(path, flags, 0o666)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            from .paths import InputFileError
+            raise InputFileError(f"the results journal {path} is a symbolic link: it is the "
+                                 "batch's own file; remove the link", errno.ELOOP,
+                                 path) from None
+        err = type(e)(f"cannot open the results journal {path}: {e.strerror}")
+        err.errno = e.errno
+        raise err from None
 
 
 def remove_journal(output: str) -> None:
@@ -411,26 +627,31 @@ class _Hasher:
         self.models: Dict[str, list] = {}  # model -> its identity, once per batch
 
     def digest(self, path: str):
+        """The file's SHA-256, read from the descriptor that was checked (a
+        regular file: a FIFO swapped in would block the batch), else why not."""
+        from .paths import InputFileError, open_input
         try:
-            st = os.stat(path)
-        except OSError as e:
-            return f"missing ({e.strerror})"
-        if not stat.S_ISREG(st.st_mode):
+            f = open_input(path, "model file")
+        except InputFileError:
             return "not a regular file"
-        tag = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        found = self._cache.get(tag)
-        if found is None:
-            h = hashlib.sha256()
-            try:
-                with open(path, "rb") as f:
+        except OSError as e:
+            return f"missing ({os.strerror(e.errno)})" if e.errno == errno.ENOENT else \
+                f"unreadable ({os.strerror(e.errno) if e.errno else e})"
+        with f:
+            st = os.fstat(f.fileno())
+            tag = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+            found = self._cache.get(tag)
+            if found is None:
+                h = hashlib.sha256()
+                try:
                     while True:
                         chunk = f.read(_HASH_CHUNK)
                         if not chunk:
                             break
                         h.update(chunk)
-            except OSError as e:
-                return f"unreadable ({e.strerror})"
-            found = self._cache[tag] = h.hexdigest()
+                except OSError as e:
+                    return f"unreadable ({e.strerror})"
+                found = self._cache[tag] = h.hexdigest()
         return found
 
 
@@ -438,13 +659,10 @@ def _sidecar_refs(sidecar: str) -> List[str]:
     """The model files a sidecar names ("requires", the "forms" values),
     relative to its folder as the C library reads them (csrc/sidecar.h);
     [] when it cannot be read (the worker reports why)."""
+    from .paths import read_input
     try:
-        st = os.stat(sidecar)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > _SIDECAR_MAX_BYTES:
-            return []
-        with open(sidecar, "rb") as f:
-            data = json.loads(f.read(_SIDECAR_MAX_BYTES + 1).decode("utf-8"))
-    except (OSError, ValueError, RecursionError):
+        data = json.loads(read_input(sidecar, "sidecar", _SIDECAR_MAX_BYTES).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):  # InputFileError is a ValueError
         return []
     if not isinstance(data, dict):
         return []

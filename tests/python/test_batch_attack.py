@@ -167,3 +167,244 @@ def test_open_clip_refuses_what_is_not_a_file_with_errno(tmp_path):
     with pytest.raises(FileNotFoundError, match="distorted clip .*missing") as e:
         open_clip(str(tmp_path / "missing.y4m"), "distorted clip")
     assert e.value.errno == errno.ENOENT
+
+
+# -- the results file: regular, read back bounded, one batch at a time ----------------------
+
+def test_a_results_path_that_cannot_hold_results_is_refused_before_any_job(tmp_path, clips):
+    # Before: a folder named out.csv was found after every job had run (the
+    # error named a temporary file), and a FIFO was replaced by a file.
+    jobs = _jobs(tmp_path, clips)
+    (tmp_path / "out.csv").mkdir()
+    proc = _cli(jobs, "-o", tmp_path / "out.csv", timeout=60)
+    _usage_error(proc, f"the results file (-o) {tmp_path / 'out.csv'} is a directory")
+    assert not (tmp_path / "out.csv.partial.jsonl").exists()
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    proc = _cli(jobs, "-o", fifo, timeout=60)
+    _usage_error(proc, "is a FIFO", "give a regular file")
+    assert os.path.exists(fifo) and not os.path.isfile(fifo)
+    _usage_error(_cli(jobs, "-o", "", timeout=60), "path is empty")
+
+
+def test_a_second_batch_on_the_same_results_file_is_refused(tmp_path, clips):
+    # Before: both ran every job; the first to finish removed the journal the
+    # other was still appending to, and the last to finish replaced the
+    # results of the other.
+    from vmafdnn.results import Journal
+    jobs = _jobs(tmp_path, clips)
+    out = tmp_path / "out.csv"
+    held = Journal(str(out))  # what a running batch holds
+    try:
+        with pytest.raises(vmafdnn.BusyError, match="another vmafdnn batch") as e:
+            vbatch.batch(jobs, out, workers=1, models=["psnr_y"])
+        assert e.value.errno == errno.EBUSY
+        proc = _cli(jobs, "-o", out, "--tiny-model", "psnr_y", timeout=120)
+        assert proc.returncode == 1 and "another vmafdnn batch is writing" in proc.stderr
+        assert proc.stderr.count("\n") == 1, proc.stderr
+        assert not out.exists()
+    finally:
+        held.close()
+    assert not os.path.exists(str(out) + ".partial.jsonl")  # empty: removed on release
+    rows = vbatch.batch(jobs, out, workers=1, models=["psnr_y"])
+    assert rows.failed == 0 and out.exists()
+
+
+def test_two_batch_processes_at_once_one_runs_one_is_refused(tmp_path, clips):
+    # A real second process while the first is busy: the first's job is a FIFO
+    # fed only once the second has been turned away.
+    import threading
+    fifo = tmp_path / "slow.y4m"
+    os.mkfifo(fifo)
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text(f"title,reference,distorted\nslow,{clips / 'ref.y4m'},{fifo}\n"
+                    f"ok,{clips / 'ref.y4m'},{clips / 'dist.y4m'}\n")
+    out = tmp_path / "out.jsonl"
+    first = subprocess.Popen([sys.executable, "-m", "vmafdnn", "batch", str(jobs), "-o",
+                              str(out), "--workers", "1", "--allow-pipes", "--tiny-model",
+                              "psnr_y", "-q"], stderr=subprocess.PIPE, text=True)
+    try:
+        journal = str(out) + ".partial.jsonl"
+        for _ in range(600):
+            if os.path.exists(journal):
+                break
+            assert first.poll() is None, first.stderr.read()
+            import time
+            time.sleep(0.1)
+        second = _cli(jobs, "-o", out, "--allow-pipes", "--tiny-model", "psnr_y", timeout=120)
+        assert second.returncode == 1 and "another vmafdnn batch" in second.stderr
+        threading.Thread(target=lambda: fifo.write_bytes((clips / "dist.y4m").read_bytes()),
+                         daemon=True).start()
+        assert first.wait(120) == 0, first.stderr.read()
+    finally:
+        if first.poll() is None:
+            first.kill()
+    rows = vbatch.read_results(out)
+    assert [r["title"] for r in rows] == ["slow", "ok"] and all(not r["error"] for r in rows)
+
+
+def test_the_journal_is_the_batchs_own_file(tmp_path, clips):
+    # Before: a link planted as the journal had rows appended to its target
+    # (any file of the user's); a FIFO there blocked the batch for ever.
+    jobs = _jobs(tmp_path, clips)
+    out = tmp_path / "out.csv"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    os.symlink(victim, str(out) + ".partial.jsonl")
+    with pytest.raises(ValueError, match="is a symbolic link") as e:
+        vbatch.batch(jobs, out, workers=1, models=["psnr_y"])
+    assert e.value.errno == errno.ELOOP
+    assert victim.read_text() == "precious\n" and not out.exists()
+    os.unlink(str(out) + ".partial.jsonl")
+    os.mkfifo(str(out) + ".partial.jsonl")
+    with pytest.raises(ValueError, match="journal .* is a FIFO"):
+        _run_in_thread(lambda: vbatch.batch(jobs, out, workers=1, models=["psnr_y"]))
+
+
+def test_a_row_after_a_line_a_killed_run_left_unfinished_is_read_back(tmp_path):
+    # Before: the next row was appended to the unfinished line, and the two
+    # were one invalid line: that good row was lost to the next resume.
+    from vmafdnn.results import Journal, _good_rows
+    out = str(tmp_path / "out.csv")
+    with open(out + ".partial.jsonl", "w") as f:
+        f.write('{"job_key": "aaa", "frames": 3, "error": ""}\n{"job_key": "bb')
+    journal = Journal(out)
+    journal.append({"job_key": "ccc", "frames": 3, "error": ""})
+    journal.close()
+    assert sorted(row["job_key"] for row in _good_rows(out)) == ["aaa", "ccc"]
+
+
+@pytest.mark.parametrize("name,content,fragment", [
+    ("r.csv", b"title,psnr_y\na\x00,1\n", ":2: a NUL character"),
+    ("r.csv", b"title,psnr_y\n\xff\xfe,1\n", ":2: not UTF-8 text"),
+    ("r.jsonl", b'{"a": 1}\n' + b'{"a": ' * 100000 + b"1" + b"}" * 100000 + b"\n",
+     ":2: invalid JSON: nested too deeply"),
+    ("r.jsonl", b'{"a": 1}\n[1, 2]\n', ":2: a row is a JSON object"),
+    ("r.csv", b"title,psnr_y\na,1,2\n", ":2: 3 cells but 2 columns"),
+    ("r.csv", b'title,psnr_y\n"a,1\n', "malformed CSV"),
+])
+def test_a_bad_results_file_is_named_with_its_line(tmp_path, name, content, fragment):
+    # Before: "'utf-8' codec can't decode byte 0xff", "maximum recursion depth
+    # exceeded", a NUL read as data: none naming the file.
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=fragment) as e:
+        vbatch.read_results(path)
+    assert str(path) in str(e.value)
+    proc = subprocess.run([sys.executable, "-m", "vmafdnn", "bdrate", str(path), "--anchor",
+                           "a", "--test", "b"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert str(path) in proc.stderr and "internal error" not in proc.stderr
+
+
+def test_a_long_cell_is_not_a_malformed_file(tmp_path):
+    # Before: csv's 128 KiB cell limit surfaced as "internal error: Error:
+    # field larger than field limit (131072)".
+    path = tmp_path / "r.csv"
+    path.write_text("title,error\na," + "x" * 200000 + "\n")
+    row, = vbatch.read_results(path)
+    assert len(row["error"]) == 200000
+
+
+def test_results_that_are_endless_or_too_large_are_refused(tmp_path, monkeypatch):
+    # Before: a results.jsonl linked to /dev/zero was read until memory ran
+    # out (bdrate, resume), and a FIFO blocked for ever.
+    from vmafdnn import results
+    zero = tmp_path / "r.jsonl"
+    os.symlink("/dev/zero", zero)
+    fifo = tmp_path / "f.csv"
+    os.mkfifo(fifo)
+    for path, fragment in ((zero, "a character device"), (fifo, "a FIFO")):
+        proc = subprocess.run([sys.executable, "-m", "vmafdnn", "bdrate", str(path),
+                               "--anchor", "a", "--test", "b"], capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 2 and fragment in proc.stderr, proc.stderr
+    big = tmp_path / "big.csv"
+    big.write_text("title,psnr_y\n" + "a,1\n" * 1000)
+    monkeypatch.setattr(results, "MAX_RESULTS_BYTES", 1024)
+    with pytest.raises(ValueError, match="MAX_RESULTS_BYTES") as e:
+        vbatch.read_results(big)
+    assert e.value.errno == errno.EFBIG
+
+
+def test_a_journal_cannot_be_copied_or_pickled(tmp_path):
+    import copy
+    import pickle
+
+    from vmafdnn.results import Journal
+    with Journal(str(tmp_path / "out.csv")) as journal:
+        for clone in (copy.copy, copy.deepcopy, pickle.dumps):
+            with pytest.raises(TypeError, match="cannot be copied or pickled"):
+                clone(journal)
+
+
+def test_a_pipe_whose_writer_came_and_went_before_the_wait_is_read(tmp_path, monkeypatch):
+    # A clip allowed as a FIFO is opened non-blocking (a FIFO never blocks
+    # the open) and then waited on. Reopened blocking instead (commit
+    # 8aae4e2), a writer that wrote everything and closed in between left its
+    # bytes in the pipe and the reopen waiting for another writer, for ever
+    # (CI's Ray test with a FIFO clip hung so).
+    from vmafdnn import paths
+    from vmafdnn.runners import open_clip
+    fifo = tmp_path / "clip.y4m"
+    os.mkfifo(fifo)
+    real_fstat = os.fstat
+    fed = []
+
+    def fstat_then_feed(fd):
+        st = real_fstat(fd)
+        if not fed and paths.stat.S_ISFIFO(st.st_mode):
+            fed.append(True)  # the writer comes, writes and goes now
+            w = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            os.write(w, b"YUV4MPEG2 W8 H8\n")
+            os.close(w)
+        return st
+    monkeypatch.setattr(paths.os, "fstat", fstat_then_feed)
+    for open_it in (lambda: paths.open_input(str(fifo), "clip", fifo_ok=True),
+                    lambda: open_clip(str(fifo), "distorted clip", allow_pipes=True)):
+        fed.clear()
+        f = _run_in_thread(open_it, 30)
+        with f:
+            assert f.read() == b"YUV4MPEG2 W8 H8\n"
+
+
+def test_the_reports_folder_is_checked_before_any_job(tmp_path, clips):
+    # Before: --reports '' with no -o scored every job and kept nothing (exit
+    # 0), and a file given as the folder failed with a bare "File exists".
+    jobs = _jobs(tmp_path, clips)
+    _usage_error(_cli(jobs, "--reports", "", timeout=60), "(--reports) path '' is empty")
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    _usage_error(_cli(jobs, "-o", tmp_path / "r.csv", "--reports", afile, timeout=60),
+                 f"the reports folder (--reports) {afile} is a file")
+    assert afile.read_text() == "x" and not (tmp_path / "r.csv").exists()
+    with pytest.raises(ValueError, match="is empty"):
+        vbatch.batch(jobs, reports="")
+
+
+def test_results_are_on_disk_before_the_journal_goes(tmp_path, clips, monkeypatch):
+    # Before: the results file was renamed into place without an fsync and
+    # the journal, the only other copy of the rows, removed at once: a crash
+    # then could leave an empty results file and no journal.
+    from vmafdnn import results
+    events = []
+    real_fsync, real_unlink = os.fsync, os.unlink
+
+    def fsync(fd):
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        return real_fsync(fd)
+
+    def unlink(path, *args, **kwargs):
+        events.append(("unlink", os.fspath(path)))
+        return real_unlink(path, *args, **kwargs)
+    monkeypatch.setattr(results.os, "fsync", fsync)
+    monkeypatch.setattr(results.os, "unlink", unlink)
+    out = tmp_path / "out.jsonl"
+    rows = vbatch.batch(_jobs(tmp_path, clips), out, workers=1, models=["psnr_y"])
+    monkeypatch.undo()
+    assert rows.failed == 0
+    journal = ("unlink", str(out) + ".partial.jsonl")
+    assert journal in events
+    before = events[:events.index(journal)]
+    assert any(kind == "fsync" and path.endswith(".tmp") for kind, path in before), events
+    assert ("fsync", str(tmp_path)) in before, events
