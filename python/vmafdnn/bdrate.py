@@ -242,11 +242,19 @@ def plot_rate_quality(rows: List[dict], output: str, metric: Optional[str] = Non
     per ladder (every distinct value of ``ladder_column``; without one, one
     curve per title), rate on a log axis. Writes ``output`` (.png or .svg)
     and returns the number of panels."""
-    from .plot import check_output
-    check_output(output)
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from .plot import DRAW_LOCK, MAX_PANELS, check_output
+    ext = check_output(output)
+    with DRAW_LOCK:
+        return _draw_rate_quality(rows, output, ext, metric, ladder_column, title_column,
+                                  rate_column, MAX_PANELS)
+
+
+def _draw_rate_quality(rows, output, ext, metric, ladder_column, title_column, rate_column,
+                       max_panels: int) -> int:
+    # A Figure of its own, without pyplot: no global backend switched under
+    # the caller (matplotlib.use("Agg") did), no figure registry shared by
+    # threads (pyplot's is not thread-safe).
+    from matplotlib.figure import Figure
 
     rows = [r for r in rows if not r.get("error")]
     metric = metric or _default_metric(rows)
@@ -263,10 +271,13 @@ def plot_rate_quality(rows: List[dict], output: str, metric: Optional[str] = Non
         raise ValueError(f"no row has both a rate ({rate_column or ' or '.join(RATE_COLUMNS)})"
                          f" and {metric!r}")
     n = len(panels)
+    if n > max_panels:
+        raise ValueError(f"{n} titles: more panels than one plot draws (MAX_PANELS, "
+                         f"{max_panels}); plot a subset of the results, or give "
+                         "--title-column COLUMN with fewer values")
     cols = min(n, 3)
-    fig, axes = plt.subplots((n + cols - 1) // cols, cols, figsize=(4.2 * cols,
-                                                                    3.4 * ((n + cols - 1) // cols)),
-                             squeeze=False)
+    fig = Figure(figsize=(4.2 * cols, 3.4 * ((n + cols - 1) // cols)))
+    axes = fig.subplots((n + cols - 1) // cols, cols, squeeze=False)
     for ax, (title, ladders) in zip(axes.flat, sorted(panels.items())):
         for ladder, points in sorted(ladders.items()):
             points.sort()
@@ -281,8 +292,7 @@ def plot_rate_quality(rows: List[dict], output: str, metric: Optional[str] = Non
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
     fig.tight_layout()
-    fig.savefig(output)
-    plt.close(fig)
+    fig.savefig(os.fspath(output), format=ext)
     return n
 
 

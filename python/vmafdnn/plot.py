@@ -9,6 +9,7 @@ built without pyplot, so no window, display or global backend is involved.
 """
 import math
 import os
+import threading
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 __all__ = ["load_report", "build_figure", "check_output", "save_plot", "plot_reports",
@@ -199,12 +200,20 @@ def check_output(output: PathLike) -> str:
     return ext
 
 
+#: Held while a figure is built and drawn: matplotlib is not thread-safe,
+#: with or without pyplot (two threads drawing at once failed in its
+#: mathtext parser: "ParseException: Expected end of text"), so the
+#: package's plots (here and vmafdnn.bdrate) draw one at a time.
+DRAW_LOCK = threading.Lock()
+
+
 def save_plot(reports: Sequence[Tuple[str, Dict[str, object]]], output: PathLike,
               metrics: Optional[Sequence[str]] = None):
     """Draws (label, report) pairs into ``output`` (.png or .svg); returns the Figure."""
     ext = check_output(output)
-    fig = build_figure(reports, metrics)
-    fig.savefig(os.fspath(output), format=ext, dpi=100)
+    with DRAW_LOCK:
+        fig = build_figure(reports, metrics)
+        fig.savefig(os.fspath(output), format=ext, dpi=100)
     return fig
 
 
