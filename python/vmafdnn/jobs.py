@@ -36,6 +36,7 @@ import re
 from typing import Iterable, List, Optional
 
 __all__ = ["read_jobs", "labels", "JobListError", "JOB_FIELDS", "RESULT_COLUMNS",
+           "MAX_LABEL_COLUMNS",
            "POOL_SUFFIXES", "MAX_OFFSET", "MAX_JOB_LIST_BYTES"]
 
 #: Job columns the runner reads; every other column is a label.
@@ -59,6 +60,11 @@ MAX_JOB_LIST_BYTES = 256 << 20
 _MAX_DIMENSION = 32768  # VMAF_DNN_MAX_DIMENSION
 _MAX_PATH_BYTES = 4096
 _MAX_LABEL_CHARS = 4096
+
+#: The most distinct label names one job list may use. Each results row has
+#: every column, so a JSON Lines list giving each of its 100,000 jobs a label
+#: of its own would write 10^10 cells.
+MAX_LABEL_COLUMNS = 1024
 _INT_RANGES = {"ref_offset": (0, MAX_OFFSET), "dist_offset": (0, MAX_OFFSET),
                "width": (1, _MAX_DIMENSION), "height": (1, _MAX_DIMENSION),
                "bitdepth": (8, 16)}
@@ -111,7 +117,17 @@ def read_jobs(source, base_dir: Optional[str] = None,
                 raise JobListError(f"{where}: a job is a dict with a 'distorted' entry, got "
                                    f"{type(item).__name__}")
             raw.append((where, _check_keys(where, list(item.items()))))
-    return [_normalise_job(item, where, base_dir, default_models) for where, item in raw]
+    jobs, names = [], set()
+    for where, item in raw:
+        job = _normalise_job(item, where, base_dir, default_models)
+        names.update(k for k in job if k not in JOB_FIELDS)
+        if len(names) > MAX_LABEL_COLUMNS:
+            raise JobListError(f"{where}: more than {MAX_LABEL_COLUMNS} distinct label "
+                               "columns in the job list (MAX_LABEL_COLUMNS): every row of the "
+                               "results has every column, so the results would grow as rows "
+                               "times columns")
+        jobs.append(job)
+    return jobs
 
 
 def _read_job_file(name: str) -> bytes:

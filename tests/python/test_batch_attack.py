@@ -408,3 +408,20 @@ def test_results_are_on_disk_before_the_journal_goes(tmp_path, clips, monkeypatc
     before = events[:events.index(journal)]
     assert any(kind == "fsync" and path.endswith(".tmp") for kind, path in before), events
     assert ("fsync", str(tmp_path)) in before, events
+
+
+def test_label_columns_are_bounded(tmp_path):
+    # Before: a JSON Lines list giving each job a label of its own was read,
+    # and the results (every row has every column) grew as rows x columns:
+    # 1,100 jobs wrote 1.2 million cells; 100,000 would write 10^10.
+    from vmafdnn.jobs import MAX_LABEL_COLUMNS
+    import json
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text("".join(json.dumps({"distorted": "d.y4m", f"label{k}": "x"}) + "\n"
+                            for k in range(MAX_LABEL_COLUMNS + 1)))
+    with pytest.raises(ValueError, match=f"jobs.jsonl:{MAX_LABEL_COLUMNS + 1}: more than "
+                       f"{MAX_LABEL_COLUMNS} distinct label columns"):
+        vbatch.read_jobs(jobs)
+    jobs.write_text("".join(json.dumps({"distorted": "d.y4m", "title": f"t{k}"}) + "\n"
+                            for k in range(MAX_LABEL_COLUMNS + 1)))
+    assert len(vbatch.read_jobs(jobs)) == MAX_LABEL_COLUMNS + 1  # many values: fine
