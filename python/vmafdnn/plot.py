@@ -193,7 +193,8 @@ def check_output(output: PathLike) -> str:
     check_path(out, "plot")
     ext = os.path.splitext(out)[1].lower().lstrip(".")
     if ext not in FORMATS:
-        raise ValueError(f"plot output {out}: the extension must be .png or .svg")
+        from .paths import UsageError
+        raise UsageError(f"plot output {out}: the extension must be .png or .svg")
     reason = matplotlib_missing_reason()
     if reason is not None:
         raise RuntimeError(reason)
@@ -225,7 +226,9 @@ def plot_reports(paths: Sequence[PathLike], output: PathLike,
     check_output(output)
     paths = [os.fspath(p) for p in paths]
     if labels is not None and len(labels) != len(paths):
-        raise ValueError(f"{len(labels)} labels for {len(paths)} reports")
+        from .paths import UsageError
+        raise UsageError(f"{len(labels)} labels (--label) for {len(paths)} reports: give one "
+                         "per report, in order")
     if len(paths) > MAX_REPORTS:
         raise ValueError(f"{len(paths)} reports: one plot overlays at most {MAX_REPORTS} "
                          "(MAX_REPORTS)")

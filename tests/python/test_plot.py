@@ -116,8 +116,12 @@ def test_bad_reports_are_named(tmp_path, content, fragment, capsys):
 
 def test_output_is_checked_before_anything_runs(tmp_path, capsys):
     a = write(tmp_path / "a.json", report())
-    assert main(["plot", str(a), "-o", str(tmp_path / "x.jpg")]) == 1
+    # Bad usage: exit 2 (before, 1, as for a failure while running).
+    assert main(["plot", str(a), "-o", str(tmp_path / "x.jpg")]) == 2
     assert "the extension must be .png or .svg" in capsys.readouterr().err
+    assert main(["plot", str(a), "-o", str(tmp_path / "x.png"), "--label", "a", "--label",
+                 "b"]) == 2
+    assert "2 labels (--label) for 1 reports" in capsys.readouterr().err
     assert main(["plot", str(a), "-o", str(tmp_path / "no" / "x.png")]) == 1
     assert "directory" in capsys.readouterr().err and not (tmp_path / "no").exists()
 
@@ -133,7 +137,7 @@ def test_plot_option_draws_at_the_end_of_a_run(synth, tmp_path, capsys):
     # A bad --plot is refused before scoring: no report is written.
     rep.unlink()
     assert main(["-r", str(synth.ref), "-d", str(synth.dist), "-o", str(rep),
-                 "--plot", str(tmp_path / "x.gif")]) == 1
+                 "--plot", str(tmp_path / "x.gif")]) == 2
     assert not rep.exists()
 
 
