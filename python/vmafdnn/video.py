@@ -409,6 +409,14 @@ class Y4MReader(_Reader):
             text = line[len(Y4M_MAGIC):-1].decode("ascii")
         except UnicodeDecodeError:
             raise VideoFormatError(f"{self.name}: Y4M stream header is not ASCII") from None
+        control = next((c for c in text if c < " " or c == "\x7f"), None)
+        if control is not None:
+            # Before, a CR LF line end reached the colour-space check and its
+            # message ("unknown Y4M colour space C420jpeg\r") broke in two.
+            hint = (" (a CR LF line end: Y4M header lines end with LF alone)"
+                    if control == "\r" and text.endswith("\r") else "")
+            raise VideoFormatError(f"{self.name}: Y4M stream header holds the control "
+                                   f"character {control!r}{hint}")
 
         params = {}
         self.extensions = {}

@@ -692,3 +692,17 @@ def test_writer_with_no_frames_writes_nothing():
 def test_frame_repr_is_short():
     frame = make_frame(1920, 1080, "420", 10)
     assert repr(frame) == "Frame(index=0, 1920x1080, chroma=420, bitdepth=10)"
+
+
+@pytest.mark.parametrize("header,fragment", [
+    (b"YUV4MPEG2 W8 H8 F25:1 C420jpeg\r\n", "'\\r' (a CR LF line end"),
+    (b"YUV4MPEG2 W8 H8\tF25:1\n", "'\\t'"),
+])
+def test_a_header_with_a_control_character_says_so_on_one_line(header, fragment):
+    # Before: a CR LF header reached the colour-space check, whose message
+    # ("unknown Y4M colour space C420jpeg\r; supported: ...") broke in two.
+    with pytest.raises(video.VideoFormatError) as e:
+        video.Y4MReader(io.BytesIO(header + b"FRAME\n" + bytes(96)))
+    text = str(e.value)
+    assert "control character" in text and fragment in text
+    assert "\r" not in text and "\n" not in text
