@@ -116,7 +116,8 @@ def read_jobs(source, base_dir: Optional[str] = None,
             if not isinstance(item, dict):
                 raise JobListError(f"{where}: a job is a dict with a 'distorted' entry, got "
                                    f"{type(item).__name__}")
-            raw.append((where, _check_keys(where, list(item.items()))))
+            raw.append((where, _check_keys(where, [(k, _python_paths(k, v))
+                                                    for k, v in item.items()])))
     jobs, names = [], set()
     for where, item in raw:
         job = _normalise_job(item, where, base_dir, default_models)
@@ -159,6 +160,19 @@ def _read_job_file(name: str) -> bytes:
         raise JobListError(f"{name}: larger than {MAX_JOB_LIST_BYTES >> 20} MiB "
                            "(MAX_JOB_LIST_BYTES): not a job list")
     return data
+
+
+def _python_paths(key, value):
+    """In a Python job (a dict), the path fields as os.PathLike (a
+    pathlib.Path, as a Python caller writes them: before, "a path is a
+    string, got PosixPath") and ``models`` as a tuple too, made text."""
+    if key in ("reference", "distorted") and isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if key == "models" and isinstance(value, (list, tuple)):
+        return [os.fspath(m) if isinstance(m, os.PathLike) else m for m in value]
+    if key == "models" and isinstance(value, os.PathLike):
+        return [os.fspath(value)]
+    return value
 
 
 def _check_keys(where: str, pairs) -> dict:

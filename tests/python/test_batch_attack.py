@@ -425,3 +425,16 @@ def test_label_columns_are_bounded(tmp_path):
     jobs.write_text("".join(json.dumps({"distorted": "d.y4m", "title": f"t{k}"}) + "\n"
                             for k in range(MAX_LABEL_COLUMNS + 1)))
     assert len(vbatch.read_jobs(jobs)) == MAX_LABEL_COLUMNS + 1  # many values: fine
+
+
+def test_python_jobs_take_paths_as_python_writes_them(tmp_path, clips):
+    # Before: {"distorted": Path(...)} was refused ("a path is a string, got
+    # PosixPath"), and so were models given as a tuple or as Path objects.
+    from pathlib import Path
+    job, = vbatch.read_jobs([{"reference": clips / "ref.y4m", "distorted": Path(clips) /
+                              "dist.y4m", "models": (Path("/m/a.onnx"), "psnr_y")}])
+    assert job["distorted"] == str(clips / "dist.y4m")
+    assert job["reference"] == str(clips / "ref.y4m")
+    assert job["models"] == ["/m/a.onnx", "psnr_y"]
+    with pytest.raises(ValueError, match='job 1: field "distorted": a path is a string'):
+        vbatch.read_jobs([{"distorted": 3}])
