@@ -143,8 +143,10 @@ def read_results(path) -> List[dict]:
 
 
 def _csv_rows(path: str, text: str) -> List[dict]:
-    limit = csv.field_size_limit()
-    csv.field_size_limit(max(limit, _MAX_CSV_CELL))
+    # csv's cell limit is one for the process: raised (never lowered, never
+    # set back, so threads parsing at once cannot leave it lowered).
+    if csv.field_size_limit() < _MAX_CSV_CELL:
+        csv.field_size_limit(_MAX_CSV_CELL)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
         header = next(reader, None)
@@ -163,8 +165,6 @@ def _csv_rows(path: str, text: str) -> List[dict]:
         return rows
     except csv.Error as e:
         raise ResultsFileError(f"{path}:{reader.line_num}: malformed CSV: {e}") from None
-    finally:
-        csv.field_size_limit(limit)
 
 
 def _jsonl_rows(path: str, text: str):
