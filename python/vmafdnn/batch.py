@@ -264,6 +264,12 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
                "report_format": report_format, "retries": retries, "reuse": reuse,
                "allow_pipes": bool(allow_pipes)}
     job_list = read_jobs(jobs, base_dir, options["models"] or _default_model_names())
+    if not job_list:
+        # A truncated list (its header alone) would otherwise score nothing and
+        # replace the results file, every row of it, with an empty one.
+        from .jobs import JobListError
+        source = os.fspath(jobs) if isinstance(jobs, (str, os.PathLike)) else "jobs"
+        raise JobListError(f"{source}: no jobs (a job list needs at least one job)")
     hasher = _Hasher()
     keys = [job_key(job, options, hasher) for job in job_list]
     from . import scoring

@@ -438,3 +438,20 @@ def test_python_jobs_take_paths_as_python_writes_them(tmp_path, clips):
     assert job["models"] == ["/m/a.onnx", "psnr_y"]
     with pytest.raises(ValueError, match='job 1: field "distorted": a path is a string'):
         vbatch.read_jobs([{"distorted": 3}])
+
+
+def test_a_job_list_without_jobs_does_not_empty_the_results(tmp_path, clips):
+    # Before: a job list truncated to its header scored nothing and replaced
+    # the results file, every row of it, with an empty one (exit 0).
+    out = tmp_path / "out.csv"
+    rows = vbatch.batch(_jobs(tmp_path, clips), out, workers=1, models=["psnr_y"])
+    assert rows.failed == 0
+    before = out.read_bytes()
+    empty = tmp_path / "empty.csv"
+    empty.write_text("title,reference,distorted\n")
+    proc = _cli(empty, "-o", out, "--tiny-model", "psnr_y", timeout=60)
+    assert proc.returncode == 1 and f"{empty}: no jobs" in proc.stderr, proc.stderr
+    assert out.read_bytes() == before
+    with pytest.raises(ValueError, match="jobs: no jobs"):
+        vbatch.batch([], out)
+    assert out.read_bytes() == before
