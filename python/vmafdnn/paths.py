@@ -143,9 +143,9 @@ def open_input(path, what: str, *, fifo_ok: bool = False, wait_for_writer: bool 
     descriptor (``fstat``), so what is checked is what is read: a regular
     file of at most ``max_bytes`` (None: any size), or, with ``fifo_ok``, a
     FIFO; with ``wait_for_writer`` this waits for the FIFO's writer to write
-    (or come and go), as a plain open() and read would. Anything else raises :class:`InputFileError`
-    (``hint`` appended to its message); an open that fails raises the
-    OSError, its message naming the file."""
+    (or come and go), as a plain open() and read would. Anything else
+    raises :class:`InputFileError` (``hint`` appended to its message); an
+    open that fails raises the OSError, its message naming the file."""
     name = _text(path)
     if name == "" or "\0" in name:
         raise InputFileError(f"the {what} path {name!r} is empty or contains a NUL character",

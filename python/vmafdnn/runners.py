@@ -17,8 +17,8 @@ from .jobs import POOL_SUFFIXES
 from .paths import InputFileError, open_input
 from .results import _file_identity
 
-__all__ = ["Scorer", "check_input", "open_clip", "InputKindError", "report_path", "run_local", "run_ray",
-           "Stop"]
+__all__ = ["Scorer", "check_input", "open_clip", "InputKindError", "report_path", "run_local",
+           "run_ray", "Stop"]
 
 # Contexts one worker keeps open (one per model set and reference use).
 _MAX_CONTEXTS = 4

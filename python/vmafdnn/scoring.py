@@ -14,7 +14,6 @@ import math
 import operator
 import os
 import re
-import stat
 import sys
 import threading
 from array import array

@@ -1,7 +1,6 @@
 """The scoring command attacked again after issue 25's items: standard
 output and standard input are files like any other (a report or summary
 through a shell redirection never lands in a clip the run reads)."""
-import os
 import subprocess
 import sys
 
