@@ -54,6 +54,15 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # matplotlib (the plot command's tests) keeps a font cache: ours too.
 export MPLCONFIGDIR="${MPLCONFIGDIR:-$cache_root/matplotlib}"
 venv="$cache_root/envs/test"
+# ccache (a system tool below): meson compiles through it whenever it is on
+# PATH. Its cache lives with the others; paths inside the checkout are hashed
+# relative to it and the build directory's own path not at all, so that a
+# fresh clone's C builds (build-c and the editable install's build/test-env,
+# about 80 s of CPU each here) come from what an earlier checkout compiled.
+# (Debug info then names the directory an object was first compiled in.)
+export CCACHE_DIR="${CCACHE_DIR:-$cache_root/ccache}"
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$repo}"
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 
 # --- step timing ----------------------------------------------------------
 total_start=$SECONDS
@@ -106,13 +115,15 @@ check() {
 # --- system tools ---------------------------------------------------------
 step "system tools"
 # Only what no Python package provides, and only when it is missing: valgrind
-# (leak check), pkg-config (FFmpeg's configure finds libvmafdnn with it), npm
+# (leak check), pkg-config (FFmpeg's configure finds libvmafdnn with it), ccache
+# (C builds a fresh clone repeats), npm
 # (ONNX Runtime's C headers, when no cached copy exists). FFmpeg itself comes
 # from PyPI below; clang for the fuzzers is tools/fuzz.sh's business, the
 # FFmpeg build's own apt use tools/build_ffmpeg.sh's.
 missing=()
 command -v valgrind >/dev/null || missing+=(valgrind)
 command -v pkg-config >/dev/null || missing+=(pkgconf)
+command -v ccache >/dev/null || missing+=(ccache)
 if ! [ -f "$cache_root/ort-headers/onnxruntime_c_api.h" ]; then
     command -v npm >/dev/null || missing+=(npm)
 fi
