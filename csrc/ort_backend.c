@@ -1746,20 +1746,30 @@ static void note_ep_nodes(VdnnOrtSession *s, const char *attached, const char *o
     log_line(log, attached, "took ", line);
 }
 
-int vdnn_ort_explain(const VmafDnnConfig *cfg, char **text)
+/* The chain of cfg walked as an open would, without creating a session:
+ * the step that appended (*chosen, *attached, `how`), the declined ones in
+ * *log (the caller frees log->text). */
+static int walk_chain(const VmafDnnConfig *cfg, EpKind *chosen, const char **attached,
+                      char *how, size_t how_size, Log *log)
 {
     int rc = vdnn_ort_ensure_loaded();
     if (rc)
         return rc;
-    Log log = {NULL, 0};
     OrtSessionOptions *opts = NULL;
-    EpKind chosen = EP_CPU;
-    const char *attached = NULL;
     const char *ort_name = NULL;
-    char how[256];
-    rc = choose_ep(cfg, NULL, 0, &opts, &chosen, &attached, &ort_name, how, sizeof(how), &log);
+    rc = choose_ep(cfg, NULL, 0, &opts, chosen, attached, &ort_name, how, how_size, log);
     if (opts)
         api()->ReleaseSessionOptions(opts);
+    return rc;
+}
+
+int vdnn_ort_explain(const VmafDnnConfig *cfg, char **text)
+{
+    Log log = {NULL, 0};
+    EpKind chosen = EP_CPU;
+    const char *attached = NULL;
+    char how[256];
+    int rc = walk_chain(cfg, &chosen, &attached, how, sizeof(how), &log);
     if (!rc) {
         char what[300];
         snprintf(what, sizeof(what), "(%s)", how);
@@ -1777,17 +1787,10 @@ int vdnn_ort_explain(const VmafDnnConfig *cfg, char **text)
 
 int vdnn_ort_first_ep(const VmafDnnConfig *cfg, const char **attached)
 {
-    int rc = vdnn_ort_ensure_loaded();
-    if (rc)
-        return rc;
     Log log = {NULL, 0};
-    OrtSessionOptions *opts = NULL;
     EpKind chosen = EP_CPU;
-    const char *ort_name = NULL;
     char how[256];
-    rc = choose_ep(cfg, NULL, 0, &opts, &chosen, attached, &ort_name, how, sizeof(how), &log);
-    if (opts)
-        api()->ReleaseSessionOptions(opts);
+    int rc = walk_chain(cfg, &chosen, attached, how, sizeof(how), &log);
     free(log.text);
     return rc ? rc : chosen == EP_POLICY ? -EAGAIN : 0;
 }

@@ -7,32 +7,18 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 import vmafdnn
 from vmafdnn import batch as vbatch
-from vmafdnn.video import Frame, write_y4m
 
-W, H, N = 64, 48, 3
-
-
-def _write_clip(path, planes):
-    chroma = np.full((H // 2, W // 2), 128, np.uint8)
-    write_y4m(path, [Frame(y=p, u=chroma, v=chroma, bitdepth=8, index=i, chroma="420")
-                     for i, p in enumerate(planes)])
+from clips import synth_fixture  # noqa: F401  (fixtures)
 
 
-@pytest.fixture(scope="module")
-def clips(tmp_path_factory):
-    root = tmp_path_factory.mktemp("attack_clips")
-    rng = np.random.default_rng(7)
-    ref = [rng.integers(0, 256, (H, W), dtype=np.uint8) for _ in range(N)]
-    dist = [np.clip(r.astype(int) + rng.integers(-8, 9, r.shape), 0, 255).astype(np.uint8)
-            for r in ref]
-    _write_clip(root / "ref.y4m", ref)
-    _write_clip(root / "dist.y4m", dist)
-    return root
+@pytest.fixture
+def clips(synth):
+    """The folder of the shared synthetic pair (ref.y4m, dist.y4m)."""
+    return synth.ref.parent
 
 
 def _jobs(tmp_path, clips, n=1):
@@ -122,7 +108,7 @@ def _run_in_thread(work, timeout=60):
 
 
 @pytest.mark.skipif(not vmafdnn.available(), reason="ONNX Runtime is not installed")
-def test_a_clip_swapped_for_a_fifo_after_its_check_is_not_what_is_read(tmp_path, clips,
+def test_a_clip_swapped_for_a_fifo_after_its_check_is_not_what_is_read(tmp_path, clips, synth,
                                                                       monkeypatch):
     # Before: the worker checked the clip by name (os.stat) and the reader
     # opened the name again; a clip replaced by a FIFO in between blocked the
@@ -150,7 +136,7 @@ def test_a_clip_swapped_for_a_fifo_after_its_check_is_not_what_is_read(tmp_path,
         row = _run_in_thread(lambda: scorer.run(job))
     finally:
         scorer.close()
-    assert row["error"] == "" and row["frames"] == N
+    assert row["error"] == "" and row["frames"] == synth.frames
     assert row["psnr_y"] == pytest.approx(want["pooled_metrics"]["psnr_y"]["mean"], abs=1e-6)
 
 
