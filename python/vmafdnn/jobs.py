@@ -94,14 +94,8 @@ def read_jobs(source, base_dir: Optional[str] = None,
     if isinstance(source, (str, os.PathLike)):
         name = os.fspath(source)
         base_dir = base_dir or os.path.dirname(os.path.abspath(name))
-        data = _read_job_file(name)
-        if data.startswith(b"\xef\xbb\xbf"):
-            data = data[3:]
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            line = data[:e.start].count(b"\n") + 1
-            raise JobListError(f"{name}:{line}: not UTF-8 text ({e.reason})") from None
+        from .paths import utf8_text
+        text = utf8_text(_read_job_file(name), name, JobListError)
         if name.lower().endswith((".jsonl", ".ndjson", ".json")):
             raw = list(_jsonl_items(name, text))
         else:

@@ -223,6 +223,19 @@ def read_input(path, what: str, max_bytes: int, *, fifo_ok: bool = False,
     return data
 
 
+def utf8_text(data: bytes, name: str, error: type) -> str:
+    """A text file's bytes as text: a UTF-8 BOM dropped, anything that is not
+    UTF-8 raised as ``error("NAME:LINE: not UTF-8 text (why)")``, LINE that
+    of the first bad byte."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise error(f"{name}:{line}: not UTF-8 text ({e.reason})") from None
+
+
 def identity(path) -> Tuple[tuple, ...]:
     """What names a file: ("inode", dev, ino) of an existing regular file,
     FIFO or directory (symbolic links followed, so every hard link and link

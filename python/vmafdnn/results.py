@@ -112,7 +112,7 @@ def read_results(path) -> List[dict]:
     its format raises :class:`ResultsFileError` naming it and the line:
     bytes that are not UTF-8, a NUL, a malformed CSV row, invalid JSON
     (nesting past the parser included), a row that is not an object."""
-    from .paths import open_input
+    from .paths import open_input, utf8_text
     path = os.fspath(path)
     fmt = _format_of(path)
     with open_input(path, "results file", max_bytes=MAX_RESULTS_BYTES,
@@ -127,13 +127,7 @@ def read_results(path) -> List[dict]:
     if len(data) > MAX_RESULTS_BYTES:
         raise ResultsFileError(f"{path}: larger than {MAX_RESULTS_BYTES >> 20} MiB "
                                "(MAX_RESULTS_BYTES)")
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise ResultsFileError(f"{path}:{line}: not UTF-8 text ({e.reason})") from None
+    text = utf8_text(data, path, ResultsFileError)
     if "\x00" in text:
         line = text[:text.index("\x00")].count("\n") + 1
         raise ResultsFileError(f"{path}:{line}: a NUL character: not a results file")
