@@ -838,19 +838,20 @@ static int decide_batchable(const VdnnTinyModel *m)
 /* Whether the form at m->form_path declares the inputs and outputs of the
  * model at opt->onnx_path (names, element types, shapes): a form must be a
  * drop-in for its model. Read from the files (scanned under the policy as
- * any open is), so that no session of the model is needed. 0, -EINVAL
+ * any open is), so that no session of the model is needed; model_io: the
+ * model's, when the caller has read it already (else NULL). 0, -EINVAL
  * (another interface), or the read's error. */
 static int check_form_interface(const VdnnTinyModel *m, const VdnnTinyModelOptions *opt,
-                                const char *ep)
+                                const char *ep, const VdnnOnnxInterface *model_io)
 {
-    VdnnOnnxInterface *model_io = NULL, *form_io = NULL;
-    int rc = vdnn_model_interface(opt->onnx_path, opt->policy, &model_io);
+    VdnnOnnxInterface *read = NULL, *form_io = NULL;
+    int rc = model_io ? 0 : vdnn_model_interface(opt->onnx_path, opt->policy, &read);
     if (!rc)
         rc = vdnn_model_interface(m->form_path, opt->policy, &form_io);
-    if (!rc && !vdnn_onnx_interface_equal(model_io, form_io))
+    if (!rc && !vdnn_onnx_interface_equal(model_io ? model_io : read, form_io))
         rc = vdnn_fail(-EINVAL, "model %s: its form for %s, %s, has other inputs or outputs "
                        "than the model", m->path, ep, m->form_path);
-    vdnn_onnx_interface_free(model_io);
+    vdnn_onnx_interface_free(read);
     vdnn_onnx_interface_free(form_io);
     return rc;
 }
@@ -879,9 +880,11 @@ static int forms_wanted(void)
 /* Opens the form the sidecar names for `ep` (m->form_path set): 0 with
  * *form bound to that EP, -EAGAIN when it bound another (its creation failed
  * there and was retried on the CPU; the form is closed), or the failure,
- * saying why (a form the sidecar promises is never dropped silently). */
+ * saying why (a form the sidecar promises is never dropped silently).
+ * model_io: as for check_form_interface. */
 static int open_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, const char *ep,
-                     const char *file, VmafDnnSession **form)
+                     const char *file, const VdnnOnnxInterface *model_io,
+                     VmafDnnSession **form)
 {
     if (!m->form_path && !(m->form_path = vdnn_sidecar_beside(opt->onnx_path, file)))
         return vdnn_fail(-ENOMEM, "out of memory");
@@ -898,7 +901,7 @@ static int open_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, const ch
         *form = NULL;
         return -EAGAIN;
     }
-    if ((rc = check_form_interface(m, opt, ep))) {
+    if ((rc = check_form_interface(m, opt, ep, model_io))) {
         vmaf_dnn_session_close(*form);
         *form = NULL;
     }
@@ -916,7 +919,7 @@ static int use_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
     if (!file || !forms_wanted())
         return 0;
     VmafDnnSession *form = NULL;
-    int rc = open_form(m, opt, ep, file, &form);
+    int rc = open_form(m, opt, ep, file, NULL, &form);
     if (rc == -EAGAIN)
         rc = vdnn_fail(-EINVAL, "model %s: its form for %s, %s, attached another execution "
                        "provider", m->path, ep, m->form_path);
@@ -938,13 +941,14 @@ static int open_form_first(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, co
 {
     VdnnOnnxInterface *io = NULL;
     int rc = vdnn_model_interface(opt->onnx_path, opt->policy, &io);
-    vdnn_onnx_interface_free(io);
-    if (rc || (rc = vdnn_sidecar_load(opt->onnx_path, jail, &m->sc)))
-        return rc;
+    if (!rc)
+        rc = vdnn_sidecar_load(opt->onnx_path, jail, &m->sc);
     const char *ep = NULL, *file = NULL;
-    if (vdnn_session_first_ep(opt->session, &ep) == 0)
+    if (!rc && vdnn_session_first_ep(opt->session, &ep) == 0)
         file = vdnn_sidecar_form(m->sc, ep);
-    rc = file ? open_form(m, opt, ep, file, &m->session) : -EAGAIN;
+    if (!rc)
+        rc = file ? open_form(m, opt, ep, file, io, &m->session) : -EAGAIN;
+    vdnn_onnx_interface_free(io);
     if (rc == -EAGAIN) {
         vdnn_sidecar_free(m->sc);
         m->sc = NULL;
