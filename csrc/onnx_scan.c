@@ -796,15 +796,17 @@ typedef struct NameList {
     size_t n, cap;
 } NameList;
 
-static int grow(void **v, size_t *cap, size_t n, size_t size)
+/* Room for entry n; `limit`: the most entries allowed (inputs and outputs
+ * are capped, initializers only by the file's size). */
+static int grow(void **v, size_t *cap, size_t n, size_t size, size_t limit)
 {
     if (n < *cap)
         return 0;
-    if (n >= VDNN_ONNX_MAX_INTERFACE)
-        return vdnn_fail(-E2BIG, "model declares more than %d graph inputs, outputs or "
-                         "initializers", VDNN_ONNX_MAX_INTERFACE);
+    if (n >= limit)
+        return vdnn_fail(-E2BIG, "model declares more than %zu graph inputs or outputs",
+                         limit);
     const size_t cap2 = *cap ? 2 * *cap : 8;
-    void *p = realloc(*v, cap2 * size);
+    void *p = cap2 <= SIZE_MAX / size ? realloc(*v, cap2 * size) : NULL;
     if (!p)
         return vdnn_fail(-ENOMEM, "out of memory");
     *v = p;
@@ -920,7 +922,8 @@ static int tensor_name(const Scan *s, Span t, Span *name)
 
 static int add_value(const Scan *s, Span m, ValueList *list)
 {
-    int r = grow((void **)&list->v, &list->cap, list->n, sizeof(*list->v));
+    int r = grow((void **)&list->v, &list->cap, list->n, sizeof(*list->v),
+                 VDNN_ONNX_MAX_INTERFACE);
     if (r)
         return r;
     VdnnOnnxValue *v = &list->v[list->n++];
@@ -952,13 +955,23 @@ static int read_graph_interface(const Scan *s, Span g, ValueList *in, ValueList 
                                        (r = tensor_name(s, h.len, &name)) < 0))
                         break;
             }
-            if (r >= 0 && (r = grow((void **)&init->v, &init->cap, init->n, sizeof(*init->v))) == 0)
+            if (r >= 0 && (r = grow((void **)&init->v, &init->cap, init->n, sizeof(*init->v),
+                                    SIZE_MAX)) == 0)
                 init->v[init->n++] = name;
         }
         if (r < 0)
             return r;
     }
     return r;
+}
+
+/* Spans ordered by length, then bytes (qsort / bsearch). */
+static int span_order(const void *pa, const void *pb)
+{
+    const Span *a = pa, *b = pb;
+    if (a->n != b->n)
+        return a->n < b->n ? -1 : 1;
+    return a->n ? memcmp(a->p, b->p, a->n) : 0;
 }
 
 static void free_values(VdnnOnnxValue *v, size_t n)
@@ -1009,13 +1022,14 @@ int vdnn_onnx_interface(const uint8_t *bytes, size_t len, VdnnOnnxInterface **ou
         free(init.v);
         return r;
     }
-    /* The inputs a Run feeds: those no initializer gives a value. */
+    /* The inputs a Run feeds: those no initializer gives a value (names
+     * sorted once and searched: a model may have many of both). */
+    if (init.n)
+        qsort(init.v, init.n, sizeof(*init.v), span_order);
     size_t kept = 0;
     for (size_t i = 0; i < in.n; i++) {
-        bool initialised = false;
-        for (size_t k = 0; k < init.n && !initialised; k++)
-            initialised = span_is(init.v[k], in.v[i].name);
-        if (initialised) {
+        const Span name = {(const uint8_t *)in.v[i].name, strlen(in.v[i].name)};
+        if (init.n && bsearch(&name, init.v, init.n, sizeof(*init.v), span_order)) {
             free(in.v[i].name);
             free(in.v[i].dims);
         } else {

@@ -182,8 +182,8 @@ typedef struct VdnnOnnxInterface {
  * vdnn_onnx_scan() accepted; borrowed for the call) into a new *out, freed
  * with vdnn_onnx_interface_free(). Returns 0, or -EINVAL (NULL argument),
  * -EBADMSG (malformed, no graph), -E2BIG (more than
- * VDNN_ONNX_MAX_INTERFACE inputs, outputs or initializers: the comparison is
- * quadratic), -ENOMEM, each with a message. Thread-safe. */
+ * VDNN_ONNX_MAX_INTERFACE graph inputs or outputs; initializers are not
+ * capped), -ENOMEM, each with a message. Thread-safe. */
 #define VDNN_ONNX_MAX_INTERFACE 65536
 int vdnn_onnx_interface(const uint8_t *bytes, size_t len, VdnnOnnxInterface **out);
 

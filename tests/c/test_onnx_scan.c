@@ -1180,6 +1180,39 @@ static void test_interface(void)
     vdnn_onnx_interface_free(b);
     free(m.p);
 
+    /* Initializers are not capped (a model may have many: they are matched
+     * by a sorted search); graph inputs and outputs are. */
+    Buf g5 = { 0 };
+    add_msg(&g5, G_NODE, node(NULL, "Relu"));
+    add_msg(&g5, G_INPUT, value_info("w70000"));
+    add_msg(&g5, G_INPUT, value_info("x"));
+    for (int i = 0; i < 70001; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "w%d", i);
+        Buf t = { 0 };
+        add_str(&t, 8, name);
+        add_msg(&g5, G_INIT, t);
+    }
+    add_msg(&g5, G_OUTPUT, value_info("y"));
+    m = model_of(g5);
+    CHECK_EQ_INT(vdnn_onnx_interface(m.p, m.n, &b), 0);
+    CHECK(vdnn_onnx_interface_equal(a, b));
+    vdnn_onnx_interface_free(b);
+    free(m.p);
+    Buf g6 = { 0 };
+    add_msg(&g6, G_NODE, node(NULL, "Relu"));
+    for (int i = 0; i <= VDNN_ONNX_MAX_INTERFACE; i++) {
+        Buf vi = { 0 };
+        add_str(&vi, 1, "x");
+        add_msg(&g6, G_INPUT, vi);
+    }
+    m = model_of(g6);
+    b = a;
+    CHECK_EQ_INT(vdnn_onnx_interface(m.p, m.n, &b), -E2BIG);
+    CHECK(b == NULL);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "graph inputs or outputs");
+    free(m.p);
+
     /* No graph; truncated bytes; NULL arguments. */
     m = (Buf){ 0 };
     add_int(&m, M_IR, 8);
