@@ -50,7 +50,8 @@ struct VmafDnnContext {
     int busy;
     unsigned waiting;        /* calls blocked in enter(): close waits for them too */
     int frame_in_flight;     /* inside vmaf_dnn_read_pictures */
-    int cancelled;           /* this frame was cancelled */
+    atomic_int cancelled;    /* this frame was cancelled (also read by the
+                                session runs: vdnn_session_watch_stop_flag) */
     VdnnTinyModel *running;  /* the model whose run is in flight, or NULL */
 
     /* What reports say besides scores, as libvmaf measures it: frames read,
@@ -1125,7 +1126,12 @@ static const char *first_temporal(const VmafDnnContext *ctx)
 static int run_model(VmafDnnContext *ctx, VdnnTinyModel *m, const VdnnTinyFrame *f)
 {
     int rc = start_run(ctx, m, f->index);
-    return rc ? rc : end_run(ctx, m, f->index, vdnn_tiny_model_run(m, f, ctx->fc));
+    if (rc)
+        return rc;
+    vdnn_session_watch_stop_flag(&ctx->cancelled);
+    rc = vdnn_tiny_model_run(m, f, ctx->fc);
+    vdnn_session_watch_stop_flag(NULL);
+    return end_run(ctx, m, f->index, rc);
 }
 
 /* Model i's turn as `frame` is read (or, in flight, merged): it scores the

@@ -5,6 +5,7 @@
 #ifndef VMAFDNN_CONTEXT_INTERNAL_H
 #define VMAFDNN_CONTEXT_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "vmafdnn/context.h"
@@ -54,5 +55,11 @@ int vdnn_model_interface(const char *path, const VmafDnnModelPolicy *policy,
  * opened with `cfg` binds unless its creation fails there. 0, -EAGAIN (ORT
  * chooses at creation), -EINVAL, -ENOSYS, -EIO. (dnn_api.c) */
 int vdnn_session_first_ep(const VmafDnnConfig *cfg, const char **attached);
+
+/* vdnn_ort_watch_stop_flag: the session runs this thread begins until the
+ * next call (NULL: none) stop at once while *flag is set. A context sets its
+ * frame's cancel flag before it cancels the published session, so a cancel
+ * that lands before that session's run began still stops it. (dnn_api.c) */
+void vdnn_session_watch_stop_flag(const atomic_int *flag);
 
 #endif

@@ -60,6 +60,11 @@ void vmaf_dnn_session_cancel(VmafDnnSession *session)
         vdnn_ort_cancel(session->ort);
 }
 
+void vdnn_session_watch_stop_flag(const atomic_int *flag)
+{
+    vdnn_ort_watch_stop_flag(flag);
+}
+
 /* ------------------------------------------------------------------------ */
 /* ORT loading                                                              */
 /* ------------------------------------------------------------------------ */

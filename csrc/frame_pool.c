@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "context_internal.h"
 #include "error.h"
 #include "frame_pool.h"
 #include "resize.h"
@@ -133,7 +134,8 @@ typedef struct Slot {
     unsigned *lock;          /* 2 x n_models: the models' size locks for this frame */
     SlotFeature *feature;
     size_t n_feature, feature_cap;
-    int cancelled;
+    atomic_int cancelled;    /* also read by the session runs
+                                (vdnn_session_watch_stop_flag) */
     unsigned worker;         /* the worker whose store holds the results */
     int rc;
     size_t failed_model;     /* the worker's model that failed; n_models: none did */
@@ -285,7 +287,9 @@ static int run_model(Worker *w, Slot *s, const VdnnTinyFrame *f, VdnnTinyModel *
     pthread_mutex_unlock(&p->lock);
     if (before)
         return cancelled_at(s, m, 0);
+    vdnn_session_watch_stop_flag(&s->cancelled);
     int rc = vdnn_tiny_model_run(m, f, w->fc);
+    vdnn_session_watch_stop_flag(NULL);
     pthread_mutex_lock(&p->lock);
     const int during = s->cancelled;
     w->running = NULL;
@@ -445,7 +449,11 @@ static void run_batched(Worker *w, Slot **group, const VdnnTinyFrame *frame, siz
     const int batch = n_live > 1 && verdict >= 0;
     w->running = batch ? m : NULL;
     pthread_mutex_unlock(&p->lock);
+    /* Cancel marks every slot at once (vdnn_frame_pool_cancel): any live
+     * one's flag speaks for the batch. */
+    vdnn_session_watch_stop_flag(batch ? &live[0]->cancelled : NULL);
     int rc = batch ? vdnn_tiny_model_batch_run(m, live_frame, locks, n_live) : 1;
+    vdnn_session_watch_stop_flag(NULL);
     int found = 0;
     if (rc == VDNN_BATCH_REFUSED) { /* frame by frame, and never batched again */
         rc = 1;

@@ -1375,7 +1375,19 @@ static void register_fork_handlers(void)
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-/* Marks the start of a run: a stop meant for an earlier run is forgotten. */
+/* The caller's stop flag for the runs this thread begins (see
+ * vdnn_ort_watch_stop_flag). */
+static _Thread_local const atomic_int *thread_stop_flag;
+
+void vdnn_ort_watch_stop_flag(const atomic_int *flag)
+{
+    thread_stop_flag = flag;
+}
+
+/* Marks the start of a run: a stop meant for an earlier run is forgotten,
+ * unless the caller's unit of work was cancelled already. The flag is read
+ * under stop_lock: a cancel that set it and then found no run in flight
+ * (stop_run) released the lock before this took it, so its store is seen. */
 static void begin_run(VdnnOrtSession *s)
 {
     pthread_mutex_lock(&s->stop_lock);
@@ -1388,6 +1400,8 @@ static void begin_run(VdnnOrtSession *s)
     s->stop_reason = 0;
     s->in_run = 1;
     pthread_mutex_unlock(&s->stop_lock);
+    if (thread_stop_flag && atomic_load(thread_stop_flag))
+        stop_run(s, -ECANCELED);
 }
 
 /* Marks the end of a run; returns why it was stopped (0: it was not). */

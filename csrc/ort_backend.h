@@ -9,6 +9,7 @@
 #ifndef VMAFDNN_ORT_BACKEND_H
 #define VMAFDNN_ORT_BACKEND_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -114,6 +115,15 @@ int vdnn_ort_runs_sessions_in_turn(const char *attached_ep);
 /* Makes the run in flight on `s` (if any) stop with -ECANCELED. Thread-safe;
  * a run that starts later is not affected. */
 void vdnn_ort_cancel(VdnnOrtSession *s);
+
+/* Ties the runs this thread begins to a caller's stop flag (a frame's
+ * "cancelled"), until it is called again with NULL: a run that begins while
+ * *flag is non-zero stops at once with -ECANCELED. A caller who publishes a
+ * session for cancel before running it leaves a window in which
+ * vdnn_ort_cancel lands before the run began and finds nothing to stop; it
+ * sets *flag first and then calls vdnn_ort_cancel, so that one of the two
+ * stops the run whichever comes first. The flag must outlive the runs. */
+void vdnn_ort_watch_stop_flag(const atomic_int *flag);
 
 /* NULL-safe. Also releases any outputs still held from the last run. */
 void vdnn_ort_session_destroy(VdnnOrtSession *s);

@@ -6,7 +6,7 @@
  *
  * usage: test_threads MODEL_DIR
  *   MODEL_DIR holds the models of tests/models/factory.py (nr_mean,
- *   slow_chain, stall_bright).
+ *   slow_chain, stall_bright, loop_forever, loop_count).
  * ORT is found the documented way (VMAFDNN_ORT_LIBRARY, then the loader).
  *
  * check.h's counters are not atomic: only the main thread checks; worker
@@ -380,6 +380,49 @@ static void test_cancel(void)
     free(bright.buf);
 }
 
+/* A context publishes the model it runs for cancel, then runs it: a cancel
+ * that lands in between finds no session run in flight to stop. The
+ * frame's flag, which cancel sets first, stops each session run as it
+ * begins (vdnn_session_watch_stop_flag). Shown on sessions, where the
+ * window can be entered at will. */
+static int run_one(VmafDnnSession *s, float x, float *y)
+{
+    int64_t n = 1;
+    VmafDnnInput in = {NULL, &x, &n, 1};
+    VmafDnnOutput o = {.name = NULL, .data = y, .capacity = 1};
+    return vmaf_dnn_session_run(s, &in, 1, &o, 1);
+}
+
+static void test_stop_flag(void)
+{
+    VmafDnnConfig cfg;
+    vmaf_dnn_default_config(&cfg);
+    cfg.device = VMAF_DNN_DEVICE_CPU;
+    cfg.threads = 1;
+    VmafDnnSession *forever = NULL, *count = NULL;
+    CHECK_EQ_INT(vmaf_dnn_session_open(&forever, model("loop_forever"), &cfg), 0);
+    CHECK_EQ_INT(vmaf_dnn_session_open(&count, model("loop_count"), &cfg), 0);
+    if (!forever || !count)
+        goto done;
+    atomic_int flag = 1;
+    float y = 0;
+    vdnn_session_watch_stop_flag(&flag);
+    /* loop_forever has 2^62 iterations: returning at all is the stop. */
+    CHECK_EQ_INT(run_one(forever, 0, &y), -ECANCELED);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "cancelled");
+    atomic_store(&flag, 0);
+    CHECK_EQ_INT(run_one(count, 10, &y), 0); /* a clear flag stops nothing */
+    CHECK(y == 10.0f);
+    atomic_store(&flag, 1);
+    vdnn_session_watch_stop_flag(NULL);
+    y = 0;
+    CHECK_EQ_INT(run_one(count, 10, &y), 0); /* nor one no longer watched */
+    CHECK(y == 10.0f);
+done:
+    vmaf_dnn_session_close(count);
+    vmaf_dnn_session_close(forever);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -397,5 +440,6 @@ int main(int argc, char **argv)
     test_serialised_frames();
     test_close_waits();
     test_cancel();
+    test_stop_flag();
     return check_report();
 }
