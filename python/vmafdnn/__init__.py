@@ -6,13 +6,12 @@ exceptions and names. See ``vmafdnn.Session`` to run a model,
 scoring.
 """
 import errno as _errno
+import importlib as _importlib
 
 from ._native import ensure_ort as _ensure_ort
 from ._native import ffi as _ffi
 from ._native import last_error as _last_error
 from ._native import lib as _lib
-from .context import Batching, Context, ModelInfo
-from .convert import fp16_to_fp32, fp32_to_fp16
 from .errors import (AlreadyExistsError, BusyError, ClosedError, DnnError, InvalidArgumentError,
                      InvalidModelError, MemoryBudgetError, ModelNotFoundError,
                      ModelRuntimeError, ModelTooLargeError, NameTooLongError,
@@ -21,11 +20,6 @@ from .errors import (AlreadyExistsError, BusyError, ClosedError, DnnError, Inval
                      PathNotADirectoryError, PermissionDeniedError, RangeError,
                      RunCancelledError, RuntimeFailureError, RuntimeNotFoundError,
                      RunTimeoutError, SymlinkRefusedError, UnsupportedError)
-from .scoring import Canceller, InputMismatchError, UsageError, score
-from .session import (DEVICES, EP_PACKAGE_ERRORS, MAX_BATCH, MAX_THREADS, POLICY_KEYWORDS,
-                      Session, TensorInfo, ep_devices, ep_libraries, explain_device,
-                      register_ep_library)
-
 __version__ = _ffi.string(_lib.vmaf_dnn_version()).decode()
 
 __all__ = [
@@ -70,6 +64,35 @@ def ort_library_path() -> str:
     return _ffi.string(_lib.vmaf_dnn_ort_library_path()).decode()
 
 
-# Last: both use the names above. The batch module is itself callable, so
-# vmafdnn.batch(jobs, ...) runs a batch and vmafdnn.batch.read_results reads one.
-from . import batch, bdrate  # noqa: E402,F401
+# The names below are imported on first use (PEP 562), not with the package:
+# they pull in numpy, which a process that sets numpy's threads up first (the
+# command line tool: vmafdnn._console) must import after doing so.
+_LAZY = {
+    "Batching": "context", "Context": "context", "ModelInfo": "context",
+    "fp16_to_fp32": "convert", "fp32_to_fp16": "convert",
+    "Canceller": "scoring", "InputMismatchError": "scoring", "UsageError": "scoring",
+    "score": "scoring",
+    "DEVICES": "session", "EP_PACKAGE_ERRORS": "session", "MAX_BATCH": "session",
+    "MAX_THREADS": "session", "POLICY_KEYWORDS": "session", "Session": "session",
+    "TensorInfo": "session", "ep_devices": "session", "ep_libraries": "session",
+    "explain_device": "session", "register_ep_library": "session",
+    # Submodules that are names of the package. The batch module is itself
+    # callable: vmafdnn.batch(jobs, ...) runs a batch, vmafdnn.batch.read_results
+    # reads one.
+    "batch": None, "bdrate": None,
+}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _LAZY[name]
+    value = _importlib.import_module(f".{module or name}", __name__)
+    if module:
+        value = getattr(value, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

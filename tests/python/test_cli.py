@@ -367,3 +367,33 @@ def test_console_script(synth):
                            "--tiny-model", "psnr_y"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "psnr_y:" in proc.stdout
+
+
+def test_console_entry_sets_blas_threads_before_numpy():
+    # The package imports numpy only on first use, so the console entry can
+    # keep OpenBLAS from starting a spinning thread per core; a caller's own
+    # value stays.
+    probe = ("import os, sys, vmafdnn; assert 'numpy' not in sys.modules, 'import vmafdnn loaded numpy'; "
+             "import vmafdnn._console; import numpy; print(os.environ['OPENBLAS_NUM_THREADS'])")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "1"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env={**env, "OPENBLAS_NUM_THREADS": "3"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "3"
+
+
+def test_package_names_resolve_lazily():
+    # Every public name is there, whether reached as an attribute, by a
+    # from-import or by `import *`; an unknown one is an AttributeError.
+    for name in vmafdnn.__all__:
+        assert getattr(vmafdnn, name) is not None, name
+    assert set(vmafdnn.__all__) <= set(dir(vmafdnn))
+    assert callable(vmafdnn.batch) and callable(vmafdnn.batch.read_results)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        vmafdnn.no_such_name  # noqa: B018
+    namespace = {}
+    exec("from vmafdnn import *", namespace)
+    assert namespace["Session"] is vmafdnn.Session
