@@ -315,7 +315,13 @@ def _csv_cell(value):
 
 
 def _journal_path(output: str) -> str:
-    return output + ".partial.jsonl"
+    """The journal of the results file ``output``: beside the file the name
+    resolves to (symbolic links, to the file or to a folder on the way, and
+    ".." followed as open() would; a dangling link names the file it will
+    create), so every name of one results file shares one journal and its
+    lock. A hard link is a name of its own: results are replaced by a
+    rename of the name given, which leaves other links with the old rows."""
+    return os.path.realpath(output) + ".partial.jsonl"
 
 
 def _good_rows(output: Optional[str], journal: Optional["Journal"] = None) -> List[dict]:
@@ -470,7 +476,9 @@ class Journal:
     batch's own file: a symbolic link, a FIFO or a device there is refused
     (a link could aim the rows at any file of the user's). A line a killed
     run left unfinished is ended before the first new row, so that row is
-    read back."""
+    read back. It lies beside the real results file (``_journal_path``):
+    every name of one results file, a symbolic link to it or to its folder
+    included, gets the same journal and lock."""
 
     def __init__(self, output: str):
         self.output = output

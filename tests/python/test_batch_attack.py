@@ -441,3 +441,63 @@ def test_a_job_list_without_jobs_does_not_empty_the_results(tmp_path, clips):
     with pytest.raises(ValueError, match="jobs: no jobs"):
         vbatch.batch([], out)
     assert out.read_bytes() == before
+
+
+def test_every_name_of_one_results_file_shares_its_journal_and_lock(tmp_path, clips):
+    # Before: the journal was named after the path given, so a symbolic link
+    # to the results file (or to its folder, or a spelling through such a
+    # link and "..") had a journal and a lock of its own: a second batch
+    # through that name ran every job beside the first, each replacing the
+    # other's results. The journal now sits beside the real results file.
+    from vmafdnn.results import Journal
+    jobs = _jobs(tmp_path, clips)
+    real_dir = tmp_path / "real"
+    real_dir.mkdir()
+    out = real_dir / "out.csv"
+    (tmp_path / "link.csv").symlink_to(out)            # dangling until written
+    (tmp_path / "dir").symlink_to(real_dir)
+    (real_dir / "sub").mkdir()
+    names = [tmp_path / "link.csv", tmp_path / "dir" / "out.csv",
+             str(tmp_path / "dir") + "/sub/../out.csv"]
+    held = Journal(str(out))
+    try:
+        for name in names:
+            with pytest.raises(vmafdnn.BusyError, match="another vmafdnn batch") as e:
+                vbatch.batch(jobs, name, workers=1, models=["psnr_y"])
+            assert e.value.errno == errno.EBUSY
+            assert str(out) + ".partial.jsonl" in str(e.value)
+        proc = _cli(jobs, "-o", names[0], "--tiny-model", "psnr_y", timeout=120)
+        assert proc.returncode == 1 and "another vmafdnn batch" in proc.stderr, proc.stderr
+        assert not out.exists()
+        assert sorted(os.listdir(tmp_path)) == ["dir", "jobs.csv", "link.csv", "real"]
+    finally:
+        held.close()
+    # Each name resumes from the one journal: a row journalled through one
+    # name is not run again through another.
+    with Journal(str(names[0])) as journal:
+        assert journal.path == str(out) + ".partial.jsonl"
+    rows = vbatch.batch(jobs, names[1], workers=1, models=["psnr_y"])
+    assert rows.ran == 1 and rows.failed == 0 and out.is_file()
+    assert os.path.islink(tmp_path / "link.csv")
+    rows = vbatch.batch(jobs, names[0], workers=1, models=["psnr_y"])
+    assert rows.ran == 0 and rows.skipped == 1
+
+
+def test_hard_links_of_a_results_file_are_separate_results_files(tmp_path, clips):
+    # A hard link is another name of the same bytes, but the results are
+    # replaced by a rename of the name given (as the C report writer does):
+    # after a batch through one name the other keeps the rows it had. Each
+    # name is its own results file with its own journal, so two batches on
+    # the two names do not clash.
+    from vmafdnn.results import Journal
+    jobs = _jobs(tmp_path, clips)
+    first, second = tmp_path / "a.csv", tmp_path / "b.csv"
+    first.write_text("title,reference,distorted,frames,error,job_key\nold,r,d,1,,k\n")
+    os.link(first, second)
+    before = second.read_bytes()
+    with Journal(str(second)):
+        rows = vbatch.batch(jobs, first, workers=1, models=["psnr_y"])
+    assert rows.failed == 0
+    assert second.read_bytes() == before
+    assert os.stat(first).st_ino != os.stat(second).st_ino
+    assert [r["title"] for r in vbatch.read_results(first)] == ["t0"]
