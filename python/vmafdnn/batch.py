@@ -78,24 +78,6 @@ MAX_RETRIES = 100
 MAX_GPUS_PER_WORKER = 1024
 
 
-def _int_option(name: str, value, lo: int, hi: int) -> int:
-    """An integer option of batch() in lo..hi, refused where it is given
-    (TypeError for a non-integer, InvalidArgumentError out of range), as
-    Session checks its own: before, device_index=2**70 reached every
-    worker and failed every row."""
-    import errno
-    import numbers
-
-    from .errors import InvalidArgumentError
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
-    value = int(value)
-    if not lo <= value <= hi:
-        shown = value if value.bit_length() < 64 else f"a number of {len(str(value))} digits"
-        raise InvalidArgumentError(errno.EINVAL, f"{name} must be {lo}..{hi} (got {shown})")
-    return value
-
-
 def _number_option(name: str, value, hi: float, unit: str = "") -> float:
     """A finite number 0..hi (TypeError / InvalidArgumentError)."""
     import errno
@@ -240,12 +222,13 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
         raise ValueError(f"resize must be one of {', '.join(RESIZE_MODES)}")
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}")
+    from .errors import check_int
     from .session import MAX_DEVICE_INDEX
-    threads = _int_option("threads", threads, 0, MAX_THREADS)
-    device_index = _int_option("device_index", device_index, 0, MAX_DEVICE_INDEX)
+    threads = check_int("threads", threads, 0, MAX_THREADS)
+    device_index = check_int("device_index", device_index, 0, MAX_DEVICE_INDEX)
     if workers is not None:
-        workers = _int_option("workers", workers, 1, MAX_WORKERS)
-    retries = _int_option("retries", retries, 0, MAX_RETRIES)
+        workers = check_int("workers", workers, 1, MAX_WORKERS)
+    retries = check_int("retries", retries, 0, MAX_RETRIES)
     gpus_per_worker = _number_option("gpus_per_worker", gpus_per_worker, MAX_GPUS_PER_WORKER)
     if timeout is not None:
         timeout = _number_option("timeout", timeout, 0xFFFFFFFF // 1000,

@@ -35,7 +35,7 @@ from . import __version__, available, ort_library_path, ort_version, unavailable
 from . import models as builtin_models
 from . import _gpu_libraries, names
 from ._native import ensure_ort, ffi, lib
-from .errors import DnnError
+from .errors import DnnError, int_shown, range_text
 from .paths import STDIO, Inputs, check_output
 from .scoring import MAX_FEATURES_FILE_BYTES, Canceller, UsageError, score
 from .session import (EP_PACKAGE_ERRORS, MAX_BATCH, MAX_DEVICE_INDEX, MAX_THREADS, Session,
@@ -75,17 +75,31 @@ def printable(text) -> str:
     return "".join(out)
 
 
+_INTEGER = re.compile(r"\s*([+-]?)(\d+(?:_\d+)*)\s*")
+
+
 def _int_at_least(minimum: int, maximum=None):
-    """An argparse type: an integer in minimum..maximum."""
+    """An argparse type: an integer in minimum..maximum, refused out of it
+    with the range named whole (vmafdnn.errors.range_text, as the Python
+    API words it), too small or too large alike; an integer too long for
+    int() (over 4,300 digits) is out of range too, not "not an integer"."""
     def parse(text: str) -> int:
         try:
             value = int(text)
+            shown = int_shown(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} must be at least {minimum}")
-        if maximum is not None and value > maximum:
-            raise argparse.ArgumentTypeError(f"{value} is more than the maximum, {maximum}")
+            match = _INTEGER.fullmatch(text)
+            if not match:
+                raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+            value = None
+            digits = len(match.group(2).replace("_", ""))
+            shown = f"{match.group(1).lstrip('+')}a number of {digits} digits"
+        if value is None and maximum is None and not shown.startswith("-"):
+            raise argparse.ArgumentTypeError(f"{shown} is too large")
+        if value is None or value < minimum or (maximum is not None and value > maximum):
+            if maximum is None:
+                raise argparse.ArgumentTypeError(f"must be at least {minimum} (got {shown})")
+            raise argparse.ArgumentTypeError(range_text(minimum, maximum, shown))
         return value
     return parse
 

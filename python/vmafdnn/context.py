@@ -103,7 +103,7 @@ def _session_config(cfg, device, device_index, threads, fp16_io) -> None:
     if device is not None:
         cfg.device = device_value(device)
     if device_index is not None:
-        cfg.device_index = config_int("device_index", device_index, MAX_DEVICE_INDEX, ">= 0")
+        cfg.device_index = config_int("device_index", device_index, MAX_DEVICE_INDEX)
     if threads is not None:
         cfg.threads = config_int("threads", threads, MAX_THREADS)
     if fp16_io is not None:

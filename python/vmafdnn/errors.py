@@ -158,3 +158,40 @@ _BY_ERRNO = {
 def error_for(errno: int, message: str) -> DnnError:
     """The exception for a positive errno (DnnError itself for unknown codes)."""
     return _BY_ERRNO.get(errno, DnnError)(errno, message)
+
+
+# -- integers given by a caller or on the command line -----------------------------------
+
+def int_shown(value: int) -> str:
+    """An integer as an error message shows it: whole up to 30 digits, else
+    by its length (a 5,000-digit value printed whole buries the message,
+    and past 4,300 digits Python refuses to print it at all)."""
+    if -10 ** 30 < value < 10 ** 30:
+        return str(value)
+    sign = "-" if value < 0 else ""
+    try:
+        return f"{sign}a number of {len(str(abs(value)))} digits"
+    except ValueError:  # sys.get_int_max_str_digits()
+        import sys
+        return f"{sign}a number of more than {sys.get_int_max_str_digits()} digits"
+
+
+def range_text(lo: int, hi: int, shown: str) -> str:
+    """The one wording of an integer out of range, for the Python API and
+    the command line alike: "must be LO..HI (got VALUE)"."""
+    return f"must be {lo}..{hi} (got {shown})"
+
+
+def check_int(name: str, value, lo: int, hi: int) -> int:
+    """``value`` as an int in lo..hi, checked before it reaches C or a
+    worker: TypeError for what is not an integer (cffi would cut 1.5 to 1
+    and take "4" through int(); a bool is not a count), and
+    InvalidArgumentError (EINVAL) "NAME must be LO..HI (got VALUE)" out of
+    range, too small or too large alike."""
+    import numbers
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if not lo <= value <= hi:
+        raise InvalidArgumentError(_errno.EINVAL, f"{name} {range_text(lo, hi, int_shown(value))}")
+    return value

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import models as _builtin
 from .context import Context, format_for_path
-from .errors import RunCancelledError
+from .errors import RunCancelledError, int_shown, range_text
 from .paths import STDIO, Inputs, UsageError, check_output, open_input
 from .video import Frame, VideoFormatError, Y4MReader, describe_reader, open_video
 
@@ -253,7 +253,7 @@ def _offset(value, name: str) -> int:
     except TypeError:
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
     if not 0 <= value <= sys.maxsize:
-        raise UsageError(f"{name} must be 0..{sys.maxsize} frames, got {value}")
+        raise UsageError(f"{name} (frames) {range_text(0, sys.maxsize, int_shown(value))}")
     return value
 
 

@@ -1,6 +1,5 @@
 """Sessions: one ONNX model opened on the best available execution provider."""
 import errno
-import numbers
 import os
 import sys
 from collections import abc
@@ -10,7 +9,7 @@ import numpy as np
 
 from ._native import NativeHandle, c_name, c_path, check, decode_name, ensure_ort, ffi, lib
 from . import names
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, check_int
 
 __all__ = ["Session", "TensorInfo", "DEVICES", "POLICY_KEYWORDS", "model_policy", "MAX_THREADS"]
 
@@ -28,9 +27,13 @@ _DTYPES = {
     lib.VMAF_DNN_TYPE_DOUBLE: np.dtype(np.float64),
     lib.VMAF_DNN_TYPE_INT32: np.dtype(np.int32),
     lib.VMAF_DNN_TYPE_INT64: np.dtype(np.int64),
+    lib.VMAF_DNN_TYPE_UINT16: np.dtype(np.uint16),
 }
 
 _FLOAT32 = np.dtype(np.float32)
+_UINT16 = np.dtype(np.uint16)
+#: Arrays a UINT16 input (a picture's own samples) also takes, as integers.
+_SAMPLE_DTYPES = (np.dtype(np.uint8), _UINT16)
 
 
 class TensorInfo(NamedTuple):
@@ -89,20 +92,13 @@ _POLICY_INTS = {"max_model_bytes": "size_t", "max_loop_nodes": "unsigned",
                 "max_memory_bytes": "uint64_t", "max_run_ms": "unsigned"}
 
 
-def config_int(key: str, value, top: int, limits: Optional[str] = None) -> int:
-    """A VmafDnnConfig integer (``threads``, ``device_index``) checked before
-    cffi sees it: cffi would cut 1.5 to 1, take "4" through int(), and raise
-    a bare OverflowError for 2**40. Out of 0..top is InvalidArgumentError,
-    worded as C words it (``limits``: how C states the range, default
-    "0..top"), also for a context, whose C open leaves the check to the
-    first attach."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{key} must be an integer, got {type(value).__name__} {value!r}")
-    value = int(value)
-    if not 0 <= value <= top:
-        raise InvalidArgumentError(errno.EINVAL,
-                                   f"{key} must be {limits or f'0..{top}'} (got {value})")
-    return value
+def config_int(key: str, value, top: int) -> int:
+    """A VmafDnnConfig integer (``threads``, ``device_index``) checked
+    before cffi sees it (vmafdnn.errors.check_int): cffi would cut 1.5 to
+    1, take "4" through int(), and raise a bare OverflowError for 2**40.
+    Out of 0..top is InvalidArgumentError naming the range, also for a
+    context, whose C open leaves the check to the first attach."""
+    return check_int(key, value, 0, top)
 
 
 #: Largest device_index (a C int).
@@ -110,13 +106,7 @@ MAX_DEVICE_INDEX = (1 << (8 * ffi.sizeof("int") - 1)) - 1
 
 
 def _policy_int(key: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{key} must be an integer, got {type(value).__name__}")
-    value = int(value)
-    top = (1 << (8 * ffi.sizeof(_POLICY_INTS[key]))) - 1
-    if not 0 <= value <= top:
-        raise InvalidArgumentError(errno.EINVAL, f"{key} must be 0..{top}, got {value}")
-    return value
+    return check_int(key, value, 0, (1 << (8 * ffi.sizeof(_POLICY_INTS[key]))) - 1)
 
 
 def model_policy(**overrides) -> Tuple[object, list]:
@@ -485,7 +475,7 @@ class Session(NativeHandle):
         ensure_ort(device)
         cfg = ffi.new("VmafDnnConfig *")
         cfg.device = device_value(device)
-        cfg.device_index = config_int("device_index", device_index, MAX_DEVICE_INDEX, ">= 0")
+        cfg.device_index = config_int("device_index", device_index, MAX_DEVICE_INDEX)
         cfg.threads = config_int("threads", threads, MAX_THREADS)
         cfg.fp16_io = bool(fp16_io)
         c_policy, keep_alive = model_policy(**policy)
@@ -576,8 +566,13 @@ class Session(NativeHandle):
             value = np.asarray(value)
         info = self.inputs[index]
         if value.dtype != _FLOAT32:
-            raise InvalidArgumentError(
-                errno.EINVAL, f"input {info.name!r} must be float32, got {value.dtype}")
+            if info.dtype == _UINT16 and value.dtype in _SAMPLE_DTYPES:
+                value = value.astype(_FLOAT32)  # exact; the C library converts back
+            else:
+                takes = ("float32, uint8 or uint16 (it takes samples: UINT16)"
+                         if info.dtype == _UINT16 else "float32")
+                raise InvalidArgumentError(
+                    errno.EINVAL, f"input {info.name!r} must be {takes}, got {value.dtype}")
         rank = lib.VMAF_DNN_MAX_RANK if info.shape is None else len(info.shape)
         if (value.ndim > rank) if info.shape is None else (value.ndim != rank):
             raise InvalidArgumentError(

@@ -43,14 +43,18 @@ def _usage_error(proc, *fragments):
 # -- b: numbers range-checked where they are given ------------------------------------------
 
 @pytest.mark.parametrize("flag,value,fragment", [
-    ("--tiny-device-index", "-1", "must be at least 0"),
-    ("--tiny-device-index", str(2 ** 70), "more than the maximum, 2147483647"),
-    ("--tiny-device-index", "2147483648", "more than the maximum, 2147483647"),
+    # Before: "-1 must be at least 0" and "... is more than the maximum,
+    # 2147483647": the range is now named whole either way.
+    ("--tiny-device-index", "-1", "must be 0..2147483647 (got -1)"),
+    ("--tiny-device-index", str(2 ** 70), "must be 0..2147483647 (got 1180591620717411303424)"),
+    ("--tiny-device-index", "2147483648", "must be 0..2147483647 (got 2147483648)"),
+    # Before: "'999...' is not an integer", the 5,000 digits printed whole.
+    ("--tiny-device-index", "9" * 5000, "must be 0..2147483647 (got a number of 5000 digits)"),
     ("--gpus-per-worker", "nan", "finite number"),
     ("--gpus-per-worker", "-1", "finite number"),
     ("--gpus-per-worker", "inf", "finite number"),
-    ("--workers", "100000", "more than the maximum"),
-    ("--retries", str(2 ** 70), "more than the maximum"),
+    ("--workers", "100000", "must be 1..4096 (got 100000)"),
+    ("--retries", str(2 ** 70), "must be 0..100 (got 1180591620717411303424)"),
 ])
 def test_batch_numbers_out_of_range_are_usage_errors(tmp_path, clips, flag, value, fragment):
     # Before: --tiny-device-index 2**70 was accepted, reached every worker
@@ -63,6 +67,7 @@ def test_batch_numbers_out_of_range_are_usage_errors(tmp_path, clips, flag, valu
 @pytest.mark.parametrize("kwargs,kind", [
     ({"device_index": 2 ** 70}, vmafdnn.InvalidArgumentError),
     ({"device_index": -1}, vmafdnn.InvalidArgumentError),
+    ({"device_index": 10 ** 5000}, vmafdnn.InvalidArgumentError),
     ({"device_index": True}, TypeError),
     ({"threads": 1.5}, TypeError),
     ({"workers": 0}, vmafdnn.InvalidArgumentError),

@@ -204,7 +204,7 @@ def test_tiny_batch(synth, models, tmp_path):
                              "--max-memory", "100k"),
                  1, "64 frames per Run")
     assert_error(vmafdnn_cli("-d", synth.dist, "--no-reference", "--tiny-batch", "65"), 2,
-                 "65 is more than the maximum, 64")
+                 "--tiny-batch: must be 0..64 (got 65)")
 
 
 def test_features_file(synth, models, tmp_path):
@@ -233,7 +233,7 @@ def test_usage_errors(synth):
                  "unrecognized arguments: --bogus")
     assert_error(vmafdnn_cli("-r", synth.ref, "-d", synth.dist, "-b", "7"), 2, "invalid choice")
     assert_error(vmafdnn_cli("-r", synth.ref, "-d", synth.dist, "-w", "0"), 2,
-                 "must be at least 1")
+                 "must be 1..32768 (got 0)")
     assert_error(vmafdnn_cli("-r", synth.ref, "-d", synth.dist, "--json", "--xml"), 2,
                  "not allowed with")
     assert_error(vmafdnn_cli("-r", synth.ref, "-d", synth.dist, "--tiny-resize", "area"), 2,

@@ -110,7 +110,12 @@ def test_policy_flags_reach_info_and_bench(tmp_path):
     ("--max-memory", "-1", "is not a size"),
     ("--max-run-time", "-1", "must be a finite number >= 0"),
     ("--max-run-time", "nan", "must be a finite number >= 0"),
-    ("--tiny-threads", str(vmafdnn.MAX_THREADS + 1), f"the maximum, {vmafdnn.MAX_THREADS}"),
+    ("--tiny-threads", str(vmafdnn.MAX_THREADS + 1),
+     f"must be 0..{vmafdnn.MAX_THREADS} (got {vmafdnn.MAX_THREADS + 1})"),
+    # Before: "-1 must be at least 0" / "... is more than the maximum": the
+    # range is named whole both ways.
+    ("--tiny-device-index", "-1", "--tiny-device-index: must be 0..2147483647 (got -1)"),
+    ("--tiny-device-index", "2147483648", "must be 0..2147483647 (got 2147483648)"),
 ])
 def test_bad_policy_and_thread_flags_are_usage_errors(clip, flag, value, fragment):
     proc = cli("-r", clip, "-d", clip, flag, value)

@@ -84,7 +84,15 @@ def test_config_is_kept(models):
 @pytest.mark.parametrize("kwargs, fragment", [
     ({"threads": -1}, f"threads must be 0..{vmafdnn.MAX_THREADS}"),
     ({"threads": vmafdnn.MAX_THREADS + 1}, f"threads must be 0..{vmafdnn.MAX_THREADS}"),
-    ({"device_index": -2}, "device_index must be >= 0"),
+    # Before: "device_index must be >= 0" for a value too large as well.
+    ({"device_index": -2}, r"device_index must be 0\.\.2147483647 \(got -2\)"),
+    ({"device_index": 2 ** 31}, r"device_index must be 0\.\.2147483647 \(got 2147483648\)"),
+    ({"device_index": 10 ** 40}, r"device_index must be 0\.\.2147483647 \(got a number of "
+                                 r"41 digits\)"),
+    # Before: ValueError "Exceeds the limit (4300 digits) for integer string
+    # conversion", raised while wording the message.
+    ({"device_index": -10 ** 5000}, r"device_index must be 0\.\.2147483647 \(got -a number "
+                                    r"of more than 4300 digits\)"),
 ])
 def test_bad_config_values(models, kwargs, fragment):
     with pytest.raises(vmafdnn.InvalidArgumentError, match=fragment) as e:
