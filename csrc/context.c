@@ -1029,6 +1029,11 @@ static unsigned planes_read(const VmafDnnContext *ctx)
     return bits;
 }
 
+static unsigned fp32_planes(const VmafDnnContext *ctx)
+{
+    return vdnn_tiny_model_fp32_planes(ctx->model, ctx->n_models);
+}
+
 /* Fills the frame's geometry and *raw with the planes the models read;
  * without frames in flight, normalises them into the frame. With them, the
  * worker that scores the frame normalises its copy of the raw samples
@@ -1058,7 +1063,8 @@ static int prepare_frame(VmafDnnContext *ctx, const VmafDnnPicture *ref,
             raw->h[p][i] = pic->h[i];
         }
     }
-    return ctx->pool ? 0 : vdnn_raw_planes_normalise(raw, f, ctx->plane, ctx->plane_capacity);
+    return ctx->pool ? 0 : vdnn_raw_planes_normalise(raw, fp32_planes(ctx), f, ctx->plane,
+                                                     ctx->plane_capacity);
 }
 
 /* Checks, before anything is allocated for the frame, that every model's
@@ -1179,7 +1185,8 @@ static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
          * budget: one frame at a time fits (check_frame_budgets). */
         vdnn_clear_error();
         if ((rc = leave_pool(ctx)) ||
-            (rc = vdnn_raw_planes_normalise(&raw, &frame, ctx->plane, ctx->plane_capacity)))
+            (rc = vdnn_raw_planes_normalise(&raw, fp32_planes(ctx), &frame, ctx->plane,
+                                            ctx->plane_capacity)))
             return rc;
     }
     /* From here on the frame counts as read, failed or not: offsets count

@@ -62,4 +62,13 @@ int vdnn_session_first_ep(const VmafDnnConfig *cfg, const char **attached);
  * that lands before that session's run began still stops it. (dnn_api.c) */
 void vdnn_session_watch_stop_flag(const atomic_int *flag);
 
+/* vmaf_dnn_session_run where samples[i] non-zero (samples: NULL, or one flag
+ * per input) says that inputs[i].data points to uint16_t values for a UINT16
+ * slot, fed as they are: a picture's own samples, without the fp32 round
+ * trip (and its whole-number check) of the public call. -EINVAL for samples
+ * given to a slot of another type. (dnn_api.c) */
+int vdnn_session_run_samples(VmafDnnSession *s, const VmafDnnInput *inputs,
+                             const unsigned char *samples, size_t n_inputs,
+                             VmafDnnOutput *outputs, size_t n_outputs);
+
 #endif

@@ -237,9 +237,11 @@ static int init_slots(VmafDnnSession *s)
 
     for (size_t i = 0; i < s->n_inputs; i++) {
         const VdnnTensorMeta *m = vdnn_ort_input_meta(s->ort, i);
-        if (m->type != VMAF_DNN_TYPE_FLOAT && m->type != VMAF_DNN_TYPE_FLOAT16)
-            return vdnn_fail(-ENOTSUP, "input \"%s\" has element type %s; only FLOAT and "
-                             "FLOAT16 inputs can be fed", m->name, type_name(m->type));
+        if (m->type != VMAF_DNN_TYPE_FLOAT && m->type != VMAF_DNN_TYPE_FLOAT16 &&
+            m->type != VMAF_DNN_TYPE_UINT16)
+            return vdnn_fail(-ENOTSUP, "input \"%s\" has element type %s; only FLOAT, "
+                             "FLOAT16 and UINT16 inputs can be fed", m->name,
+                             type_name(m->type));
         s->input_info[i] = (VmafDnnTensorInfo){m->name, m->type, m->rank,
                                                m->rank_known ? m->shape : NULL};
     }
@@ -561,34 +563,76 @@ static int fp16_unsupported(const char *what, const char *name)
                      "it as fp32", what, name);
 }
 
-/* Points s->feeds[slot] at the caller's data, casting to fp16 scratch for
- * FLOAT16 slots. */
-static int bind_input(VmafDnnSession *s, size_t slot, const VmafDnnInput *in, size_t count)
+/* The slot's 16-bit scratch (FLOAT16 casts, UINT16 conversions) with room
+ * for `count` values. */
+static uint16_t *u16_scratch(VmafDnnSession *s, size_t slot, size_t count)
+{
+    if (s->fp16_capacity[slot] < count) {
+        uint16_t *grown = realloc(s->fp16_inputs[slot], (count ? count : 1) * sizeof(uint16_t));
+        if (!grown) {
+            vdnn_fail(-ENOMEM, "out of memory for input \"%s\"", s->input_info[slot].name);
+            return NULL;
+        }
+        s->fp16_inputs[slot] = grown;
+        s->fp16_capacity[slot] = count;
+    }
+    return s->fp16_inputs[slot];
+}
+
+/* fp32 values for a UINT16 slot: each must be a whole number 0..65535, so
+ * that none changes on the way (a normalised 0..1 picture given to a
+ * samples input would otherwise score as black). */
+static int to_uint16(const char *name, const float *src, uint16_t *dst, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        const float v = src[i];
+        const int in_range = v >= 0.0f && v <= 65535.0f; /* NaN: 0 */
+        dst[i] = in_range ? (uint16_t)v : 0;
+        if (!in_range || (float)dst[i] != v)
+            return vdnn_fail(-ERANGE, "input \"%s\" is UINT16: element %zu is %g, not a whole "
+                             "number in 0..65535", name, i, (double)v);
+    }
+    return 0;
+}
+
+/* Points s->feeds[slot] at the caller's data: fp32 as it is for FLOAT slots,
+ * cast to fp16 scratch for FLOAT16 ones (fp16_io), converted to uint16
+ * scratch for UINT16 ones; `samples` data (uint16_t) goes to a UINT16 slot
+ * as it is. */
+static int bind_input(VmafDnnSession *s, size_t slot, const VmafDnnInput *in, size_t count,
+                      int samples)
 {
     const VmafDnnTensorInfo *info = &s->input_info[slot];
     VdnnOrtFeed *f = &s->feeds[slot];
     f->shape = in->shape;
     f->rank = in->rank;
     f->type = info->type;
-    if (info->type == VMAF_DNN_TYPE_FLOAT) {
+    if (samples && info->type != VMAF_DNN_TYPE_UINT16)
+        return vdnn_fail(-EINVAL, "input \"%s\" is %s; it cannot take samples", info->name,
+                         type_name(info->type));
+    if (info->type == VMAF_DNN_TYPE_FLOAT || samples) {
         f->data = in->data;
         return 0;
     }
-    if (!s->cfg.fp16_io)
+    if (info->type == VMAF_DNN_TYPE_FLOAT16 && !s->cfg.fp16_io)
         return fp16_unsupported("input", info->name);
-    if (s->fp16_capacity[slot] < count) {
-        uint16_t *grown = realloc(s->fp16_inputs[slot], (count ? count : 1) * sizeof(uint16_t));
-        if (!grown)
-            return vdnn_fail(-ENOMEM, "out of memory for fp16 input \"%s\"", info->name);
-        s->fp16_inputs[slot] = grown;
-        s->fp16_capacity[slot] = count;
+    uint16_t *scratch = u16_scratch(s, slot, count);
+    if (!scratch)
+        return -ENOMEM;
+    if (info->type == VMAF_DNN_TYPE_UINT16) {
+        int rc = to_uint16(info->name, in->data, scratch, count);
+        if (rc)
+            return rc;
+    } else {
+        vmaf_dnn_fp32_to_fp16(in->data, scratch, count);
     }
-    vmaf_dnn_fp32_to_fp16(in->data, s->fp16_inputs[slot], count);
-    f->data = s->fp16_inputs[slot];
+    f->data = scratch;
     return 0;
 }
 
-static int bind_inputs(VmafDnnSession *s, const VmafDnnInput *inputs, size_t n_inputs)
+/* samples: NULL, or n_inputs flags: inputs[i].data holds uint16_t samples. */
+static int bind_inputs(VmafDnnSession *s, const VmafDnnInput *inputs,
+                       const unsigned char *samples, size_t n_inputs)
 {
     if (n_inputs > s->n_inputs)
         return vdnn_fail(-EINVAL, "%zu inputs given; the model has %zu", n_inputs, s->n_inputs);
@@ -602,7 +646,7 @@ static int bind_inputs(VmafDnnSession *s, const VmafDnnInput *inputs, size_t n_i
             return vdnn_fail(-EINVAL, "input \"%s\" is given twice", s->input_info[slot].name);
         size_t count = 0;
         int rc = check_input_shape(&s->input_info[slot], &inputs[i], &count);
-        if (rc || (rc = bind_input(s, slot, &inputs[i], count)))
+        if (rc || (rc = bind_input(s, slot, &inputs[i], count, samples && samples[i])))
             return rc;
     }
     for (size_t i = 0; i < s->n_inputs; i++)
@@ -690,10 +734,11 @@ static int deliver_outputs(VmafDnnSession *s, VmafDnnOutput *outputs, size_t n_o
 }
 
 /* A run with the session already reserved by the caller. */
-static int run_reserved(VmafDnnSession *s, const VmafDnnInput *inputs, size_t n_inputs,
-                        VmafDnnOutput *outputs, size_t n_outputs)
+static int run_reserved(VmafDnnSession *s, const VmafDnnInput *inputs,
+                        const unsigned char *samples, size_t n_inputs, VmafDnnOutput *outputs,
+                        size_t n_outputs)
 {
-    int rc = bind_inputs(s, inputs, n_inputs);
+    int rc = bind_inputs(s, inputs, samples, n_inputs);
     if (rc || (rc = resolve_outputs(s, outputs, n_outputs)))
         return rc;
     rc = vdnn_ort_run(s->ort, s->feeds, s->requested_slots, n_outputs, s->out_buffers,
@@ -713,8 +758,9 @@ static void release(VmafDnnSession *s)
     pthread_mutex_unlock(&s->run_lock);
 }
 
-int vmaf_dnn_session_run(VmafDnnSession *s, const VmafDnnInput *inputs, size_t n_inputs,
-                         VmafDnnOutput *outputs, size_t n_outputs)
+int vdnn_session_run_samples(VmafDnnSession *s, const VmafDnnInput *inputs,
+                             const unsigned char *samples, size_t n_inputs,
+                             VmafDnnOutput *outputs, size_t n_outputs)
 {
     vdnn_clear_error();
     if (!s || (!inputs && n_inputs) || !outputs)
@@ -723,9 +769,15 @@ int vmaf_dnn_session_run(VmafDnnSession *s, const VmafDnnInput *inputs, size_t n
     int rc = reserve(s);
     if (rc)
         return rc;
-    rc = run_reserved(s, inputs, n_inputs, outputs, n_outputs);
+    rc = run_reserved(s, inputs, samples, n_inputs, outputs, n_outputs);
     release(s);
     return rc;
+}
+
+int vmaf_dnn_session_run(VmafDnnSession *s, const VmafDnnInput *inputs, size_t n_inputs,
+                         VmafDnnOutput *outputs, size_t n_outputs)
+{
+    return vdnn_session_run_samples(s, inputs, NULL, n_inputs, outputs, n_outputs);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -783,6 +835,9 @@ static int check_image_model(const VmafDnnSession *s, unsigned w, unsigned h)
         return vdnn_fail(-EINVAL, "an image-to-image model needs 1 input and 1 output; this one "
                          "has %zu and %zu", s->n_inputs, s->n_outputs);
     const VmafDnnTensorInfo *in = &s->input_info[0];
+    if (in->type == VMAF_DNN_TYPE_UINT16)
+        return vdnn_fail(-ENOTSUP, "input \"%s\" is UINT16 (a picture's samples); the plane "
+                         "helpers feed normalised fp32: use vmaf_dnn_session_run", in->name);
     if (in->rank != 4)
         return vdnn_fail(-EINVAL, "input \"%s\" has rank %zu; an image model takes NCHW (rank 4)",
                          in->name, in->rank);
@@ -804,7 +859,7 @@ static int run_plane_reserved(VmafDnnSession *s, unsigned w, unsigned h)
     const int64_t shape[4] = {1, 1, h, w};
     VmafDnnInput in = {NULL, s->plane_in, shape, 4};
     VmafDnnOutput out = {.name = NULL, .data = s->plane_out, .capacity = n};
-    int rc = run_reserved(s, &in, 1, &out, 1);
+    int rc = run_reserved(s, &in, NULL, 1, &out, 1);
     if (rc == -ENOSPC || !rc) /* the shape is reported with -ENOSPC too */
         return check_image_output(s->output_info[0].name, out.shape, out.rank, w, h, 1);
     return rc;

@@ -297,15 +297,18 @@ static int run_model(Worker *w, Slot *s, const VdnnTinyFrame *f, VdnnTinyModel *
     return !rc && during ? cancelled_at(s, m, 1) : rc;
 }
 
-int vdnn_raw_planes_normalise(const VdnnRawPlanes *raw, VdnnTinyFrame *f, float *plane[2][3],
-                              size_t cap[2][3])
+int vdnn_raw_planes_normalise(const VdnnRawPlanes *raw, unsigned fp32, VdnnTinyFrame *f,
+                              float *plane[2][3], size_t cap[2][3])
 {
     static const char *const what[2][3] = {
         {"reference luma plane", "reference U plane", "reference V plane"},
         {"distorted luma plane", "distorted U plane", "distorted V plane"}};
     for (int pic = 0; pic < 2; pic++)
         for (int i = 0; i < 3; i++) {
-            if (!raw->data[pic][i])
+            f->samples[pic][i] = raw->data[pic][i];
+            f->sample_stride[pic][i] = raw->stride[pic][i];
+            f->plane[pic][i] = NULL;
+            if (!raw->data[pic][i] || !(fp32 & (1u << (pic * 3 + i))))
                 continue;
             const unsigned pw = raw->w[pic][i], ph = raw->h[pic][i];
             int rc = vdnn_grow_floats(&plane[pic][i], &cap[pic][i], (size_t)pw * ph,
@@ -342,7 +345,8 @@ static int show_past_frame(VdnnTinyModel *const *model, size_t n, const VdnnRawC
 {
     VdnnTinyFrame past = c->frame;
     const VdnnRawPlanes raw = raw_view(c);
-    int rc = vdnn_raw_planes_normalise(&raw, &past, plane, cap);
+    int rc = vdnn_raw_planes_normalise(&raw, vdnn_tiny_model_fp32_planes(model, n), &past, plane,
+                                       cap);
     for (size_t i = 0; i < n && !rc; i++)
         if (model[i])
             rc = vdnn_tiny_model_remember(model[i], &past);
@@ -528,7 +532,8 @@ static void score_group(Worker *w, Slot **group, size_t n)
                                                s->feature[i].value);
         if (!rc) {
             const VdnnRawPlanes raw = raw_view(&s->now);
-            rc = vdnn_raw_planes_normalise(&raw, &frame[b], w->set[b].plane, w->set[b].cap);
+            rc = vdnn_raw_planes_normalise(&raw, vdnn_tiny_model_fp32_planes(w->model, n_models),
+                                           &frame[b], w->set[b].plane, w->set[b].cap);
         }
         if (rc)
             fail_slot(s, rc, first);

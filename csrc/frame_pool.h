@@ -168,12 +168,14 @@ typedef struct VdnnRawPlanes {
     unsigned w[2][3], h[2][3];
 } VdnnRawPlanes;
 
-/* Normalises every plane of `raw` (vdnn_plane_normalise, the samples being
- * f->bpc bits) into plane[][] (grown as needed; cap[][] their floats) and
- * points f's planes at them: the one conversion of the serial path and of
- * the workers, so both give the same values. Returns 0 or -ENOMEM. */
-int vdnn_raw_planes_normalise(const VdnnRawPlanes *raw, VdnnTinyFrame *f, float *plane[2][3],
-                              size_t cap[2][3]);
+/* Points f's samples at every plane of `raw` and normalises those of them
+ * in `fp32` (bits picture * 3 + plane: vdnn_tiny_model_fp32_planes) into
+ * plane[][] (vdnn_plane_normalise, the samples being f->bpc bits; grown as
+ * needed, cap[][] their floats), pointing f's planes at them (the others
+ * NULL): the one conversion of the serial path and of the workers, so both
+ * give the same values. Returns 0 or -ENOMEM. */
+int vdnn_raw_planes_normalise(const VdnnRawPlanes *raw, unsigned fp32, VdnnTinyFrame *f,
+                              float *plane[2][3], size_t cap[2][3]);
 
 /* Checks a frame before it counts as read: frame `index` is not in flight
  * already (-EEXIST), and the slots' raw planes plus every worker's fp32

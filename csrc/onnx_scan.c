@@ -1042,19 +1042,43 @@ int vdnn_onnx_interface(const uint8_t *bytes, size_t len, VdnnOnnxInterface **ou
     return 0;
 }
 
-static bool same_values(const VdnnOnnxValue *a, const VdnnOnnxValue *b, size_t n)
+/* TensorProto.DataType values. */
+enum { ONNX_FLOAT = 1, ONNX_UINT16 = 4, ONNX_FLOAT16 = 10 };
+
+/* Element types a and b match; with `samples`, a picture input (rank 4)
+ * that a declares FLOAT or FLOAT16 may be UINT16 in b. */
+static bool same_type(const VdnnOnnxValue *a, const VdnnOnnxValue *b, bool samples)
+{
+    if (a->elem_type == b->elem_type)
+        return true;
+    return samples && a->rank == 4 && b->elem_type == ONNX_UINT16 &&
+           (a->elem_type == ONNX_FLOAT || a->elem_type == ONNX_FLOAT16);
+}
+
+static bool same_values(const VdnnOnnxValue *a, const VdnnOnnxValue *b, size_t n, bool samples)
 {
     for (size_t i = 0; i < n; i++)
-        if (strcmp(a[i].name, b[i].name) != 0 || a[i].elem_type != b[i].elem_type ||
+        if (strcmp(a[i].name, b[i].name) != 0 || !same_type(&a[i], &b[i], samples) ||
             a[i].rank != b[i].rank ||
             (a[i].rank > 0 && memcmp(a[i].dims, b[i].dims, (size_t)a[i].rank * sizeof(int64_t))))
             return false;
     return true;
 }
 
-int vdnn_onnx_interface_equal(const VdnnOnnxInterface *a, const VdnnOnnxInterface *b)
+static int interfaces_match(const VdnnOnnxInterface *a, const VdnnOnnxInterface *b,
+                            bool samples)
 {
     return a && b && a->n_inputs == b->n_inputs && a->n_outputs == b->n_outputs &&
-           same_values(a->inputs, b->inputs, a->n_inputs) &&
-           same_values(a->outputs, b->outputs, a->n_outputs);
+           same_values(a->inputs, b->inputs, a->n_inputs, samples) &&
+           same_values(a->outputs, b->outputs, a->n_outputs, false);
+}
+
+int vdnn_onnx_interface_equal(const VdnnOnnxInterface *a, const VdnnOnnxInterface *b)
+{
+    return interfaces_match(a, b, false);
+}
+
+int vdnn_onnx_form_fits(const VdnnOnnxInterface *model, const VdnnOnnxInterface *form)
+{
+    return interfaces_match(model, form, true);
 }

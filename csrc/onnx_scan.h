@@ -194,4 +194,10 @@ void vdnn_onnx_interface_free(VdnnOnnxInterface *iface);
  * types, ranks and dims (-1 matching -1 only), in the same order. */
 int vdnn_onnx_interface_equal(const VdnnOnnxInterface *a, const VdnnOnnxInterface *b);
 
+/* Whether `form` declares the interface of `model` as a form of it must
+ * (sidecar "forms"): equal, except that a picture input (rank 4) the model
+ * declares FLOAT or FLOAT16 may be UINT16 in the form, which then takes the
+ * picture's own samples instead of normalised values. */
+int vdnn_onnx_form_fits(const VdnnOnnxInterface *model, const VdnnOnnxInterface *form);
+
 #endif

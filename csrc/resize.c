@@ -30,6 +30,30 @@ void vdnn_plane_normalise(const void *data, ptrdiff_t stride, unsigned w, unsign
     }
 }
 
+void vdnn_plane_samples(const void *data, ptrdiff_t stride, unsigned w, unsigned h,
+                        unsigned bpc, uint16_t *dst)
+{
+    for (unsigned y = 0; y < h; y++) {
+        const unsigned char *row = (const unsigned char *)data + (ptrdiff_t)y * stride;
+        uint16_t *out = dst + (size_t)y * w;
+        if (bpc == 8)
+            for (unsigned x = 0; x < w; x++)
+                out[x] = row[x];
+        else
+            memcpy(out, row, (size_t)w * sizeof(uint16_t));
+    }
+}
+
+void vdnn_fp32_to_samples(const float *src, size_t n, unsigned bpc, uint16_t *dst)
+{
+    const float max = (float)((1u << bpc) - 1u);
+    for (size_t i = 0; i < n; i++) {
+        const float v = src[i];
+        const float c = v > 0.0f ? (v < 1.0f ? v : 1.0f) : 0.0f; /* NaN: 0 */
+        dst[i] = (uint16_t)(c * max + 0.5f);
+    }
+}
+
 /* Keys' cubic convolution kernel with a = -0.5. */
 static double keys_cubic(double t)
 {

@@ -19,6 +19,7 @@
 #define VMAFDNN_RESIZE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "vmafdnn/context.h"
 
@@ -29,6 +30,18 @@
  * 2^bpc - 1 give values above 1. Never fails. */
 void vdnn_plane_normalise(const void *data, ptrdiff_t stride, unsigned w, unsigned h,
                           unsigned bpc, float *dst);
+
+/* Copies a w x h plane of `bpc`-bit samples (as vdnn_plane_normalise reads
+ * them) into dst[0, w*h) as uint16_t, unchanged: what a model whose picture
+ * inputs are UINT16 is fed. Never fails. */
+void vdnn_plane_samples(const void *data, ptrdiff_t stride, unsigned w, unsigned h,
+                        unsigned bpc, uint16_t *dst);
+
+/* Turns n normalised fp32 values (a resized plane) back into `bpc`-bit
+ * samples: v * (2^bpc - 1) rounded half up, after clamping v to [0, 1] (a
+ * cubic filter overshoots at edges; NaN gives 0), as a scaler hands libvmaf
+ * whole samples. Never fails. */
+void vdnn_fp32_to_samples(const float *src, size_t n, unsigned bpc, uint16_t *dst);
 
 /* Resizes one size to another with one filter. Zero-initialise it
  * (VdnnResizer r = {0}) before the first vdnn_resizer_prepare(); it owns its

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "onnx_scan.h"
 #include "resize.h"
+#include "scratch.h"
 #include "sidecar.h"
 #include "tiny_model.h"
 
@@ -44,7 +45,7 @@ typedef struct TinyHistory {
     unsigned depth;                /* the farthest "offset" back, 0: none kept */
     unsigned filled;               /* planes held, <= depth */
     unsigned next;                 /* slot the next frame goes to */
-    float *plane[VMAF_DNN_MAX_FRAME_OFFSET];
+    void *plane[VMAF_DNN_MAX_FRAME_OFFSET]; /* fp32, or uint16_t for a samples model */
 } TinyHistory;
 
 struct VdnnTinyModel {
@@ -68,6 +69,16 @@ struct VdnnTinyModel {
     size_t history_cap;            /* floats in each history plane */
     unsigned lag;                  /* frames this model runs behind (context's) */
     size_t n_image_fp16;           /* FLOAT16 ones: the session keeps a half copy */
+    /* The image inputs are UINT16: they take the picture's own samples
+     * (0..2^bpc-1), not normalised fp32, so a frame needs no fp32 planes
+     * for this model (vdnn_tiny_model_takes_samples). */
+    int samples;
+    uint16_t **sample_plane;       /* n_image planes of sample_cap samples, fed */
+    size_t sample_cap;
+    float *sample_fp32;            /* a frame's plane normalised for the resizer when
+                                      the frame carries samples only */
+    size_t sample_fp32_cap;
+    unsigned char *feed_samples;   /* per fed input: it is given uint16_t samples */
     int64_t model_h, model_w;      /* -1: symbolic, the first frame's size */
     unsigned locked_h, locked_w;   /* that size; 0 before the first frame */
     int64_t image_shape[4];        /* {1, 1, H, W} of the current frame */
@@ -278,8 +289,10 @@ static int classify_inputs(VdnnTinyModel *m, size_t *vector_slot, size_t *n_vect
     m->resized = calloc(n, sizeof(*m->resized));
     m->scalar = calloc(n, sizeof(*m->scalar));
     m->feed = calloc(n, sizeof(*m->feed));
+    m->sample_plane = calloc(n, sizeof(*m->sample_plane));
+    m->feed_samples = calloc(n, sizeof(*m->feed_samples));
     if (!m->image_name || !m->image_slot || !m->image_src || !m->resized || !m->scalar ||
-        !m->feed)
+        !m->feed || !m->sample_plane || !m->feed_samples)
         return vdnn_fail(-ENOMEM, "out of memory");
     /* Two passes so the unbound images keep the first places. */
     for (int sourced = 0; sourced < 2; sourced++) {
@@ -402,9 +415,16 @@ static int decide_image_size(VdnnTinyModel *m)
     const size_t *image_slot = m->image_slot;
     VmafDnnTensorInfo first = input_info(m, image_slot[0]);
     m->n_image_fp16 = first.type == VMAF_DNN_TYPE_FLOAT16;
+    m->samples = first.type == VMAF_DNN_TYPE_UINT16;
     for (size_t k = 1; k < m->n_image; k++) {
         VmafDnnTensorInfo other = input_info(m, image_slot[k]);
         m->n_image_fp16 += other.type == VMAF_DNN_TYPE_FLOAT16;
+        if ((other.type == VMAF_DNN_TYPE_UINT16) != m->samples)
+            return vdnn_fail(-ENOTSUP, "model %s: image input \"%s\" is %s and \"%s\" is %s; "
+                             "the image inputs of a model take either the picture's samples "
+                             "(UINT16) or normalised pictures (FLOAT, FLOAT16), all alike",
+                             m->path, first.name, m->samples ? "UINT16" : "not",
+                             other.name, m->samples ? "not" : "UINT16");
         if (other.shape[2] != first.shape[2] || other.shape[3] != first.shape[3]) {
             char a[64], b[64];
             return vdnn_fail(-ENOTSUP, "model %s: image inputs \"%s\" %s and \"%s\" %s differ in "
@@ -442,6 +462,14 @@ static int setup_vector(VdnnTinyModel *m, size_t vector_slot, size_t n_vector)
     return 0;
 }
 
+static int is_image_slot(const VdnnTinyModel *m, size_t slot)
+{
+    for (size_t k = 0; k < m->n_image; k++)
+        if (m->image_slot[k] == slot)
+            return 1;
+    return 0;
+}
+
 /* FLOAT16 slots open fine but every run would fail without fp16_io: say so
  * now. */
 static int check_fp16(const VdnnTinyModel *m, const VmafDnnTensorInfo *t, const char *what)
@@ -466,7 +494,12 @@ static int check_inputs(VdnnTinyModel *m, int no_reference)
         VmafDnnTensorInfo in = input_info(m, i);
         if ((rc = check_fp16(m, &in, "input")))
             return rc;
+        if (in.type == VMAF_DNN_TYPE_UINT16 && !is_image_slot(m, i))
+            return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" is UINT16; only picture inputs "
+                             "(rank 4) take samples, the others take fp32", m->path, in.name);
     }
+    for (size_t k = 0; m->samples && k < m->n_image; k++)
+        m->feed_samples[k] = 1; /* feed_images puts the images first */
     return 0;
 }
 
@@ -556,28 +589,35 @@ static int setup_outputs(VdnnTinyModel *m)
 
 /* Bytes of the per-frame buffers the model itself holds for a plane of
  * fw x fh fed at tw x th: when `resized`, the resized planes and the
- * resizer's row pass; the past planes it keeps ("input_sources" offsets);
- * and the session's FLOAT16 copies of FLOAT16 image inputs. The resizer's
- * tap tables (O(W + H)) are left out. 64-bit: 2 x 20 x 32768^2 x 4 fits. */
+ * resizer's row pass (and, for a samples model, the plane normalised for
+ * it); the past planes it keeps ("input_sources" offsets); the session's
+ * FLOAT16 copies of FLOAT16 image inputs; a samples model's fed planes. The
+ * resizer's tap tables (O(W + H)) are left out. 64-bit: 2 x 20 x 32768^2 x 4
+ * fits. */
 static uint64_t own_bytes(const VdnnTinyModel *m, uint64_t fw, uint64_t fh, uint64_t tw,
                           uint64_t th, int resized)
 {
+    const uint64_t element = m->samples ? sizeof(uint16_t) : sizeof(float);
     uint64_t bytes = 0;
     if (resized) /* the resized planes and the resizer's scratch between its passes */
         bytes += m->n_image * tw * th * sizeof(float) +
                  vdnn_resize_scratch((unsigned)fw, (unsigned)fh, (unsigned)tw, (unsigned)th) *
-                     sizeof(float);
-    bytes += (uint64_t)(m->history[0].depth + m->history[1].depth) * tw * th * sizeof(float);
+                     sizeof(float) +
+                 (m->samples ? fw * fh * sizeof(float) : 0);
+    bytes += (uint64_t)(m->history[0].depth + m->history[1].depth) * tw * th * element;
+    if (m->samples)
+        bytes += m->n_image * tw * th * sizeof(uint16_t);
     return bytes + m->n_image_fp16 * tw * th * sizeof(uint16_t);
 }
 
 /* own_bytes plus the fp32 planes of fw x fh it reads (one per picture
- * read), which the context (or a frame worker) holds for it. */
+ * read), which the context (or a frame worker) holds for it; a samples model
+ * reads the caller's samples instead. */
 static uint64_t frame_bytes(const VdnnTinyModel *m, uint64_t fw, uint64_t fh, uint64_t tw,
                             uint64_t th, int resized)
 {
     int read[2] = {0, 0};
-    for (size_t k = 0; k < m->n_image; k++)
+    for (size_t k = 0; k < m->n_image && !m->samples; k++)
         read[m->image_src[k].picture] = 1;
     return (uint64_t)(read[0] + read[1]) * fw * fh * sizeof(float) +
            own_bytes(m, fw, fh, tw, th, resized);
@@ -827,7 +867,7 @@ static int decide_batchable(const VdnnTinyModel *m)
 {
     const size_t n_in = vmaf_dnn_session_input_count(m->session);
     if (!m->n_image || m->n_image != n_in || m->n_scalar || m->vector_name ||
-        vdnn_tiny_model_temporal(m))
+        vdnn_tiny_model_temporal(m) || m->samples)
         return 0;
     for (size_t k = 0; k < m->n_image; k++)
         if (m->image_src[k].back || input_info(m, m->image_slot[k]).shape[0] >= 0)
@@ -836,8 +876,9 @@ static int decide_batchable(const VdnnTinyModel *m)
 }
 
 /* Whether the form at m->form_path declares the inputs and outputs of the
- * model at opt->onnx_path (names, element types, shapes): a form must be a
- * drop-in for its model. Read from the files (scanned under the policy as
+ * model at opt->onnx_path (names, element types, shapes; vdnn_onnx_form_fits:
+ * a picture input may take samples instead): a form must be a drop-in for
+ * its model. Read from the files (scanned under the policy as
  * any open is), so that no session of the model is needed; model_io: the
  * model's, when the caller has read it already (else NULL). 0, -EINVAL
  * (another interface), or the read's error. */
@@ -848,7 +889,7 @@ static int check_form_interface(const VdnnTinyModel *m, const VdnnTinyModelOptio
     int rc = model_io ? 0 : vdnn_model_interface(opt->onnx_path, opt->policy, &read);
     if (!rc)
         rc = vdnn_model_interface(m->form_path, opt->policy, &form_io);
-    if (!rc && !vdnn_onnx_interface_equal(model_io ? model_io : read, form_io))
+    if (!rc && !vdnn_onnx_form_fits(model_io ? model_io : read, form_io))
         rc = vdnn_fail(-EINVAL, "model %s: its form for %s, %s, has other inputs or outputs "
                        "than the model", m->path, ep, m->form_path);
     vdnn_onnx_interface_free(read);
@@ -1049,6 +1090,11 @@ void vdnn_tiny_model_close(VdnnTinyModel *m)
     for (size_t k = 0; m->resized && k < m->n_image; k++)
         free(m->resized[k]);
     free(m->resized);
+    for (size_t k = 0; m->sample_plane && k < m->n_image; k++)
+        free(m->sample_plane[k]);
+    free(m->sample_plane);
+    free(m->sample_fp32);
+    free(m->feed_samples);
     for (size_t k = 0; m->batch_in && k < m->n_image; k++)
         free(m->batch_in[k]);
     free(m->batch_in);
@@ -1132,6 +1178,20 @@ unsigned vdnn_tiny_model_planes(const VdnnTinyModel *m)
     unsigned bits = 0;
     for (size_t k = 0; k < m->n_image; k++)
         bits |= 1u << (m->image_src[k].picture * 3 + m->plane);
+    return bits;
+}
+
+int vdnn_tiny_model_takes_samples(const VdnnTinyModel *m)
+{
+    return m->samples;
+}
+
+unsigned vdnn_tiny_model_fp32_planes(VdnnTinyModel *const *models, size_t n)
+{
+    unsigned bits = 0;
+    for (size_t i = 0; i < n; i++)
+        if (models[i] && !models[i]->samples)
+            bits |= vdnn_tiny_model_planes(models[i]);
     return bits;
 }
 
@@ -1220,11 +1280,53 @@ static const float *frame_plane(const VdnnTinyModel *m, const VdnnTinyFrame *f,
     return f->plane[p][m->plane];
 }
 
+static int grow_sample_planes(VdnnTinyModel *m, size_t n)
+{
+    if (n <= m->sample_cap)
+        return 0;
+    for (size_t k = 0; k < m->n_image; k++) {
+        uint16_t *grown = realloc(m->sample_plane[k], n * sizeof(uint16_t));
+        if (!grown)
+            return vdnn_fail(-ENOMEM, "out of memory for a %zu-sample plane", n);
+        m->sample_plane[k] = grown;
+    }
+    m->sample_cap = n;
+    return 0;
+}
+
+/* Picture p of frame f as a samples model takes it, at tw x th, into dst:
+ * the frame's own samples, or, when the frame is resized (the resizer
+ * prepared, m->resized grown), its fp32 plane resized and rounded back to
+ * samples, as a scaler hands libvmaf whole samples. */
+static int samples_of(VdnnTinyModel *m, const VdnnTinyFrame *f, VdnnSourcePicture p,
+                      int resize, uint16_t *dst)
+{
+    const unsigned w = f->w[m->plane], h = f->h[m->plane];
+    const void *samples = f->samples[p][m->plane];
+    const ptrdiff_t stride = f->sample_stride[p][m->plane];
+    if (!resize) {
+        vdnn_plane_samples(samples, stride, w, h, f->bpc, dst);
+        return 0;
+    }
+    const float *plane = frame_plane(m, f, p);
+    if (!plane) {
+        int rc = vdnn_grow_floats(&m->sample_fp32, &m->sample_fp32_cap, (size_t)w * h,
+                                  "a plane to resize");
+        if (rc)
+            return rc;
+        vdnn_plane_normalise(samples, stride, w, h, f->bpc, m->sample_fp32);
+        plane = m->sample_fp32;
+    }
+    vdnn_resizer_run(&m->resizer, plane, m->resized[0]);
+    vdnn_fp32_to_samples(m->resized[0], (size_t)m->resizer.dw * m->resizer.dh, f->bpc, dst);
+    return 0;
+}
+
 /* The plane `back` frames before this one, at the model's size; NULL when
  * the history holds none (then the frame itself stands in, as libvmaf's
  * motion does on its first frame). Farther back than the history reaches
  * reads the oldest plane held. */
-static const float *past_plane(const VdnnTinyModel *m, VdnnSourcePicture p, unsigned back)
+static const void *past_plane(const VdnnTinyModel *m, VdnnSourcePicture p, unsigned back)
 {
     const TinyHistory *h = &m->history[p];
     if (!back || !h->filled)
@@ -1245,18 +1347,26 @@ static int feed_images(VdnnTinyModel *m, const VdnnTinyFrame *f, VmafDnnInput *i
                                               f->h[m->plane], *tw, *th)) ||
                    (rc = grow_resized(m, (size_t)*tw * *th))))
         return rc;
+    if (m->samples && (rc = grow_sample_planes(m, (size_t)*tw * *th)))
+        return rc;
     m->image_shape[0] = m->image_shape[1] = 1; /* batch folded to 1, one luma plane */
     m->image_shape[2] = *th;
     m->image_shape[3] = *tw;
     for (size_t k = 0; k < m->n_image; k++) {
-        const float *data = past_plane(m, m->image_src[k].picture, m->image_src[k].back);
-        if (!data) {
+        const void *data = past_plane(m, m->image_src[k].picture, m->image_src[k].back);
+        if (!data && m->samples) {
+            if ((rc = samples_of(m, f, m->image_src[k].picture, resize, m->sample_plane[k])))
+                return rc;
+            data = m->sample_plane[k];
+        } else if (!data) {
             data = frame_plane(m, f, m->image_src[k].picture);
             if (resize) {
                 vdnn_resizer_run(&m->resizer, data, m->resized[k]);
                 data = m->resized[k];
             }
         }
+        /* A samples model's planes are uint16_t: m->feed_samples says so to
+         * the session (vdnn_session_run_samples). */
         in[(*n)++] = (VmafDnnInput){m->image_name[k], data, m->image_shape, 4};
     }
     return 0;
@@ -1332,13 +1442,16 @@ int vdnn_tiny_model_remember(VdnnTinyModel *m, const VdnnTinyFrame *f)
         return 0; /* the frame failed on this model already, with its message */
     }
     const size_t n = (size_t)tw * th;
+    const size_t element = m->samples ? sizeof(uint16_t) : sizeof(float);
     int rc = 0;
     if (resize)
         rc = vdnn_resizer_prepare(&m->resizer, m->resize, fw, fh, tw, th);
+    if (resize && !rc && m->samples)
+        rc = grow_resized(m, n);
     for (int p = 0; p < 2 && !rc; p++) {
         TinyHistory *h = &m->history[p];
         for (unsigned k = 0; k < h->depth && !rc && n > m->history_cap; k++) {
-            float *grown = realloc(h->plane[k], n * sizeof(float));
+            void *grown = realloc(h->plane[k], n * element);
             if (!grown)
                 rc = vdnn_fail(-ENOMEM, "model %s: out of memory for its past frames", m->path);
             else
@@ -1355,11 +1468,17 @@ int vdnn_tiny_model_remember(VdnnTinyModel *m, const VdnnTinyFrame *f)
         TinyHistory *h = &m->history[p];
         if (!h->depth)
             continue;
-        const float *src = frame_plane(m, f, (VdnnSourcePicture)p);
-        if (resize)
-            vdnn_resizer_run(&m->resizer, src, h->plane[h->next]);
-        else
-            memcpy(h->plane[h->next], src, n * sizeof(float));
+        if (m->samples) {
+            if ((rc = samples_of(m, f, (VdnnSourcePicture)p, resize, h->plane[h->next]))) {
+                forget_history(m);
+                return rc;
+            }
+        } else if (resize) {
+            vdnn_resizer_run(&m->resizer, frame_plane(m, f, (VdnnSourcePicture)p),
+                             h->plane[h->next]);
+        } else {
+            memcpy(h->plane[h->next], frame_plane(m, f, (VdnnSourcePicture)p), n * sizeof(float));
+        }
         h->next = (h->next + 1) % h->depth;
         if (h->filled < h->depth)
             h->filled++;
@@ -1485,7 +1604,7 @@ int vdnn_tiny_model_run(VdnnTinyModel *m, const VdnnTinyFrame *f, VdnnFeatureCol
     if (!rc)
         rc = feed_scalars(m, fc, f, tw, th, in, &n);
     if (!rc)
-        rc = vmaf_dnn_session_run(m->session, in, n, m->outputs, m->n_out);
+        rc = vdnn_session_run_samples(m->session, in, m->feed_samples, n, m->outputs, m->n_out);
     /* Shapes were checked at attach, but a symbolic batch could still make
      * a model return other than one value. */
     if (!rc || rc == -ENOSPC)

@@ -42,10 +42,14 @@ typedef struct VdnnTinyModelOptions {
     const char *form_path;
 } VdnnTinyModelOptions;
 
-/* One frame's planes, normalised (vdnn_plane_normalise), rows contiguous,
- * owned by the caller: plane[picture][plane] (VdnnSourcePicture,
- * VdnnSourcePlane) is set for the planes some model reads
- * (vdnn_tiny_model_planes), NULL otherwise; w[i] x h[i] is plane i's size.
+/* One frame's planes, owned by the caller, for the planes some model reads
+ * (vdnn_tiny_model_planes), NULL otherwise (by VdnnSourcePicture,
+ * VdnnSourcePlane); w[i] x h[i] is plane i's size:
+ *   samples[][]  the caller's samples (uint8_t for bpc 8, uint16_t above),
+ *                rows sample_stride[][] bytes apart: always set
+ *   plane[][]    the same normalised to fp32 (vdnn_plane_normalise), rows
+ *                contiguous; NULL too where every model reading the plane
+ *                takes samples (vdnn_tiny_model_takes_samples)
  * With no picture (then w, h and bpc are 0) every plane is NULL: always so
  * for a model that runs behind (lag > 0), which reads features only.
  * Features at frame offsets are read from frame index + offset kept inside
@@ -53,6 +57,8 @@ typedef struct VdnnTinyModelOptions {
  * (first = 0, last = index where frames have no order). */
 typedef struct VdnnTinyFrame {
     const float *plane[2][3];
+    const void *samples[2][3];
+    ptrdiff_t sample_stride[2][3];
     unsigned w[3], h[3], bpc;
     unsigned index;
     unsigned first, last;
@@ -88,6 +94,15 @@ uint64_t vdnn_tiny_model_own_frame_bytes(const VdnnTinyModel *m, const unsigned 
 /* The planes the model's image inputs read: bit picture * 3 + plane
  * (VdnnSourcePicture, VdnnSourcePlane) for each; 0 for a FEATURES model. */
 unsigned vdnn_tiny_model_planes(const VdnnTinyModel *m);
+
+/* Whether the model's picture inputs are UINT16 and take the frame's own
+ * samples: it reads VdnnTinyFrame's samples[][] only, so a frame needs no
+ * fp32 planes for it. */
+int vdnn_tiny_model_takes_samples(const VdnnTinyModel *m);
+
+/* The planes (bits as vdnn_tiny_model_planes) that models[0, n) (NULL entries
+ * skipped) read as fp32: those of the models that do not take samples. */
+unsigned vdnn_tiny_model_fp32_planes(VdnnTinyModel *const *models, size_t n);
 
 /* The smallest plane the model scores (its sidecar's min_width and
  * min_height, 1 where absent): a smaller frame gets NaN for every output

@@ -1003,11 +1003,14 @@ def build_features_accel(gain_limit, name):
 LIBRARY_DOMAIN = "org.vmafdnn"
 
 
-def features_io():
-    """The features graph's inputs and outputs: one definition for both forms, so that the
-    library can swap one for the other."""
+def features_io(samples=False):
+    """The features graph's inputs and outputs: one definition for every form, so that the
+    library can swap one for another. ``samples``: the pictures are the frames' own samples
+    (UINT16, 0..2^bpc-1), which a form may take where the model takes normalised FLOAT
+    pictures (the library then feeds them without an fp32 round trip)."""
     frame = [1, 1, "H", "W"]
-    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, frame)
+    picture = TensorProto.UINT16 if samples else TensorProto.FLOAT
+    inputs = [helper.make_tensor_value_info(n, picture, frame)
               for n in ("reference", "distorted", "reference_prev")]
     inputs += [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1])
                for n in ("bpc", "device_type")]
@@ -1016,21 +1019,19 @@ def features_io():
 
 
 def build_features_cpu(gain_limit, name):
-    """The CPU form of build_features: the same inputs and outputs, computed by the library's
-    kernels (six nodes; device_type is read by the accelerator form only)."""
+    """The CPU form of build_features: the same outputs, computed by the library's kernels
+    (three nodes; device_type is read by the accelerator form only) from the pictures' own
+    samples (the kernels check each against 2^bpc - 1)."""
     def node(op, inputs, outputs, **attrs):
         return helper.make_node(op, inputs, outputs, domain=LIBRARY_DOMAIN,
                                 name=f"{op}_{outputs[0]}", **attrs)
-    nodes = [node("Samples", [x, "bpc"], [x + "_samples"])
-             for x in ("reference", "distorted", "reference_prev")]
-    nodes.append(node("VifInteger", ["reference_samples", "distorted_samples", "bpc"],
-                      FEATURES[:4], enhn_gain_limit=float(gain_limit)))
-    nodes.append(node("AdmInteger", ["reference_samples", "distorted_samples", "bpc"],
-                      ["adm2"] + [f"adm_scale{s}" for s in range(4)],
-                      enhn_gain_limit=float(gain_limit)))
-    nodes.append(node("MotionInteger", ["reference_prev_samples", "reference_samples", "bpc"],
-                      ["motion"]))
-    inputs, outputs = features_io()
+    nodes = [node("VifInteger", ["reference", "distorted", "bpc"],
+                  FEATURES[:4], enhn_gain_limit=float(gain_limit)),
+             node("AdmInteger", ["reference", "distorted", "bpc"],
+                  ["adm2"] + [f"adm_scale{s}" for s in range(4)],
+                  enhn_gain_limit=float(gain_limit)),
+             node("MotionInteger", ["reference_prev", "reference", "bpc"], ["motion"])]
+    inputs, outputs = features_io(samples=True)
     graph = helper.make_graph(nodes, name, inputs, outputs)
     graph.doc_string = (f"CPU form of {name.replace('_cpu', '')}: libvmaf's integer VMAF "
                         f"features through libvmafdnn's fused kernels ({LIBRARY_DOMAIN}); "

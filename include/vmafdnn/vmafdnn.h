@@ -415,7 +415,7 @@ VMAF_DNN_API void vmaf_dnn_default_model_policy(VmafDnnModelPolicy *p);
  * or outside the policy's model_dir), -EPERM,
  * -EISDIR, -ELOOP, -ENOTDIR, -ENAMETOOLONG, -E2BIG, -EBADMSG (malformed or
  * truncated ONNX), -ENOTSUP (an input or output of a type this library
- * cannot feed: STRING, BFLOAT16, ...; an output of unknown rank is accepted
+ * cannot feed or convert: inputs are FLOAT, FLOAT16 or UINT16; an output of unknown rank is accepted
  * and described with a NULL shape, see VmafDnnTensorInfo), -EINVAL also for
  * threads above VMAF_DNN_MAX_THREADS,
  * -EDQUOT (creating the session needs more than max_memory_bytes), -ENOMEM,
@@ -539,10 +539,14 @@ typedef struct VmafDnnOutput {
  * or by position when name is NULL); any subset of the outputs may be
  * requested. Outputs of type FLOAT, FLOAT16, DOUBLE, INT32 and INT64 are
  * converted to fp32. Inputs of FLOAT16 slots are cast from fp32 when the
- * session has fp16_io; other input slots must be FLOAT.
+ * session has fp16_io. UINT16 slots (a picture's own samples, as the
+ * library's sample-input models take them) are given fp32 values that are
+ * whole numbers 0..65535, converted exactly. Other input slots must be FLOAT.
  *
  * Returns 0, -EINVAL (NULL argument, unknown or repeated name, missing input,
- * wrong rank or dim; the message names the tensor), -ENOTSUP (a FLOAT16 slot
+ * wrong rank or dim; the message names the tensor), -ERANGE (a value for a
+ * UINT16 slot that is not a whole number 0..65535; the message names the
+ * input and the element), -ENOTSUP (a FLOAT16 slot
  * without fp16_io, or a slot of a type that cannot be fed from fp32), -ENOSPC
  * (an output's capacity is too small: its count holds the elements needed and
  * no output data is valid), -EBUSY, -ENOMEM, -ENOEXEC (the model failed
@@ -577,7 +581,8 @@ VMAF_DNN_API int vmaf_dnn_session_run(VmafDnnSession *session,
  *
  * Returns 0, -EINVAL (NULL pointer, zero size, stride too small, bpc outside
  * 9..16 for plane16, or a model that is not image-to-image at this size: the
- * message says which dim or shape), and every code of vmaf_dnn_session_run.
+ * message says which dim or shape), -ENOTSUP (a UINT16 input: these helpers
+ * feed normalised fp32), and every code of vmaf_dnn_session_run.
  */
 VMAF_DNN_API int vmaf_dnn_session_run_luma8(VmafDnnSession *session,
                                             const uint8_t *src, ptrdiff_t src_stride,

@@ -125,21 +125,28 @@ static Buf with_graph(Buf n, unsigned field, const char *attr_name, Buf g)
 }
 
 /* A float ValueInfoProto of shape [1, 1, 8, 8]. */
-static Buf value_info(const char *name)
+/* A tensor value: elem_type (TensorProto.DataType), the last `rank` of
+ * the dims [1, 1, 8, 8]. */
+static Buf typed_value_info(const char *name, int elem_type, int rank)
 {
     Buf shape = { 0 }, tensor_type = { 0 }, type = { 0 }, vi = { 0 };
     static const int dims[4] = { 1, 1, 8, 8 };
-    for (int i = 0; i < 4; i++) {
+    for (int i = 4 - rank; i < 4; i++) {
         Buf d = { 0 };
         add_int(&d, 1, (uint64_t)dims[i]); /* dim_value */
         add_msg(&shape, 1, d);
     }
-    add_int(&tensor_type, 1, 1); /* elem_type FLOAT */
+    add_int(&tensor_type, 1, (uint64_t)elem_type);
     add_msg(&tensor_type, 2, shape);
     add_msg(&type, 1, tensor_type);
     add_str(&vi, 1, name);
     add_msg(&vi, 2, type);
     return vi;
+}
+
+static Buf value_info(const char *name)
+{
+    return typed_value_info(name, 1, 4); /* FLOAT [1,1,8,8] */
 }
 
 static Buf graph_of(Buf n)
@@ -1230,9 +1237,50 @@ static void test_interface(void)
     vdnn_onnx_interface_free(NULL);
 }
 
+/* Relu(x) -> y with x and y of the given element types and ranks. */
+static VdnnOnnxInterface *relu_interface(int x_type, int x_rank, int y_type)
+{
+    Buf g = { 0 };
+    add_msg(&g, G_NODE, node(NULL, "Relu"));
+    add_msg(&g, G_INPUT, typed_value_info("x", x_type, x_rank));
+    add_msg(&g, G_OUTPUT, typed_value_info("y", y_type, 4));
+    Buf m = model_of(g);
+    VdnnOnnxInterface *iface = NULL;
+    CHECK_EQ_INT(vdnn_onnx_interface(m.p, m.n, &iface), 0);
+    free(m.p);
+    return iface;
+}
+
+/* A form fits its model when it declares the same interface, except that a
+ * FLOAT or FLOAT16 picture input (rank 4) may take samples (UINT16) in the
+ * form: not the other way round, not for other ranks, not for outputs. */
+static void test_form_fits(void)
+{
+    enum { FLOAT = 1, UINT16 = 4, FLOAT16 = 10 };
+    VdnnOnnxInterface *model = relu_interface(FLOAT, 4, FLOAT);
+    VdnnOnnxInterface *half = relu_interface(FLOAT16, 4, FLOAT);
+    VdnnOnnxInterface *samples = relu_interface(UINT16, 4, FLOAT);
+    VdnnOnnxInterface *out16 = relu_interface(FLOAT, 4, UINT16);
+    VdnnOnnxInterface *vec = relu_interface(FLOAT, 2, FLOAT);
+    VdnnOnnxInterface *vec16 = relu_interface(UINT16, 2, FLOAT);
+    CHECK(vdnn_onnx_form_fits(model, model));
+    CHECK(vdnn_onnx_form_fits(model, samples));
+    CHECK(vdnn_onnx_form_fits(half, samples));
+    CHECK(!vdnn_onnx_interface_equal(model, samples));
+    CHECK(!vdnn_onnx_form_fits(samples, model));
+    CHECK(!vdnn_onnx_form_fits(model, half));
+    CHECK(!vdnn_onnx_form_fits(model, out16));
+    CHECK(!vdnn_onnx_form_fits(vec, vec16));
+    CHECK(!vdnn_onnx_form_fits(model, NULL));
+    VdnnOnnxInterface *all[] = { model, half, samples, out16, vec, vec16 };
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        vdnn_onnx_interface_free(all[i]);
+}
+
 int main(void)
 {
     test_interface();
+    test_form_fits();
     test_allowed_model();
     test_custom_domain();
     test_disallowed_ops();

@@ -1,0 +1,250 @@
+"""Picture inputs that take the frame's own samples (UINT16), not normalised fp32.
+
+A tiny model whose picture inputs are UINT16 is fed the samples as the caller
+gave them (0..2^bpc-1), resized ones rounded back to samples, past pictures
+kept as samples; a session's UINT16 input takes whole numbers only; and a
+sidecar form may take samples where its model takes normalised pictures
+(the VMAF features' CPU form does). Each samples model here has a FLOAT twin
+that computes the same from the normalised picture, so the two paths are
+compared on the same frames.
+"""
+import errno
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import vmafdnn
+
+F32, U16 = TensorProto.FLOAT, TensorProto.UINT16
+
+
+def save(tmp_path, name, nodes, inputs, outputs, sidecar=None):
+    """The model (Reshape target "one" = [1] included) and its sidecar."""
+    one = helper.make_tensor("one", TensorProto.INT64, [1], [1])
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=[one])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path = tmp_path / f"{name}.onnx"
+    path.write_bytes(model.SerializeToString())
+    if sidecar is not None:
+        (tmp_path / f"{name}.json").write_text(json.dumps(sidecar))
+    return str(path)
+
+
+def picture(name, elem, h="H", w="W"):
+    return helper.make_tensor_value_info(name, elem, [1, 1, h, w])
+
+
+def as_samples(x, out, nodes, elem):
+    """Appends nodes: `out` = x as fp32 samples; a FLOAT x (normalised) becomes
+    floor(x * (2^bpc - 1) + 0.5), what the library rounds resized planes to."""
+    if elem == U16:
+        nodes.append(helper.make_node("Cast", [x], [out], to=F32))
+        return
+    nodes += [helper.make_node("Constant", [], [out + "_two"], value_float=2.0),
+              helper.make_node("Constant", [], [out + "_one"], value_float=1.0),
+              helper.make_node("Constant", [], [out + "_half"], value_float=0.5),
+              helper.make_node("Pow", [out + "_two", "bpc"], [out + "_p"]),
+              helper.make_node("Sub", [out + "_p", out + "_one"], [out + "_max"]),
+              helper.make_node("Mul", [x, out + "_max"], [out + "_s"]),
+              helper.make_node("Add", [out + "_s", out + "_half"], [out + "_r"]),
+              helper.make_node("Floor", [out + "_r"], [out])]
+
+
+def mean_model(tmp_path, name, elem, size=("H", "W"), resize=None):
+    """x -> score = mean of x's samples (bpc fed by the sidecar)."""
+    nodes = []
+    as_samples("x", "xs", nodes, elem)
+    nodes += [helper.make_node("ReduceMean", ["xs"], ["m"], keepdims=0),
+              helper.make_node("Reshape", ["m", "one"], ["score"])]
+    graph_inputs = [picture("x", elem, *size),
+                    helper.make_tensor_value_info("bpc", F32, [1])]
+    sidecar = {"output_keys": [name], "input_sources": {"bpc": {"value": "bpc"}}}
+    if size == ("H", "W"):
+        sidecar["native_resolution"] = True
+    if resize:
+        sidecar["resize"] = resize
+    return save(tmp_path, name, nodes, graph_inputs,
+                [helper.make_tensor_value_info("score", F32, [1])], sidecar)
+
+
+def motion_model(tmp_path, name, elem):
+    """x, prev (x one frame back) -> score = mean |x - prev| in samples."""
+    nodes = []
+    as_samples("x", "xs", nodes, elem)
+    as_samples("prev", "ps", nodes, elem)
+    nodes += [helper.make_node("Sub", ["xs", "ps"], ["d"]),
+              helper.make_node("Abs", ["d"], ["a"]),
+              helper.make_node("ReduceMean", ["a"], ["m"], keepdims=0),
+              helper.make_node("Reshape", ["m", "one"], ["score"])]
+    path = save(tmp_path, name, nodes,
+                [picture("x", elem), picture("prev", elem),
+                 helper.make_tensor_value_info("bpc", F32, [1])],
+                [helper.make_tensor_value_info("score", F32, [1])],
+                {"native_resolution": True, "output_keys": [name], "input_names": ["x"],
+                 "input_sources": {"prev": {"picture": "distorted", "offset": -1},
+                                   "bpc": {"value": "bpc"}}})
+    return path
+
+
+def frames(n, h, w, bpc, seed=0):
+    rng = np.random.default_rng(seed)
+    dtype = np.uint8 if bpc == 8 else np.uint16
+    return [rng.integers(0, 1 << bpc, (h, w)).astype(dtype) for _ in range(n)]
+
+
+def score(paths, clip, bpc, threads=1):
+    with vmafdnn.Context(threads=threads, device="cpu") as ctx:
+        infos = [ctx.use_model(p) for p in paths]
+        for i, d in enumerate(clip):
+            ctx.read_pictures(None, d, i, bitdepth=None if bpc == 8 else bpc)
+        ctx.flush()
+        return infos, {name: [ctx.feature(name, i) for i in range(len(clip))]
+                       for name in ctx.features}
+
+
+@pytest.mark.parametrize("bpc", [8, 10, 16])
+def test_a_samples_model_reads_the_samples_as_given(tmp_path, bpc):
+    clip = frames(3, 9, 13, bpc)
+    samples = mean_model(tmp_path, "s", U16)
+    twin = mean_model(tmp_path, "f", F32)
+    _, got = score([samples, twin], clip, bpc)
+    # A float32 ReduceMean of 117 whole samples: exact to fp32 rounding.
+    assert got["s"] == pytest.approx([float(np.mean(d, dtype=np.float64)) for d in clip],
+                                     rel=1e-6)
+    assert got["s"] == pytest.approx(got["f"], rel=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic", "nearest"])
+def test_resized_pictures_are_rounded_back_to_samples(tmp_path, mode):
+    clip = frames(2, 12, 10, 10, seed=3)
+    samples = mean_model(tmp_path, "s", U16, size=(5, 7), resize=mode)
+    twin = mean_model(tmp_path, "f", F32, size=(5, 7), resize=mode)
+    _, got = score([samples, twin], clip, 10)
+    assert got["s"] == pytest.approx(got["f"], rel=1e-6)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_past_pictures_are_kept_as_samples(tmp_path, threads):
+    clip = frames(5, 6, 8, 10, seed=1)
+    samples = motion_model(tmp_path, "s", U16)
+    twin = motion_model(tmp_path, "f", F32)
+    _, got = score([samples, twin], clip, 10, threads=threads)
+    want = [0.0] + [float(np.mean(np.abs(clip[i].astype(np.int64) - clip[i - 1])))
+                    for i in range(1, len(clip))]
+    assert got["s"] == pytest.approx(want, rel=1e-6)
+    assert got["s"] == pytest.approx(got["f"], rel=1e-6)
+
+
+def test_samples_and_fp32_models_share_a_context(tmp_path):
+    """The fp32 planes are still made for the models that read them."""
+    clip = frames(2, 16, 16, 8, seed=2)
+    ref = frames(2, 16, 16, 8, seed=9)
+    samples = mean_model(tmp_path, "s", U16)
+    with vmafdnn.Context(threads=1, device="cpu") as ctx:
+        ctx.use_model(samples)
+        ctx.use_model("psnr_y")
+        for i in range(2):
+            ctx.read_pictures(ref[i], clip[i], i)
+        both = [ctx.feature("psnr_y", i) for i in range(2)]
+        mean = [ctx.feature("s", i) for i in range(2)]
+    with vmafdnn.Context(threads=1, device="cpu") as ctx:
+        ctx.use_model("psnr_y")
+        for i in range(2):
+            ctx.read_pictures(ref[i], clip[i], i)
+        alone = [ctx.feature("psnr_y", i) for i in range(2)]
+    assert both == alone
+    assert mean == pytest.approx([float(np.mean(d, dtype=np.float64)) for d in clip], rel=1e-6)
+
+
+def test_picture_inputs_take_samples_all_alike(tmp_path):
+    nodes = [helper.make_node("Cast", ["a"], ["af"], to=F32),
+             helper.make_node("Sub", ["af", "b"], ["d"]),
+             helper.make_node("ReduceMean", ["d"], ["m"], keepdims=0),
+             helper.make_node("Reshape", ["m", "one"], ["score"])]
+    path = save(tmp_path, "mixed", nodes, [picture("a", U16, 4, 4), picture("b", F32, 4, 4)],
+                [helper.make_tensor_value_info("score", F32, [1])],
+                {"input_names": ["a", "b"]})
+    with pytest.raises(vmafdnn.UnsupportedError) as e:
+        vmafdnn.Context(device="cpu").use_model(path)
+    assert e.value.errno == errno.ENOTSUP
+    assert '"a" is UINT16' in str(e.value) and "all alike" in str(e.value)
+
+
+def test_only_picture_inputs_take_samples(tmp_path):
+    nodes = [helper.make_node("Cast", ["k"], ["kf"], to=F32),
+             helper.make_node("ReduceMean", ["x"], ["m"], keepdims=0),
+             helper.make_node("Reshape", ["m", "one"], ["mr"]),
+             helper.make_node("Add", ["mr", "kf"], ["score"])]
+    path = save(tmp_path, "scalar16", nodes,
+                [picture("x", F32, 4, 4), helper.make_tensor_value_info("k", U16, [1])],
+                [helper.make_tensor_value_info("score", F32, [1])],
+                {"input_sources": {"k": {"value": "bpc"}}})
+    with pytest.raises(vmafdnn.UnsupportedError) as e:
+        vmafdnn.Context(device="cpu").use_model(path)
+    assert '"k"' in str(e.value) and "FLOAT" in str(e.value)
+
+
+# --- a session's UINT16 input ------------------------------------------------------------------
+
+@pytest.fixture
+def sum16(tmp_path):
+    nodes = [helper.make_node("Cast", ["x"], ["xf"], to=F32),
+             helper.make_node("ReduceSum", ["xf"], ["y"], keepdims=0)]
+    return save(tmp_path, "sum16", nodes, [helper.make_tensor_value_info("x", U16, [4])],
+                [helper.make_tensor_value_info("y", F32, [])])
+
+
+def test_a_uint16_input_takes_whole_numbers(sum16):
+    with vmafdnn.Session(sum16, device="cpu") as s:
+        assert s.inputs[0].dtype == np.uint16
+        values = [0, 1, 1023, 65535]
+        for feed in (np.array(values, np.uint16), np.array(values, np.float32)):
+            assert float(s.run({"x": feed})["y"]) == sum(values)
+        assert float(s.run({"x": np.array([1, 2, 3, 255], np.uint8)})["y"]) == 261
+
+
+@pytest.mark.parametrize("bad", [0.5, -1.0, 65536.0, float("nan"), float("inf")])
+def test_a_uint16_input_refuses_what_it_cannot_hold(sum16, bad):
+    with vmafdnn.Session(sum16, device="cpu") as s:
+        with pytest.raises(vmafdnn.RangeError) as e:
+            s.run({"x": np.array([0, 1, bad, 3], np.float32)})
+    assert e.value.errno == errno.ERANGE
+    assert '"x" is UINT16: element 2' in str(e.value)
+
+
+def test_a_uint16_input_refuses_other_arrays(sum16):
+    with vmafdnn.Session(sum16, device="cpu") as s:
+        with pytest.raises(vmafdnn.InvalidArgumentError, match="uint8 or uint16"):
+            s.run({"x": np.zeros(4, np.int32)})
+
+
+# --- forms -----------------------------------------------------------------------------------
+
+def test_a_form_may_take_samples_where_its_model_takes_fp32(tmp_path, monkeypatch):
+    clip = frames(3, 10, 12, 10, seed=4)
+    model = mean_model(tmp_path, "m", F32)
+    form = mean_model(tmp_path, "m_samples", U16)
+    sidecar = json.loads((tmp_path / "m.json").read_text())
+    sidecar["forms"] = {"CPU": "m_samples.onnx"}
+    (tmp_path / "m.json").write_text(json.dumps(sidecar))
+    infos, got = score([model], clip, 10)
+    assert infos[0].form == form
+    monkeypatch.setenv("VMAFDNN_MODEL_FORMS", "0")
+    infos, own = score([model], clip, 10)
+    assert infos[0].form is None
+    assert got["m"] == pytest.approx(own["m"], rel=1e-6)
+
+
+def test_a_form_taking_fp32_where_its_model_takes_samples_is_refused(tmp_path):
+    model = mean_model(tmp_path, "m", U16)
+    mean_model(tmp_path, "m_fp32", F32)
+    sidecar = json.loads((tmp_path / "m.json").read_text())
+    sidecar["forms"] = {"CPU": "m_fp32.onnx"}
+    (tmp_path / "m.json").write_text(json.dumps(sidecar))
+    with pytest.raises(vmafdnn.InvalidArgumentError, match="other inputs or outputs"):
+        vmafdnn.Context(device="cpu").use_model(model)
