@@ -141,8 +141,10 @@ def build_figure(reports: Sequence[Tuple[str, Dict[str, object]]],
     if metrics is not None:
         unknown = [m for m in metrics if m not in first_seen]
         if unknown:
-            raise ValueError(f"metric(s) {', '.join(unknown)} not in the report(s); they "
-                             f"have: {', '.join(names)}")
+            # Named on the command line (--metric): a usage error, exit 2.
+            from .paths import UsageError
+            raise UsageError(f"metric(s) {_listed(unknown)} not in the report(s); they have: "
+                             f"{_listed(names)}")
         names = list(metrics)
     if not names:
         raise ValueError("the reports have no metrics to plot")
@@ -173,6 +175,12 @@ def build_figure(reports: Sequence[Tuple[str, Dict[str, object]]],
     axes[-1].set_xlabel("frame")
     axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
     return fig
+
+
+def _listed(names: Sequence[str], most: int = 20) -> str:
+    """Names for a one-line message: the first ``most``, then how many more."""
+    shown = ", ".join(names[:most])
+    return shown if len(names) <= most else f"{shown} and {len(names) - most} more"
 
 
 def _label(path: str, taken: List[str]) -> str:

@@ -69,6 +69,29 @@ def test_metrics_select_and_order_the_panels():
         plot.build_figure([("a", report())], metrics=["vmaf"])
 
 
+def test_a_metric_not_in_the_report_is_a_usage_error(tmp_path, capsys):
+    # Before: exit 1, as for a failure while running, though the command line
+    # named the metric. Now exit 2, naming it and the metrics there are.
+    a = write(tmp_path / "a.json", report())
+    out = tmp_path / "x.png"
+    assert main(["plot", str(a), "-o", str(out), "--metric", "vmaf", "--metric",
+                 "psnr_y"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("vmafdnn: error: metric(s) vmaf not in the report(s); they have: psnr_y, "
+                   "ssim_y\n"), err
+    assert not out.exists()
+    with pytest.raises(vmafdnn.UsageError):
+        plot.build_figure([("a", report())], metrics=["vmaf"])
+    # A report of many metrics is not listed whole in the one line.
+    many = write(tmp_path / "many.json", {"frames": [
+        {"frameNum": 0, "metrics": {f"m{k}": 1.0 for k in range(1000)}}]})
+    assert main(["plot", str(many), "-o", str(out), "--metric", "m\x1b[2J"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("vmafdnn: error: metric(s) m\\x1b[2J not in the report(s); they "
+                          "have: m0, m1, "), err
+    assert err.endswith(", m19 and 980 more\n") and err.count("\n") == 1, err
+
+
 def test_png_is_written_and_not_blank(tmp_path):
     a = write(tmp_path / "enc_a.json", report())
     b = write(tmp_path / "enc_b.json", report(offset=-2))
