@@ -1516,3 +1516,34 @@ int vmaf_dnn_write_output_buffer(const VmafDnnContext *locked_ctx, VmafDnnOutput
                          "holds %zu with its terminating NUL", b.length, size);
     return 0;
 }
+
+int vmaf_dnn_check_output(const VmafDnnContext *locked_ctx, VmafDnnOutputFormat fmt)
+{
+    vdnn_clear_error();
+    VdnnReportFormat format = VDNN_REPORT_JSON;
+    int rc = report_args(locked_ctx, true, fmt, 0, &format);
+    if (rc)
+        return rc;
+    /* The features stored, then the attached models' keys (a key already
+     * stored is listed twice: one feature to the check). */
+    VmafDnnContext *ctx = enter(locked_ctx);
+    size_t stored = vdnn_feature_collector_feature_count(ctx->fc), n = stored;
+    for (size_t m = 0; m < ctx->n_models; m++)
+        n += vdnn_tiny_model_key_count(ctx->model[m]);
+    const char **names = malloc((n ? n : 1) * sizeof(*names));
+    if (!names) {
+        leave(ctx);
+        return vdnn_fail(-ENOMEM, "check_output: out of memory listing %zu feature names", n);
+    }
+    n = 0;
+    for (size_t k = 0; k < stored; k++)
+        names[n++] = vdnn_feature_collector_feature_name(ctx->fc, k);
+    for (size_t m = 0; m < ctx->n_models; m++) {
+        for (size_t k = 0; k < vdnn_tiny_model_key_count(ctx->model[m]); k++)
+            names[n++] = vdnn_tiny_model_key(ctx->model[m], k);
+    }
+    rc = vdnn_report_check_features(names, n, format);
+    free(names);
+    leave(ctx);
+    return rc;
+}

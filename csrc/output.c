@@ -172,6 +172,46 @@ static int check_names(const void *array, size_t stride, size_t n, VdnnReportFor
     return 0;
 }
 
+/* A feature name's rules in `fmt`: a valid name (an attribute name in XML),
+ * not the frame number's own name ("frameNum" in XML, "Frame" in CSV). */
+static int check_feature_name(const char *name, VdnnReportFormat fmt)
+{
+    int err = check_name(name, fmt, "feature name");
+    if (!err && fmt == VDNN_REPORT_XML && strcmp(name, "frameNum") == 0)
+        err = vdnn_fail(-EINVAL, "feature name \"frameNum\" clashes with the XML frame "
+                        "number attribute; write a JSON or CSV report instead");
+    if (!err && fmt == VDNN_REPORT_CSV && csv_same_cell(name, "Frame"))
+        err = vdnn_fail(-EINVAL, "feature name \"%s\" clashes with the CSV frame "
+                        "number column \"Frame\"; write a JSON or XML report instead", name);
+    return err;
+}
+
+/* Two distinct feature names that one CSV header cell would show alike. */
+static int check_feature_pair(const char *earlier, const char *name, VdnnReportFormat fmt)
+{
+    if (fmt == VDNN_REPORT_CSV && strcmp(earlier, name) != 0 && csv_same_cell(earlier, name))
+        return vdnn_fail(-EINVAL, "feature names \"%s\" and \"%s\" would be the same "
+                         "CSV column (a formula-like name is written after a quote "
+                         "mark); write a JSON report instead", earlier, name);
+    return 0;
+}
+
+int vdnn_report_check_features(const char *const *names, size_t n, VdnnReportFormat fmt)
+{
+    if ((unsigned)fmt > VDNN_REPORT_CSV)
+        return vdnn_fail(-EINVAL, "unknown report format %d", (int)fmt);
+    if (n > 0 && !names)
+        return vdnn_fail(-EINVAL, "%zu feature names announced but the array is NULL", n);
+    for (size_t i = 0; i < n; i++) {
+        int err = check_feature_name(names[i], fmt);
+        for (size_t j = 0; !err && j < i; j++)
+            err = check_feature_pair(names[j], names[i], fmt);
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
 static int check_info(const VdnnReportInfo *info, VdnnReportFormat fmt)
 {
     if (info->first_frame > info->last_frame)
@@ -236,20 +276,9 @@ static int report_open(Report *r, const VdnnFeatureCollector *fc, VdnnReportForm
             continue;
         c->feature = k;
         c->name = vdnn_feature_collector_feature_name(fc, k);
-        err = check_name(c->name, fmt, "feature name");
-        if (!err && fmt == VDNN_REPORT_XML && strcmp(c->name, "frameNum") == 0)
-            err = vdnn_fail(-EINVAL, "feature name \"frameNum\" clashes with the XML frame "
-                            "number attribute; write a JSON or CSV report instead");
-        if (!err && fmt == VDNN_REPORT_CSV && csv_same_cell(c->name, "Frame"))
-            err = vdnn_fail(-EINVAL, "feature name \"%s\" clashes with the CSV frame "
-                            "number column \"Frame\"; write a JSON or XML report instead",
-                            c->name);
-        for (size_t j = 0; !err && fmt == VDNN_REPORT_CSV && j < r->n; j++) {
-            if (csv_same_cell(c->name, r->col[j].name))
-                err = vdnn_fail(-EINVAL, "feature names \"%s\" and \"%s\" would be the same "
-                                "CSV column (a formula-like name is written after a quote "
-                                "mark); write a JSON report instead", r->col[j].name, c->name);
-        }
+        err = check_feature_name(c->name, fmt);
+        for (size_t j = 0; !err && j < r->n; j++)
+            err = check_feature_pair(r->col[j].name, c->name, fmt);
         if (err)
             break;
         r->n++;

@@ -114,6 +114,15 @@ typedef struct VdnnReportInfo {
  * no aggregates. A NULL info given to a writer means these defaults. */
 void vdnn_report_info_default(VdnnReportInfo *info);
 
+/* Checks, before any frame is scored, that a report in `fmt` can carry
+ * features of these names: the rules the writers apply to every feature
+ * with a value (a valid name, an XML attribute name in XML, not "frameNum"
+ * in XML nor "Frame" in CSV, no two names one CSV header cell once
+ * written: see "CSV cells"). A name given twice is one feature. Returns 0,
+ * or -EINVAL with the message the writer would give (also for an unknown
+ * format or a NULL array of n > 0). */
+int vdnn_report_check_features(const char *const *names, size_t n, VdnnReportFormat fmt);
+
 /* Writes the report to `f` (left open and flushed). Everything is checked
  * before the first byte is written, so -EINVAL never leaves partial output.
  * Returns 0, -EINVAL (NULL fc or f, unknown format, first_frame > last_frame,

@@ -1017,8 +1017,53 @@ static void test_csv_formulas(void)
     vdnn_feature_collector_free(fc);
 }
 
+/* The writers' name rules, checked before any frame is scored: by name
+ * (vdnn_report_check_features) and for a context (vmaf_dnn_check_output,
+ * its stored features here; tests/c/test_context.c checks the keys of an
+ * attached model). Before, a clashing name was found only when the report
+ * was written, after every frame had been scored. */
+static void test_check_before_scoring(void)
+{
+    static const char *const fine[] = {"psnr_y", "=x", "-5", "psnr_y"};
+    for (int fmt = VDNN_REPORT_JSON; fmt <= VDNN_REPORT_CSV; fmt++)
+        CHECK_EQ_INT(vdnn_report_check_features(fine, fmt == VDNN_REPORT_XML ? 1 : 4, fmt),
+                     0);
+    static const char *const frame[] = {"psnr_y", "Frame"};
+    CHECK_EQ_INT(vdnn_report_check_features(frame, 2, VDNN_REPORT_CSV), -EINVAL);
+    CHECK_STR_CONTAINS(vdnn_last_error(),
+                       "feature name \"Frame\" clashes with the CSV frame number column");
+    CHECK_EQ_INT(vdnn_report_check_features(frame, 2, VDNN_REPORT_JSON), 0);
+    CHECK_EQ_INT(vdnn_report_check_features(frame, 2, VDNN_REPORT_XML), 0);
+    static const char *const quoted[] = {"=x", "a", "'=x"};
+    CHECK_EQ_INT(vdnn_report_check_features(quoted, 3, VDNN_REPORT_CSV), -EINVAL);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "\"=x\" and \"'=x\" would be the same CSV column");
+    static const char *const frame_num[] = {"frameNum"};
+    CHECK_EQ_INT(vdnn_report_check_features(frame_num, 1, VDNN_REPORT_XML), -EINVAL);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "clashes with the XML frame number attribute");
+    static const char *const not_xml[] = {"a b"};
+    CHECK_EQ_INT(vdnn_report_check_features(not_xml, 1, VDNN_REPORT_XML), -EINVAL);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "cannot be an XML attribute name");
+    CHECK_EQ_INT(vdnn_report_check_features(NULL, 1, VDNN_REPORT_CSV), -EINVAL);
+    CHECK_EQ_INT(vdnn_report_check_features(NULL, 0, VDNN_REPORT_CSV), 0);
+    CHECK_EQ_INT(vdnn_report_check_features(fine, 1, (VdnnReportFormat)3), -EINVAL);
+
+    VmafDnnContext *ctx = NULL;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_CSV), 0); /* nothing yet */
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "'@SUM(A1)", 0, 1.0), 0);
+    CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "@SUM(A1)", 0, 2.0), 0);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_CSV), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "would be the same CSV column");
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_JSON), 0);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_XML), -EINVAL); /* not XML names */
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, (VmafDnnOutputFormat)7), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_check_output(NULL, VMAF_DNN_OUTPUT_JSON), -EINVAL);
+    vmaf_dnn_context_close(ctx);
+}
+
 int main(void)
 {
+    test_check_before_scoring();
     test_golden();
     test_range_and_defaults();
     test_sparse_frames();
