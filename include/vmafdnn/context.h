@@ -335,6 +335,13 @@ typedef enum VmafDnnModelKind {
  *     differs from the model's fixed H x W, the resize mode applies (see
  *     VmafDnnResize and VmafDnnModelConfig.resize); with NONE the frame
  *     fails with -ERANGE.
+ *   - Image inputs of type UINT16 take the frame's own samples instead,
+ *     0..2^bpc - 1, with no fp32 round trip (the VMAF features' CPU form
+ *     does: the picture crosses no conversion); a resized plane is rounded
+ *     back to samples (half up, clamped), past planes are kept as samples.
+ *     Either every image input of a model is UINT16 or none is (else
+ *     -ENOTSUP naming both); other inputs are never UINT16 (-ENOTSUP). Such
+ *     a model does not share Runs between frames (VmafDnnContextConfig.batch). 
  *
  * Frame offsets and other input sources. The sidecar's "input_sources"
  * object maps a model input to what feeds it, instead of the rules above:
@@ -452,8 +459,9 @@ VMAF_DNN_API const char *vmaf_dnn_tiny_model_attached_ep(const VmafDnnContext *c
  * other than ORT's CPU EP, "CPU", that has no key of its own: the
  * built-ins' accelerator forms). The form is opened with the model's config
  * and policy and must attach the same EP and declare the same inputs and
- * outputs, else the attach fails (-EINVAL, or the form's open error) saying
- * why; the model's own file is then read and checked under the policy but
+ * outputs (except that a FLOAT or FLOAT16 image input may be UINT16 in the
+ * form, which then takes the samples: see vmaf_dnn_use_tiny_model), else the
+ * attach fails (-EINVAL, or the form's open error) saying why; the model's own file is then read and checked under the policy but
  * needs no ONNX Runtime session of its own. EP
  * names are compared without case. The environment variable
  * VMAFDNN_MODEL_FORMS=0 (or false, no, off) keeps every model on its own

@@ -319,6 +319,15 @@ static void test_planes(void)
     CHECK_EQ_INT(vmaf_dnn_session_run_luma8(s, src, STRIDE, dst, STRIDE, W, H), -EINVAL);
     CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "the height is 16 in the model");
     vmaf_dnn_session_close(s);
+
+    /* A model that takes samples (UINT16) opens, but these helpers feed
+     * normalised fp32: refused before running, naming the input. */
+    s = open_ok("image_u16", NULL);
+    if (!s)
+        return;
+    CHECK_EQ_INT(vmaf_dnn_session_run_luma8(s, src, STRIDE, dst, STRIDE, 4, 4), -ENOTSUP);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "\"x\" is UINT16");
+    vmaf_dnn_session_close(s);
 }
 
 /* One session, two threads: the second caller gets -EBUSY while a run is in

@@ -115,6 +115,13 @@ def int64_input():
                       [tensor("x", TensorProto.INT64, [2])], [tensor("y", F32, [2])])
 
 
+def image_u16():
+    """x[1,1,4,4] UINT16 (a picture's samples) -> y = x as FLOAT (image-to-image)."""
+    return make_model([helper.make_node("Cast", ["x"], ["y"], to=F32)],
+                      [tensor("x", TensorProto.UINT16, [1, 1, 4, 4])],
+                      [tensor("y", F32, [1, 1, 4, 4])])
+
+
 def dynamic_output():
     """x[N] -> y[N] = x * x: the output size is only known after the run."""
     return make_model([helper.make_node("Mul", ["x", "x"], ["y"])],
@@ -441,6 +448,7 @@ ALL = {
     "image_invert": image_invert,
     "typed_outputs": typed_outputs,
     "int64_input": int64_input,
+    "image_u16": image_u16,
     "dynamic_output": dynamic_output,
     "nr_mean": nr_mean,
     "nr_mean_4x4": nr_mean_4x4,
