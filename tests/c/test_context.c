@@ -1530,6 +1530,29 @@ static void test_freed_blocks_kept_while_sessions_live(void)
     CHECK(vdnn_block_cache_bytes() == 0);
 }
 
+/* vmaf_dnn_check_output sees the attached models' keys before any frame
+ * (test_output.c checks stored features): a model keyed "Frame", or two
+ * keyed "=x" and "'=x", cannot go into one CSV report; before, that was
+ * found only when the report was written, after every frame was scored. */
+static void test_check_output_before_scoring(void)
+{
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("nr_mean_4x4", "frame_model", NULL), "Frame");
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_CSV), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "feature name \"Frame\" clashes with the CSV");
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_JSON), 0);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_XML), 0);
+    vmaf_dnn_context_close(ctx);
+    ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("nr_mean_4x4", "q1", NULL), "=x");
+    attach_ok(ctx, stage("nr_mean_4x4", "q2", NULL), "'=x");
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_CSV), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "would be the same CSV column");
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_XML), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_JSON), 0);
+    vmaf_dnn_context_close(ctx);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -1563,6 +1586,7 @@ int main(int argc, char **argv)
     test_pool_and_flush();
     test_device_type();
     test_samples_above_the_depth();
+    test_check_output_before_scoring();
     if (argc > 2) {
         builtin_dir = argv[2];
         test_builtin_models();
