@@ -720,12 +720,14 @@ void vdnn_frame_pool_drain(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned 
 
 /* Samples of the planes the models read in one frame, of the pictures in
  * `pictures` (bit p: picture p). */
-static uint64_t frame_samples(const VdnnRawPlanes *raw, unsigned pictures)
+/* The samples of raw's planes of `pictures` (bit per picture) that are in
+ * `planes` (bits picture * 3 + plane). */
+static uint64_t frame_samples(const VdnnRawPlanes *raw, unsigned pictures, unsigned planes)
 {
     uint64_t n = 0;
     for (int pic = 0; pic < 2; pic++)
         for (int i = 0; i < 3; i++)
-            if (raw->data[pic][i] && (pictures >> pic & 1))
+            if (raw->data[pic][i] && (pictures >> pic & 1) && (planes >> (pic * 3 + i) & 1))
                 n += (uint64_t)raw->w[pic][i] * raw->h[pic][i];
     return n;
 }
@@ -746,9 +748,13 @@ int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
      * models read (the context keeps as many); each worker normalises the
      * frame it scores, and one past frame at a time, into fp32 planes of
      * its own, and its model copies hold their own buffers (past planes,
-     * resize scratch, FLOAT16 copies) as the context's models do. */
-    const uint64_t samples = frame_samples(raw, 3);
-    const uint64_t past = p->past_depth ? frame_samples(raw, p->past_pictures) : 0;
+     * resize scratch, FLOAT16 copies) as the context's models do. Only
+     * the planes some model reads as fp32 are normalised. */
+    const unsigned fp32 = vdnn_tiny_model_fp32_planes(p->setup.model, p->setup.n_models);
+    const uint64_t samples = frame_samples(raw, 3, ~0u);
+    const uint64_t past = p->past_depth ? frame_samples(raw, p->past_pictures, ~0u) : 0;
+    const uint64_t samples_fp32 = frame_samples(raw, 3, fp32);
+    const uint64_t past_fp32 = p->past_depth ? frame_samples(raw, p->past_pictures, fp32) : 0;
     const uint64_t sample_bytes = f->bpc > 8 ? 2 : 1;
     uint64_t copies = 0;
     for (size_t i = 0; i < p->setup.n_models; i++)
@@ -761,7 +767,7 @@ int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
     const uint64_t bytes =
         (samples + past * p->past_depth) * sample_bytes * p->n_slots +
         past * p->past_depth * sample_bytes +
-        ((samples * p->batch + past) * sizeof(float) + copies) * p->n_workers +
+        ((samples_fp32 * p->batch + past_fp32) * sizeof(float) + copies) * p->n_workers +
         bookkeeping_bytes(p->n_slots, p->n_workers, p->batch, p->setup.n_models);
     if (p->max_memory_bytes && bytes > p->max_memory_bytes)
         return vdnn_fail(-EDQUOT, "read_pictures: %u frames in flight of %ux%u need %llu bytes "
