@@ -1517,20 +1517,25 @@ int vmaf_dnn_write_output_buffer(const VmafDnnContext *locked_ctx, VmafDnnOutput
     return 0;
 }
 
-int vmaf_dnn_check_output(const VmafDnnContext *locked_ctx, VmafDnnOutputFormat fmt)
+int vmaf_dnn_check_output(const VmafDnnContext *locked_ctx, VmafDnnOutputFormat fmt,
+                          const char *const *more, size_t n_more)
 {
     vdnn_clear_error();
     VdnnReportFormat format = VDNN_REPORT_JSON;
+    if (!more && n_more)
+        return vdnn_fail(-EINVAL, "check_output: %zu names announced but the array is NULL",
+                         n_more);
     int rc = report_args(locked_ctx, true, fmt, 0, &format);
     if (rc)
         return rc;
-    /* The features stored, then the attached models' keys (a key already
-     * stored is listed twice: one feature to the check). */
+    /* The features stored, the attached models' keys, then the caller's
+     * (a name listed twice is one feature to the check). */
     VmafDnnContext *ctx = enter(locked_ctx);
     size_t stored = vdnn_feature_collector_feature_count(ctx->fc), n = stored;
     for (size_t m = 0; m < ctx->n_models; m++)
         n += vdnn_tiny_model_key_count(ctx->model[m]);
-    const char **names = malloc((n ? n : 1) * sizeof(*names));
+    const char **names = n_more <= SIZE_MAX / sizeof(*names) - n
+                             ? malloc((n + n_more ? n + n_more : 1) * sizeof(*names)) : NULL;
     if (!names) {
         leave(ctx);
         return vdnn_fail(-ENOMEM, "check_output: out of memory listing %zu feature names", n);
@@ -1542,6 +1547,8 @@ int vmaf_dnn_check_output(const VmafDnnContext *locked_ctx, VmafDnnOutputFormat 
         for (size_t k = 0; k < vdnn_tiny_model_key_count(ctx->model[m]); k++)
             names[n++] = vdnn_tiny_model_key(ctx->model[m], k);
     }
+    for (size_t k = 0; k < n_more; k++)
+        names[n++] = more[k];
     rc = vdnn_report_check_features(names, n, format);
     free(names);
     leave(ctx);

@@ -745,18 +745,22 @@ VMAF_DNN_API int vmaf_dnn_write_output_buffer(const VmafDnnContext *ctx,
                                               char *buf, size_t size, size_t *length);
 
 /* Checks now, before the first frame, that a report in `fmt` will be able to
- * carry the context's feature names: every key of the attached models and
- * every feature stored. The writers refuse a name the format cannot carry
+ * carry the context's feature names: every key of the attached models,
+ * every feature stored and the `n_more` names of `more` (features the
+ * caller will append, such as a features file's; NULL and 0: none). The
+ * writers refuse a name the format cannot carry
  * (-EINVAL: an XML report of a name that is not an XML attribute name or is
  * "frameNum"; a CSV report of a feature named "Frame", or of two names that
  * one CSV header cell would show alike, such as "=x" and "'=x": the CSV
  * cell rule quotes the first), but only when the report is written, after
  * every frame was scored. A front end that knows its report format calls
  * this once its models are attached (the vmafdnn CLI and the FFmpeg filter
- * do). Features appended later are checked when the report is written.
- * Returns 0, -EINVAL (NULL ctx, unknown format, a name the format cannot
+ * do). Features appended later and not named in `more` are checked when
+ * the report is written. Returns 0, -EINVAL (NULL ctx, unknown format,
+ * `more` NULL with n_more > 0 or holding NULL, a name the format cannot
  * carry: the message is the writer's, naming it), -ENOMEM. */
-VMAF_DNN_API int vmaf_dnn_check_output(const VmafDnnContext *ctx, VmafDnnOutputFormat fmt);
+VMAF_DNN_API int vmaf_dnn_check_output(const VmafDnnContext *ctx, VmafDnnOutputFormat fmt,
+                                       const char *const *more, size_t n_more);
 
 #ifdef __cplusplus
 }

@@ -1538,18 +1538,18 @@ static void test_check_output_before_scoring(void)
 {
     VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
     attach_ok(ctx, stage("nr_mean_4x4", "frame_model", NULL), "Frame");
-    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_CSV), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_CSV, NULL, 0), -EINVAL);
     CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "feature name \"Frame\" clashes with the CSV");
-    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_JSON), 0);
-    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_XML), 0);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_JSON, NULL, 0), 0);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_XML, NULL, 0), 0);
     vmaf_dnn_context_close(ctx);
     ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
     attach_ok(ctx, stage("nr_mean_4x4", "q1", NULL), "=x");
     attach_ok(ctx, stage("nr_mean_4x4", "q2", NULL), "'=x");
-    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_CSV), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_CSV, NULL, 0), -EINVAL);
     CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "would be the same CSV column");
-    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_XML), -EINVAL);
-    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_JSON), 0);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_XML, NULL, 0), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_JSON, NULL, 0), 0);
     vmaf_dnn_context_close(ctx);
 }
 

@@ -1049,15 +1049,25 @@ static void test_check_before_scoring(void)
 
     VmafDnnContext *ctx = NULL;
     CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, NULL), 0);
-    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_CSV), 0); /* nothing yet */
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_CSV, NULL, 0), 0); /* nothing yet */
+    /* Names the caller will append (a features file's) count too. */
+    static const char *const later[] = {"vmaf", "Frame"};
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_CSV, later, 1), 0);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_CSV, later, 2), -EINVAL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "\"Frame\" clashes with the CSV frame number");
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_JSON, later, 2), 0);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_JSON, NULL, 2), -EINVAL);
+    static const char *const null_name[] = {NULL};
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_JSON, null_name, 1), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_JSON, later, SIZE_MAX), -ENOMEM);
     CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "'@SUM(A1)", 0, 1.0), 0);
     CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "@SUM(A1)", 0, 2.0), 0);
-    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_CSV), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_CSV, NULL, 0), -EINVAL);
     CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "would be the same CSV column");
-    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_JSON), 0);
-    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_XML), -EINVAL); /* not XML names */
-    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, (VmafDnnOutputFormat)7), -EINVAL);
-    CHECK_EQ_INT(vmaf_dnn_check_output(NULL, VMAF_DNN_OUTPUT_JSON), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_JSON, NULL, 0), 0);
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, VMAF_DNN_OUTPUT_XML, NULL, 0), -EINVAL); /* not XML names */
+    CHECK_EQ_INT(vmaf_dnn_check_output(ctx, (VmafDnnOutputFormat)7, NULL, 0), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_check_output(NULL, VMAF_DNN_OUTPUT_JSON, NULL, 0), -EINVAL);
     vmaf_dnn_context_close(ctx);
 }
 
