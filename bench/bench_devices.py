@@ -60,12 +60,13 @@ def synthetic_clip(width, height, frames, bitdepth, seed=1):
 def run_once(refs, dists, models, device, threads, fp16, bitdepth):
     stamps = []
     t0 = time.perf_counter()
-    report = vmafdnn.score(iter(refs), iter(dists), models, device=device, threads=threads,
+    report = vmafdnn.score(None if refs is None else iter(refs), iter(dists), models,
+                           device=device, threads=threads,
                            fp16_io=fp16, bitdepth=bitdepth if bitdepth > 8 else None,
                            progress=lambda done, total: stamps.append(time.perf_counter()))
     wall = time.perf_counter() - t0
     steady = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 else float("nan")
-    return report, len(refs) / wall, steady
+    return report, len(dists) / wall, steady
 
 
 def per_frame(report):

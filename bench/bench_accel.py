@@ -1,0 +1,107 @@
+"""The built-ins' accelerator forms against today's forms, on each execution provider.
+
+    python bench/bench_accel.py [--devices cpu,cuda] [--sizes 1920x1080,3840x2160]
+                                [--frames 30] [--rounds 2] [--threads 1]
+                                [--models psnr_y,ssim_y,float_ssim,sharpness_nr,vmaf_features]
+
+For every device, size and built-in, `vmafdnn.score()` scores the same synthetic clip
+(bench_devices.synthetic_clip: made in memory, so no decoder is timed) twice in turns:
+
+  today  the model's own file (VMAFDNN_MODEL_FORMS=0: no form of it is chosen), the graph laid
+         out for ORT's CPU EP (row-slab Loops, symbolic sizes);
+  accel  its `<name>_accel.onnx` (tools/gen_builtin_models.py, gen_vmaf_models.py): Loop-free,
+         whole-frame tensors; what the library picks on every EP but the CPU (sidecar "forms":
+         {"*": ...}) once it is selected for that model.
+
+It prints, for each, the EP it attached and how many of its nodes that EP runs after ORT's
+basic optimisation (the rest falls back to ORT's CPU EP with copies around them), the best
+steady fps of --rounds rounds (first to last frame's progress callback, after a 3-frame warm-up
+call: CUDA initialisation and cuDNN's search are not counted), the ratio accel / today, and the
+largest per-frame difference of every output between the two. On ORT's CPU EP the accelerator
+form is not meant to win (the CPU form of the VMAF features is the library's fused kernels);
+the figures that matter come from a GPU (`--devices cuda`, the GPU build of ONNX Runtime).
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_devices import per_frame, run_once, synthetic_clip  # noqa: E402
+
+import vmafdnn  # noqa: E402
+from vmafdnn import models as builtin  # noqa: E402
+
+
+def contenders(name):
+    """(label, model path, VMAFDNN_MODEL_FORMS value) of today's form and the accelerator one."""
+    own = str(builtin.path(name))
+    accel = os.path.join(os.path.dirname(own), f"{name}_accel.onnx")
+    return [("today", own, "0"), ("accel", accel, "1")]
+
+
+def nodes_text(report):
+    parts = []
+    for m in report["models"]:
+        nodes = m.get("ep_nodes")
+        share = f" {nodes[0]}/{nodes[1]} nodes" if nodes else ""
+        parts.append(f"{os.path.basename(m['path'])} on {m['attached_ep']}{share}")
+    return "; ".join(parts)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--devices", default="cpu")
+    ap.add_argument("--sizes", default="1920x1080,3840x2160")
+    ap.add_argument("--frames", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--models", default="psnr_y,ssim_y,float_ssim,sharpness_nr,vmaf_features")
+    args = ap.parse_args(argv)
+
+    print(f"ONNX Runtime {vmafdnn.ort_version()} from {vmafdnn.ort_library_path()}")
+    saved = os.environ.get("VMAFDNN_MODEL_FORMS")
+    try:
+        for size in args.sizes.split(","):
+            width, height = map(int, size.split("x"))
+            refs, dists = synthetic_clip(width, height, args.frames, 8)
+            for device in args.devices.split(","):
+                for name in args.models.split(","):
+                    nr = name == "sharpness_nr"
+                    ref_frames = None if nr else refs
+                    best, values = {}, {}
+                    for _ in range(args.rounds):
+                        for label, path, forms in contenders(name):
+                            os.environ["VMAFDNN_MODEL_FORMS"] = forms
+                            try:
+                                if label not in best:  # warm-up call
+                                    run_once(None if nr else refs[:3], dists[:3], [path],
+                                             device, args.threads, False, 8)
+                                report, _, steady = run_once(ref_frames, dists, [path], device,
+                                                             args.threads, False, 8)
+                            except vmafdnn.DnnError as e:
+                                print(f"{size} {device} {name} {label}: failed: {e}")
+                                best[label] = float("nan")
+                                continue
+                            if steady > best.get(label, 0.0) or label not in values:
+                                best[label] = max(steady, best.get(label, 0.0))
+                            values[label] = (per_frame(report), nodes_text(report))
+                    if len(values) < 2:
+                        continue
+                    diffs = {k: float(np.max(np.abs(v - values["today"][0][k])))
+                             for k, v in values["accel"][0].items() if k in values["today"][0]}
+                    print(f"{size} {device} {name}: today {best['today']:.2f} fps, accel "
+                          f"{best['accel']:.2f} fps, {best['accel'] / best['today']:.2f}x; "
+                          f"max |d| " + ", ".join(f"{k} {d:.2g}" for k, d in sorted(diffs.items())))
+                    for label in ("today", "accel"):
+                        print(f"    {label}: {values[label][1]}")
+    finally:
+        if saved is None:
+            os.environ.pop("VMAFDNN_MODEL_FORMS", None)
+        else:
+            os.environ["VMAFDNN_MODEL_FORMS"] = saved
+
+
+if __name__ == "__main__":
+    main()
