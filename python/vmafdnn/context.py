@@ -21,7 +21,7 @@ import errno
 import json
 import operator
 import os
-from typing import Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -455,6 +455,22 @@ class Context(NativeHandle):
         c_report = c_path(path, "report path")
         with self._using() as handle:
             check(lib.vmaf_dnn_write_output(handle, c_report, c_fmt))
+
+    def check_output(self, fmt: str = "json", names: Sequence[str] = ()) -> None:
+        """Raises InvalidArgumentError (EINVAL) now, before a frame is
+        scored, when a report in ``fmt`` (json, xml, csv) could not carry
+        the feature names: the attached models' keys, the features stored
+        and ``names`` (features the caller will append). The writers refuse
+        such a name (a feature "Frame" in CSV, two that one CSV header cell
+        shows alike, a name XML cannot make an attribute) only when the
+        report is written (vmaf_dnn_check_output)."""
+        c_fmt = OUTPUT_FORMATS[format_for_path(None, fmt)]
+        if isinstance(names, (str, bytes)):
+            raise TypeError("names is a sequence of feature names, not one name")
+        keep = [ffi.new("char[]", c_name(n, "feature name")) for n in names]
+        array = ffi.new("const char *[]", keep) if keep else ffi.NULL
+        with self._using() as handle:
+            check(lib.vmaf_dnn_check_output(handle, c_fmt, array, len(keep)))
 
     def render(self, fmt: str = "json", exact: bool = False) -> str:
         """The report as text, rendered by the C writer (the same bytes

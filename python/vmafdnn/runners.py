@@ -179,6 +179,8 @@ class Scorer:
         from . import scoring
         t1 = time.perf_counter()
         fmt = self.options["report_format"]
+        if report is not None:
+            ctx.check_output(fmt)  # a name the report cannot carry: before any frame
         scoring.score_frames(ctx, ref, dist, {}, None, scoring.Canceller(), report, fmt)
         row["frames"] = dist.count
         for model in ctx.models:

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import models as _builtin
 from .context import Context, format_for_path
-from .errors import RunCancelledError, int_shown, range_text
+from .errors import InvalidArgumentError, RunCancelledError, int_shown, range_text
 from .paths import STDIO, Inputs, UsageError, check_output, open_input
 from .video import Frame, VideoFormatError, Y4MReader, describe_reader, open_video
 
@@ -662,6 +662,8 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
                     ctx.use_model(model, no_reference=no_reference)
                 guard.add_models(ctx.models)
                 _refuse_outputs(guard, writes)
+                if out_fmt is not None:
+                    _check_report_names(ctx, out_fmt, pushed)
 
                 def write(c):
                     _write_report(c, output, out_fmt)
@@ -677,6 +679,18 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     finally:
         for side in inputs:
             side.close()
+
+
+def _check_report_names(ctx: Context, fmt: str, pushed: Dict[int, Dict[str, float]]) -> None:
+    """UsageError before the first frame when the report format cannot carry
+    a feature name (a model keyed or a features-file metric named "Frame" in
+    CSV, say): the C writer would refuse it only once every frame was
+    scored (Context.check_output, the writer's own rule)."""
+    appended = dict.fromkeys(name for values in pushed.values() for name in values)
+    try:
+        ctx.check_output(fmt, list(appended))
+    except InvalidArgumentError as e:
+        raise UsageError(f"the {fmt.upper()} report cannot be written: {e}") from None
 
 
 def _outputs(output, other_outputs) -> List[Tuple[str, object]]:

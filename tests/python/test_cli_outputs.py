@@ -187,6 +187,37 @@ def test_report_path_errors_come_before_the_first_frame(clips, header, tmp_path)
         one_error(proc, 2, "plot (-o)", fragment)
 
 
+def test_a_feature_name_the_report_cannot_carry_is_refused_before_the_first_frame(
+        clips, header, tmp_path):
+    # Before: a model keyed "Frame" (or a features file's metric so named)
+    # was scored over every frame, and only then did the CSV writer refuse
+    # the second "Frame" column (exit 1). Now the report format's name rules
+    # are checked once the models are attached: with no frame on stdin, a
+    # run that reached the frames would end in "no frames" instead.
+    model = stage_model(tmp_path, as_name="Frame")
+    sidecar = json.loads(model.with_suffix(".json").read_text())
+    sidecar.pop("name", None)
+    model.with_suffix(".json").write_text(json.dumps(sidecar))
+    out = tmp_path / "r.csv"
+    proc = cli("-r", clips[0], "-d", "-", "--tiny-model", model, "-o", out, input=header)
+    one_error(proc, 2, "the CSV report cannot be written: feature name \"Frame\" clashes "
+                       "with the CSV frame number column")
+    assert not out.exists()
+    proc = cli("-r", clips[0], "-d", clips[1], "--tiny-model", model, "--csv")
+    one_error(proc, 2, "\"Frame\" clashes")
+    proc = cli("-r", clips[0], "-d", clips[1], "--tiny-model", model, "-o", tmp_path / "r.json")
+    assert proc.returncode == 0, err(proc)
+    features = tmp_path / "f.json"
+    features.write_text('{"frames": [{"frameNum": 0, "metrics": {"=x": 1}}, '
+                        '{"frameNum": 1, "metrics": {"\'=x": 2}}]}')
+    proc = cli("-r", clips[0], "-d", "-", "--tiny-model", "psnr_y", "--features", features,
+               "-o", out, input=header)
+    one_error(proc, 2, "\"=x\" and \"'=x\" would be the same CSV column")
+    features.write_text('{"frames": [{"frameNum": 0, "metrics": {"frameNum": 1}}]}')
+    with pytest.raises(vmafdnn.UsageError, match="clashes with the XML frame number"):
+        vmafdnn.score(clips[0], clips[1], ["psnr_y"], fmt="xml", features=features)
+
+
 @pytest.mark.parametrize("fmt", ["--json", "--csv", "--xml"])
 def test_dash_is_stdout_and_the_summary_goes_to_stderr(clips, tmp_path, fmt):
     proc = cli("-r", clips[0], "-d", clips[1], "--tiny-model", "psnr_y", "-o", "-", fmt,

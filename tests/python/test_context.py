@@ -612,3 +612,28 @@ def test_device_type_value_needs_no_picture(tmp_path, threads):
             ctx.read_pictures(None, None, i)
         ctx.flush()
         assert [ctx.feature("kind", i) for i in range(3)] == [0.0, 0.0, 0.0]
+
+
+def test_check_output_applies_the_writers_name_rules_before_any_frame():
+    # vmaf_dnn_check_output: the report formats' feature-name rules, checked
+    # on the models' keys, the stored features and names still to come.
+    with vmafdnn.Context() as ctx:
+        ctx.use_model("psnr_y")
+        for fmt in ("json", "xml", "csv"):
+            ctx.check_output(fmt)
+        ctx.check_output("csv", ["vmaf"])
+        with pytest.raises(vmafdnn.InvalidArgumentError, match='"Frame" clashes') as e:
+            ctx.check_output("csv", ["vmaf", "Frame"])
+        assert e.value.errno == errno.EINVAL
+        ctx.check_output("json", ["Frame"])
+        ctx.feature_append("=x", 0, 1.0)
+        with pytest.raises(vmafdnn.InvalidArgumentError, match="same CSV column"):
+            ctx.check_output("csv", ["'=x"])
+        with pytest.raises(vmafdnn.InvalidArgumentError, match="XML attribute name"):
+            ctx.check_output("xml")
+        with pytest.raises(TypeError):
+            ctx.check_output("csv", "Frame")
+        with pytest.raises(ValueError, match="NUL"):
+            ctx.check_output("csv", ["a\0b"])
+        with pytest.raises(vmafdnn.InvalidArgumentError):
+            ctx.check_output("yaml")
