@@ -76,23 +76,28 @@ _LAZY = {
     "MAX_THREADS": "session", "POLICY_KEYWORDS": "session", "Session": "session",
     "TensorInfo": "session", "ep_devices": "session", "ep_libraries": "session",
     "explain_device": "session", "register_ep_library": "session",
-    # Submodules that are names of the package. The batch module is itself
-    # callable: vmafdnn.batch(jobs, ...) runs a batch, vmafdnn.batch.read_results
-    # reads one.
-    "batch": None, "bdrate": None,
 }
+
+# The public submodules, attributes of the package as when it imported them
+# all (vmafdnn.models.path(...) right after import vmafdnn), each imported on
+# first use. The batch module is itself callable: vmafdnn.batch(jobs, ...)
+# runs a batch, vmafdnn.batch.read_results reads one. Not _console or
+# __main__: importing those is for the command line tool alone.
+_SUBMODULES = frozenset({
+    "batch", "bdrate", "cli", "context", "convert", "errors", "jobs", "media", "models",
+    "names", "paths", "plot", "results", "runners", "scoring", "session", "video",
+})
 
 
 def __getattr__(name):
+    if name in _SUBMODULES:
+        return _importlib.import_module(f".{name}", __name__)  # binds it here too
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = _LAZY[name]
-    value = _importlib.import_module(f".{module or name}", __name__)
-    if module:
-        value = getattr(value, name)
+    value = getattr(_importlib.import_module(f".{_LAZY[name]}", __name__), name)
     globals()[name] = value
     return value
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)

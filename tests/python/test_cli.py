@@ -373,16 +373,18 @@ def test_console_entry_sets_blas_threads_before_numpy():
     # The package imports numpy only on first use, so the console entry can
     # keep OpenBLAS from starting a spinning thread per core; a caller's own
     # value stays.
-    probe = ("import os, sys, vmafdnn; assert 'numpy' not in sys.modules, 'import vmafdnn loaded numpy'; "
-             "import vmafdnn._console; import numpy; print(os.environ['OPENBLAS_NUM_THREADS'])")
+    probe = ("import os, sys, vmafdnn; assert 'numpy' not in sys.modules, 'import vmafdnn loaded numpy'\n"
+             "import vmafdnn._console as c; sys.argv = ['vmafdnn', '--version']\n"
+             "try:\n    c.main()\nexcept SystemExit:\n    pass\n"
+             "import numpy; print(os.environ['OPENBLAS_NUM_THREADS'])")
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "1"
+    assert proc.stdout.splitlines()[-1] == "1"
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           env={**env, "OPENBLAS_NUM_THREADS": "3"})
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "3"
+    assert proc.stdout.splitlines()[-1] == "3"
 
 
 def test_package_names_resolve_lazily():
@@ -397,3 +399,54 @@ def test_package_names_resolve_lazily():
     namespace = {}
     exec("from vmafdnn import *", namespace)
     assert namespace["Session"] is vmafdnn.Session
+
+
+def _fresh(code: str, **kwargs):
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=120, **kwargs)
+
+
+def test_submodules_are_attributes_of_the_package_as_before_lazy_imports():
+    # Before: with the package's names imported on first use, `import vmafdnn;
+    # vmafdnn.models.path("psnr_y")` (the README's Python example) was an
+    # AttributeError unless something had imported vmafdnn.models first;
+    # eager imports had made every submodule an attribute.
+    names = ["batch", "bdrate", "cli", "context", "convert", "errors", "jobs", "media",
+             "models", "names", "paths", "plot", "results", "runners", "scoring", "session",
+             "video"]
+    probe = ("import sys, vmafdnn; assert 'numpy' not in sys.modules; "
+             f"print([type(getattr(vmafdnn, n)).__name__ for n in {names!r}]); "
+             "print(vmafdnn.models.path('psnr_y').name)")
+    proc = _fresh(probe)
+    assert proc.returncode == 0, proc.stderr
+    kinds, model = proc.stdout.splitlines()
+    assert "AttributeError" not in proc.stderr and model == "psnr_y.onnx"
+    assert set(names) <= set(dir(vmafdnn))
+    assert not set(dir(vmafdnn)) & {"_console", "__main__"}
+
+
+def test_importing_every_module_of_the_package_runs_nothing():
+    # Before: a tool that imports every module of a package (pydoc, sphinx,
+    # pkgutil.walk_packages, pytest --doctest-modules) ran the command line
+    # when it reached vmafdnn.__main__ (an error on stderr, SystemExit 2),
+    # and importing vmafdnn._console set OPENBLAS_NUM_THREADS=1 for the
+    # whole process and every child it starts afterwards.
+    probe = ("import importlib, os, sys; sys.argv = ['host-program', '--flag']; "
+             "importlib.import_module('vmafdnn.__main__'); "
+             "importlib.import_module('vmafdnn._console'); "
+             "print(os.environ.get('OPENBLAS_NUM_THREADS'))")
+    proc = _fresh(probe)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.stdout.strip() == "None"
+    # The console entry still sets it before numpy is imported, and python -m
+    # vmafdnn runs the tool.
+    probe = ("import os, sys, vmafdnn._console as c; sys.argv = ['vmafdnn', '--version']\n"
+             "try:\n    c.main()\nexcept SystemExit:\n    pass\n"
+             "print(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules)")
+    proc = _fresh(probe)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "1 True", proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "vmafdnn", "--version"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith("vmafdnn "), proc.stderr
