@@ -73,6 +73,14 @@ class Canceller:
         self._cancelled = False
         self._watched = []
 
+    def __reduce__(self):
+        # It stands for the live work it watches in this process: a copy
+        # would share that list (cancelling the copy stopped the original's
+        # work while the original still read as not cancelled), and a pickle
+        # failed on its lock ("cannot pickle '_thread.lock' object").
+        raise TypeError("a vmafdnn.Canceller cannot be copied or pickled (it watches work "
+                        "running in this process); make one where the work runs")
+
     @property
     def cancelled(self) -> bool:
         return self._cancelled

@@ -221,6 +221,19 @@ def test_context_cancel_and_the_canceller(endless_nr):
     assert isinstance(outcome["error"], vmafdnn.RunCancelledError)
 
 
+def test_a_canceller_cannot_be_copied_or_pickled():
+    # Before: pickle failed with "cannot pickle '_thread.lock' object", and
+    # copy.copy made a second Canceller sharing the first's watched work:
+    # cancelling the copy stopped that work while the original still said
+    # it was not cancelled.
+    import copy
+    import pickle
+    canceller = vmafdnn.Canceller()
+    for clone in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match="Canceller cannot be copied or pickled"):
+            clone(canceller)
+
+
 def test_cancelled_scoring_writes_no_report(endless_nr, tmp_path):
     out = tmp_path / "report.json"
     out.write_text("previous")
