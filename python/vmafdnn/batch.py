@@ -436,6 +436,13 @@ class _CallableModule(types.ModuleType):
     def __call__(self, *args, **kwargs):
         return batch(*args, **kwargs)
 
+    def __reduce__(self):
+        # Pickled (and copied) by name, as a function is: partial(vmafdnn.batch,
+        # ...) handed to a process pool failed with "cannot pickle
+        # '_CallableModule' object".
+        import importlib
+        return importlib.import_module, (self.__name__,)
+
 
 sys.modules[__name__].__class__ = _CallableModule
 

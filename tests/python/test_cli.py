@@ -450,3 +450,15 @@ def test_importing_every_module_of_the_package_runs_nothing():
     proc = subprocess.run([sys.executable, "-m", "vmafdnn", "--version"], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.startswith("vmafdnn "), proc.stderr
+
+
+def test_the_callable_batch_module_pickles_by_name():
+    # Before: "cannot pickle '_CallableModule' object" for vmafdnn.batch, so
+    # functools.partial(vmafdnn.batch, ...) could not go to a process pool.
+    import copy
+    import functools
+    import pickle
+    assert pickle.loads(pickle.dumps(vmafdnn.batch)) is vmafdnn.batch
+    assert copy.copy(vmafdnn.batch) is vmafdnn.batch and copy.deepcopy(vmafdnn.batch) is vmafdnn.batch
+    job = pickle.loads(pickle.dumps(functools.partial(vmafdnn.batch, workers=1)))
+    assert job.func is vmafdnn.batch and job.keywords == {"workers": 1}
