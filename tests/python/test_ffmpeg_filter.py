@@ -496,6 +496,29 @@ def test_log_path_directory_checked_at_configuration(patched, tmp_path, clips8):
     assert proc.returncode > 0 and f"log_path '{tmp_path}' is a directory" in proc.stderr
 
 
+def test_a_feature_name_log_fmt_cannot_carry_fails_at_configuration(patched, tmp_path, clips8):
+    """A model keyed "Frame" with log_fmt=csv was scored over the whole stream and then the
+    report was refused ("clashes with the CSV frame number column"), exit status 0; now
+    the graph fails to configure (vmaf_dnn_check_output), and JSON still takes the name."""
+    jail = _model_copy(patched, tmp_path)
+    model = jail / "Frame.onnx"
+    shutil.copy(jail / "psnr_y.onnx", model)
+    sidecar = json.loads((jail / "psnr_y.json").read_text())
+    sidecar.pop("name", None)
+    (jail / "Frame.json").write_text(json.dumps(sidecar))
+    log = tmp_path / "log.csv"
+    proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+               f"vmafdnn=model={model}:threads=1:log_path={log}:log_fmt=csv", "-f", "null",
+               "-", check=False)
+    assert proc.returncode > 0, proc.stderr[-2000:]
+    assert (f"Cannot write the report '{log}': feature name \"Frame\" clashes with the CSV "
+            "frame number column") in proc.stderr, proc.stderr[-2000:]
+    assert "Frame mean" not in proc.stderr and not log.exists()  # nothing was scored
+    run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+        f"vmafdnn=model={model}:threads=1:log_path={tmp_path / 'log.json'}", "-f", "null", "-")
+    assert "Frame" in json.loads((tmp_path / "log.json").read_text())["pooled_metrics"]
+
+
 def test_log_path_not_shared_in_one_graph(patched, tmp_path, clips8):
     """Two vmafdnn filters of one graph with one log_path: one report silently replaced
     the other (exit 0); refused, by name or by link."""
