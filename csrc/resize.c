@@ -54,6 +54,16 @@ void vdnn_fp32_to_samples(const float *src, size_t n, unsigned bpc, uint16_t *ds
     }
 }
 
+void vdnn_samples_rescale(const uint16_t *src, size_t n, unsigned from, unsigned to,
+                          uint16_t *dst)
+{
+    const double scale = 1.0 / (double)((1u << from) - 1u); /* as vdnn_plane_normalise */
+    for (size_t i = 0; i < n; i++) {
+        const float v = (float)(src[i] * scale);
+        vdnn_fp32_to_samples(&v, 1, to, &dst[i]);
+    }
+}
+
 /* Keys' cubic convolution kernel with a = -0.5. */
 static double keys_cubic(double t)
 {

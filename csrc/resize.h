@@ -43,6 +43,13 @@ void vdnn_plane_samples(const void *data, ptrdiff_t stride, unsigned w, unsigned
  * whole samples. Never fails. */
 void vdnn_fp32_to_samples(const float *src, size_t n, unsigned bpc, uint16_t *dst);
 
+/* n samples of `from` bits as samples of `to` bits: each normalised as
+ * vdnn_plane_normalise does and turned back as vdnn_fp32_to_samples does, so
+ * a picture kept as samples reads at a new depth as its normalised plane
+ * would. Never fails. */
+void vdnn_samples_rescale(const uint16_t *src, size_t n, unsigned from, unsigned to,
+                          uint16_t *dst);
+
 /* Resizes one size to another with one filter. Zero-initialise it
  * (VdnnResizer r = {0}) before the first vdnn_resizer_prepare(); it owns its
  * tables and scratch until vdnn_resizer_release(). */

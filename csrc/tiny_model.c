@@ -46,6 +46,8 @@ typedef struct TinyHistory {
     unsigned filled;               /* planes held, <= depth */
     unsigned next;                 /* slot the next frame goes to */
     void *plane[VMAF_DNN_MAX_FRAME_OFFSET]; /* fp32, or uint16_t for a samples model */
+    unsigned bpc[VMAF_DNN_MAX_FRAME_OFFSET];  /* a samples model's: the depth of each
+                                                 plane's samples (a clip may change it) */
 } TinyHistory;
 
 struct VdnnTinyModel {
@@ -1326,14 +1328,17 @@ static int samples_of(VdnnTinyModel *m, const VdnnTinyFrame *f, VdnnSourcePictur
  * the history holds none (then the frame itself stands in, as libvmaf's
  * motion does on its first frame). Farther back than the history reaches
  * reads the oldest plane held. */
-static const void *past_plane(const VdnnTinyModel *m, VdnnSourcePicture p, unsigned back)
+static const void *past_plane(const VdnnTinyModel *m, VdnnSourcePicture p, unsigned back,
+                              unsigned *bpc)
 {
     const TinyHistory *h = &m->history[p];
     if (!back || !h->filled)
         return NULL;
     if (back > h->filled)
         back = h->filled;
-    return h->plane[(h->next + h->depth - back) % h->depth];
+    const unsigned slot = (h->next + h->depth - back) % h->depth;
+    *bpc = h->bpc[slot];
+    return h->plane[slot];
 }
 
 /* Adds the image inputs of this frame to in[], resized when needed. */
@@ -1353,8 +1358,16 @@ static int feed_images(VdnnTinyModel *m, const VdnnTinyFrame *f, VmafDnnInput *i
     m->image_shape[2] = *th;
     m->image_shape[3] = *tw;
     for (size_t k = 0; k < m->n_image; k++) {
-        const void *data = past_plane(m, m->image_src[k].picture, m->image_src[k].back);
-        if (!data && m->samples) {
+        unsigned past_bpc = 0;
+        const void *data =
+            past_plane(m, m->image_src[k].picture, m->image_src[k].back, &past_bpc);
+        if (data && m->samples && past_bpc != f->bpc) {
+            /* A past picture of another depth (the clip changed it): its
+             * samples at this frame's, as the normalised plane a FLOAT model
+             * keeps reads at any depth. */
+            vdnn_samples_rescale(data, (size_t)*tw * *th, past_bpc, f->bpc, m->sample_plane[k]);
+            data = m->sample_plane[k];
+        } else if (!data && m->samples) {
             if ((rc = samples_of(m, f, m->image_src[k].picture, resize, m->sample_plane[k])))
                 return rc;
             data = m->sample_plane[k];
@@ -1473,6 +1486,7 @@ int vdnn_tiny_model_remember(VdnnTinyModel *m, const VdnnTinyFrame *f)
                 forget_history(m);
                 return rc;
             }
+            h->bpc[h->next] = f->bpc;
         } else if (resize) {
             vdnn_resizer_run(&m->resizer, frame_plane(m, f, (VdnnSourcePicture)p),
                              h->plane[h->next]);

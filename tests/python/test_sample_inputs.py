@@ -248,3 +248,63 @@ def test_a_form_taking_fp32_where_its_model_takes_samples_is_refused(tmp_path):
     (tmp_path / "m.json").write_text(json.dumps(sidecar))
     with pytest.raises(vmafdnn.InvalidArgumentError, match="other inputs or outputs"):
         vmafdnn.Context(device="cpu").use_model(model)
+
+
+# --- a clip whose bit depth changes ---------------------------------------------------------
+
+def rescaled(samples, from_bpc, to_bpc):
+    """Samples of one depth as the library hands them to a model of frames of another: the
+    normalised value (fp32, as vdnn_plane_normalise makes it) rounded half up at the new depth."""
+    norm = (samples.astype(np.float64) * (1.0 / ((1 << from_bpc) - 1))).astype(np.float32)
+    return np.floor(norm * np.float32((1 << to_bpc) - 1) + np.float32(0.5)).astype(np.int64)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_past_pictures_follow_a_change_of_bit_depth(tmp_path, threads):
+    """A past picture is kept as samples of its own depth; a later frame of another depth
+    reads it at its own depth, as the FLOAT twin reads the normalised picture (no ties: 255
+    and 1023 share no factor 2). Before, the old samples came as they were: a 10-bit picture
+    read as 8-bit samples by the next 8-bit frame (motion 391 where 0.2 was right)."""
+    rng = np.random.default_rng(6)
+    ten = [rng.integers(0, 1024, (6, 8)).astype(np.uint16) for _ in range(2)]
+    eight = rng.integers(0, 256, (6, 8)).astype(np.uint8)
+    samples = motion_model(tmp_path, "s", U16)
+    twin = motion_model(tmp_path, "f", F32)
+    with vmafdnn.Context(threads=threads, device="cpu") as ctx:
+        ctx.use_model(samples)
+        ctx.use_model(twin)
+        ctx.read_pictures(None, ten[0], 0, bitdepth=10)
+        ctx.read_pictures(None, eight, 1)
+        ctx.read_pictures(None, ten[1], 2, bitdepth=10)
+        ctx.flush()
+        got = {name: [ctx.feature(name, i) for i in range(3)] for name in ("s", "f")}
+    want = [0.0,
+            float(np.mean(np.abs(eight.astype(np.int64) - rescaled(ten[0], 10, 8)))),
+            float(np.mean(np.abs(ten[1].astype(np.int64) - rescaled(eight, 8, 10))))]
+    assert got["s"] == pytest.approx(want, rel=1e-6)
+    assert got["s"] == pytest.approx(got["f"], rel=1e-6)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_vmaf_motion_across_a_change_of_bit_depth(threads):
+    """The VMAF features' CPU form takes samples: its motion reads the previous reference at
+    the depth of the frame scored, so a clip going 10 -> 8 bits scores (before: the
+    MotionInteger kernel refused the 10-bit past picture as 8-bit samples), as if the
+    previous picture had been given at 8 bits."""
+    rng = np.random.default_rng(7)
+    ref10 = rng.integers(0, 1024, (64, 80)).astype(np.uint16)
+    ref8 = rng.integers(0, 256, (64, 80)).astype(np.uint8)
+    dist8 = np.clip(ref8.astype(np.int64) + rng.integers(-9, 9, ref8.shape), 0, 255)
+    dist8 = dist8.astype(np.uint8)
+
+    def motion(first, bitdepth):
+        with vmafdnn.Context(threads=threads, device="cpu") as ctx:
+            ctx.use_model("vmaf")
+            ctx.read_pictures(first, first, 0, bitdepth=bitdepth)
+            ctx.read_pictures(ref8, dist8, 1)
+            ctx.flush()
+            return ctx.feature("motion", 1), ctx.feature("vmaf", 1)
+
+    got = motion(ref10, 10)
+    assert got == motion(rescaled(ref10, 10, 8).astype(np.uint8), None)
+    assert got[0] > 0
