@@ -76,7 +76,8 @@ def test_unreadable_file_as_unprivileged_user(tmp_model, tmp_path):
     code = textwrap.dedent(f"""
         import os, errno, sys
         import vmafdnn
-        assert vmafdnn.available()  # load everything while still privileged
+        assert vmafdnn.available()  # load everything while still privileged:
+        vmafdnn.Session             # the package imports it (and numpy) on first use
         if os.getuid() == 0:
             os.setgid(65534); os.setuid(65534)   # root reads anything: drop privileges
         try:
