@@ -86,11 +86,20 @@ int vdnn_tiny_model_reopen(VdnnTinyModel **out, const VdnnTinyModel *m,
     int same = vdnn_tiny_model_key_count(copy) == vdnn_tiny_model_key_count(m);
     for (size_t k = 0; same && k < vdnn_tiny_model_key_count(m); k++)
         same = strcmp(vdnn_tiny_model_key(copy, k), vdnn_tiny_model_key(m, k)) == 0;
-    if (!same) {
+    /* The frames carry the planes (and the pool the past pictures) that the
+     * original reads: a copy reading others would read planes never given. */
+    const int reads_alike =
+        vdnn_tiny_model_planes(copy) == vdnn_tiny_model_planes(m) &&
+        vdnn_tiny_model_takes_samples(copy) == vdnn_tiny_model_takes_samples(m) &&
+        vdnn_tiny_model_history_depth(copy, VDNN_PICTURE_REFERENCE) ==
+            vdnn_tiny_model_history_depth(m, VDNN_PICTURE_REFERENCE) &&
+        vdnn_tiny_model_history_depth(copy, VDNN_PICTURE_DISTORTED) ==
+            vdnn_tiny_model_history_depth(m, VDNN_PICTURE_DISTORTED);
+    if (!same || !reads_alike) {
         vdnn_tiny_model_close(copy);
-        return vdnn_fail(-EIO, "model %s: opened again, it no longer has the keys it was "
+        return vdnn_fail(-EIO, "model %s: opened again, it no longer has the %s it was "
                          "attached with (was the file or its sidecar replaced?)",
-                         vdnn_tiny_model_path(m));
+                         vdnn_tiny_model_path(m), same ? "inputs" : "keys");
     }
     vdnn_tiny_model_set_lag(copy, vdnn_tiny_model_lag(m));
     *out = copy;

@@ -308,3 +308,38 @@ def test_vmaf_motion_across_a_change_of_bit_depth(threads):
     got = motion(ref10, 10)
     assert got == motion(rescaled(ref10, 10, 8).astype(np.uint8), None)
     assert got[0] > 0
+
+
+# --- a model file changed after its attach ----------------------------------------------------
+
+@pytest.mark.parametrize("change", ["plane", "past_picture"])
+def test_a_frame_worker_refuses_a_copy_that_reads_other_planes(tmp_path, change):
+    """Frame workers open their own copies of the models from the files, and the frames
+    carry only the planes the attached models read. A sidecar rewritten after the attach to
+    read another plane (the U plane, or the past reference where the past distorted picture
+    was kept) must fail the copy as a change of keys does; before, the copy read a plane the
+    frame did not carry: a samples model copied from NULL (segmentation fault), as a FLOAT
+    model resized from NULL."""
+    if change == "plane":
+        path = mean_model(tmp_path, "s", U16, size=(4, 4), resize="bilinear")
+    else:
+        path = motion_model(tmp_path, "s", U16)
+    sidecar_path = tmp_path / "s.json"
+    sidecar = json.loads(sidecar_path.read_text())
+    rng = np.random.default_rng(8)
+    y = rng.integers(0, 256, (8, 8)).astype(np.uint8)
+    u = rng.integers(0, 256, (4, 4)).astype(np.uint8)
+    frame = vmafdnn.video.Frame(y, u, u.copy(), 8, 0, "420")
+    with vmafdnn.Context(threads=2, device="cpu") as ctx:
+        ctx.use_model(path)
+        if change == "plane":
+            sidecar["input_sources"]["x"] = {"picture": "distorted", "plane": "u"}
+        else:
+            sidecar["input_sources"]["prev"]["picture"] = "reference"
+        sidecar_path.write_text(json.dumps(sidecar))
+        with pytest.raises(vmafdnn.DnnError) as e:
+            for i in range(3):
+                ctx.read_pictures(None, frame, i)
+            ctx.flush()
+    assert e.value.errno == errno.EIO
+    assert "opened again" in str(e.value)
