@@ -8,6 +8,7 @@ scoring.
 import errno as _errno
 import importlib as _importlib
 
+from . import _ep_packages  # noqa: F401  (announces installed plugin EP packages)
 from ._native import ensure_ort as _ensure_ort
 from ._native import ffi as _ffi
 from ._native import last_error as _last_error
@@ -20,6 +21,7 @@ from .errors import (AlreadyExistsError, BusyError, ClosedError, DnnError, Inval
                      PathNotADirectoryError, PermissionDeniedError, RangeError,
                      RunCancelledError, RuntimeFailureError, RuntimeNotFoundError,
                      RunTimeoutError, SymlinkRefusedError, UnsupportedError)
+
 __version__ = _ffi.string(_lib.vmaf_dnn_version()).decode()
 
 __all__ = [

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from vmafdnn import session
+from vmafdnn import _ep_packages
 
 ENTRY = b"CreateEpFactories"
 
@@ -128,8 +128,8 @@ def test_a_pythonpath_entry_is_not_an_installed_site(tmp_path, plugin_library):
 def site_dir(tmp_path, monkeypatch):
     site = tmp_path / "site-packages"
     site.mkdir()
-    monkeypatch.setattr(session, "_site_dirs", lambda: [str(site)])
-    monkeypatch.setattr(session, "EP_PACKAGE_ERRORS", {})
+    monkeypatch.setattr(_ep_packages, "_site_dirs", lambda: [str(site)])
+    monkeypatch.setattr(_ep_packages, "EP_PACKAGE_ERRORS", {})
     return site
 
 
@@ -141,9 +141,9 @@ def test_an_installed_plugin_is_found_from_its_record_without_importing_it(
                       "_native.cpython-311-x86_64-linux-gnu.so": plugin_library["caller"]},
                      tmp_path)
     (pkg / "lib" / "libunrecorded.so").write_bytes(plugin_library["plugin"])  # not in RECORD
-    assert session._ep_package_entries() == [
+    assert _ep_packages._ep_package_entries() == [
         f"onnxruntime_ep_fake={pkg / 'lib' / 'libfake_plugin.so'}"]
-    assert session.EP_PACKAGE_ERRORS == {}
+    assert _ep_packages.EP_PACKAGE_ERRORS == {}
     assert _markers(tmp_path) == [] and "onnxruntime_ep_fake" not in sys.modules
 
 
@@ -156,8 +156,8 @@ def test_versioned_copies_of_one_plugin_library_name_it_once(tmp_path, site_dir,
     pkg = _make_dist(site_dir, "onnxruntime_ep_fake",
                      {name: plugin_library["plugin"], name + ".1": plugin_library["plugin"],
                       name + ".1.8.1": plugin_library["plugin"]}, tmp_path)
-    assert session._ep_package_entries() == [f"onnxruntime_ep_fake={pkg / name}"]
-    assert session.EP_PACKAGE_ERRORS == {}
+    assert _ep_packages._ep_package_entries() == [f"onnxruntime_ep_fake={pkg / name}"]
+    assert _ep_packages.EP_PACKAGE_ERRORS == {}
 
 
 def test_import_announces_an_installed_plugin_without_running_it(tmp_path, plugin_library):
@@ -207,9 +207,9 @@ def test_packages_without_exactly_one_plugin_library_are_skipped_with_the_reason
     record.write_text(record.read_text() + "onnxruntime_ep_ok/libfifo.so,,\n"
                       "onnxruntime_ep_ok/../onnxruntime_ep_two/liba.so,,\n")
 
-    entries = session._ep_package_entries()
+    entries = _ep_packages._ep_package_entries()
     assert entries == [f"onnxruntime_ep_ok={site_dir / 'onnxruntime_ep_ok' / 'libok.so'}"]
-    errors = session.EP_PACKAGE_ERRORS
+    errors = _ep_packages.EP_PACKAGE_ERRORS
     assert sorted(errors) == ["onnxruntime_ep_copied", "onnxruntime_ep_garbage",
                               "onnxruntime_ep_nolib", "onnxruntime_ep_plain",
                               "onnxruntime_ep_truncated", "onnxruntime_ep_two"]
@@ -232,18 +232,18 @@ def test_packages_without_exactly_one_plugin_library_are_skipped_with_the_reason
 def test_names_that_cannot_be_listed_are_refused(tmp_path, monkeypatch, plugin_library):
     site = tmp_path / "odd:site"
     site.mkdir()
-    monkeypatch.setattr(session, "_site_dirs", lambda: [str(site)])
-    monkeypatch.setattr(session, "EP_PACKAGE_ERRORS", {})
+    monkeypatch.setattr(_ep_packages, "_site_dirs", lambda: [str(site)])
+    monkeypatch.setattr(_ep_packages, "EP_PACKAGE_ERRORS", {})
     _make_dist(site, "onnxruntime_ep_colon", {"libc.so": plugin_library["plugin"]}, tmp_path)
-    assert session._ep_package_entries() == []
-    assert session.EP_PACKAGE_ERRORS["onnxruntime_ep_colon"].startswith(
+    assert _ep_packages._ep_package_entries() == []
+    assert _ep_packages.EP_PACKAGE_ERRORS["onnxruntime_ep_colon"].startswith(
         "its library path cannot be listed: ")
 
 
 def test_site_dirs_are_absolute_site_packages_only(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", ["", str(tmp_path), "."] + sys.path)
-    dirs = session._site_dirs()
+    dirs = _ep_packages._site_dirs()
     assert dirs and all(os.path.isabs(d) for d in dirs)
     assert str(tmp_path) not in dirs and os.getcwd() not in dirs
     import sysconfig
@@ -292,7 +292,7 @@ def test_elf_reader_32_64_bit_both_byte_orders(tmp_path, is64, little):
     def exports(symbols, **kw):
         path = tmp_path / "lib.so"
         path.write_bytes(_elf(is64, little, symbols, **kw))
-        return session._elf_exports(str(path), ENTRY)
+        return _ep_packages._elf_exports(str(path), ENTRY)
 
     other = (b"ReleaseEpFactory", GLOBAL_FUNC, 7, 0)
     assert exports([other, (ENTRY, GLOBAL_FUNC, 7, 0)])
@@ -310,17 +310,17 @@ def test_elf_reader_32_64_bit_both_byte_orders(tmp_path, is64, little):
     whole = _elf(is64, little, [(ENTRY, GLOBAL_FUNC, 7, 0)])
     for cut in range(0, len(whole), 7):  # truncated anywhere: no, and no exception
         (tmp_path / "cut.so").write_bytes(whole[:cut])
-        assert not session._elf_exports(str(tmp_path / "cut.so"), ENTRY), cut
+        assert not _ep_packages._elf_exports(str(tmp_path / "cut.so"), ENTRY), cut
 
 
 def test_elf_reader_on_real_libraries_and_non_files(tmp_path, plugin_library):
     for name, expected in (("plugin", True), ("plain", False), ("caller", False)):
         (tmp_path / name).write_bytes(plugin_library[name])
-        assert session._elf_exports(str(tmp_path / name), ENTRY) is expected, name
-    assert not session._elf_exports(str(tmp_path), ENTRY)  # a folder
-    assert not session._elf_exports(str(tmp_path / "missing.so"), ENTRY)
+        assert _ep_packages._elf_exports(str(tmp_path / name), ENTRY) is expected, name
+    assert not _ep_packages._elf_exports(str(tmp_path), ENTRY)  # a folder
+    assert not _ep_packages._elf_exports(str(tmp_path / "missing.so"), ENTRY)
     os.mkfifo(tmp_path / "fifo.so")
-    assert not session._elf_exports(str(tmp_path / "fifo.so"), ENTRY)
+    assert not _ep_packages._elf_exports(str(tmp_path / "fifo.so"), ENTRY)
     rng = __import__("random").Random(5)
     data = bytearray(plugin_library["plugin"])
     for _ in range(300):  # corrupted headers: never an exception
@@ -329,4 +329,4 @@ def test_elf_reader_on_real_libraries_and_non_files(tmp_path, plugin_library):
             corrupt[rng.randrange(0, 64 if rng.random() < 0.5 else len(corrupt))] = \
                 rng.randrange(256)
         (tmp_path / "corrupt.so").write_bytes(bytes(corrupt))
-        session._elf_exports(str(tmp_path / "corrupt.so"), ENTRY)
+        _ep_packages._elf_exports(str(tmp_path / "corrupt.so"), ENTRY)
