@@ -245,7 +245,7 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
                "fp16_io": fp16_io, "resize": resize, "policy": policy,
                "reports": reports,
                "report_format": report_format, "retries": retries, "reuse": reuse,
-               "allow_pipes": bool(allow_pipes)}
+               "allow_pipes": bool(allow_pipes), "gpus_per_worker": gpus_per_worker}
     job_list = read_jobs(jobs, base_dir, options["models"] or _default_model_names())
     if not job_list:
         # A truncated list (its header alone) would otherwise score nothing and

@@ -47,7 +47,8 @@ _RESULT_TAIL = ("attached_ep", "file_kbps", "load_s", "score_s", "total_s", "wor
 
 #: Bumped when the job key covers more: rows of older keys are scored again
 #: once (a failure then keeps the older row, see _keep_good_rows).
-KEY_VERSION = 2
+#: 3: device_index, the ONNX Runtime version, the EP the device resolves to, Ray GPU actors.
+KEY_VERSION = 3
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -627,6 +628,7 @@ class _Hasher:
     def __init__(self):
         self._cache: Dict[tuple, str] = {}
         self.models: Dict[str, list] = {}  # model -> its identity, once per batch
+        self.runs: Dict[tuple, dict] = {}  # run options -> what they resolve to, once per batch
 
     def digest(self, path: str):
         """The file's SHA-256, read from the descriptor that was checked (a
@@ -729,14 +731,60 @@ def _forms_wanted() -> bool:
 _FORMS_OFF = ("0", "false", "no", "off")
 
 
+def _selected_ep(device: str, device_index: int, fp16_io: bool) -> str:
+    """The step of the device chain an open would bind on this machine (the
+    last line of vmafdnn.explain_device: "<EP>: selected (<how>)"), or why
+    the chain cannot be walked."""
+    from . import explain_device  # read at each call: tests replace it
+    try:
+        text = explain_device(device, device_index, fp16_io)
+    except Exception as e:  # no ONNX Runtime, a bad device: the worker says so too
+        return f"unresolved: {type(e).__name__}: {e}"
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else "unresolved"
+
+
+def _ort_version() -> str:
+    from . import ort_version  # read at each call: tests replace it
+    try:
+        return ort_version()
+    except Exception as e:
+        return f"unavailable: {type(e).__name__}: {e}"
+
+
+def _run_identity(options: dict, hasher: _Hasher) -> dict:
+    """What the batch options that change results resolve to, once per batch:
+    the options as given, the device and index the workers really get (Ray
+    GPU actors bind CUDA's device 0 for "auto", as runners._run_ray does),
+    the ONNX Runtime version and the EP the device chain selects here."""
+    run = {k: options.get(k) for k in ("device", "device_index", "fp16_io", "resize",
+                                       "threads")}
+    device, index = run["device"] or "auto", run["device_index"] or 0
+    gpus = bool(options.get("gpus_per_worker"))
+    if gpus:
+        device, index = (device if device != "auto" else "cuda"), 0
+    tag = (device, index, bool(run["fp16_io"]), gpus)
+    found = hasher.runs.get(tag)
+    if found is None:
+        found = hasher.runs[tag] = {
+            "ort": _ort_version(),
+            # On Ray GPU actors the chain is walked there, not here: the key says so.
+            "ep": _selected_ep(device, index, bool(run["fp16_io"])) if not gpus
+            else f"ray GPU actors: {device}",
+        }
+    return dict(run, device_bound=device, device_index_bound=index, **found)
+
+
 def job_key(job: dict, options: dict, hasher: Optional[_Hasher] = None) -> str:
     """A digest of everything that decides a job's row: its inputs (absolute
     path, size, mtime), every model file it loads by content (the models,
     their sidecars, the models the sidecars require and the forms they name,
     recursively), the alignment and raw geometry, and the batch options that
-    change results (device, fp16, resize, threads, whether sidecars' forms are
-    used: VMAFDNN_MODEL_FORMS). Prefixed by the key's
-    version: rows keyed by an older version are scored once more."""
+    change results (device, device_index, fp16, resize, threads, whether sidecars'
+    forms are used: VMAFDNN_MODEL_FORMS), with what they resolve to on the
+    machine that starts the batch (the ONNX Runtime version, the EP the device
+    chain selects; Ray GPU actors' CUDA), computed once per ``hasher``. With
+    the key's version: rows keyed by an older version are scored once more."""
     hasher = hasher or _Hasher()
     models = job["models"] or options["models"] or None
     if models is None:
@@ -749,7 +797,7 @@ def job_key(job: dict, options: dict, hasher: Optional[_Hasher] = None) -> str:
         "models": [_model_identity(os.fspath(m), hasher) for m in models],
         "options": {k: job.get(k) for k in JOB_FIELDS if k not in ("reference", "distorted",
                                                                   "models")},
-        "run": {k: options.get(k) for k in ("device", "fp16_io", "resize", "threads")},
+        "run": _run_identity(options, hasher),
         # which file scores a model with forms (VMAF's features: kernels or pure ONNX)
         "forms": _forms_wanted(),
     }

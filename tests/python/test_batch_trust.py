@@ -453,6 +453,88 @@ def test_rows_of_an_older_key_are_scored_again_once(tmp_path, clips):
     assert vbatch.batch(jobs, out, workers=1, models=["psnr_y"]).skipped == 1
 
 
+#: The run options of a batch as batch() passes them to the key (its defaults).
+_RUN = {"models": ["psnr_y"], "device": "auto", "device_index": 0, "fp16_io": False,
+        "resize": "none", "threads": 1, "gpus_per_worker": 0}
+
+
+def _key(clips, hasher=None, **changes):
+    job, = vbatch.read_jobs([{"reference": str(clips / "ref.y4m"),
+                              "distorted": str(clips / "dist.y4m")}])
+    from vmafdnn.results import job_key
+    return job_key(job, dict(_RUN, **changes), hasher)
+
+
+def _explains(ep):
+    """An explain_device that resolves every device to ``ep``."""
+    def explain(device="auto", device_index=0, fp16_io=False):
+        return f"CUDA: not available: stub\n{ep}: selected (stub)\n"
+    return explain
+
+
+@pytest.mark.parametrize("option, value", [
+    ("device", "cpu"), ("device", "cuda"), ("device_index", 1), ("fp16_io", True),
+    ("resize", "bilinear"), ("threads", 2), ("threads", 0), ("gpus_per_worker", 1)])
+def test_each_run_option_is_part_of_the_key(clips, option, value):
+    assert _RUN[option] != value
+    assert _key(clips, **{option: value}) != _key(clips), f"{option}={value!r} kept the key"
+
+
+def test_unchanged_run_options_keep_the_key(clips):
+    assert _key(clips) == _key(clips) == _key(clips, **dict(_RUN))
+    assert _key(clips, device_index=1, threads=2) == _key(clips, threads=2, device_index=1)
+
+
+def test_the_onnx_runtime_version_is_part_of_the_key(clips, monkeypatch):
+    # Another ONNX Runtime (a pip upgrade between runs) may score the same model otherwise.
+    before = _key(clips)
+    monkeypatch.setattr(vmafdnn, "ort_version", lambda: "1.99.0")
+    assert _key(clips) != before, "a row scored by another ONNX Runtime was kept"
+
+
+def test_what_the_device_resolves_to_is_part_of_the_key(clips, monkeypatch):
+    # "auto" on a machine with CUDA binds the CUDA EP; on one without, the CPU EP:
+    # the same options, other scores. The key has the EP the chain selects here.
+    monkeypatch.setattr(vmafdnn, "explain_device", _explains("CPU"))
+    on_cpu = _key(clips)
+    monkeypatch.setattr(vmafdnn, "explain_device", _explains("CUDA"))
+    on_cuda = _key(clips)
+    assert on_cpu != on_cuda, "a row scored on the CPU EP was kept where auto means CUDA"
+    # Only the EP selected counts, not why the others were passed over.
+    monkeypatch.setattr(vmafdnn, "explain_device", lambda *a, **k: "CUDA: selected (stub)\n")
+    assert _key(clips) == on_cuda
+
+
+def test_the_runtime_is_asked_once_per_batch(clips, monkeypatch):
+    from vmafdnn.results import _Hasher
+    calls = []
+    real = vmafdnn.explain_device
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(vmafdnn, "explain_device", counted)
+    hasher = _Hasher()
+    keys = {_key(clips, hasher) for _ in range(5)}
+    assert len(keys) == 1 and len(calls) == 1
+
+
+def test_a_batch_resumed_where_the_device_resolves_otherwise_scores_again(tmp_path, clips,
+                                                                           monkeypatch):
+    jobs = [{"reference": str(clips / "ref.y4m"), "distorted": str(clips / "dist.y4m")}]
+    out = tmp_path / "out.jsonl"
+    first = vbatch.batch(jobs, out, workers=1, models=["psnr_y"])
+    assert first.ran == 1
+    assert vbatch.batch(jobs, out, workers=1, models=["psnr_y"]).skipped == 1
+    monkeypatch.setattr(vmafdnn, "explain_device", _explains("CUDA"))
+    again = vbatch.batch(jobs, out, workers=1, models=["psnr_y"])
+    assert again.ran == 1 and again.skipped == 0
+    assert again[0]["job_key"] != first[0]["job_key"]
+    monkeypatch.undo()
+    monkeypatch.setattr(vmafdnn, "ort_version", lambda: "1.99.0")
+    assert vbatch.batch(jobs, out, workers=1, models=["psnr_y"]).ran == 1
+
+
 def test_a_stuck_job_on_ray_has_its_actor_killed_and_fails_its_row(tmp_path, clips):
     import ray
     started = not ray.is_initialized()
