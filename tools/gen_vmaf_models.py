@@ -807,15 +807,17 @@ def adm2(g, x, y, gain_limit):
 
 # --- the features graph ---------------------------------------------------------------------------
 
-def centred_frames(g, bpc):
-    """The three fed planes (sample / (2^bpc - 1)) as levels in 8-bit units centred on the
-    reference's mean level (an integer): (ref, dis, prev, centre, rnd_v, to8) with libvmaf's
-    2^(bpc-1) rounding and 2^(bpc-8)."""
+def centred_frames(g, bpc, samples=False):
+    """The three fed planes (sample / (2^bpc - 1), or with ``samples`` the UINT16 samples
+    themselves) as levels in 8-bit units centred on the reference's mean level (an integer):
+    (ref, dis, prev, centre, rnd_v, to8) with libvmaf's 2^(bpc-1) rounding and 2^(bpc-8)."""
     peak = g.op("Sub", g.op("Pow", g.f(2.0), bpc), g.f(1.0))
     to8 = g.op("Pow", g.f(2.0), g.op("Sub", bpc, g.f(8.0)))       # 2^(bpc-8)
     rnd_v = g.op("Pow", g.f(2.0), g.op("Sub", bpc, g.f(1.0)))     # libvmaf's 2^(bpc-1)
 
     def integers(x):
+        if samples:
+            return g.op("Cast", x, to=TensorProto.FLOAT)
         return g.op("Round", g.op("Mul", x, peak))
 
     ref_i, dis_i, prev_i = integers("reference"), integers("distorted"), integers("reference_prev")
@@ -967,11 +969,12 @@ def adm2_accel(g, x, y, gain_limit):
 
 
 def build_features_accel(gain_limit, name):
-    """The accelerator form of build_features: the same inputs and outputs (device_type is
-    not read), whole frames, no Loop."""
+    """The accelerator form of build_features: the same outputs, from the pictures' own
+    samples (UINT16: half the bytes of fp32 to the device, no rounding back to integers),
+    device_type not read; whole frames, no Loop."""
     g = GA()
     bpc = g.op("Reshape", "bpc", g.i([]))
-    ref_c, dis_c, prev_c, centre, rnd_v, to8 = centred_frames(g, bpc)
+    ref_c, dis_c, prev_c, centre, rnd_v, to8 = centred_frames(g, bpc, samples=True)
     xy = g.op("Concat", ref_c, dis_c, axis=1)
     vifs = []
     for scale in range(4):
@@ -990,7 +993,7 @@ def build_features_accel(gain_limit, name):
     adm = adm2_accel(g, ref_c, dis_c, gain_limit)
     for v, n in zip(vifs + [adm, motion], FEATURES):
         g.to_output(v, n)
-    inputs, outputs = features_io()
+    inputs, outputs = features_io(samples=True)
     doc = (f"Accelerator form of {name.replace(ACCEL_SUFFIX, '')}: libvmaf's integer VMAF "
            f"features as the pure-ONNX graph computes them, whole frames, no Loop, static "
            f"once H and W are fixed; enhancement-gain limit {gain_limit:g}.")
