@@ -86,8 +86,9 @@ _LAZY = {
 # runs a batch, vmafdnn.batch.read_results reads one. Not _console or
 # __main__: importing those is for the command line tool alone.
 _SUBMODULES = frozenset({
-    "batch", "bdrate", "cli", "context", "convert", "errors", "jobs", "media", "models",
-    "names", "paths", "plot", "results", "runners", "scoring", "session", "video",
+    "batch", "bdrate", "cli", "cliargs", "context", "convert", "errors", "frames", "jobs",
+    "media", "models", "names", "paths", "plot", "results", "runners", "scoring", "session",
+    "video",
 })
 
 

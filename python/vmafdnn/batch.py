@@ -460,24 +460,9 @@ def _default_models(no_reference: bool = False) -> List[str]:
     return models.default_models(no_reference)
 
 
-def _gpu_share(text: str) -> float:
-    """An argparse type: GPUs a Ray actor asks for, a finite number
-    0..MAX_GPUS_PER_WORKER (fractions share a GPU)."""
-    import argparse
-    import math
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of GPUs") from None
-    if not (math.isfinite(value) and 0 <= value <= MAX_GPUS_PER_WORKER):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number "
-                                         f"0..{MAX_GPUS_PER_WORKER}")
-    return value
-
-
 def add_arguments(parser) -> None:
     """The ``vmafdnn batch`` arguments (cli.py adds the policy flags)."""
-    from . import cli
+    from .cliargs import device_index, gpu_share, int_at_least, seconds, thread_count
     from .context import OUTPUT_FORMATS, RESIZE_MODES
     from .session import DEVICES, MAX_THREADS
     parser.add_argument("jobs", metavar="JOBS",
@@ -485,10 +470,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("-o", "--output", metavar="RESULTS",
                         help="results: .parquet, .csv or .jsonl; re-running with the same file "
                              "skips the jobs already done")
-    parser.add_argument("--workers", type=cli._int_at_least(1, MAX_WORKERS), metavar="N",
+    parser.add_argument("--workers", type=int_at_least(1, MAX_WORKERS), metavar="N",
                         help=f"worker processes or Ray actors (default: the cores, here "
                              f"{default_workers()}, or the Ray cluster's CPUs, over --threads)")
-    parser.add_argument("--threads", type=cli._thread_count, default=1, metavar="N",
+    parser.add_argument("--threads", type=thread_count, default=1, metavar="N",
                         help=f"ONNX Runtime threads per model in each worker, 0..{MAX_THREADS} "
                              "(default 1)")
     parser.add_argument("--tiny-model", action="append", dest="models", metavar="PATH",
@@ -496,7 +481,7 @@ def add_arguments(parser) -> None:
                              f"{', '.join(_default_models())}; "
                              f"{', '.join(_default_models(True))} without a reference)")
     parser.add_argument("--tiny-device", default="auto", type=str.lower, choices=list(DEVICES))
-    parser.add_argument("--tiny-device-index", type=cli._device_index, default=0,
+    parser.add_argument("--tiny-device-index", type=device_index, default=0,
                         metavar="N", help="GPU ordinal (default 0)")
     parser.add_argument("--tiny-fp16", action="store_true")
     parser.add_argument("--tiny-resize", default="none", type=str.lower,
@@ -504,10 +489,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--reports", metavar="DIR",
                         help="also write one per-frame report per job into DIR")
     parser.add_argument("--report-format", default="json", choices=list(OUTPUT_FORMATS))
-    parser.add_argument("--retries", type=cli._int_at_least(0, MAX_RETRIES), default=2,
+    parser.add_argument("--retries", type=int_at_least(0, MAX_RETRIES), default=2,
                         metavar="N",
                         help="tries more of a job whose worker died (default 2)")
-    parser.add_argument("--job-timeout", type=cli._seconds, default=DEFAULT_JOB_TIMEOUT,
+    parser.add_argument("--job-timeout", type=seconds, default=DEFAULT_JOB_TIMEOUT,
                         metavar="SECONDS",
                         help="stop a job running longer (its worker process or Ray actor is "
                              "killed) and fail its row; the batch goes on (default "
@@ -518,16 +503,18 @@ def add_arguments(parser) -> None:
     parser.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS",
                         help="run on Ray: ray.init(address=ADDRESS) ('auto': the running "
                              "cluster), without ADDRESS a local instance")
-    parser.add_argument("--gpus-per-worker", type=_gpu_share, default=0, metavar="G",
+    parser.add_argument("--gpus-per-worker", type=gpu_share(MAX_GPUS_PER_WORKER), default=0,
+                        metavar="G",
                         help="Ray: GPUs each actor asks for; binds the CUDA EP")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress line and no summary")
 
 
-def run_command(args, policy: dict, printable=str) -> int:
+def run_command(args, policy: dict) -> int:
     """``vmafdnn batch``: 0 when every job succeeded, 1 when some failed
     (a job that failed now but kept its earlier successful row included:
     one line each on stderr says so)."""
+    from .cliargs import printable
     if args.output is None and args.reports is None:
         from .scoring import UsageError
         raise UsageError("give -o RESULTS (and/or --reports DIR): the rows go nowhere else")

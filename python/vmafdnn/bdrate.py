@@ -342,7 +342,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--plot", metavar="OUT", help="also draw rate-quality curves (.png/.svg)")
 
 
-def run_command(args, printable=str) -> int:
+def run_command(args) -> int:
+    """``vmafdnn bdrate``: 0 when at least one title got a BD-rate, else 1."""
+    from .cliargs import printable
     text, result = bdrate_main(args.results, args.anchor, args.test, args.metric,
                                args.ladder_column, args.title_column, args.rate_column,
                                args.plot)

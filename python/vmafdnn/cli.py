@@ -17,17 +17,15 @@ are checked before the first frame and never replace an input
 SIGTERM stop every command within a second, even inside a model run (exit
 status 130 and 143); an interrupted scoring run writes no report.
 Names that come from models, sidecars or inputs are printed with control
-characters escaped (see printable()).
+characters escaped (vmafdnn.cliargs.printable, the rule batch and bdrate use too).
 """
 import argparse
 import math
 import os
-import re
 import signal
 import sys
 import threading
 import time
-import unicodedata
 
 import numpy as np
 
@@ -35,12 +33,13 @@ from . import __version__, available, ort_library_path, ort_version, unavailable
 from . import models as builtin_models
 from . import _gpu_libraries, names
 from ._native import ensure_ort, ffi, lib
-from .errors import DnnError, int_shown, range_text
+from .cliargs import (batch_size, byte_size, device_index, dimension, frame_offset,
+                      int_at_least, name_of, printable, seconds, thread_count)
+from .errors import DnnError
 from .paths import STDIO, Inputs, check_output
 from .scoring import MAX_FEATURES_FILE_BYTES, Canceller, UsageError, score
-from .session import (EP_PACKAGE_ERRORS, MAX_BATCH, MAX_DEVICE_INDEX, MAX_THREADS, Session,
-                      ep_devices, ep_libraries, explain_device)
-from .video import MAX_DIMENSION
+from .session import (EP_PACKAGE_ERRORS, MAX_BATCH, MAX_THREADS, Session, ep_devices,
+                      ep_libraries, explain_device)
 
 USAGE_EXIT = 2
 RUNTIME_EXIT = 1
@@ -50,105 +49,11 @@ class _UsageExit(Exception):
     """An argument error found by a parser (exit status 2)."""
 
 
-# Unicode categories printed as escapes: controls (ESC, BEL, CR, ...), format
-# characters (bidi overrides that reorder what follows), line and paragraph
-# separators, lone surrogates (undecodable bytes) and unassigned code points.
-_UNPRINTABLE = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
-
-
-def printable(text) -> str:
-    """``text`` safe to write to a terminal: every character that could move
-    the cursor, change colours, retitle the window or reorder the line
-    becomes a Python-style escape (\\x1b, \\u202e, ...). Used for every name
-    that comes from a model, a sidecar, a features file or the command line."""
-    text = str(text)
-    if text.isprintable():
-        return text
-    out = []
-    for ch in text:
-        if unicodedata.category(ch) in _UNPRINTABLE:
-            code = ord(ch)
-            out.append(f"\\x{code:02x}" if code < 0x100 else
-                       f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-_INTEGER = re.compile(r"\s*([+-]?)(\d+(?:_\d+)*)\s*")
-
-
-def _int_at_least(minimum: int, maximum=None):
-    """An argparse type: an integer in minimum..maximum, refused out of it
-    with the range named whole (vmafdnn.errors.range_text, as the Python
-    API words it), too small or too large alike; an integer too long for
-    int() (over 4,300 digits) is out of range too, not "not an integer"."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-            shown = int_shown(value)
-        except ValueError:
-            match = _INTEGER.fullmatch(text)
-            if not match:
-                raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-            value = None
-            digits = len(match.group(2).replace("_", ""))
-            shown = f"{match.group(1).lstrip('+')}a number of {digits} digits"
-        if value is None and maximum is None and not shown.startswith("-"):
-            raise argparse.ArgumentTypeError(f"{shown} is too large")
-        if value is None or value < minimum or (maximum is not None and value > maximum):
-            if maximum is None:
-                raise argparse.ArgumentTypeError(f"must be at least {minimum} (got {shown})")
-            raise argparse.ArgumentTypeError(range_text(minimum, maximum, shown))
-        return value
-    return parse
-
-
-# Every numeric flag is parsed by one of these types, with its range: what the
-# code it feeds accepts (a C int, a frame size, islice's sys.maxsize, ...).
-_positive_int = _int_at_least(1)
-_non_negative_int = _int_at_least(0)
-_thread_count = _int_at_least(0, MAX_THREADS)
-_batch_size = _int_at_least(0, MAX_BATCH)
-_device_index = _int_at_least(0, MAX_DEVICE_INDEX)
-_dimension = _int_at_least(1, MAX_DIMENSION)
-_frame_offset = _int_at_least(0, sys.maxsize)
 MAX_BENCH_RUNS = 1_000_000
 MAX_SYMBOLIC_DIM = 1 << 16
 MAX_BENCH_ELEMENTS = 1 << 28  # per input: 1 GiB of float32
-_bench_runs = _int_at_least(1, MAX_BENCH_RUNS)
-_symbolic_dim = _int_at_least(1, MAX_SYMBOLIC_DIM)
-
-_SIZE = re.compile(r"(\d{1,30}(?:\.\d{1,30})?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
-
-
-def _byte_size(text: str) -> int:
-    """An argparse type: bytes, as a number with an optional binary unit
-    (K, M, G, T; KiB, MB, ... all mean powers of 1024): 512M, 2G, 1.5G.
-    Computed exactly (no float: 400 digits are refused, not infinite) and
-    rounded up, so that a small non-zero size never becomes 0 (no limit)."""
-    from fractions import Fraction
-    match = _SIZE.fullmatch(text.strip())
-    if not match:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size (examples: 4096, 512M, 2G)")
-    number, unit = match.groups()
-    value = math.ceil(Fraction(number) * (1 << (10 * " kmgt".index(unit.lower() or " "))))
-    if value >= 1 << 64:
-        raise argparse.ArgumentTypeError(f"{text!r} is too large (at most 16 EiB - 1)")
-    return value
-
-
-def _seconds(text: str) -> float:
-    """An argparse type: a non-negative, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number >= 0")
-    if value * 1000 > 0xFFFFFFFF:
-        raise argparse.ArgumentTypeError(f"{text!r} is more than {0xFFFFFFFF // 1000} s")
-    return value
+_bench_runs = int_at_least(1, MAX_BENCH_RUNS)
+_symbolic_dim = int_at_least(1, MAX_SYMBOLIC_DIM)
 
 
 def _size_text(n: int) -> str:
@@ -168,13 +73,13 @@ def _policy_args(parser) -> None:
     group.add_argument("--model-dir", metavar="DIR",
                        help="open models (their sidecars and external data) only beneath DIR "
                             "(default: $VMAFDNN_MODEL_DIR, else anywhere)")
-    group.add_argument("--max-model-bytes", type=_byte_size, metavar="SIZE",
+    group.add_argument("--max-model-bytes", type=byte_size, metavar="SIZE",
                        help=f"size cap of a model file (default "
                             f"{_size_text(default.max_model_bytes)})")
-    group.add_argument("--max-memory", type=_byte_size, metavar="SIZE",
+    group.add_argument("--max-memory", type=byte_size, metavar="SIZE",
                        help=f"memory one model may use, e.g. 512M or 2G (binary units); 0: no "
                             f"limit (default {_size_text(default.max_memory_bytes)})")
-    group.add_argument("--max-run-time", type=_seconds, metavar="SECONDS",
+    group.add_argument("--max-run-time", type=seconds, metavar="SECONDS",
                        help="time one model run (one frame) may take before it is stopped "
                             f"with an error; 0: no limit (default {default.max_run_ms / 1000:g})")
 
@@ -263,19 +168,6 @@ def _interrupted(e: _Interrupted) -> int:
     return code
 
 
-def _name_of(what: str):
-    """An argparse type: any spelling the C name table accepts ("OpenVINO_CPU")
-    becomes its one name, and an unknown one C's message listing the valid
-    names."""
-    def parse(text: str) -> str:
-        try:
-            return names.name(what, names.value(what, text))
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-    parse.__name__ = what
-    return parse
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of printing its usage and exiting, so that
     every error becomes the same one line; and that takes no abbreviations:
@@ -293,11 +185,11 @@ class _Parser(argparse.ArgumentParser):
 # -- info / bench ---------------------------------------------------------------
 
 def _device_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--device", default="auto", type=_name_of("device"),
+    parser.add_argument("--device", default="auto", type=name_of("device"),
                         choices=names.DEVICE_NAMES,
                         help="execution provider hint (default: auto)")
-    parser.add_argument("--device-index", type=_device_index, default=0, help="GPU ordinal")
-    parser.add_argument("--threads", type=_thread_count, default=0,
+    parser.add_argument("--device-index", type=device_index, default=0, help="GPU ordinal")
+    parser.add_argument("--threads", type=thread_count, default=0,
                         help=f"ORT intra-op threads, 0..{MAX_THREADS} (0: ORT's default)")
     parser.add_argument("--fp16", action="store_true", help="cast fp32 data to/from FLOAT16 model slots")
     _policy_args(parser)
@@ -486,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
                                          "or on Ray (docs/batch.md)")
     _batch.add_arguments(batch)
     _policy_args(batch)
-    batch.set_defaults(func=lambda args: _batch.run_command(args, _policy(args), printable))
+    batch.set_defaults(func=lambda args: _batch.run_command(args, _policy(args)))
     bdrate = sub.add_parser("bdrate", help="BD-rate (PCHIP) between two ladders of batch "
                                            "results")
     _bdrate.add_arguments(bdrate)
@@ -508,7 +400,7 @@ def cmd_bdrate(args) -> int:
     if args.plot is not None:
         check_output(args.plot, "plot (--plot)")
         Inputs({"results file": args.results}).refuse(args.plot, "plot (--plot)")
-    return _bdrate.run_command(args, printable)
+    return _bdrate.run_command(args)
 
 
 # -- scoring --------------------------------------------------------------------
@@ -547,8 +439,8 @@ def build_score_parser() -> argparse.ArgumentParser:
     io_group.add_argument("-d", "--distorted", metavar="DIST",
                           help="distorted video: Y4M, any container FFmpeg decodes, or raw "
                                "YUV ('-': stdin)")
-    io_group.add_argument("-w", "--width", type=_dimension, help="raw YUV width")
-    io_group.add_argument("-h", "--height", type=_dimension, help="raw YUV height")
+    io_group.add_argument("-w", "--width", type=dimension, help="raw YUV width")
+    io_group.add_argument("-h", "--height", type=dimension, help="raw YUV height")
     io_group.add_argument("-p", "--pixel_format", dest="pix_fmt", metavar="{420,422,444,400}",
                           choices=("420", "422", "444", "400"), help="raw YUV chroma layout")
     io_group.add_argument("-b", "--bitdepth", type=int, choices=range(8, 17), metavar="{8..16}",
@@ -562,28 +454,28 @@ def build_score_parser() -> argparse.ArgumentParser:
     align = p.add_argument_group("alignment (off by default)")
     align.add_argument("--scale", action="store_true",
                        help="scale each distorted frame to the reference size (bicubic)")
-    align.add_argument("--ref-offset", type=_frame_offset, default=0, metavar="N",
+    align.add_argument("--ref-offset", type=frame_offset, default=0, metavar="N",
                        help="skip the reference's first N frames")
-    align.add_argument("--dist-offset", type=_frame_offset, default=0, metavar="N",
+    align.add_argument("--dist-offset", type=frame_offset, default=0, metavar="N",
                        help="skip the distorted clip's first N frames")
     m = p.add_argument_group("models")
     m.add_argument("--tiny-model", "--model", action="append", dest="models", metavar="NAME",
                    help="built-in model name (see `vmafdnn models`: psnr_y, ssim_y, "
                         "sharpness_nr, vmaf, vmaf_4k, vmaf_neg, ...) or an ONNX file (its "
                         "sidecar .json beside it); repeatable")
-    m.add_argument("--tiny-device", default="auto", type=_name_of("device"),
+    m.add_argument("--tiny-device", default="auto", type=name_of("device"),
                    choices=names.DEVICE_NAMES,
                    help="execution provider hint (default: auto)")
-    m.add_argument("--tiny-device-index", type=_device_index, default=0, metavar="N",
+    m.add_argument("--tiny-device-index", type=device_index, default=0, metavar="N",
                    help="GPU ordinal (default 0)")
-    m.add_argument("--tiny-threads", type=_thread_count, default=0, metavar="N",
+    m.add_argument("--tiny-threads", type=thread_count, default=0, metavar="N",
                    help=f"threads in all, 0..{MAX_THREADS}: N > 1 scores N frames at once, "
                         "at most 4 when every model runs on a GPU (0: ORT's default per model)")
-    m.add_argument("--tiny-batch", type=_batch_size, default=0, metavar="N",
+    m.add_argument("--tiny-batch", type=batch_size, default=0, metavar="N",
                    help=f"frames per ONNX Runtime Run, 0..{MAX_BATCH}, for models with a "
                         "symbolic batch dim (0: the library's choice, one today)")
     m.add_argument("--tiny-fp16", action="store_true", help="FLOAT16 model inputs and outputs")
-    m.add_argument("--tiny-resize", default="none", type=_name_of("resize"),
+    m.add_argument("--tiny-resize", default="none", type=name_of("resize"),
                    choices=names.RESIZE_NAMES,
                    help="how frames reach a model of another fixed size (default: none, "
                         "an error)")

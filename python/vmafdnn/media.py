@@ -30,7 +30,7 @@ from typing import Iterable, Iterator, Optional, Tuple
 
 import numpy as np
 
-from .video import Frame, VideoFormatError, _format_label
+from .frames import Frame, VideoFormatError, format_label
 
 __all__ = ["MediaReader", "scale_frames", "pyav_missing_reason", "DEFAULT_PREFETCH"]
 
@@ -91,15 +91,15 @@ def _conversion_target(fmt) -> str:
     bits = max(c.bits for c in colour)
     depth = next((d for d in _TARGET_DEPTHS if d >= bits), 16)
     if len(colour) == 1:
-        return _format_label("400", depth)
+        return format_label("400", depth)
     luma = next((c for c in colour if c.is_luma), None)
     chroma_c = [c for c in colour if not c.is_luma]
     if fmt.is_rgb or luma is None or not chroma_c or not luma.width or not chroma_c[0].width:
-        return _format_label("444", depth)
+        return format_label("444", depth)
     wdiv = -(-luma.width // chroma_c[0].width)
     hdiv = -(-luma.height // chroma_c[0].height)
     chroma = {(2, 2): "420", (2, 1): "422", (1, 1): "444"}.get((wdiv, hdiv), "444")
-    return _format_label(chroma, depth)
+    return format_label(chroma, depth)
 
 
 def _plane_view(plane, width: int, height: int, dtype: np.dtype) -> np.ndarray:
@@ -340,7 +340,7 @@ class MediaReader:
 
 def _to_av_frame(av, frame: Frame):
     """Copies a Frame into a new PyAV VideoFrame of the same layout."""
-    vf = av.VideoFrame(frame.width, frame.height, _format_label(frame.chroma, frame.bitdepth))
+    vf = av.VideoFrame(frame.width, frame.height, format_label(frame.chroma, frame.bitdepth))
     for plane, data in zip(vf.planes, frame.planes()):
         dtype = np.dtype(np.uint8) if frame.bitdepth == 8 else np.dtype("<u2")
         h, w = data.shape

@@ -25,13 +25,13 @@ import os
 import re
 import stat
 import sys
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import BinaryIO, Iterable, Iterator, Optional, Union
 
 import numpy as np
 
 from ._native import lib
+from .frames import Frame, VideoFormatError, format_label
 
 __all__ = [
     "VideoFormatError",
@@ -61,49 +61,6 @@ Y4M_MAGIC = b"YUV4MPEG2"
 _FRAME_MAGIC = b"FRAME"
 
 PathOrFile = Union[str, "os.PathLike[str]", BinaryIO]
-
-
-class VideoFormatError(ValueError):
-    """The video data (header, frame size, samples) is malformed or unsupported.
-
-    Wrong *arguments* (a missing raw geometry option, say) raise a plain
-    ValueError instead.
-    """
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class Frame:
-    """One picture: planar Y, U, V sample arrays.
-
-    ``y`` is (height, width); ``u`` and ``v`` follow ``chroma``: "420"
-    (ceil(h/2), ceil(w/2)), "422" (h, ceil(w/2)), "444" (h, w), or "400"
-    (monochrome: ``u`` and ``v`` are None). dtype is uint8 when ``bitdepth``
-    is 8 and native uint16 for 9..16. Frames from the readers are views into
-    one buffer per frame.
-    """
-
-    y: np.ndarray
-    u: Optional[np.ndarray]
-    v: Optional[np.ndarray]
-    bitdepth: int
-    index: int
-    chroma: str
-
-    @property
-    def width(self) -> int:
-        return int(self.y.shape[1])
-
-    @property
-    def height(self) -> int:
-        return int(self.y.shape[0])
-
-    def planes(self) -> tuple:
-        """The planes present, in file order (Y alone for monochrome)."""
-        return (self.y,) if self.u is None else (self.y, self.u, self.v)
-
-    def __repr__(self) -> str:
-        return (f"Frame(index={self.index}, {self.width}x{self.height}, "
-                f"chroma={self.chroma}, bitdepth={self.bitdepth})")
 
 
 _PLANE_NAMES = ("Y", "U", "V")
@@ -724,20 +681,13 @@ def describe_reader(reader, frames: Optional[str] = None) -> str:
     """One line on what a reader holds, for errors that compare two inputs:
     "1920x1080 yuv420p10le, 25 fps, 250 frames, h264 in mp4". ``frames``
     replaces the count the reader knows at open (None: unknown)."""
-    fmt = getattr(reader, "pix_fmt", None) or _format_label(reader.chroma, reader.bitdepth)
+    fmt = getattr(reader, "pix_fmt", None) or format_label(reader.chroma, reader.bitdepth)
     fps = getattr(reader, "fps", None)
     rate = "unknown fps" if fps is None else f"{float(fps):.6g} fps"
     if frames is None:
         count = getattr(reader, "frame_count", None)
         frames = "unknown frame count" if count is None else f"{count} frames"
     return f"{reader.width}x{reader.height} {fmt}, {rate}, {frames}, {reader.kind}"
-
-
-def _format_label(chroma: str, bitdepth: int) -> str:
-    """FFmpeg's name for a planar layout: yuv420p, yuv422p10le, gray, gray12le."""
-    if chroma == "400":
-        return "gray" if bitdepth == 8 else f"gray{bitdepth}le"
-    return f"yuv{chroma}p" if bitdepth == 8 else f"yuv{chroma}p{bitdepth}le"
 
 
 def _check_header_matches(reader, width, height, pix_fmt, bitdepth) -> None:

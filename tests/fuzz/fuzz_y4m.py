@@ -14,7 +14,8 @@ libFuzzer's "Done N runs in S second(s)" line.
 
 The readers are imported as ``vmafdnn.video`` (they use the native module for
 the plane checks), so the package must be importable: tools/fuzz.sh installs
-it editable into the fuzz environment. Only vmafdnn.video is instrumented.
+it editable into the fuzz environment. Only vmafdnn.video and vmafdnn.frames
+(its Frame, VideoFormatError and layout names) are instrumented.
 
 Input: 5 header bytes, then the stream.
   byte 0  mode: bits 0-1 pick the reader: 0 Y4MReader over BytesIO, 1 Y4MReader
@@ -53,7 +54,7 @@ if USE_ATHERIS:
     except ImportError:
         USE_ATHERIS = False
 if USE_ATHERIS:
-    with atheris.instrument_imports(include=["vmafdnn.video"]):
+    with atheris.instrument_imports(include=["vmafdnn.video", "vmafdnn.frames"]):
         from vmafdnn import video
 else:
     from vmafdnn import video

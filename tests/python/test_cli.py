@@ -412,9 +412,9 @@ def test_submodules_are_attributes_of_the_package_as_before_lazy_imports():
     # vmafdnn.models.path("psnr_y")` (the README's Python example) was an
     # AttributeError unless something had imported vmafdnn.models first;
     # eager imports had made every submodule an attribute.
-    names = ["batch", "bdrate", "cli", "context", "convert", "errors", "jobs", "media",
-             "models", "names", "paths", "plot", "results", "runners", "scoring", "session",
-             "video"]
+    names = ["batch", "bdrate", "cli", "cliargs", "context", "convert", "errors", "frames",
+             "jobs", "media", "models", "names", "paths", "plot", "results", "runners",
+             "scoring", "session", "video"]
     probe = ("import sys, vmafdnn; assert 'numpy' not in sys.modules; "
              f"print([type(getattr(vmafdnn, n)).__name__ for n in {names!r}]); "
              "print(vmafdnn.models.path('psnr_y').name)")

@@ -409,10 +409,10 @@ def test_bench_numbers_are_bounded(tmp_path):
 
 
 def test_a_small_size_never_becomes_no_limit():
-    from vmafdnn.cli import _byte_size
-    assert _byte_size("0.1") == 1  # int(0.1) was 0: "no limit"
-    assert _byte_size("1.5K") == 1536
-    assert _byte_size("0") == 0
+    from vmafdnn.cliargs import byte_size
+    assert byte_size("0.1") == 1  # int(0.1) was 0: "no limit"
+    assert byte_size("1.5K") == 1536
+    assert byte_size("0") == 0
 
 
 # -- smaller: models listing, plot of batch results ------------------------------------

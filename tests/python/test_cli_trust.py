@@ -124,13 +124,13 @@ def test_bad_policy_and_thread_flags_are_usage_errors(clip, flag, value, fragmen
 
 
 def test_size_parser():
-    from vmafdnn.cli import _byte_size
-    assert _byte_size("2G") == 2 << 30
-    assert _byte_size("512M") == 512 << 20
-    assert _byte_size("512MiB") == 512 << 20
-    assert _byte_size("1.5g") == 3 << 29
-    assert _byte_size("4096") == 4096
-    assert _byte_size("0") == 0
+    from vmafdnn.cliargs import byte_size
+    assert byte_size("2G") == 2 << 30
+    assert byte_size("512M") == 512 << 20
+    assert byte_size("512MiB") == 512 << 20
+    assert byte_size("1.5g") == 3 << 29
+    assert byte_size("4096") == 4096
+    assert byte_size("0") == 0
 
 
 def test_threads_above_the_maximum_for_info(tmp_path):

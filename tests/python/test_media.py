@@ -15,6 +15,7 @@ av = pytest.importorskip("av", reason="PyAV is a dependency of vmafdnn: pip inst
 import vmafdnn  # noqa: E402
 from vmafdnn import media, video  # noqa: E402
 from vmafdnn.cli import main  # noqa: E402
+from vmafdnn.frames import format_label  # noqa: E402
 from vmafdnn.scoring import InputMismatchError  # noqa: E402
 from vmafdnn.video import Frame, VideoFormatError  # noqa: E402
 
@@ -45,7 +46,7 @@ def encode(path, frames, codec="ffv1", rate=25, fmt=None, options=None):
     with av.open(str(path), "w", format=fmt) as out:
         stream = out.add_stream(codec, rate=rate, options=options or {})
         stream.width, stream.height = first.width, first.height
-        stream.pix_fmt = video._format_label(first.chroma, first.bitdepth)
+        stream.pix_fmt = format_label(first.chroma, first.bitdepth)
         for frame in frames:
             for packet in stream.encode(media._to_av_frame(av, frame)):
                 out.mux(packet)
