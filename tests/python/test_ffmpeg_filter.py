@@ -394,6 +394,134 @@ def test_vmafdnn_refuses_size_change_mid_stream(patched, tmp_path, models, clips
     assert 1 <= len(json.loads(log.read_text())["frames"]) <= 2
 
 
+# A pixel format cannot change inside a filter graph (formats are negotiated once), but a
+# decoder's can: an H.264 stream whose second half is coded in another chroma format or
+# depth (a new SPS) decodes to frames of that format. By default ffmpeg then reconfigures
+# the whole graph (the filters are created again and never see the change); with
+# -reinit_filter 0 on the input it hands the changed frames to the configured graph
+# (buffersrc only warns "Changing video frame properties on the fly"), straight to the
+# filter when nothing is between them. FFmpeg 9.0 does both (the tests below check it).
+FORMATS = ("yuv444p", "yuv420p10le")
+
+
+def _h264_halves(clip, folder, second):
+    """`clip` coded twice in H.264, first yuv420p then `second`, in one Matroska stream."""
+    parts = []
+    for i, pix_fmt in enumerate(("yuv420p", second)):
+        part = folder / f"{clip.stem}_{i}_{pix_fmt}.h264"
+        run_ffmpeg("-i", clip, "-c:v", "libx264", "-preset", "veryfast", "-crf", "20",
+                   "-bf", "0", "-pix_fmt", pix_fmt, "-f", "h264", part)
+        parts.append(part.read_bytes())
+    raw = folder / f"{clip.stem}_to_{second}.h264"
+    raw.write_bytes(b"".join(parts))
+    mkv = raw.with_suffix(".mkv")
+    run_ffmpeg("-fflags", "+genpts", "-r", "25", "-f", "h264", "-i", raw, "-c", "copy", mkv)
+    return mkv
+
+
+@pytest.fixture(scope="module")
+def format_changes(tmp_path_factory, clips8):
+    """{(clip, second half's format): mkv}: the distorted and reference clips coded
+    yuv420p, then yuv420p again ("steady") or in another format."""
+    folder = tmp_path_factory.mktemp("format_changes")
+    return {(name, second): _h264_halves(getattr(clips8, name), folder, second)
+            for name in ("dist", "ref") for second in ("yuv420p",) + FORMATS}
+
+
+NO_REINIT = ("-reinit_filter", "0")
+
+
+@pytest.mark.parametrize("second", FORMATS)
+@pytest.mark.parametrize("chroma", [0, 1])
+def test_pre_refuses_format_change_mid_stream(patched, models, clips8, format_changes,
+                                              second, chroma):
+    """A frame of another pixel format than vmafdnn_pre was configured with (4:4:4 chroma
+    planes twice as large, or 16-bit samples where 8-bit ones were allocated) is refused
+    by name, as a size change is."""
+    proc = run(patched, *NO_REINIT, "-i", format_changes["ref", second], "-vf",
+               f"vmafdnn_pre=model={models.image_identity}:chroma={chroma}",
+               "-f", "null", "-", check=False)
+    assert proc.returncode > 0, proc.stderr[-2000:]
+    assert "Changing video frame properties on the fly" in proc.stderr  # FFmpeg handed it on
+    assert "Frame size or format changed mid-stream" in proc.stderr
+    assert f"configured as {clips8.width}x{clips8.height} yuv420p" in proc.stderr
+    assert f"a frame is {clips8.width}x{clips8.height} {second}" in proc.stderr
+
+
+@pytest.mark.parametrize("second", FORMATS)
+@pytest.mark.parametrize("which", ["both", "main", "reference"])
+def test_vmafdnn_refuses_format_change_mid_stream(patched, tmp_path, clips8, format_changes,
+                                                  which, second):
+    """Each input's frames are checked against the format it was configured with: a
+    change on either input is refused by name before the frame is scored; the frames
+    before it were scored and reported."""
+    dist = format_changes["dist", second if which != "reference" else "yuv420p"]
+    ref = format_changes["ref", second if which != "main" else "yuv420p"]
+    log = tmp_path / "log.json"
+    proc = run(patched, *NO_REINIT, "-i", dist, *NO_REINIT, "-i", ref, "-lavfi",
+               f"[0:v][1:v]vmafdnn=model=psnr_y:threads=1:log_path={log}",
+               "-f", "null", "-", check=False)
+    assert proc.returncode > 0, proc.stderr[-2000:]
+    name = "reference" if which == "reference" else "main"
+    assert f"Frame size or format changed mid-stream on input '{name}'" in proc.stderr
+    assert f"a frame is {clips8.width}x{clips8.height} {second}" in proc.stderr
+    frames = json.loads(log.read_text())["frames"]
+    assert 1 <= len(frames) <= clips8.frames
+    assert all(f["metrics"]["psnr_y"] > 20 for f in frames)
+
+
+def _logged_psnr(stderr: str, fps: int = 25):
+    """{frame index (by pts): psnr_y} printed by metadata=mode=print (to the log: a file
+    would be truncated by the filter made again at a reconfiguration)."""
+    found, index = {}, None
+    for line in stderr.splitlines():
+        m = re.search(r"\bframe:\s*\d+\s+pts:\s*-?\d+\s+pts_time:([-0-9.e]+)", line)
+        if m:
+            index = round(float(m.group(1)) * fps)
+        m = re.search(r"lavfi\.vmafdnn\.psnr_y=([-0-9.e]+)", line)
+        if m:
+            found[index] = float(m.group(1))
+    return found
+
+
+def test_a_format_change_reconfigures_the_graph_by_default(patched, tmp_path, clips8,
+                                                           format_changes):
+    """Without -reinit_filter 0, ffmpeg creates the graph again at the change: the filter
+    never sees a changed frame, and every frame it scores is scored as that half alone
+    scores it. The old graph is dropped without a flush, so frames held in it at that
+    moment (in the filter or FFmpeg's frame sync, waiting for the other input) are
+    lost: 0 to 3 of 16 here, by timing (ffmpeg/README.md)."""
+    second, n = "yuv444p", clips8.frames
+    proc = run(patched, "-i", format_changes["dist", second], "-i",
+               format_changes["ref", "yuv420p"], "-lavfi",
+               "[0:v][1:v]vmafdnn=model=psnr_y:threads=1,metadata=mode=print",
+               "-f", "null", "-")
+    assert "Reconfiguring filter graph because video parameters changed to yuv444p" \
+        in proc.stderr
+    assert "changed mid-stream" not in proc.stderr
+    got = _logged_psnr(proc.stderr)
+    # Each half alone: its own H.264 stream, scored by a graph that never changes.
+    alone = {}
+    for half, dist_fmt in enumerate(("yuv420p", second)):
+        pair = []
+        for name, pix_fmt in (("dist", dist_fmt), ("ref", "yuv420p")):
+            mkv = tmp_path / f"{name}{half}.mkv"
+            raw = format_changes[name, "yuv420p"].parent / \
+                f"{getattr(clips8, name).stem}_{half}_{pix_fmt}.h264"
+            run_ffmpeg("-fflags", "+genpts", "-r", "25", "-f", "h264", "-i", raw, "-c", "copy",
+                       mkv)
+            pair.append(mkv)
+        scored = _logged_psnr(run(patched, "-i", pair[0], "-i", pair[1], "-lavfi",
+                                  "[0:v][1:v]vmafdnn=model=psnr_y:threads=1,"
+                                  "metadata=mode=print", "-f", "null", "-").stderr)
+        assert sorted(scored) == list(range(n))
+        alone.update({half * n + i: v for i, v in scored.items()})
+    assert set(got) <= set(alone) and len(got) >= n
+    assert set(range(n - 2)) <= set(got), "frames long before the change were lost"
+    assert got == pytest.approx({i: alone[i] for i in got}, abs=1e-6)
+    assert any(i >= n for i in got)  # the second half (the 4:4:4 frames) was scored too
+
+
 def _model_copy(patched, tmp_path, names=("psnr_y",)):
     jail = tmp_path / "models"
     jail.mkdir(exist_ok=True)
