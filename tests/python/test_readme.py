@@ -2,12 +2,15 @@
 and ```c block runs here, in document order, in one working directory made
 from a copy of the checkout (sh with bash -e, python with this interpreter,
 the C block written to the app.c its text names and built by the sh block
-after it). A block preceded by ``<!-- not-tested: reason -->`` is skipped;
+after it). The C program is then built again against the library installed
+into a prefix and run from a folder outside the moved-away checkout, as a
+user runs it (_run_app_installed). A block preceded by ``<!-- not-tested: reason -->`` is skipped;
 that list stays short (system packages, virtual environments, the FFmpeg
 build, benchmarks). The blocks of "The two commands" and "What the test
 command installs" are the test command itself, which CI runs."""
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -106,6 +109,47 @@ def test_readme_blocks_run_in_order(tmp_path):
             assert re.search(r"psnr_y 42\.110 dB on \S+", proc.stdout), proc.stdout
     assert (work / "report.json").is_file() and (work / "scores.png").stat().st_size > 10000
     assert (work / "scores.svg").is_file() and (work / "app").is_file()
+    assert "c" in ran
+    _run_app_installed(tmp_path, work, env, ran)
+
+
+def _run_app_installed(tmp_path, work, env, ran):
+    """The README's C program as a user runs it: the library installed (the README's
+    `meson install`, here into a prefix of its own instead of /usr/local as root), the
+    program built against the installed library alone (pkg-config, an rpath standing in
+    for ldconfig) in a folder outside the checkout, the checkout then moved away, and
+    run there with no argument and no VMAFDNN_MODEL_PATH: the installed library finds
+    its built-in models by itself. A path into the build tree (the old README's
+    builddir/models/psnr_y.onnx) fails here, where running inside the checkout hid it."""
+    prefix, user = tmp_path / "prefix", tmp_path / "user"
+    user.mkdir()
+    shutil.copy(work / "app.c", user / "app.c")
+    q = shlex.quote
+    install = _shell_prefix(ran) + (
+        f"meson configure builddir --prefix={q(str(prefix))} -Dpython.install_env=prefix\n"
+        "meson install -C builddir --quiet\n")
+    proc = subprocess.run(["bash", "-ec", install], cwd=work, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    pcs = sorted(prefix.rglob("libvmafdnn.pc"))
+    assert pcs, "meson install wrote no libvmafdnn.pc"
+    moved = tmp_path / "checkout.moved"
+    work.rename(moved)  # nothing of the build tree is reachable any more
+    try:
+        build = _shell_prefix(ran) + (
+            "unset VMAFDNN_MODEL_PATH VMAFDNN_MODEL_DIR\n"
+            f"export PKG_CONFIG_PATH={q(str(pcs[0].parent))}\n"
+            "cc app.c -o app $(pkg-config --cflags --libs libvmafdnn) "
+            "-Wl,-rpath,\"$(pkg-config --variable=libdir libvmafdnn)\"\n"
+            "./app\n")
+        proc = subprocess.run(["bash", "-ec", build], cwd=user, env=env, capture_output=True,
+                              text=True, timeout=600)
+    finally:
+        moved.rename(work)
+    assert proc.returncode == 0, (
+        "the README's C program fails outside the build tree against the installed "
+        f"library:\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}")
+    assert re.search(r"psnr_y 42\.110 dB on \S+", proc.stdout), proc.stdout
 
 
 def _shell_prefix(previous) -> str:
