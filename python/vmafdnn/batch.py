@@ -265,6 +265,12 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
                 options["key_files"][name] = key_files(name, hasher)
     if output is not None:
         _refuse_overwrite(output, jobs, job_list, options["key_files"])
+    if reports is not None:
+        from .runners import refuse_report_overwrites
+        refuse_report_overwrites(reports, report_format, job_list, keys, {
+            "job list": os.fspath(jobs) if isinstance(jobs, (str, os.PathLike)) else None,
+            "results file": output,
+            "results journal": _journal_path(output) if output is not None else None})
     for job, key in zip(job_list, keys):
         job["job_key"] = key
     # The journal is this run's lock on the results file (a second batch on

@@ -253,6 +253,22 @@ def report_path(folder: str, job: dict, key: str, fmt: str) -> str:
     return os.path.join(folder, f"{stem}-{key[:12]}.{fmt}")
 
 
+def refuse_report_overwrites(reports: str, fmt: str, jobs: Sequence[dict],
+                             keys: Sequence[str], others: dict) -> None:
+    """UsageError, before any work, when a job's per-job report would replace
+    one of ``others`` ({role: path}: the job list, the results file and its
+    journal). Their names are not in the job key, so a job list or results
+    file named like a report (``<clip>-<key>.<fmt>``) was replaced by it. A
+    job's own clips and model files are checked again by the worker (run),
+    though the key covers their paths: a report named like one of them takes
+    a SHA-256 fixed point on the key's first 12 hex digits."""
+    from .paths import Inputs
+    inputs = Inputs(others)
+    for n, (job, key) in enumerate(zip(jobs, keys), 1):
+        path = report_path(reports, job, key, fmt)
+        inputs.refuse(path, f"report of job {n}")
+
+
 def _file_kbps(job: dict, frames: int, fps) -> Optional[float]:
     """A compressed file's rate: its size over the duration of its frames
     (those dropped by dist_offset included)."""

@@ -639,6 +639,63 @@ def test_results_never_replace_a_file_a_model_reads(tmp_path, clips):
         assert (models / "helper.csv").read_bytes() == before
 
 
+def _report_name(tmp_path, clips, fmt):
+    """The job list (JSON Lines, named .json) of one job and the name of its per-job
+    report, from a first run."""
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(json.dumps({"reference": str(clips / "ref.y4m"),
+                                "distorted": str(clips / "dist.y4m"),
+                                "models": ["psnr_y"]}) + "\n")
+    first = tmp_path / "first"
+    rows = vbatch.batch(jobs, reports=first, report_format=fmt, workers=1)
+    assert rows[0]["error"] == "" and len(os.listdir(first)) == 1
+    return jobs, os.listdir(first)[0]
+
+
+def test_a_per_job_report_never_replaces_the_job_list(tmp_path, clips):
+    """Issue 25 item 3 for per-job reports: a report is named <clip>-<job key>.<fmt>,
+    and the key does not cover the job list's own name, so a job list named like its
+    job's report (JSON Lines may be named .json) was replaced by the report (exit 0)."""
+    jobs, name = _report_name(tmp_path, clips, "json")
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    moved = reports / name
+    os.replace(jobs, moved)
+    before = moved.read_bytes()
+    with pytest.raises(vmafdnn.UsageError, match=r"report of job 1 .* is also the job list"):
+        vbatch.batch(moved, reports=reports, workers=1)
+    assert moved.read_bytes() == before and os.listdir(reports) == [name]
+
+
+def test_a_per_job_report_never_replaces_the_results_file(tmp_path, clips):
+    """The results file named like a job's CSV report: the report was written there,
+    then replaced by the results, whose row named the results file as its report."""
+    jobs, name = _report_name(tmp_path, clips, "csv")
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    with pytest.raises(vmafdnn.UsageError, match=r"report of job 1 .* is also the results file"):
+        vbatch.batch(jobs, reports / name, reports=reports, report_format="csv", workers=1)
+    assert os.listdir(reports) == []
+
+
+def test_a_per_job_report_cannot_be_named_like_a_clip_or_model(tmp_path, clips):
+    """The worker's check that a report is not one of its job's clips or model files
+    cannot be reached by renaming: the report's name embeds the job key, which covers
+    each clip's and model file's absolute path, so the clip moved to its report's name
+    gets another key and another report name (reaching it takes a SHA-256 fixed point
+    on the key's first 12 hex digits). The check stays as a defence."""
+    jobs, name = _report_name(tmp_path, clips, "json")
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    clip = reports / name  # the distorted clip, under its own report's name
+    shutil.copy2(clips / "dist.y4m", clip)
+    job = {"reference": str(clips / "ref.y4m"), "distorted": str(clip), "models": ["psnr_y"]}
+    rows = vbatch.batch([job], reports=reports, workers=1)
+    assert rows[0]["error"] == "" and rows[0]["report"] != str(clip)
+    assert sorted(os.listdir(reports)) == sorted([name, os.path.basename(rows[0]["report"])])
+    assert clip.read_bytes() == (clips / "dist.y4m").read_bytes()
+
+
 def test_options_are_never_abbreviated(tmp_path, clips):
     """`--model M` was taken as --model-dir M (argparse's prefix matching): the default
     models scored the batch and exit 0. Every option is spelled out or refused."""
