@@ -58,7 +58,7 @@ from .runners import (_MAX_CONTEXTS, _POLL_S, InputKindError, Scorer,  # noqa: F
                       _LocalWorker, _RayWorker, _run_local, _run_ray, _Stop, _worker_main,
                       check_input, report_path)
 from .results import (_RESULT_HEAD, _RESULT_TAIL, Journal, _columns, _done_rows,  # noqa: F401
-                      _file_identity, _format_of, _good_rows, _Hasher, _is_score,
+                      _file_identity, _format_of, _good_rows, _Hasher, is_score,
                       _journal_path, _keep_good_rows, _pyarrow, _with_labels, job_key, key_files,
                       read_results, remove_journal, write_results)  # noqa: F401
 
@@ -258,7 +258,7 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
     from . import scoring
     options["key_files"] = {}
     for job in job_list:
-        for model in scoring._model_list(job["models"] or options["models"],
+        for model in scoring.resolve_models(job["models"] or options["models"],
                                          job["reference"] is None):
             name = os.fspath(model)
             if name not in options["key_files"]:
@@ -458,7 +458,7 @@ sys.modules[__name__].__class__ = _CallableModule
 def _default_model_names() -> List[str]:
     """The models of a job that names none, with or without a reference."""
     from . import scoring
-    return list(scoring._model_list(None, False)) + list(scoring._model_list(None, True))
+    return list(scoring.resolve_models(None, False)) + list(scoring.resolve_models(None, True))
 
 
 def _default_models(no_reference: bool = False) -> List[str]:

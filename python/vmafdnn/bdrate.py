@@ -227,10 +227,10 @@ def ladder_bd_rates(rows: List[dict], anchor: str, test: str, metric: Optional[s
 
 def _default_metric(rows: List[dict]) -> str:
     """The first pooled score of the results (psnr_y for the built-ins)."""
-    from .batch import _is_score
+    from .results import is_score
     seen = {k: None for row in rows for k in row}
     for key in seen:
-        if _is_score(key, seen) and key + "_min" in seen:
+        if is_score(key, seen) and key + "_min" in seen:
             return key
     raise ValueError("the results have no pooled score columns; give --metric")
 

@@ -67,7 +67,7 @@ def _load_frames(path: PathLike):
     frameNum an integer 0..2^24-1, each metric a finite number or null.
     Every error names the file (and the line and frame)."""
     from .paths import UsageError, open_input
-    from .scoring import _JsonStream, _parse_features
+    from .scoring import JsonStream, parse_features
     name = os.fsdecode(os.fspath(path))
     with open_input(name, "report", max_bytes=MAX_REPORT_BYTES, cap_name="MAX_REPORT_BYTES",
                     hint=_READS) as f:
@@ -75,7 +75,7 @@ def _load_frames(path: PathLike):
         if hint is not None:
             raise UsageError(hint)
         try:
-            frames = _parse_features(_JsonStream(f, name, MAX_REPORT_BYTES, what="",
+            frames = parse_features(JsonStream(f, name, MAX_REPORT_BYTES, what="",
                                                  cap_name="MAX_REPORT_BYTES"))
         except ValueError as e:
             raise ValueError(f"{e}; not a JSON report: {_READS}") from None

@@ -193,14 +193,14 @@ def _columns(rows: Sequence[dict]) -> List[str]:
         for key in row:
             seen[key] = None
     head = [c for c in seen if c not in _RESULT_HEAD and c not in _RESULT_TAIL
-            and not _is_score(c, seen)]
-    scores = [c for c in seen if _is_score(c, seen) and c not in _RESULT_TAIL]
+            and not is_score(c, seen)]
+    scores = [c for c in seen if is_score(c, seen) and c not in _RESULT_TAIL]
     return head + [c for c in _RESULT_HEAD if c in seen] + scores + \
         [c for c in _RESULT_TAIL if c in seen] + (["report"] if "report" in seen and
                                                   "report" not in head else [])
 
 
-def _is_score(column: str, seen) -> bool:
+def is_score(column: str, seen) -> bool:
     """A pooled-score column: <key> with its <key>_min beside it, or one of those."""
     for suffix in POOL_SUFFIXES.values():
         if suffix and column.endswith(suffix) and column[:-len(suffix)] + "_min" in seen:
@@ -387,7 +387,7 @@ def _job_models(job: dict, options: dict) -> str:
     """The ``models`` cell a worker writes for the job."""
     from . import scoring
     try:
-        models = scoring._model_list(job["models"] or options["models"], job["reference"] is None)
+        models = scoring.resolve_models(job["models"] or options["models"], job["reference"] is None)
     except Exception:
         return ";".join(job["models"] or options["models"] or [])
     return ";".join(os.fspath(m) for m in models)
@@ -789,7 +789,7 @@ def job_key(job: dict, options: dict, hasher: Optional[_Hasher] = None) -> str:
     models = job["models"] or options["models"] or None
     if models is None:
         from . import scoring
-        models = scoring._model_list(None, job["reference"] is None)
+        models = scoring.resolve_models(None, job["reference"] is None)
     ident = {
         "version": KEY_VERSION,
         "reference": _file_identity(job["reference"]),

@@ -121,7 +121,7 @@ class Scorer:
         o = self.options
         models = job["models"] or o["models"]
         no_reference = job["reference"] is None
-        models = scoring._model_list(models, no_reference)
+        models = scoring.resolve_models(models, no_reference)
         row["models"] = ";".join(os.fspath(m) for m in models)
         pipes = o.get("allow_pipes", False)
         for model in models:

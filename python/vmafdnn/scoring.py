@@ -318,7 +318,7 @@ class Features(Mapping):
         return list(self._names)
 
 
-class _JsonStream:
+class JsonStream:
     """A JSON text read in chunks: values are decoded one at a time, each at
     most MAX_FEATURES_VALUE_BYTES, the whole at most ``limit`` bytes, so
     memory follows the largest value, not the file."""
@@ -452,13 +452,13 @@ def load_features(path, *, allow_stream: bool = False,
     limit = MAX_FEATURES_FILE_BYTES if max_bytes is None else max_bytes
     f, name, owned = _open_features(path, allow_stream)
     try:
-        return _parse_features(_JsonStream(f, name, limit))
+        return parse_features(JsonStream(f, name, limit))
     finally:
         if owned:
             f.close()
 
 
-def _parse_features(js: _JsonStream) -> "Features":
+def parse_features(js: JsonStream) -> "Features":
     out = Features()
     js.expect("{", "a libvmaf JSON report (an object with a \"frames\" array)")
     seen = False
@@ -490,7 +490,7 @@ def _parse_features(js: _JsonStream) -> "Features":
     return out
 
 
-def _parse_frames(js: _JsonStream, out: "Features") -> None:
+def _parse_frames(js: JsonStream, out: "Features") -> None:
     js.expect("[", "the \"frames\" array")
     if js.peek() == "]":
         js.pos += 1
@@ -537,7 +537,7 @@ def _shown(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _model_list(models, no_reference: bool) -> List:
+def resolve_models(models, no_reference: bool) -> List:
     if models is None:
         return list(DEFAULT_NR_MODELS if no_reference else DEFAULT_FR_MODELS)
     if isinstance(models, (str, os.PathLike)):
@@ -640,7 +640,7 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     # that score in their place), before the first frame.
     guard = Inputs({"reference input": reference, "distorted input": distorted,
                     "features file": features})
-    model_list = _model_list(models, no_reference)
+    model_list = resolve_models(models, no_reference)
     for model in model_list:
         if isinstance(model, (str, bytes, os.PathLike)) and _builtin.is_path(model):
             guard.add_model(model)
