@@ -196,6 +196,47 @@ static int check_feature_pair(const char *earlier, const char *name, VdnnReportF
     return 0;
 }
 
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The pair check over names[0, n) (each checked by check_feature_name
+ * already) in O(n log n): only CSV has pairs to find, and a pair is a
+ * formula-like name and the same name after a quote mark, so each
+ * formula-like name looks its quoted form up among the sorted names. A
+ * report may carry tens of thousands of features (a libvmaf features file):
+ * comparing every pair took seconds. */
+static int check_feature_pairs(const char *const *names, size_t n, VdnnReportFormat fmt)
+{
+    if (fmt != VDNN_REPORT_CSV || n < 2)
+        return 0;
+    const char **sorted = malloc(n * sizeof(*sorted));
+    if (!sorted)
+        return vdnn_fail(-ENOMEM, "out of memory checking %zu feature names", n);
+    memcpy(sorted, names, n * sizeof(*sorted));
+    qsort(sorted, n, sizeof(*sorted), compare_names);
+    int err = 0;
+    for (size_t i = 0; i < n && !err; i++) {
+        if (!csv_needs_quote_mark(names[i]))
+            continue;
+        char quoted[VDNN_FEATURE_NAME_MAX + 2];
+        quoted[0] = '\'';
+        snprintf(quoted + 1, sizeof(quoted) - 1, "%s", names[i]);
+        const char *key = quoted;
+        if (!bsearch(&key, sorted, n, sizeof(*sorted), compare_names))
+            continue;
+        for (size_t j = 0; j < n; j++) /* the message names the earlier one first */
+            if (strcmp(names[j], quoted) == 0) {
+                err = j < i ? check_feature_pair(names[j], names[i], fmt)
+                            : check_feature_pair(names[i], names[j], fmt);
+                break;
+            }
+    }
+    free(sorted);
+    return err;
+}
+
 int vdnn_report_check_features(const char *const *names, size_t n, VdnnReportFormat fmt)
 {
     if ((unsigned)fmt > VDNN_REPORT_CSV)
@@ -204,12 +245,10 @@ int vdnn_report_check_features(const char *const *names, size_t n, VdnnReportFor
         return vdnn_fail(-EINVAL, "%zu feature names announced but the array is NULL", n);
     for (size_t i = 0; i < n; i++) {
         int err = check_feature_name(names[i], fmt);
-        for (size_t j = 0; !err && j < i; j++)
-            err = check_feature_pair(names[j], names[i], fmt);
         if (err)
             return err;
     }
-    return 0;
+    return check_feature_pairs(names, n, fmt);
 }
 
 static int check_info(const VdnnReportInfo *info, VdnnReportFormat fmt)
@@ -277,11 +316,19 @@ static int report_open(Report *r, const VdnnFeatureCollector *fc, VdnnReportForm
         c->feature = k;
         c->name = vdnn_feature_collector_feature_name(fc, k);
         err = check_feature_name(c->name, fmt);
-        for (size_t j = 0; !err && j < r->n; j++)
-            err = check_feature_pair(r->col[j].name, c->name, fmt);
         if (err)
             break;
         r->n++;
+    }
+    if (!err && fmt == VDNN_REPORT_CSV && r->n > 1) {
+        const char **names = malloc(r->n * sizeof(*names));
+        if (!names)
+            err = vdnn_fail(-ENOMEM, "out of memory checking %zu feature names", r->n);
+        for (size_t j = 0; names && j < r->n; j++)
+            names[j] = r->col[j].name;
+        if (names)
+            err = check_feature_pairs(names, r->n, fmt);
+        free(names);
     }
     if (err) {
         report_close(r);
