@@ -727,8 +727,6 @@ void vdnn_frame_pool_drain(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned 
     pthread_mutex_unlock(&p->lock);
 }
 
-/* Samples of the planes the models read in one frame, of the pictures in
- * `pictures` (bit p: picture p). */
 /* The samples of raw's planes of `pictures` (bit per picture) that are in
  * `planes` (bits picture * 3 + plane). */
 static uint64_t frame_samples(const VdnnRawPlanes *raw, unsigned pictures, unsigned planes)

@@ -186,16 +186,6 @@ static int check_feature_name(const char *name, VdnnReportFormat fmt)
     return err;
 }
 
-/* Two distinct feature names that one CSV header cell would show alike. */
-static int check_feature_pair(const char *earlier, const char *name, VdnnReportFormat fmt)
-{
-    if (fmt == VDNN_REPORT_CSV && strcmp(earlier, name) != 0 && csv_same_cell(earlier, name))
-        return vdnn_fail(-EINVAL, "feature names \"%s\" and \"%s\" would be the same "
-                         "CSV column (a formula-like name is written after a quote "
-                         "mark); write a JSON report instead", earlier, name);
-    return 0;
-}
-
 static int compare_names(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -226,12 +216,13 @@ static int check_feature_pairs(const char *const *names, size_t n, VdnnReportFor
         const char *key = quoted;
         if (!bsearch(&key, sorted, n, sizeof(*sorted), compare_names))
             continue;
-        for (size_t j = 0; j < n; j++) /* the message names the earlier one first */
-            if (strcmp(names[j], quoted) == 0) {
-                err = j < i ? check_feature_pair(names[j], names[i], fmt)
-                            : check_feature_pair(names[i], names[j], fmt);
-                break;
-            }
+        size_t j = 0;
+        while (strcmp(names[j], quoted) != 0)
+            j++;
+        /* The message names the earlier one first. */
+        err = vdnn_fail(-EINVAL, "feature names \"%s\" and \"%s\" would be the same CSV column "
+                        "(a formula-like name is written after a quote mark); write a JSON "
+                        "report instead", names[j < i ? j : i], names[j < i ? i : j]);
     }
     free(sorted);
     return err;
@@ -315,19 +306,16 @@ static int report_open(Report *r, const VdnnFeatureCollector *fc, VdnnReportForm
             continue;
         c->feature = k;
         c->name = vdnn_feature_collector_feature_name(fc, k);
-        err = check_feature_name(c->name, fmt);
-        if (err)
-            break;
         r->n++;
     }
-    if (!err && fmt == VDNN_REPORT_CSV && r->n > 1) {
-        const char **names = malloc(r->n * sizeof(*names));
+    if (!err) { /* the columns' names, by the rules vmaf_dnn_check_output applies */
+        const char **names = malloc((r->n ? r->n : 1) * sizeof(*names));
         if (!names)
             err = vdnn_fail(-ENOMEM, "out of memory checking %zu feature names", r->n);
         for (size_t j = 0; names && j < r->n; j++)
             names[j] = r->col[j].name;
         if (names)
-            err = check_feature_pairs(names, r->n, fmt);
+            err = vdnn_report_check_features(names, r->n, fmt);
         free(names);
     }
     if (err) {
