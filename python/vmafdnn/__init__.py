@@ -9,6 +9,7 @@ import errno as _errno
 import importlib as _importlib
 
 from . import _ep_packages  # noqa: F401  (announces installed plugin EP packages)
+from ._ep_packages import EP_PACKAGE_ERRORS
 from ._native import ensure_ort as _ensure_ort
 from ._native import ffi as _ffi
 from ._native import last_error as _last_error
@@ -74,7 +75,7 @@ _LAZY = {
     "fp16_to_fp32": "convert", "fp32_to_fp16": "convert",
     "Canceller": "scoring", "InputMismatchError": "scoring", "UsageError": "scoring",
     "score": "scoring",
-    "DEVICES": "session", "EP_PACKAGE_ERRORS": "session", "MAX_BATCH": "session",
+    "DEVICES": "session", "MAX_BATCH": "session",
     "MAX_THREADS": "session", "POLICY_KEYWORDS": "session", "Session": "session",
     "TensorInfo": "session", "ep_devices": "session", "ep_libraries": "session",
     "explain_device": "session", "register_ep_library": "session",

@@ -17,6 +17,6 @@ def main():
     from .cli import main as cli_main
     # The modules just imported (numpy, the tool's own) live as long as the
     # process: kept out of the collector's passes, which the per-frame
-    # objects start every few hundred frames (0.7% of a 1080p VMAF run).
+    # objects keep starting (0.7% of a 1080p VMAF run's profile).
     gc.freeze()
     return cli_main()
