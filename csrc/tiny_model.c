@@ -899,16 +899,24 @@ static int check_form_interface(const VdnnTinyModel *m, const VdnnTinyModelOptio
     return rc;
 }
 
-/* VMAFDNN_MODEL_FORMS=0 (or false, no, off, any case, spaces around) keeps
- * every model on the file it was attached from (tests compare the forms that
- * way); python/vmafdnn/results.py reads it the same way for the batch's job
- * keys. */
-static int forms_wanted(void)
+/* VMAFDNN_MODEL_FORMS, read once per attach:
+ *   0, false, no, off      every model on the file it was attached from
+ *                          (tests compare the forms that way)
+ *   unset, "", 1, true, yes, on, auto
+ *                          the form the sidecar names for the attached EP
+ *   an EP name ("CUDA")    the form the sidecar names for that EP, whatever EP
+ *                          attached (tests run the accelerator forms on ORT's
+ *                          CPU EP that way: VMAFDNN_MODEL_FORMS=CUDA)
+ * Any case, spaces around. python/vmafdnn/results.py reads it the same way
+ * for the batch's job keys. forms_key returns the EP name whose form to
+ * use: `attached`, the override (in `buf`), or NULL for none. */
+static const char *forms_key(const char *attached, char *buf, size_t cap)
 {
     static const char *const off[] = {"0", "false", "no", "off"};
+    static const char *const by_ep[] = {"", "1", "true", "yes", "on", "auto"};
     const char *v = getenv("VMAFDNN_MODEL_FORMS");
     if (!v)
-        return 1;
+        return attached;
     while (*v == ' ' || *v == '\t')
         v++;
     size_t n = strlen(v);
@@ -916,9 +924,19 @@ static int forms_wanted(void)
         n--;
     for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
         if (n == strlen(off[i]) && strncasecmp(v, off[i], n) == 0)
-            return 0;
-    return 1;
+            return NULL;
+    for (size_t i = 0; i < sizeof(by_ep) / sizeof(by_ep[0]); i++)
+        if (n == strlen(by_ep[i]) && strncasecmp(v, by_ep[i], n) == 0)
+            return attached;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    return buf;
 }
+
+/* Room for an EP name given in VMAFDNN_MODEL_FORMS (longer ones are cut). */
+#define FORMS_KEY_CAP 64
 
 /* Opens the form the sidecar names for `ep` (m->form_path set): 0 with
  * *form bound to that EP, -EAGAIN when it bound another (its creation failed
@@ -958,8 +976,10 @@ static int open_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, const ch
 static int use_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
 {
     const char *ep = vmaf_dnn_session_attached_ep(m->session);
-    const char *file = vdnn_sidecar_form(m->sc, ep);
-    if (!file || !forms_wanted())
+    char key_buf[FORMS_KEY_CAP];
+    const char *key = forms_key(ep, key_buf, sizeof(key_buf));
+    const char *file = key ? vdnn_sidecar_form(m->sc, key) : NULL;
+    if (!file)
         return 0;
     VmafDnnSession *form = NULL;
     int rc = open_form(m, opt, ep, file, NULL, &form);
@@ -986,9 +1006,11 @@ static int open_form_first(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, co
     int rc = vdnn_model_interface(opt->onnx_path, opt->policy, &io);
     if (!rc)
         rc = vdnn_sidecar_load(opt->onnx_path, jail, &m->sc);
-    const char *ep = NULL, *file = NULL;
-    if (!rc && vdnn_session_first_ep(opt->session, &ep) == 0)
-        file = vdnn_sidecar_form(m->sc, ep);
+    const char *ep = NULL, *file = NULL, *key = NULL;
+    char key_buf[FORMS_KEY_CAP];
+    if (!rc && vdnn_session_first_ep(opt->session, &ep) == 0 &&
+        (key = forms_key(ep, key_buf, sizeof(key_buf))))
+        file = vdnn_sidecar_form(m->sc, key);
     if (!rc)
         rc = file ? open_form(m, opt, ep, file, io, &m->session) : -EAGAIN;
     vdnn_onnx_interface_free(io);
@@ -1014,7 +1036,9 @@ static int open_known_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, co
         vmaf_dnn_session_close(form);
         return rc;
     }
-    const char *file = vdnn_sidecar_form(m->sc, vmaf_dnn_session_attached_ep(form));
+    char key_buf[FORMS_KEY_CAP];
+    const char *key = forms_key(vmaf_dnn_session_attached_ep(form), key_buf, sizeof(key_buf));
+    const char *file = key ? vdnn_sidecar_form(m->sc, key) : NULL;
     char *named = file ? vdnn_sidecar_beside(opt->onnx_path, file) : NULL;
     if (!named || strcmp(named, opt->form_path) != 0) {
         vmaf_dnn_session_close(form);
@@ -1043,7 +1067,8 @@ int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt)
     if (!opt->policy)
         vmaf_dnn_default_model_policy(&defaults);
     const char *jail = (opt->policy ? opt->policy : &defaults)->model_dir;
-    int rc = !forms_wanted() ? -EAGAIN
+    char key_buf[FORMS_KEY_CAP];
+    int rc = !forms_key("", key_buf, sizeof(key_buf)) ? -EAGAIN
              : opt->form_path ? open_known_form(m, opt, jail) : open_form_first(m, opt, jail);
     if (rc == -EAGAIN) {
         /* The model first: its policy (jail directory) is checked before

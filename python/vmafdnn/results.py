@@ -721,14 +721,20 @@ def key_files(model: str, hasher: Optional[_Hasher] = None) -> List[str]:
     return [os.path.realpath(path) for path, _ in identity]
 
 
-def _forms_wanted() -> bool:
-    """Whether the library scores with the forms sidecars name (VMAFDNN_MODEL_FORMS,
-    read the way csrc/tiny_model.c reads it)."""
-    return os.environ.get("VMAFDNN_MODEL_FORMS", "").strip().lower() not in _FORMS_OFF
+def _forms_wanted():
+    """Which forms the library scores with (VMAFDNN_MODEL_FORMS, read the way
+    csrc/tiny_model.c reads it): True for the attached EP's, False for none,
+    else the EP name whose forms every model takes."""
+    value = os.environ.get("VMAFDNN_MODEL_FORMS", "").strip(" \t")
+    if value.lower() in _FORMS_OFF:
+        return False
+    return True if value.lower() in _FORMS_BY_EP else value
 
 
-#: VMAFDNN_MODEL_FORMS values that keep every model on its own file (tiny_model.c's list).
+#: VMAFDNN_MODEL_FORMS values that keep every model on its own file (tiny_model.c's list),
+#: and those that take the attached EP's forms; any other value names an EP.
 _FORMS_OFF = ("0", "false", "no", "off")
+_FORMS_BY_EP = ("", "1", "true", "yes", "on", "auto")
 
 
 def _selected_ep(device: str, device_index: int, fp16_io: bool) -> str:

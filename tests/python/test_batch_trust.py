@@ -707,11 +707,12 @@ def test_options_are_never_abbreviated(tmp_path, clips):
 
 def test_the_form_setting_is_part_of_the_key(tmp_path, clips, monkeypatch):
     """VMAFDNN_MODEL_FORMS decides which file scores a model with forms (VMAF's features:
-    the kernels or the pure-ONNX graph): a row scored one way is not kept for the other."""
+    the kernels, the pure-ONNX graph or, VMAFDNN_MODEL_FORMS=CUDA, the accelerator form): a row
+    scored one way is not kept for another."""
     jobs = [{"title": "t", "reference": str(clips / "ref.y4m"),
              "distorted": str(clips / "dist.y4m"), "models": ["psnr_y"]}]
     keys = {}
-    for value in ("0", "1"):
+    for value in ("0", "1", "CUDA", " true "):
         monkeypatch.setenv("VMAFDNN_MODEL_FORMS", value)
         keys[value] = vbatch.job_key(jobs[0] | {"models": None}, {"models": ["psnr_y"]})
-    assert keys["0"] != keys["1"]
+    assert len({keys["0"], keys["1"], keys["CUDA"]}) == 3 and keys[" true "] == keys["1"]

@@ -238,10 +238,11 @@ def test_a_narrowed_allow_list_names_them_with_their_domain(ops_path):
 # --- forms: a sidecar names a model's form for an EP ----------------------------------------
 
 def features_dir(tmp_path):
-    """A copy of the built-in VMAF features model, its CPU form and the sidecar."""
+    """A copy of the built-in VMAF features model, its CPU and accelerator forms and the
+    sidecar."""
     from vmafdnn import models as builtin
     src = os.path.dirname(builtin.resolve("vmaf_features"))
-    for name in ("vmaf_features", "vmaf_features_cpu"):
+    for name in ("vmaf_features", "vmaf_features_cpu", "vmaf_features_accel"):
         for ext in (".onnx", ".json"):
             shutil.copy(os.path.join(src, name + ext), tmp_path / (name + ext))
     return tmp_path
@@ -314,6 +315,28 @@ def test_forms_off_values(tmp_path, monkeypatch, value, used):
     monkeypatch.setenv("VMAFDNN_MODEL_FORMS", value)
     info = vmafdnn.Context().use_model(str(d / "vmaf_features.onnx"))
     assert (info.form is not None) == used
+
+
+@pytest.mark.parametrize("value, form", [("CUDA", "vmaf_features_accel.onnx"),
+                                         (" openvino:GPU ", "vmaf_features_accel.onnx"),
+                                         ("cpu", "vmaf_features_cpu.onnx"),
+                                         ("auto", "vmaf_features_cpu.onnx")])
+def test_forms_of_another_ep_on_request(tmp_path, monkeypatch, value, form):
+    """VMAFDNN_MODEL_FORMS=<EP name>: the form the sidecar names for that EP ("*" for every EP
+    but the CPU's), run on the EP that attached (ORT's CPU EP here)."""
+    d = features_dir(tmp_path)
+    monkeypatch.setenv("VMAFDNN_MODEL_FORMS", value)
+    info = vmafdnn.Context().use_model(str(d / "vmaf_features.onnx"))
+    assert info.attached_ep == "CPU" and info.form == str(d / form)
+
+
+def test_forms_of_an_ep_the_sidecar_does_not_name_leave_the_model_on_its_file(tmp_path,
+                                                                             monkeypatch):
+    d = features_dir(tmp_path)
+    edit_sidecar(d / "vmaf_features.json", forms={"CPU": "vmaf_features_cpu.onnx"})
+    monkeypatch.setenv("VMAFDNN_MODEL_FORMS", "CUDA")
+    info = vmafdnn.Context().use_model(str(d / "vmaf_features.onnx"))
+    assert info.attached_ep == "CPU" and info.form is None
 
 
 def test_a_policy_that_refuses_the_form_says_how_to_go_without_it(tmp_path):

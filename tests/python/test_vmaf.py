@@ -47,19 +47,21 @@ KERNEL_TOL.update({"motion2": 2e-6, "vmaf": 1e-4})
 
 
 # Three clips cover 8 and 10 bit, an odd size and a scene cut; the rest are in test_vmaf_graphs.
-@pytest.mark.parametrize("form", ["kernels", "onnx"])
+@pytest.mark.parametrize("form", ["kernels", "onnx", "accel"])
 @pytest.mark.parametrize("clip", ["testsrc2_x264crf35_8bit_odd", "testsrc2_x264crf45_10bit",
                                   "scenecut_8bit"])
 def test_library_vmaf_matches_libvmaf(clip, form, reference, models, tmp_path, monkeypatch):
-    """Both forms of the features: the fused kernels the library uses on ORT's CPU EP, and the
-    pure-ONNX graph (VMAFDNN_MODEL_FORMS=0), the form for every other EP."""
-    if form == "onnx":
-        monkeypatch.setenv("VMAFDNN_MODEL_FORMS", "0")
+    """Every form of the features: the fused kernels the library uses on ORT's CPU EP, the
+    pure-ONNX graph (VMAFDNN_MODEL_FORMS=0), and the accelerator form every other EP takes
+    (VMAFDNN_MODEL_FORMS=CUDA runs it on ORT's CPU EP here)."""
+    monkeypatch.setenv("VMAFDNN_MODEL_FORMS", {"kernels": "1", "onnx": "0", "accel": "CUDA"}[form])
     ref, dist = make_clip(reference["FFMPEG"], clip, str(tmp_path))
     theirs = run_libvmaf(reference["FFMPEG"], ref, dist, str(tmp_path / "log.json"))
     result = vmafdnn.score(ref, dist, models=[os.path.join(models, "vmaf_v0.6.1.onnx")])
     features = result["models"][0]
-    assert (features["form"] is not None) == (form == "kernels"), features
+    want = {"kernels": "vmaf_features_cpu.onnx", "onnx": None, "accel": "vmaf_features_accel.onnx"}
+    assert (features["form"] and os.path.basename(features["form"])) == want[form], features
+    assert features["attached_ep"] == "CPU", features
     ours = library_scores(result)
     assert len(ours["vmaf"]) == CLIPS[clip][2]
     d = compare(ours, theirs)
