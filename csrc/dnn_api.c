@@ -155,6 +155,9 @@ int vdnn_config_check(const VmafDnnConfig *in, VmafDnnConfig *out, const char *w
     if (in->threads < 0 || in->threads > VMAF_DNN_MAX_THREADS)
         return vdnn_fail(-EINVAL, "%sthreads must be 0..%d (got %d)", what,
                          VMAF_DNN_MAX_THREADS, in->threads);
+    if ((unsigned)in->static_shapes > VMAF_DNN_STATIC_SHAPES_ON)
+        return vdnn_fail(-EINVAL, "%sstatic_shapes %d is unknown (0..%d)", what,
+                         (int)in->static_shapes, (int)VMAF_DNN_STATIC_SHAPES_ON);
     *out = *in;
     out->fp16_io = in->fp16_io != 0;
     return 0;
@@ -451,6 +454,15 @@ int vdnn_session_runs_in_turn(const VmafDnnSession *s)
 const char *vmaf_dnn_session_fallback_reason(const VmafDnnSession *s)
 {
     return s ? s->fallback_reason : NULL;
+}
+
+int vmaf_dnn_session_static_runs(const VmafDnnSession *s, uint64_t *fixed, uint64_t *as_opened,
+                                 const char **reason)
+{
+    if (!s)
+        return vdnn_fail(-EINVAL, "session_static_runs: session is NULL");
+    vdnn_ort_static_runs(s->ort, fixed, as_opened, reason);
+    return 0;
 }
 
 int vmaf_dnn_session_ep_nodes(const VmafDnnSession *s, size_t *on_ep, size_t *total)

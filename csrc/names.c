@@ -26,6 +26,7 @@
 #define POOLS(X) X("min") X("max") X("mean") X("harmonic_mean")
 #define FORMATS(X) X("json") X("xml") X("csv")
 #define KINDS(X) X("fr") X("nr") X("features")
+#define STATIC_SHAPES(X) X("auto") X("off") X("on")
 /* Every name ort_backend.c's ep_kinds can attach (test_catalog reads that
  * table and checks it against this one). */
 #define EPS(X)                                                                               \
@@ -50,6 +51,7 @@ TABLE("resize mode", RESIZES, VMAF_DNN_RESIZE_NONE);
 TABLE("pool method", POOLS, VMAF_DNN_POOL_MIN);
 TABLE("report format", FORMATS, VMAF_DNN_OUTPUT_JSON);
 TABLE("model kind", KINDS, VMAF_DNN_MODEL_FR);
+TABLE("static_shapes setting", STATIC_SHAPES, VMAF_DNN_STATIC_SHAPES_AUTO);
 TABLE("execution provider", EPS, VMAF_DNN_EP_CPU);
 
 static int fold(unsigned char c)
@@ -111,4 +113,5 @@ NAME_FUNCTIONS(vmaf_dnn_resize, VmafDnnResize, RESIZES)
 NAME_FUNCTIONS(vmaf_dnn_pool, VmafDnnPoolMethod, POOLS)
 NAME_FUNCTIONS(vmaf_dnn_output_format, VmafDnnOutputFormat, FORMATS)
 NAME_FUNCTIONS(vmaf_dnn_model_kind, VmafDnnModelKind, KINDS)
+NAME_FUNCTIONS(vmaf_dnn_static_shapes, VmafDnnStaticShapes, STATIC_SHAPES)
 NAME_FUNCTIONS(vmaf_dnn_ep, VmafDnnEp, EPS)

@@ -1210,6 +1210,26 @@ struct VdnnOrtSession {
     size_t nodes_on_ep, nodes_total;
     VdnnTensorMeta *inputs, *outputs;
     const char **input_names;    /* n_inputs, point into inputs[].name */
+    /* Static shapes (VmafDnnStaticShapes): what creating the model again
+     * needs, the named symbolic dims of its inputs (VdnnTensorMeta.dim_key
+     * indexes dim_names) and the sessions specialised so far. */
+    int static_on;               /* runs may still get a specialised session */
+    const char *static_reason;   /* why not: "" or a static string or static_why */
+    char *static_why;            /* owned: ORT's refusal */
+    void *model;                 /* owned copy while static_on can be set */
+    size_t model_len;
+    char *model_path, *model_dir;
+    VmafDnnConfig cfg;
+    const char *attached;        /* static */
+    char **dim_names;            /* n_dims, owned */
+    size_t n_dims;
+    int64_t *run_dims;           /* n_dims: the values of the run being made */
+    struct {
+        OrtSession *session;
+        int64_t *dims;           /* n_dims values it was specialised to */
+    } fixed[VMAF_DNN_MAX_STATIC_SHAPES];
+    size_t n_fixed;
+    _Atomic uint64_t runs_fixed, runs_as_opened;
     /* Per-run scratch, sized once at creation so runs do not allocate. */
     OrtValue **input_values;     /* n_inputs */
     OrtValue **output_values;    /* n_outputs: results held until the next run */
@@ -1809,6 +1829,217 @@ int vdnn_ort_first_ep(const VmafDnnConfig *cfg, const char **attached)
     return rc ? rc : chosen == EP_POLICY ? -EAGAIN : 0;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Static shapes: sessions specialised to the shapes of their runs          */
+/* ------------------------------------------------------------------------ */
+
+/* The named symbolic dims of the inputs: s->dim_names, and each input dim's
+ * dim_key. 0, -ENOMEM, -EIO. */
+static int collect_dims(VdnnOrtSession *s)
+{
+    const OrtApi *a = api();
+    for (size_t i = 0; i < s->n_inputs; i++)
+        for (size_t d = 0; d < VMAF_DNN_MAX_RANK; d++)
+            s->inputs[i].dim_key[d] = -1;
+    if (!(s->dim_names = calloc(s->n_inputs * VMAF_DNN_MAX_RANK + 1, sizeof(*s->dim_names))))
+        return vdnn_fail(-ENOMEM, "out of memory");
+    for (size_t i = 0; i < s->n_inputs; i++) {
+        VdnnTensorMeta *m = &s->inputs[i];
+        int symbolic = 0;
+        for (size_t d = 0; d < m->rank; d++)
+            symbolic |= m->shape[d] < 0;
+        if (!symbolic)
+            continue;
+        OrtTypeInfo *type_info = NULL;
+        const OrtTensorTypeAndShapeInfo *tensor_info = NULL;
+        const char *params[VMAF_DNN_MAX_RANK] = {NULL};
+        OrtStatus *st = a->SessionGetInputTypeInfo(s->session, i, &type_info);
+        if (!st && !(st = a->CastTypeInfoToTensorInfo(type_info, &tensor_info)) && tensor_info)
+            st = a->GetSymbolicDimensions(tensor_info, params, m->rank);
+        int rc = st ? status_error(st, -EIO, "cannot read an input's symbolic dims") : 0;
+        for (size_t d = 0; !rc && d < m->rank; d++) {
+            if (m->shape[d] >= 0 || !params[d] || !params[d][0])
+                continue;
+            size_t k = 0;
+            while (k < s->n_dims && strcmp(s->dim_names[k], params[d]) != 0)
+                k++;
+            if (k == s->n_dims && !(s->dim_names[s->n_dims++] = strdup(params[d]))) {
+                s->n_dims--;
+                rc = vdnn_fail(-ENOMEM, "out of memory");
+            }
+            m->dim_key[d] = (int)k;
+        }
+        a->ReleaseTypeInfo(type_info); /* params pointed into it */
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Decides at creation whether runs may be specialised, and keeps what
+ * creating the model again needs. */
+static int setup_static(VdnnOrtSession *s, const void *model, size_t len, const char *model_path,
+                        const char *model_dir, const VmafDnnConfig *cfg, const char *attached)
+{
+    s->cfg = *cfg;
+    s->attached = attached;
+    if (cfg->static_shapes == VMAF_DNN_STATIC_SHAPES_OFF) {
+        s->static_reason = "static_shapes is OFF";
+        return 0;
+    }
+    if (cfg->static_shapes == VMAF_DNN_STATIC_SHAPES_AUTO &&
+        strcmp(attached, ep_kinds[EP_CPU].name) == 0) {
+        s->static_reason = "ORT's CPU EP (static_shapes AUTO specialises on the other EPs)";
+        return 0;
+    }
+    int rc = collect_dims(s);
+    if (rc)
+        return rc;
+    if (!s->n_dims) {
+        s->static_reason = "the model's inputs have no named symbolic dims";
+        return 0;
+    }
+    if (!(s->run_dims = calloc(s->n_dims, sizeof(*s->run_dims))) ||
+        !(s->model = malloc(len ? len : 1)) || !(s->model_path = strdup(model_path)) ||
+        (model_dir && !(s->model_dir = strdup(model_dir))))
+        return vdnn_fail(-ENOMEM, "out of memory");
+    memcpy(s->model, model, len);
+    s->model_len = len;
+    s->static_on = 1;
+    s->static_reason = "";
+    return 0;
+}
+
+/* "H=1080, W=1920" for messages. */
+static void dims_text(const VdnnOrtSession *s, char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t k = 0; k < s->n_dims && used < cap; k++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s=%lld", k ? ", " : "",
+                                 s->dim_names[k], (long long)s->run_dims[k]);
+}
+
+/* Stops specialising: runs go on as opened, for the reason given. */
+static void give_up_static(VdnnOrtSession *s, const char *fmt, const char *a1, const char *a2)
+{
+    char dims[256];
+    dims_text(s, dims, sizeof(dims));
+    size_t n = (size_t)snprintf(NULL, 0, fmt, dims, a1, a2) + 1;
+    if ((s->static_why = malloc(n)))
+        snprintf(s->static_why, n, fmt, dims, a1, a2);
+    s->static_reason = s->static_why ? s->static_why : "no memory to say why";
+    s->static_on = 0;
+    free(s->model); /* nothing will be created from it again */
+    s->model = NULL;
+}
+
+/* The model created again with run_dims fixed, on the EP the session
+ * attached: *out, or NULL after give_up_static. */
+static void create_fixed(VdnnOrtSession *s, OrtSession **out)
+{
+    const OrtApi *a = api();
+    const int budgeted = s->account->limit != 0;
+    OrtSessionOptions *opts = NULL;
+    const char *attached = ep_kinds[EP_CPU].name, *ort_name = cpu_ep_name;
+    EpKind chosen = EP_CPU;
+    Log log = {NULL, 0};
+    char how[256];
+    *out = NULL;
+    int rc = strcmp(s->attached, ep_kinds[EP_CPU].name) == 0
+                 ? make_options(&s->cfg, s->model_dir, budgeted, &opts)
+                 : choose_ep(&s->cfg, s->model_dir, budgeted, &opts, &chosen, &attached,
+                             &ort_name, how, sizeof(how), &log);
+    free(log.text);
+    if (rc) {
+        give_up_static(s, "cannot specialise the session to %s: %s%s", vmaf_dnn_last_error(),
+                       "");
+        return;
+    }
+    OrtStatus *st = NULL;
+    for (size_t k = 0; !st && k < s->n_dims; k++)
+        st = a->AddFreeDimensionOverrideByName(opts, s->dim_names[k], s->run_dims[k]);
+    if (!st) {
+        atomic_store(&s->account->refused, 0);
+        current_account = s->account;
+        st = a->CreateSessionFromArray(env, s->model, s->model_len, opts, out);
+        current_account = NULL;
+    }
+    a->ReleaseSessionOptions(opts);
+    if (st) {
+        give_up_static(s, "ONNX Runtime cannot create the session specialised to %s: %s%s",
+                       a->GetErrorMessage(st), "");
+        a->ReleaseStatus(st);
+        *out = NULL;
+        return;
+    }
+    if (chosen == EP_POLICY)
+        attached = policy_choice(*out, &ort_name);
+    if (strcmp(attached, s->attached) != 0) {
+        a->ReleaseSession(*out);
+        *out = NULL;
+        give_up_static(s, "the session specialised to %s bound %s, not %s", attached,
+                       s->attached);
+    }
+}
+
+/* The session a run with these feeds uses: one specialised to their shapes
+ * (created now if need be), else the session as opened. */
+static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds)
+{
+    if (!s->static_on)
+        goto as_opened;
+    for (size_t k = 0; k < s->n_dims; k++)
+        s->run_dims[k] = -1;
+    for (size_t i = 0; i < s->n_inputs; i++) {
+        const VdnnTensorMeta *m = &s->inputs[i];
+        for (size_t d = 0; d < m->rank && d < feeds[i].rank; d++) {
+            const int k = m->dim_key[d];
+            const int64_t v = feeds[i].shape[d];
+            if (k < 0)
+                continue;
+            if (v <= 0 || (s->run_dims[k] >= 0 && s->run_dims[k] != v))
+                goto as_opened; /* ORT would refuse it anyway, or an empty tensor */
+            s->run_dims[k] = v;
+        }
+    }
+    for (size_t f = 0; f < s->n_fixed; f++)
+        if (memcmp(s->fixed[f].dims, s->run_dims, s->n_dims * sizeof(int64_t)) == 0) {
+            atomic_fetch_add(&s->runs_fixed, 1);
+            return s->fixed[f].session;
+        }
+    if (s->n_fixed == VMAF_DNN_MAX_STATIC_SHAPES)
+        goto as_opened;
+    int64_t *dims = malloc(s->n_dims * sizeof(int64_t));
+    OrtSession *made = NULL;
+    if (dims)
+        create_fixed(s, &made);
+    if (!made) {
+        free(dims);
+        goto as_opened;
+    }
+    memcpy(dims, s->run_dims, s->n_dims * sizeof(int64_t));
+    s->fixed[s->n_fixed].session = made;
+    s->fixed[s->n_fixed].dims = dims;
+    s->n_fixed++;
+    atomic_fetch_add(&s->runs_fixed, 1);
+    return made;
+as_opened:
+    atomic_fetch_add(&s->runs_as_opened, 1);
+    return s->session;
+}
+
+void vdnn_ort_static_runs(const VdnnOrtSession *s, uint64_t *fixed, uint64_t *as_opened,
+                          const char **reason)
+{
+    if (fixed)
+        *fixed = atomic_load(&s->runs_fixed);
+    if (as_opened)
+        *as_opened = atomic_load(&s->runs_as_opened);
+    if (reason)
+        *reason = s->static_reason ? s->static_reason : "";
+}
+
 int vdnn_ort_session_create(const void *model, size_t len, const char *model_path,
                             const char *model_dir, const VmafDnnConfig *cfg,
                             const VdnnOrtBudget *budget, VdnnOrtSession **out,
@@ -1851,6 +2082,8 @@ int vdnn_ort_session_create(const void *model, size_t len, const char *model_pat
         rc = status_error(st, -ENOMEM, "cannot create ORT run options");
     if (!rc)
         rc = describe_session(s);
+    if (!rc)
+        rc = setup_static(s, model, len, model_path, model_dir, cfg, attached);
     if (!rc && !log.text && !(log.text = strdup("")))
         rc = vdnn_fail(-ENOMEM, "out of memory");
     if (rc) {
@@ -1882,6 +2115,18 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
         vdnn_ort_release_outputs(s);
     if (s->session)
         a->ReleaseSession(s->session);
+    for (size_t k = 0; k < s->n_fixed; k++) {
+        a->ReleaseSession(s->fixed[k].session);
+        free(s->fixed[k].dims);
+    }
+    for (size_t k = 0; k < s->n_dims; k++)
+        free(s->dim_names[k]);
+    free(s->dim_names);
+    free(s->run_dims);
+    free(s->model);
+    free(s->model_path);
+    free(s->model_dir);
+    free(s->static_why);
     if (s->cpu_memory)
         a->ReleaseMemoryInfo(s->cpu_memory);
     if (s->run_options)
@@ -1976,7 +2221,7 @@ static int holds(OrtValue *value, const void *buffer)
  * (cancel, time budget), a refused allocation (memory budget), or the model
  * failing on this data. The caller's arguments were checked before ORT saw
  * them, so no Run failure is the caller's: the rest is -ENOEXEC. */
-static int run_guarded(VdnnOrtSession *s, size_t n_outputs)
+static int run_guarded(VdnnOrtSession *s, OrtSession *session, size_t n_outputs)
 {
     const OrtApi *a = api();
     begin_run(s);
@@ -1988,7 +2233,7 @@ static int run_guarded(VdnnOrtSession *s, size_t n_outputs)
     atomic_store(&s->account->refused, 0);
     current_account = s->account;
     current_session = s;
-    OrtStatus *st = a->Run(s->session, s->run_options, s->input_names,
+    OrtStatus *st = a->Run(session, s->run_options, s->input_names,
                            (const OrtValue *const *)s->input_values, s->n_inputs,
                            s->run_output_names, n_outputs, s->output_values);
     current_account = NULL;
@@ -2055,7 +2300,7 @@ int vdnn_ort_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t *outp
     s->n_held = n_outputs; /* bound or not, every value is released later */
 
     if (!rc)
-        rc = run_guarded(s, n_outputs);
+        rc = run_guarded(s, session_for_run(s, feeds), n_outputs);
     for (size_t i = 0; i < made; i++)
         a->ReleaseValue(s->input_values[i]);
 

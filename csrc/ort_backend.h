@@ -68,6 +68,9 @@ typedef struct VdnnTensorMeta {
     int aliases_input;                /* an output that is also a graph input
                                          (same name): never bound, see
                                          vdnn_ort_run */
+    int dim_key[VMAF_DNN_MAX_RANK];   /* inputs: which of the session's named
+                                         symbolic dims each dim is (static
+                                         shapes), -1: fixed or unnamed */
 } VdnnTensorMeta;
 
 /* What one session may cost (VmafDnnModelPolicy's budgets). 0: no limit. */
@@ -78,7 +81,8 @@ typedef struct VdnnOrtBudget {
 } VdnnOrtBudget;
 
 /* Creates a session from the serialized model in `model` (len bytes; read
- * during the call only). `model_path` names the model in messages;
+ * during the call only, except that a session which may specialise itself
+ * to its runs' shapes (cfg->static_shapes) keeps a copy). `model_path` names the model in messages;
  * `model_dir` is where external data files are looked up. `cfg` must be
  * complete (no NULL); `budget` (no NULL) holds for the life of the session.
  * Every EP attempt starts from fresh session options carrying only `cfg`'s
@@ -124,6 +128,10 @@ void vdnn_ort_cancel(VdnnOrtSession *s);
  * sets *flag first and then calls vdnn_ort_cancel, so that one of the two
  * stops the run whichever comes first. The flag must outlive the runs. */
 void vdnn_ort_watch_stop_flag(const atomic_int *flag);
+
+/* vmaf_dnn_session_static_runs' contract (s not NULL). */
+void vdnn_ort_static_runs(const VdnnOrtSession *s, uint64_t *fixed, uint64_t *as_opened,
+                          const char **reason);
 
 /* NULL-safe. Also releases any outputs still held from the last run. */
 void vdnn_ort_session_destroy(VdnnOrtSession *s);
@@ -171,7 +179,9 @@ typedef struct VdnnOrtResult {
  * above VMAF_DNN_MAX_RANK), -ETIMEDOUT (the run outlived budget.max_run_ms),
  * -ECANCELED (vdnn_ort_cancel), -EDQUOT (an allocation past
  * budget.max_memory_bytes), -ENOEXEC (any other failure of ORT's Run: the
- * model failed on this data; ORT's message says which node). Not thread-safe
+ * model failed on this data; ORT's message says which node). The run may
+ * first create a session specialised to the feeds' shapes (see
+ * VmafDnnStaticShapes); its failure is not the run's. Not thread-safe
  * on one session (the caller serialises), except for vdnn_ort_cancel. */
 int vdnn_ort_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds,
                  const size_t *output_slots, size_t n_outputs, void *const *out_buffers,

@@ -36,6 +36,7 @@ extern "C" {
  *   pool     min, max, mean, harmonic_mean
  *   format   json, xml, csv
  *   kind     fr, nr, features  (VMAF_DNN_MODEL_INVALID has no name)
+ *   static shapes  auto, off, on  (VmafDnnStaticShapes)
  *   EP       CPU, CUDA, OpenVINO:GPU, OpenVINO:CPU, ROCm, OpenVINO:NPU,
  *            NvTensorRTRTX:GPU, MIGraphX:GPU, WebGpu:GPU, ORT-policy (the
  *            strings of vmaf_dnn_session_attached_ep; see VmafDnnEp)
@@ -71,6 +72,10 @@ VMAF_DNN_API const char *vmaf_dnn_output_format_names(void);
 VMAF_DNN_API int vmaf_dnn_model_kind_from_name(const char *name, VmafDnnModelKind *out);
 VMAF_DNN_API const char *vmaf_dnn_model_kind_name(VmafDnnModelKind kind);
 VMAF_DNN_API const char *vmaf_dnn_model_kind_names(void);
+
+VMAF_DNN_API int vmaf_dnn_static_shapes_from_name(const char *name, VmafDnnStaticShapes *out);
+VMAF_DNN_API const char *vmaf_dnn_static_shapes_name(VmafDnnStaticShapes setting);
+VMAF_DNN_API const char *vmaf_dnn_static_shapes_names(void);
 
 /* The execution providers a session can attach to: every string
  * vmaf_dnn_session_attached_ep returns for an EP this library knows (the

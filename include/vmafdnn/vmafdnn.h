@@ -275,6 +275,30 @@ typedef enum VmafDnnDevice {
     VMAF_DNN_DEVICE_POLICY_MIN_POWER = 15,
 } VmafDnnDevice;
 
+/* Whether a session specialises the model to the shapes it is run with.
+ * A model whose inputs have named symbolic dims ("H", "W", "N") keeps the
+ * shape arithmetic that depends on them in the graph: on an accelerator it
+ * runs every time, on ORT's CPU EP with copies around it. A specialised
+ * session is the model created again with those dims fixed to the values of
+ * a run's inputs (ORT's free-dimension overrides), so ORT folds that
+ * arithmetic away when it creates the session. It is created at the first
+ * run of those shapes, on the EP the session attached, and kept for later
+ * runs of the same shapes; the session keeps at most
+ * VMAF_DNN_MAX_STATIC_SHAPES of them, runs of other shapes (and runs whose
+ * inputs give one dim name two values) use the session as opened. When ORT
+ * cannot create one, the session stops trying and goes on as opened (the
+ * reason is kept: vmaf_dnn_session_static_runs). Values are append-only. */
+typedef enum VmafDnnStaticShapes {
+    VMAF_DNN_STATIC_SHAPES_AUTO = 0, /* on every EP but ORT's CPU EP, whose
+                                        kernels gain little from it while a
+                                        second session costs its creation */
+    VMAF_DNN_STATIC_SHAPES_OFF = 1,  /* never: every run uses the session as opened */
+    VMAF_DNN_STATIC_SHAPES_ON = 2,   /* on every EP, ORT's CPU EP too */
+} VmafDnnStaticShapes;
+
+/* Specialised sessions one session keeps (see VmafDnnStaticShapes). */
+#define VMAF_DNN_MAX_STATIC_SHAPES 4
+
 typedef struct VmafDnnConfig {
     VmafDnnDevice device; /* see VmafDnnDevice */
     int device_index;     /* GPU ordinal for CUDA / ROCm / OpenVINO GPU; >= 0 */
@@ -286,6 +310,7 @@ typedef struct VmafDnnConfig {
     int fp16_io;          /* non-zero: fp32 data is cast to/from FLOAT16 model slots,
                              and OpenVINO's GPU device is asked for precision=FP16
                              (its CPU device refuses FP16 and is left at FP32) */
+    VmafDnnStaticShapes static_shapes; /* see VmafDnnStaticShapes; AUTO by default */
 } VmafDnnConfig;
 
 /* Fills `cfg` with the defaults: AUTO, device 0, ORT's default threads, no
@@ -482,6 +507,19 @@ VMAF_DNN_API const char *vmaf_dnn_session_fallback_reason(const VmafDnnSession *
  * written). Thread-safe: reads state fixed at open. */
 VMAF_DNN_API int vmaf_dnn_session_ep_nodes(const VmafDnnSession *session, size_t *on_ep,
                                            size_t *total);
+
+/* How the session's runs went with static shapes (VmafDnnConfig.
+ * static_shapes): *fixed (may be NULL) gets the runs made on a session
+ * specialised to their inputs' shapes, *as_opened (may be NULL) the others;
+ * *reason (may be NULL) why runs go on as opened: "" while nothing stops
+ * specialising, else one line: static_shapes OFF, AUTO on ORT's CPU EP, a
+ * model without named symbolic input dims, or ORT's reason for refusing a
+ * specialised session (set once, at that run). The string is owned by the
+ * session and valid until it is closed. Returns 0 or -EINVAL (NULL
+ * session). Thread-safe for the counts; *reason may change only during a
+ * run that creates a specialised session. */
+VMAF_DNN_API int vmaf_dnn_session_static_runs(const VmafDnnSession *session, uint64_t *fixed,
+                                              uint64_t *as_opened, const char **reason);
 
 /* The configuration the session was opened with (defaults filled in). */
 VMAF_DNN_API const VmafDnnConfig *vmaf_dnn_session_config(const VmafDnnSession *session);

@@ -27,7 +27,7 @@ __version__ = _ffi.string(_lib.vmaf_dnn_version()).decode()
 
 __all__ = [
     "available", "ort_version", "ort_library_path", "unavailable_reason", "Session",
-    "TensorInfo", "DEVICES", "fp32_to_fp16", "fp16_to_fp32", "DnnError",
+    "TensorInfo", "StaticRuns", "DEVICES", "fp32_to_fp16", "fp16_to_fp32", "DnnError",
     "InvalidArgumentError", "ModelNotFoundError", "PermissionDeniedError",
     "NotARegularFileError", "ModelTooLargeError", "InvalidModelError", "UnsupportedError",
     "RuntimeNotFoundError", "OutputTooSmallError", "ReportBufferTooSmallError", "BusyError",
@@ -77,7 +77,7 @@ _LAZY = {
     "score": "scoring",
     "DEVICES": "session", "MAX_BATCH": "session",
     "MAX_THREADS": "session", "POLICY_KEYWORDS": "session", "Session": "session",
-    "TensorInfo": "session", "ep_devices": "session", "ep_libraries": "session",
+    "TensorInfo": "session", "StaticRuns": "session", "ep_devices": "session", "ep_libraries": "session",
     "explain_device": "session", "register_ep_library": "session",
 }
 

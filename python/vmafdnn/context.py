@@ -29,8 +29,8 @@ from . import models as _builtin
 from . import names
 from ._native import NativeHandle, c_name, c_path, check, decode_name, ensure_ort, ffi, lib
 from .errors import InvalidArgumentError, RangeError
-from .session import (MAX_BATCH, MAX_DEVICE_INDEX, MAX_THREADS, config_int, device_value,
-                      ep_nodes, model_policy)
+from .session import (MAX_BATCH, MAX_DEVICE_INDEX, MAX_THREADS, StaticRuns, config_int,
+                      device_value, ep_nodes, model_policy, static_runs)
 from .video import Frame
 
 __all__ = ["Context", "ModelInfo", "RESIZE_MODES", "POOL_METHODS", "OUTPUT_FORMATS",
@@ -98,7 +98,7 @@ def _model_path(model) -> str:
     return model
 
 
-def _session_config(cfg, device, device_index, threads, fp16_io) -> None:
+def _session_config(cfg, device, device_index, threads, fp16_io, static_shapes=None) -> None:
     """Fills a VmafDnnConfig; None leaves a field as it is."""
     if device is not None:
         cfg.device = device_value(device)
@@ -108,6 +108,8 @@ def _session_config(cfg, device, device_index, threads, fp16_io) -> None:
         cfg.threads = config_int("threads", threads, MAX_THREADS)
     if fp16_io is not None:
         cfg.fp16_io = bool(fp16_io)
+    if static_shapes is not None:
+        cfg.static_shapes = names.value("static_shapes", static_shapes)
 
 
 class _Picture:
@@ -210,8 +212,9 @@ def _array_bitdepth(plane: np.ndarray, bitdepth: Optional[int], what: str) -> in
 class Context(NativeHandle):
     """A libvmafdnn scoring context (VmafDnnContext).
 
-    ``device``, ``device_index``, ``threads`` and ``fp16_io`` are the session
-    settings of every model attached without its own. ``threads`` is also
+    ``device``, ``device_index``, ``threads``, ``fp16_io`` and ``static_shapes``
+    are the session settings of every model attached without its own
+    (``static_shapes``: see :class:`vmafdnn.Session`). ``threads`` is also
     the total the context may use: 0 (default) leaves each session its own
     count, 1 runs everything on one thread, N > 1 scores N frames at once
     (one worker thread per frame, each model copied per worker; at most 4
@@ -245,11 +248,11 @@ class Context(NativeHandle):
 
     def __init__(self, device: str = "auto", device_index: int = 0, threads: int = 0,
                  fp16_io: bool = False, resize: str = "none", fps: Optional[float] = None,
-                 batch: int = 0, **policy):
+                 batch: int = 0, static_shapes: str = "auto", **policy):
         ensure_ort(device)
         cfg = ffi.new("VmafDnnContextConfig *")
         lib.vmaf_dnn_default_context_config(cfg)
-        _session_config(cfg.session, device, device_index, threads, fp16_io)
+        _session_config(cfg.session, device, device_index, threads, fp16_io, static_shapes)
         # The same number is the context's total: N > 1 scores N frames at
         # once (C: VmafDnnContextConfig.threads; docs/throughput.md).
         cfg.threads = cfg.session.threads
@@ -346,6 +349,18 @@ class Context(NativeHandle):
             check(lib.vmaf_dnn_tiny_model_batching(handle, model, out))
         return Batching(bool(out.batchable), out.batch, bool(out.refused),
                         int(out.batched_frames))
+
+    def static_runs(self, model: int) -> StaticRuns:
+        """How the runs of model number ``model`` (in :attr:`models` order) on the
+        context's own session went with static shapes (:attr:`vmafdnn.Session.static_runs`;
+        frames in flight run on copies of it, which these counts leave out)."""
+        if isinstance(model, bool):
+            raise TypeError("model must be an index, got bool")
+        model = operator.index(model)
+        if not 0 <= model < len(self._models):
+            raise IndexError(f"model {model} out of range ({len(self._models)} attached)")
+        with self._using() as handle:
+            return static_runs(lib.vmaf_dnn_tiny_model_session(handle, model))
 
     # -- scoring ------------------------------------------------------------
     def read_pictures(self, reference, distorted, index: int,

@@ -1,6 +1,7 @@
 """The names a user types and sees for the library's enums, from the C
 library's one table of them (include/vmafdnn/catalog.h): devices, resize
-modes, pool methods, report formats, model kinds, execution providers.
+modes, pool methods, report formats, model kinds, execution providers,
+static-shapes settings.
 
 Parsing accepts any case and takes '-' and '_' as the same character; an
 unknown name raises InvalidArgumentError (a ValueError) listing the valid
@@ -11,7 +12,7 @@ from typing import Dict, Tuple
 from ._native import c_name, check, ffi, lib
 
 __all__ = ["DEVICE_NAMES", "RESIZE_NAMES", "POOL_NAMES", "FORMAT_NAMES", "KIND_NAMES",
-           "EP_NAMES", "table", "value", "name"]
+           "EP_NAMES", "STATIC_SHAPES_NAMES", "table", "value", "name"]
 
 # what -> (from_name, name, names, C type of the value)
 _TABLES = {
@@ -27,6 +28,8 @@ _TABLES = {
              lib.vmaf_dnn_model_kind_names, "VmafDnnModelKind *"),
     "ep": (lib.vmaf_dnn_ep_from_name, lib.vmaf_dnn_ep_name, lib.vmaf_dnn_ep_names,
            "VmafDnnEp *"),
+    "static_shapes": (lib.vmaf_dnn_static_shapes_from_name, lib.vmaf_dnn_static_shapes_name,
+                      lib.vmaf_dnn_static_shapes_names, "VmafDnnStaticShapes *"),
 }
 
 
@@ -40,6 +43,7 @@ POOL_NAMES = _names("pool")
 FORMAT_NAMES = _names("format")
 KIND_NAMES = _names("kind")
 EP_NAMES = _names("ep")
+STATIC_SHAPES_NAMES = _names("static_shapes")
 
 
 def value(what: str, text: str) -> int:

@@ -54,6 +54,21 @@ def _is_fixed(shape: Optional[Tuple[int, ...]]) -> bool:
     return shape is not None and all(d >= 0 for d in shape)
 
 
+class StaticRuns(NamedTuple):
+    """vmaf_dnn_session_static_runs: see :attr:`Session.static_runs`."""
+    fixed: int
+    as_opened: int
+    reason: str
+
+
+def static_runs(handle) -> StaticRuns:
+    fixed, as_opened = ffi.new("uint64_t *"), ffi.new("uint64_t *")
+    reason = ffi.new("const char **")
+    check(lib.vmaf_dnn_session_static_runs(handle, fixed, as_opened, reason))
+    return StaticRuns(int(fixed[0]), int(as_opened[0]),
+                      ffi.string(reason[0]).decode("utf-8", "replace"))
+
+
 def ep_nodes(handle) -> Optional[Tuple[int, int]]:
     """(nodes on the attached EP, all nodes) of a C session, or None when
     ONNX Runtime cannot tell (before 1.24): vmaf_dnn_session_ep_nodes."""
@@ -236,7 +251,11 @@ class Session(NativeHandle):
     :attr:`fallback_reason` why, and :attr:`ep_nodes` how much of the graph
     that EP took (``(on_ep, total)`` nodes; None before ORT 1.24: the rest
     runs on ORT's CPU EP). ``threads``: 0 (ORT's default) up to
-    ``vmafdnn.MAX_THREADS``. The keyword-only ``policy`` arguments
+    ``vmafdnn.MAX_THREADS``. ``static_shapes`` (auto, off, on): whether runs
+    use the model specialised to their inputs' shapes, created at the first
+    run of those shapes so that ONNX Runtime folds the shape arithmetic away
+    (auto: on every EP but ORT's CPU EP; :attr:`static_runs` says how runs
+    went; C: VmafDnnStaticShapes). The keyword-only ``policy`` arguments
     (:data:`POLICY_KEYWORDS`: ``model_dir`` -- default the environment
     variable VMAFDNN_MODEL_DIR --, ``max_model_bytes``, ``allowed_ops``,
     ``max_loop_nodes``, ``max_nodes``, ``max_subgraph_depth``,
@@ -260,6 +279,7 @@ class Session(NativeHandle):
         device_index: int = 0,
         threads: int = 0,
         fp16_io: bool = False,
+        static_shapes: str = "auto",
         **policy,
     ):
         ensure_ort(device)
@@ -268,6 +288,7 @@ class Session(NativeHandle):
         cfg.device_index = config_int("device_index", device_index, MAX_DEVICE_INDEX)
         cfg.threads = config_int("threads", threads, MAX_THREADS)
         cfg.fp16_io = bool(fp16_io)
+        cfg.static_shapes = names.value("static_shapes", static_shapes)
         c_policy, keep_alive = model_policy(**policy)
         c_model = c_path(path, "model path")
         out = ffi.new("VmafDnnSession **")
@@ -325,7 +346,16 @@ class Session(NativeHandle):
         with self._using() as handle:
             c = lib.vmaf_dnn_session_config(handle)
             return {"device": names.name("device", c.device), "device_index": c.device_index,
-                    "threads": c.threads, "fp16_io": bool(c.fp16_io)}
+                    "threads": c.threads, "fp16_io": bool(c.fp16_io),
+                    "static_shapes": names.name("static_shapes", c.static_shapes)}
+
+    @property
+    def static_runs(self) -> "StaticRuns":
+        """How the runs so far went with static shapes: runs on a session
+        specialised to their shapes (``fixed``), the others (``as_opened``),
+        and why runs go on as opened (``reason``, "" while nothing stops it)."""
+        with self._using() as handle:
+            return static_runs(handle)
 
     # -- running ------------------------------------------------------------
     def _ordered_feeds(self, feeds) -> List:

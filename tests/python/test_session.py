@@ -77,8 +77,9 @@ def test_unknown_device_is_a_value_error(models):
 
 def test_config_is_kept(models):
     with vmafdnn.Session(models.identity, device="cuda", device_index=0, threads=1,
-                         fp16_io=True) as s:
-        assert s.config == {"device": "cuda", "device_index": 0, "threads": 1, "fp16_io": True}
+                         fp16_io=True, static_shapes="On") as s:
+        assert s.config == {"device": "cuda", "device_index": 0, "threads": 1, "fp16_io": True,
+                            "static_shapes": "on"}
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
