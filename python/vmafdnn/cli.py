@@ -475,6 +475,10 @@ def build_score_parser() -> argparse.ArgumentParser:
                    help=f"frames per ONNX Runtime Run, 0..{MAX_BATCH}, for models with a "
                         "symbolic batch dim (0: the library's choice, one today)")
     m.add_argument("--tiny-fp16", action="store_true", help="FLOAT16 model inputs and outputs")
+    m.add_argument("--tiny-static-shapes", default="auto", type=name_of("static_shapes"),
+                   choices=names.STATIC_SHAPES_NAMES,
+                   help="specialise each model to the frame size it runs at (auto: on every "
+                        "EP but ORT's CPU EP; on; off)")
     m.add_argument("--tiny-resize", default="none", type=name_of("resize"),
                    choices=names.RESIZE_NAMES,
                    help="how frames reach a model of another fixed size (default: none, "
@@ -576,6 +580,7 @@ def cmd_score(args) -> int:
             width=args.width, height=args.height, pix_fmt=args.pix_fmt, bitdepth=args.bitdepth,
             scale=args.scale, ref_offset=args.ref_offset, dist_offset=args.dist_offset,
             cancel=args.canceller, batch=args.tiny_batch,
+            static_shapes=args.tiny_static_shapes,
             other_outputs={"plot (--plot)": args.plot}, **_policy(args))
     finally:
         if progress is not None:
