@@ -57,11 +57,11 @@ def synthetic_clip(width, height, frames, bitdepth, seed=1):
     return refs, dists
 
 
-def run_once(refs, dists, models, device, threads, fp16, bitdepth):
+def run_once(refs, dists, models, device, threads, fp16, bitdepth, static_shapes="auto"):
     stamps = []
     t0 = time.perf_counter()
     report = vmafdnn.score(None if refs is None else iter(refs), iter(dists), models,
-                           device=device, threads=threads,
+                           device=device, threads=threads, static_shapes=static_shapes,
                            fp16_io=fp16, bitdepth=bitdepth if bitdepth > 8 else None,
                            progress=lambda done, total: stamps.append(time.perf_counter()))
     wall = time.perf_counter() - t0
