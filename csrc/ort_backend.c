@@ -3,6 +3,7 @@
 #define _GNU_SOURCE /* dladdr() */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -1219,6 +1220,7 @@ struct VdnnOrtSession {
     void *model;                 /* owned copy while static_on can be set */
     size_t model_len;
     char *model_path, *model_dir;
+    int dir_fd, dir_fd_held;     /* owned: the directory model_dir names */
     VmafDnnConfig cfg;
     const char *attached;        /* static */
     char **dim_names;            /* n_dims, owned */
@@ -1876,6 +1878,38 @@ static int collect_dims(VdnnOrtSession *s)
     return 0;
 }
 
+/* The folder a specialised session reads external data from. `model_dir`
+ * may name a descriptor its owner closes once the session is created
+ * ("/proc/self/fd/N": model_file.c, dnn_api.c): by the first run that number
+ * may name another directory, whose files ORT would take for this model's
+ * external data. The session holds a descriptor of that same directory,
+ * opened now while `model_dir` still names it, and names its own (or, where
+ * /proc cannot name it, `model_dir` as the first creation used it). 0 (with
+ * s->dir_fd_held 0 where the directory cannot be opened) or -ENOMEM. */
+static int keep_model_dir(VdnnOrtSession *s, const char *model_dir)
+{
+    int fd = open(model_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    s->dir_fd = fd;
+    s->dir_fd_held = 1;
+    char proc[64];
+    struct stat a, b;
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    const int by_fd = stat(proc, &a) == 0 && fstat(fd, &b) == 0 && a.st_dev == b.st_dev &&
+                      a.st_ino == b.st_ino;
+    if (!(s->model_dir = strdup(by_fd ? proc : model_dir)))
+        return vdnn_fail(-ENOMEM, "out of memory");
+    return 0;
+}
+
+static void drop_model_dir(VdnnOrtSession *s)
+{
+    if (s->dir_fd_held)
+        close(s->dir_fd);
+    s->dir_fd_held = 0;
+}
+
 /* Decides at creation whether runs may be specialised, and keeps what
  * creating the model again needs. */
 static int setup_static(VdnnOrtSession *s, const void *model, size_t len, const char *model_path,
@@ -1899,9 +1933,14 @@ static int setup_static(VdnnOrtSession *s, const void *model, size_t len, const 
         s->static_reason = "the model's inputs have no named symbolic dims";
         return 0;
     }
+    if (model_dir && (rc = keep_model_dir(s, model_dir)))
+        return rc;
+    if (model_dir && !s->dir_fd_held) {
+        s->static_reason = "the model's directory cannot be kept open for its external data";
+        return 0;
+    }
     if (!(s->run_dims = calloc(s->n_dims, sizeof(*s->run_dims))) ||
-        !(s->model = malloc(len ? len : 1)) || !(s->model_path = strdup(model_path)) ||
-        (model_dir && !(s->model_dir = strdup(model_dir))))
+        !(s->model = malloc(len ? len : 1)) || !(s->model_path = strdup(model_path)))
         return vdnn_fail(-ENOMEM, "out of memory");
     memcpy(s->model, model, len);
     s->model_len = len;
@@ -1932,6 +1971,7 @@ static void give_up_static(VdnnOrtSession *s, const char *fmt, const char *a1, c
     s->static_on = 0;
     free(s->model); /* nothing will be created from it again */
     s->model = NULL;
+    drop_model_dir(s);
 }
 
 /* The model created again with run_dims fixed, on the EP the session
@@ -1983,6 +2023,18 @@ static void create_fixed(VdnnOrtSession *s, OrtSession **out)
     }
 }
 
+/* Whether the run in flight was stopped already (then nothing is created
+ * for it: its Run fails at once). */
+static int stop_pending(VdnnOrtSession *s)
+{
+    if (thread_stop_flag && atomic_load(thread_stop_flag))
+        return 1;
+    pthread_mutex_lock(&s->stop_lock);
+    const int stopped = s->stop_reason != 0;
+    pthread_mutex_unlock(&s->stop_lock);
+    return stopped;
+}
+
 /* The session a run with these feeds uses: one specialised to their shapes
  * (created now if need be), else the session as opened. */
 static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds)
@@ -2008,7 +2060,7 @@ static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds)
             atomic_fetch_add(&s->runs_fixed, 1);
             return s->fixed[f].session;
         }
-    if (s->n_fixed == VMAF_DNN_MAX_STATIC_SHAPES)
+    if (s->n_fixed == VMAF_DNN_MAX_STATIC_SHAPES || stop_pending(s))
         goto as_opened;
     int64_t *dims = malloc(s->n_dims * sizeof(int64_t));
     OrtSession *made = NULL;
@@ -2126,6 +2178,7 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
     free(s->model);
     free(s->model_path);
     free(s->model_dir);
+    drop_model_dir(s);
     free(s->static_why);
     if (s->cpu_memory)
         a->ReleaseMemoryInfo(s->cpu_memory);
@@ -2221,10 +2274,17 @@ static int holds(OrtValue *value, const void *buffer)
  * (cancel, time budget), a refused allocation (memory budget), or the model
  * failing on this data. The caller's arguments were checked before ORT saw
  * them, so no Run failure is the caller's: the rest is -ENOEXEC. */
-static int run_guarded(VdnnOrtSession *s, OrtSession *session, size_t n_outputs)
+static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, size_t n_outputs)
 {
     const OrtApi *a = api();
     begin_run(s);
+    /* Chosen inside the run: a cancel that lands while a specialised session
+     * is being created finds the run in flight and stops it before ORT's Run
+     * starts. The time budget starts after the creation, as it does after
+     * the open's. */
+    OrtSession *session = session_for_run(s, feeds);
+    if (thread_stop_flag && atomic_load(thread_stop_flag))
+        stop_run(s, -ECANCELED);
     int rc = s->max_run_ms ? watch_add(s) : 0;
     if (rc) {
         end_run(s);
@@ -2300,7 +2360,7 @@ int vdnn_ort_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t *outp
     s->n_held = n_outputs; /* bound or not, every value is released later */
 
     if (!rc)
-        rc = run_guarded(s, session_for_run(s, feeds), n_outputs);
+        rc = run_guarded(s, feeds, n_outputs);
     for (size_t i = 0; i < made; i++)
         a->ReleaseValue(s->input_values[i]);
 
