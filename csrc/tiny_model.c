@@ -935,8 +935,11 @@ static const char *forms_key(const char *attached, char *buf, size_t cap)
     return buf;
 }
 
-/* Room for an EP name given in VMAFDNN_MODEL_FORMS (longer ones are cut). */
-#define FORMS_KEY_CAP 64
+/* Room for an EP name given in VMAFDNN_MODEL_FORMS. A sidecar's form keys
+ * are 1..64 bytes (sidecar.c), so a 64-byte name must fit whole, and a name
+ * cut here keeps more than 64 bytes: like any other name no key equals, it
+ * takes the "*" form, never the form of a key it happens to start with. */
+#define FORMS_KEY_CAP 96
 
 /* Opens the form the sidecar names for `ep` (m->form_path set): 0 with
  * *form bound to that EP, -EAGAIN when it bound another (its creation failed

@@ -104,3 +104,51 @@ def test_a_cancel_while_the_specialised_session_is_created_stops_the_run(tmp_pat
         assert outcome["seconds"] < 3 * creation + 1
         assert s.static_runs == (1, 0, "")
         assert s.run([np.array([2], np.float32)])["y"][0] == 2  # later runs are not affected
+
+
+_FORM_PROBE = """
+import os, sys, vmafdnn
+with vmafdnn.Context() as ctx:
+    ctx.use_model(sys.argv[1])
+    print(os.path.basename(ctx.models[0].form or "-"))
+"""
+
+
+def test_model_forms_names_an_ep_of_any_length_a_sidecar_may_name(tmp_path):
+    """VMAFDNN_MODEL_FORMS=<EP name> (tiny_model.c's forms_key). A sidecar's form keys are
+    1..64 bytes. Before: the name was cut to 63 bytes, so a 64-byte key could never be
+    chosen (its form ran as "*"'s), and a name one byte longer than a 63-byte key took
+    that key's form. Now a 64-byte name is compared whole and a longer one matches no key."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from vmafdnn import models as builtin
+
+    src = os.path.dirname(builtin.resolve("psnr_y"))
+    for name in ("psnr_y.onnx", "psnr_y_accel.onnx", "psnr_y_accel.json"):
+        shutil.copy(os.path.join(src, name), tmp_path)
+    sidecar = json.load(open(os.path.join(src, "psnr_y.json")))
+    k64, k63 = "E" * 60 + ":GPU", "F" * 59 + ":GPU"
+    forms = {k64: "k64.onnx", k63: "k63.onnx", "*": "psnr_y_accel.onnx"}
+    for key, form in forms.items():
+        if key != "*":
+            shutil.copy(os.path.join(src, "psnr_y_accel.onnx"), tmp_path / form)
+            shutil.copy(os.path.join(src, "psnr_y_accel.json"),
+                        tmp_path / form.replace(".onnx", ".json"))
+    sidecar["forms"] = forms
+    (tmp_path / "psnr_y.json").write_text(json.dumps(sidecar))
+
+    def form_for(value):
+        env = dict(os.environ, VMAFDNN_MODEL_FORMS=value)
+        done = subprocess.run([sys.executable, "-c", _FORM_PROBE, str(tmp_path / "psnr_y.onnx")],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.strip()
+
+    assert len(k64) == 64 and len(k63) == 63
+    assert form_for(k63) == "k63.onnx"
+    assert form_for(k64.lower()) == "k64.onnx"
+    assert form_for(k63 + "X") == "psnr_y_accel.onnx"  # another EP: the "*" form
+    assert form_for(k64 + "X" * 100) == "psnr_y_accel.onnx"
