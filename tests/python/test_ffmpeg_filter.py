@@ -309,6 +309,33 @@ def test_max_run_ms(patched, tmp_path, models, clips8):
     assert "Scoring frame 0 failed" in proc.stderr and "Connection timed out" in proc.stderr
 
 
+def test_threads_score_frames_in_flight(patched, tmp_path, models, clips8):
+    """threads=N > 1 is the context's total, as in the other front ends: N frames in flight,
+    so a frame's failure surfaces at a later read, named as scored in flight (with threads=1
+    the read that scores it fails)."""
+    proc = run(patched, "-i", clips8.dist, "-lavfi",
+               f"vmafdnn=no_reference=1:model={models.slow_chain}:resize=bilinear:"
+               "threads=3:max_run_ms=50", "-f", "null", "-", check=False)
+    assert proc.returncode != 0
+    assert "frame 0 (scored in flight)" in proc.stderr and "Connection timed out" in proc.stderr
+
+
+def test_frames_in_flight_give_the_frames_and_scores_of_one_at_a_time(patched, tmp_path,
+                                                                     clips8):
+    """threads=3 (VMAF's features graph copied per worker, motion2 and the SVM on the filter's
+    thread), batch=2 and static_shapes=on: every output frame, in order, with the metadata and
+    the report of one frame at a time."""
+    runs = {}
+    for options in ("threads=1", "threads=3:batch=2:static_shapes=on"):
+        log = tmp_path / "log.json"
+        got, _ = score_with_filter(patched, tmp_path, [clips8.dist, clips8.ref],
+                                   f"{options}:log_path={log}")
+        runs[options] = (got, json.loads(log.read_text())["frames"])
+    (one, one_report), (many, many_report) = runs.values()
+    assert len(many) == len(one) == clips8.frames and one[0]
+    assert many == one and many_report == one_report
+
+
 # ---- FFmpeg's own ONNX Runtime backend in the same build -------------------
 
 def test_ffmpeg_onnx_backend_alongside(patched, tmp_path, models, clips8):
