@@ -2007,8 +2007,10 @@ static void create_fixed(VdnnOrtSession *s, OrtSession **out)
     }
     a->ReleaseSessionOptions(opts);
     if (st) {
-        give_up_static(s, "ONNX Runtime cannot create the session specialised to %s: %s%s",
-                       a->GetErrorMessage(st), "");
+        const int refused = atomic_load(&s->account->refused) != 0;
+        give_up_static(s, "ONNX Runtime cannot create the session specialised to %s%s: %s",
+                       refused ? " within the memory budget (max_memory_bytes)" : "",
+                       a->GetErrorMessage(st));
         a->ReleaseStatus(st);
         *out = NULL;
         return;

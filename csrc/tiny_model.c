@@ -9,6 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "vmafdnn/catalog.h"
+
 #include "context_internal.h"
 #include "error.h"
 #include "onnx_scan.h"
@@ -54,6 +56,9 @@ struct VdnnTinyModel {
     char *path;              /* as given */
     char *form_path;         /* the sidecar's form for the attached EP that
                                 the session was opened from; NULL: path */
+    int forms_off;           /* VMAFDNN_MODEL_FORMS: no form is used */
+    const char *forms_ep;    /* VMAFDNN_MODEL_FORMS: the EP (static name) whose
+                                forms are used; NULL: the attached EP's */
     VdnnSidecar *sc;
     VmafDnnSession *session;
     VmafDnnModelKind kind;
@@ -899,47 +904,62 @@ static int check_form_interface(const VdnnTinyModel *m, const VdnnTinyModelOptio
     return rc;
 }
 
-/* VMAFDNN_MODEL_FORMS, read once per attach:
+/* VMAFDNN_MODEL_FORMS, read once per attach (read_forms_setting):
  *   0, false, no, off      every model on the file it was attached from
  *                          (tests compare the forms that way)
  *   unset, "", 1, true, yes, on, auto
  *                          the form the sidecar names for the attached EP
  *   an EP name ("CUDA")    the form the sidecar names for that EP, whatever EP
  *                          attached (tests run the accelerator forms on ORT's
- *                          CPU EP that way: VMAFDNN_MODEL_FORMS=CUDA)
+ *                          CPU EP that way: VMAFDNN_MODEL_FORMS=CUDA); any
+ *                          spelling vmaf_dnn_ep_from_name takes, anything
+ *                          else fails the attach
  * Any case, spaces around. python/vmafdnn/results.py reads it the same way
- * for the batch's job keys. forms_key returns the EP name whose form to
- * use: `attached`, the override (in `buf`), or NULL for none. */
-static const char *forms_key(const char *attached, char *buf, size_t cap)
+ * for the batch's job keys. */
+static int read_forms_setting(VdnnTinyModel *m)
 {
     static const char *const off[] = {"0", "false", "no", "off"};
     static const char *const by_ep[] = {"", "1", "true", "yes", "on", "auto"};
     const char *v = getenv("VMAFDNN_MODEL_FORMS");
+    m->forms_off = 0;
+    m->forms_ep = NULL;
     if (!v)
-        return attached;
+        return 0;
     while (*v == ' ' || *v == '\t')
         v++;
     size_t n = strlen(v);
     while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
         n--;
     for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
-        if (n == strlen(off[i]) && strncasecmp(v, off[i], n) == 0)
-            return NULL;
+        if (n == strlen(off[i]) && strncasecmp(v, off[i], n) == 0) {
+            m->forms_off = 1;
+            return 0;
+        }
     for (size_t i = 0; i < sizeof(by_ep) / sizeof(by_ep[0]); i++)
         if (n == strlen(by_ep[i]) && strncasecmp(v, by_ep[i], n) == 0)
-            return attached;
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(buf, v, n);
-    buf[n] = '\0';
-    return buf;
+            return 0;
+    char *name = strndup(v, n);
+    if (!name)
+        return vdnn_fail(-ENOMEM, "out of memory");
+    VmafDnnEp ep;
+    int rc = vmaf_dnn_ep_from_name(name, &ep);
+    free(name);
+    if (rc) {
+        char why[512]; /* the message is rewritten below: keep it first */
+        snprintf(why, sizeof(why), "%s", vmaf_dnn_last_error());
+        return vdnn_fail(-EINVAL, "VMAFDNN_MODEL_FORMS: %s (or 0/off: no forms; 1/on/auto: "
+                         "the attached EP's)", why);
+    }
+    m->forms_ep = vmaf_dnn_ep_name(ep);
+    return 0;
 }
 
-/* Room for an EP name given in VMAFDNN_MODEL_FORMS. A sidecar's form keys
- * are 1..64 bytes (sidecar.c), so a 64-byte name must fit whole, and a name
- * cut here keeps more than 64 bytes: like any other name no key equals, it
- * takes the "*" form, never the form of a key it happens to start with. */
-#define FORMS_KEY_CAP 96
+/* The EP whose form the model scores with: the attached one, the one
+ * VMAFDNN_MODEL_FORMS names, or NULL for none. */
+static const char *forms_key(const VdnnTinyModel *m, const char *attached)
+{
+    return m->forms_off ? NULL : m->forms_ep ? m->forms_ep : attached;
+}
 
 /* Opens the form the sidecar names for `ep` (m->form_path set): 0 with
  * *form bound to that EP, -EAGAIN when it bound another (its creation failed
@@ -979,8 +999,7 @@ static int open_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, const ch
 static int use_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
 {
     const char *ep = vmaf_dnn_session_attached_ep(m->session);
-    char key_buf[FORMS_KEY_CAP];
-    const char *key = forms_key(ep, key_buf, sizeof(key_buf));
+    const char *key = forms_key(m, ep);
     const char *file = key ? vdnn_sidecar_form(m->sc, key) : NULL;
     if (!file)
         return 0;
@@ -1010,9 +1029,8 @@ static int open_form_first(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, co
     if (!rc)
         rc = vdnn_sidecar_load(opt->onnx_path, jail, &m->sc);
     const char *ep = NULL, *file = NULL, *key = NULL;
-    char key_buf[FORMS_KEY_CAP];
     if (!rc && vdnn_session_first_ep(opt->session, &ep) == 0 &&
-        (key = forms_key(ep, key_buf, sizeof(key_buf))))
+        (key = forms_key(m, ep)))
         file = vdnn_sidecar_form(m->sc, key);
     if (!rc)
         rc = file ? open_form(m, opt, ep, file, io, &m->session) : -EAGAIN;
@@ -1039,8 +1057,7 @@ static int open_known_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, co
         vmaf_dnn_session_close(form);
         return rc;
     }
-    char key_buf[FORMS_KEY_CAP];
-    const char *key = forms_key(vmaf_dnn_session_attached_ep(form), key_buf, sizeof(key_buf));
+    const char *key = forms_key(m, vmaf_dnn_session_attached_ep(form));
     const char *file = key ? vdnn_sidecar_form(m->sc, key) : NULL;
     char *named = file ? vdnn_sidecar_beside(opt->onnx_path, file) : NULL;
     if (!named || strcmp(named, opt->form_path) != 0) {
@@ -1070,8 +1087,12 @@ int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt)
     if (!opt->policy)
         vmaf_dnn_default_model_policy(&defaults);
     const char *jail = (opt->policy ? opt->policy : &defaults)->model_dir;
-    char key_buf[FORMS_KEY_CAP];
-    int rc = !forms_key("", key_buf, sizeof(key_buf)) ? -EAGAIN
+    int rc = read_forms_setting(m);
+    if (rc) {
+        vdnn_tiny_model_close(m);
+        return rc;
+    }
+    rc = m->forms_off ? -EAGAIN
              : opt->form_path ? open_known_form(m, opt, jail) : open_form_first(m, opt, jail);
     if (rc == -EAGAIN) {
         /* The model first: its policy (jail directory) is checked before

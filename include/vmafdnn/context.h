@@ -465,10 +465,11 @@ VMAF_DNN_API const char *vmaf_dnn_tiny_model_attached_ep(const VmafDnnContext *c
  * needs no ONNX Runtime session of its own. EP
  * names are compared without case. The environment variable
  * VMAFDNN_MODEL_FORMS=0 (or false, no, off) keeps every model on its own
- * file; VMAFDNN_MODEL_FORMS=<EP name> (e.g. CUDA) takes the form the sidecar
- * names for that EP whatever EP the session attached, on that EP (tests run
- * the accelerator forms on ORT's CPU EP that way; unset, 1, true, yes, on
- * or auto: the attached EP's form). Owned by the context; NULL for a bad
+ * file; VMAFDNN_MODEL_FORMS=<EP name> (e.g. CUDA: a name of the EP table,
+ * any spelling vmaf_dnn_ep_from_name takes, else the attach fails with
+ * -EINVAL) takes the form the sidecar names for that EP whatever EP the
+ * session attached, on that EP (tests run the accelerator forms on ORT's
+ * CPU EP that way; unset, 1, true, yes, on or auto: the attached EP's form). Owned by the context; NULL for a bad
  * context or index. */
 VMAF_DNN_API const char *vmaf_dnn_tiny_model_form_path(const VmafDnnContext *ctx, size_t model);
 

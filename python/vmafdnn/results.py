@@ -728,7 +728,13 @@ def _forms_wanted():
     value = os.environ.get("VMAFDNN_MODEL_FORMS", "").strip(" \t")
     if value.lower() in _FORMS_OFF:
         return False
-    return True if value.lower() in _FORMS_BY_EP else value
+    if value.lower() in _FORMS_BY_EP:
+        return True
+    from . import names
+    try:
+        return names.name("ep", names.value("ep", value))  # one spelling per EP
+    except ValueError:
+        return value  # the library refuses it at the attach
 
 
 #: VMAFDNN_MODEL_FORMS values that keep every model on its own file (tiny_model.c's list),

@@ -712,7 +712,8 @@ def test_the_form_setting_is_part_of_the_key(tmp_path, clips, monkeypatch):
     jobs = [{"title": "t", "reference": str(clips / "ref.y4m"),
              "distorted": str(clips / "dist.y4m"), "models": ["psnr_y"]}]
     keys = {}
-    for value in ("0", "1", "CUDA", " true "):
+    for value in ("0", "1", "CUDA", " true ", "cuda"):
         monkeypatch.setenv("VMAFDNN_MODEL_FORMS", value)
         keys[value] = vbatch.job_key(jobs[0] | {"models": None}, {"models": ["psnr_y"]})
     assert len({keys["0"], keys["1"], keys["CUDA"]}) == 3 and keys[" true "] == keys["1"]
+    assert keys["cuda"] == keys["CUDA"]  # one spelling per EP, as the library reads it

@@ -5,6 +5,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
@@ -106,49 +107,37 @@ def test_a_cancel_while_the_specialised_session_is_created_stops_the_run(tmp_pat
         assert s.run([np.array([2], np.float32)])["y"][0] == 2  # later runs are not affected
 
 
-_FORM_PROBE = """
-import os, sys, vmafdnn
-with vmafdnn.Context() as ctx:
-    ctx.use_model(sys.argv[1])
-    print(os.path.basename(ctx.models[0].form or "-"))
-"""
-
-
-def test_model_forms_names_an_ep_of_any_length_a_sidecar_may_name(tmp_path):
-    """VMAFDNN_MODEL_FORMS=<EP name> (tiny_model.c's forms_key). A sidecar's form keys are
-    1..64 bytes. Before: the name was cut to 63 bytes, so a 64-byte key could never be
-    chosen (its form ran as "*"'s), and a name one byte longer than a 63-byte key took
-    that key's form. Now a 64-byte name is compared whole and a longer one matches no key."""
+def test_model_forms_takes_the_names_of_the_ep_table_only(tmp_path, monkeypatch):
+    """VMAFDNN_MODEL_FORMS=<EP name> (tiny_model.c's read_forms_setting). Before: any text was
+    taken as a key, cut to 63 bytes: a misspelt EP ("CUAD") silently took the "*" form, a
+    64-byte key could never be chosen, and a name one byte longer than a 63-byte key took
+    that key's form. Now the value must be an EP name of the catalog (any spelling
+    vmaf_dnn_ep_from_name takes), else the attach fails saying so."""
+    import errno
     import json
     import shutil
-    import subprocess
-    import sys
 
     from vmafdnn import models as builtin
 
     src = os.path.dirname(builtin.resolve("psnr_y"))
     for name in ("psnr_y.onnx", "psnr_y_accel.onnx", "psnr_y_accel.json"):
         shutil.copy(os.path.join(src, name), tmp_path)
+    shutil.copy(os.path.join(src, "psnr_y_accel.onnx"), tmp_path / "gpu.onnx")
+    shutil.copy(os.path.join(src, "psnr_y_accel.json"), tmp_path / "gpu.json")
     sidecar = json.load(open(os.path.join(src, "psnr_y.json")))
-    k64, k63 = "E" * 60 + ":GPU", "F" * 59 + ":GPU"
-    forms = {k64: "k64.onnx", k63: "k63.onnx", "*": "psnr_y_accel.onnx"}
-    for key, form in forms.items():
-        if key != "*":
-            shutil.copy(os.path.join(src, "psnr_y_accel.onnx"), tmp_path / form)
-            shutil.copy(os.path.join(src, "psnr_y_accel.json"),
-                        tmp_path / form.replace(".onnx", ".json"))
-    sidecar["forms"] = forms
+    sidecar["forms"] = {"openvino:gpu": "gpu.onnx", "*": "psnr_y_accel.onnx"}
     (tmp_path / "psnr_y.json").write_text(json.dumps(sidecar))
 
     def form_for(value):
-        env = dict(os.environ, VMAFDNN_MODEL_FORMS=value)
-        done = subprocess.run([sys.executable, "-c", _FORM_PROBE, str(tmp_path / "psnr_y.onnx")],
-                              env=env, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stderr[-2000:]
-        return done.stdout.strip()
+        monkeypatch.setenv("VMAFDNN_MODEL_FORMS", value)
+        return os.path.basename(vmafdnn.Context().use_model(str(tmp_path / "psnr_y.onnx")).form
+                                or "psnr_y.onnx")
 
-    assert len(k64) == 64 and len(k63) == 63
-    assert form_for(k63) == "k63.onnx"
-    assert form_for(k64.lower()) == "k64.onnx"
-    assert form_for(k63 + "X") == "psnr_y_accel.onnx"  # another EP: the "*" form
-    assert form_for(k64 + "X" * 100) == "psnr_y_accel.onnx"
+    assert form_for("OpenVINO:GPU") == form_for(" openvino:gpu ") == "gpu.onnx"
+    assert form_for("cuda") == "psnr_y_accel.onnx"
+    assert form_for("off") == form_for("cpu") == "psnr_y.onnx"
+    for bad in ("CUAD", "*", "CUDA" + "X" * 100, "openvino:gpu\u00e9", "OpenVINO_GPU"):
+        with pytest.raises(vmafdnn.InvalidArgumentError) as e:
+            form_for(bad)
+        assert e.value.errno == errno.EINVAL
+        assert "VMAFDNN_MODEL_FORMS: unknown execution provider" in str(e.value), bad
