@@ -120,6 +120,22 @@ static void account_unref(Account *acct)
         free(acct);
 }
 
+/* Charges `bytes` that ORT holds for a session outside the allocator: the
+ * model's own bytes, once per ORT session created from them (releases that
+ * keep the initializers where the parsed model put them, as 1.32 does, never
+ * ask the allocator for them; where a release copies them through it, they
+ * count twice, which errs on the safe side). 0, or -EDQUOT (nothing
+ * charged) when the budget has no room for them. */
+static int account_charge(Account *acct, uint64_t bytes)
+{
+    uint64_t used = atomic_fetch_add(&acct->used, bytes) + bytes;
+    if (acct->limit && used > acct->limit) {
+        atomic_fetch_sub(&acct->used, bytes);
+        return -EDQUOT;
+    }
+    return 0;
+}
+
 /* A block charged to the calling thread's account. A refusal (past the
  * budget, or the host out of memory) throws std::bad_alloc into ORT when
  * `for_ort`, else returns NULL: the library's own kernels are C and must
@@ -1939,11 +1955,16 @@ static int setup_static(VdnnOrtSession *s, const void *model, size_t len, const 
         s->static_reason = "the model's directory cannot be kept open for its external data";
         return 0;
     }
+    if (account_charge(s->account, len)) {
+        s->static_reason = "the memory budget (max_memory_bytes) has no room for a copy of the "
+                           "model to specialise it from";
+        return 0;
+    }
+    s->model_len = len; /* charged: released with the copy */
     if (!(s->run_dims = calloc(s->n_dims, sizeof(*s->run_dims))) ||
         !(s->model = malloc(len ? len : 1)) || !(s->model_path = strdup(model_path)))
         return vdnn_fail(-ENOMEM, "out of memory");
     memcpy(s->model, model, len);
-    s->model_len = len;
     s->static_on = 1;
     s->static_reason = "";
     return 0;
@@ -1969,7 +1990,9 @@ static void give_up_static(VdnnOrtSession *s, const char *fmt, const char *a1, c
         snprintf(s->static_why, n, fmt, dims, a1, a2);
     s->static_reason = s->static_why ? s->static_why : "no memory to say why";
     s->static_on = 0;
-    free(s->model); /* nothing will be created from it again */
+    if (s->model) /* nothing will be created from it again */
+        atomic_fetch_sub(&s->account->used, s->model_len);
+    free(s->model);
     s->model = NULL;
     drop_model_dir(s);
 }
@@ -1996,6 +2019,12 @@ static void create_fixed(VdnnOrtSession *s, OrtSession **out)
                        "");
         return;
     }
+    if (account_charge(s->account, s->model_len)) {
+        a->ReleaseSessionOptions(opts);
+        give_up_static(s, "the memory budget (max_memory_bytes) has no room for the session "
+                       "specialised to %s%s%s", "", "");
+        return;
+    }
     OrtStatus *st = NULL;
     for (size_t k = 0; !st && k < s->n_dims; k++)
         st = a->AddFreeDimensionOverrideByName(opts, s->dim_names[k], s->run_dims[k]);
@@ -2006,6 +2035,8 @@ static void create_fixed(VdnnOrtSession *s, OrtSession **out)
         current_account = NULL;
     }
     a->ReleaseSessionOptions(opts);
+    if (st)
+        atomic_fetch_sub(&s->account->used, s->model_len); /* no session holds the bytes */
     if (st) {
         const int refused = atomic_load(&s->account->refused) != 0;
         give_up_static(s, "ONNX Runtime cannot create the session specialised to %s%s: %s",
@@ -2020,6 +2051,7 @@ static void create_fixed(VdnnOrtSession *s, OrtSession **out)
     if (strcmp(attached, s->attached) != 0) {
         a->ReleaseSession(*out);
         *out = NULL;
+        atomic_fetch_sub(&s->account->used, s->model_len);
         give_up_static(s, "the session specialised to %s bound %s, not %s", attached,
                        s->attached);
     }
@@ -2041,7 +2073,8 @@ static int stop_pending(VdnnOrtSession *s)
  * (created now if need be), else the session as opened. */
 static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds)
 {
-    if (!s->static_on)
+    /* Once it stops specialising, a session keeps using those it made. */
+    if (!s->static_on && !s->n_fixed)
         goto as_opened;
     for (size_t k = 0; k < s->n_dims; k++)
         s->run_dims[k] = -1;
@@ -2062,7 +2095,7 @@ static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds)
             atomic_fetch_add(&s->runs_fixed, 1);
             return s->fixed[f].session;
         }
-    if (s->n_fixed == VMAF_DNN_MAX_STATIC_SHAPES || stop_pending(s))
+    if (!s->static_on || s->n_fixed == VMAF_DNN_MAX_STATIC_SHAPES || stop_pending(s))
         goto as_opened;
     int64_t *dims = malloc(s->n_dims * sizeof(int64_t));
     OrtSession *made = NULL;
@@ -2122,6 +2155,12 @@ int vdnn_ort_session_create(const void *model, size_t len, const char *model_pat
 
     Log log = {NULL, 0};
     const char *attached = ep_kinds[EP_CPU].name, *ort_name = cpu_ep_name;
+    if (account_charge(acct, len)) {
+        vdnn_ort_session_destroy(s);
+        return vdnn_fail(-EDQUOT, "model %s: its %zu bytes (which ONNX Runtime keeps for the "
+                         "session) exceed the memory budget of %llu bytes (max_memory_bytes)",
+                         model_path, len, (unsigned long long)acct->limit);
+    }
     current_account = acct;
     rc = create_with_fallback(model, len, model_path, model_dir, cfg, &s->session, &attached,
                               &ort_name, &log);

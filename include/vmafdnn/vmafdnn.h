@@ -286,8 +286,11 @@ typedef enum VmafDnnDevice {
  * runs of the same shapes; the session keeps at most
  * VMAF_DNN_MAX_STATIC_SHAPES of them, runs of other shapes (and runs whose
  * inputs give one dim name two values) use the session as opened. When ORT
- * cannot create one, the session stops trying and goes on as opened (the
- * reason is kept: vmaf_dnn_session_static_runs). Values are append-only. */
+ * cannot create one, or the memory budget has no room for it (each ORT
+ * session counts the model's bytes, and so does the copy kept to create
+ * them from), the session creates no more and goes on with those it made
+ * and the session as opened (the reason is kept:
+ * vmaf_dnn_session_static_runs). Values are append-only. */
 typedef enum VmafDnnStaticShapes {
     VMAF_DNN_STATIC_SHAPES_AUTO = 0, /* on every EP but ORT's CPU EP, whose
                                         kernels gain little from it while a

@@ -141,3 +141,45 @@ def test_model_forms_takes_the_names_of_the_ep_table_only(tmp_path, monkeypatch)
             form_for(bad)
         assert e.value.errno == errno.EINVAL
         assert "VMAFDNN_MODEL_FORMS: unknown execution provider" in str(e.value), bad
+
+
+def _heavy_model(directory):
+    """x[1,1,H,W] -> score = mean(x) * w[5], w a 32 MiB initializer."""
+    w = numpy_helper.from_array(np.arange(8 << 20, dtype=np.float32), "w")
+    idx = numpy_helper.from_array(np.array([5], np.int64), "idx")
+    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], keepdims=0),
+             helper.make_node("Gather", ["w", "idx"], ["g"]),
+             helper.make_node("Mul", ["m", "g"], ["score"])]
+    model = factory.make_model(nodes, [factory.tensor("x", TensorProto.FLOAT, [1, 1, "H", "W"])],
+                               [factory.tensor("score", TensorProto.FLOAT, [1])], [w, idx])
+    path = os.path.join(directory, "heavy.onnx")
+    onnx.save(model, path)
+    return path
+
+
+def test_the_memory_budget_counts_the_models_bytes_once_per_session(tmp_path):
+    """ORT 1.32 keeps a model's initializers where it parsed them, never asking the
+    library's allocator: before, a model with a 32 MiB initializer opened and ran under a
+    1 MiB budget, and static_shapes on held one more copy per specialised session (RSS +130
+    MiB for 4), none of it counted. Now the model's bytes are charged once per ORT session
+    and once for the copy kept to specialise from."""
+    path = _heavy_model(str(tmp_path))
+    size = os.path.getsize(path)
+    with pytest.raises(vmafdnn.MemoryBudgetError, match="max_memory_bytes"):
+        vmafdnn.Session(path, max_memory_bytes=1 << 20, max_model_bytes=64 << 20)
+    x = np.ones((1, 1, 8, 8), np.float32)
+    # Room for the session, not for a copy to specialise from: runs go on as opened.
+    with vmafdnn.Session(path, static_shapes="on", max_memory_bytes=size + (4 << 20),
+                         max_model_bytes=64 << 20) as s:
+        assert s.run([x])["score"][0] == 5
+        assert s.static_runs.fixed == 0 and "max_memory_bytes" in s.static_runs.reason
+    # Room for the copy and one specialised session: the second shape runs as opened.
+    with vmafdnn.Session(path, static_shapes="on", max_memory_bytes=3 * size + (4 << 20),
+                         max_model_bytes=64 << 20) as s:
+        assert s.run([x])["score"][0] == 5
+        assert s.static_runs == (1, 0, "")
+        assert s.run([np.ones((1, 1, 9, 8), np.float32)])["score"][0] == 5
+        runs = s.static_runs
+        assert runs.fixed == 1 and runs.as_opened == 1 and "max_memory_bytes" in runs.reason
+        assert s.run([x])["score"][0] == 5  # the specialised session made is kept
+        assert s.static_runs.fixed == 2
