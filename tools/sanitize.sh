@@ -154,7 +154,7 @@ print(glob.glob(os.path.join(location, "_vmafdnn_cffi*.so"))[0])')
     # exception would otherwise abort with "CHECK failed: real___cxa_throw".
     preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so.6)"
     env -u VMAFDNN_ORT_LIBRARY LD_PRELOAD="$preload" ASAN_OPTIONS="detect_leaks=0:print_summary=1" \
-        "$venv/bin/python" -m pytest tests/python -p no:cacheprovider -q -m "not slow" \
+        "$venv/bin/python" -m pytest tests/python -p no:cacheprovider -q -rs -m "not slow" \
         --ignore=tests/python/test_ort_wheels.py || rc=$?
     took "pytest"
 }
