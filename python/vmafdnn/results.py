@@ -79,7 +79,7 @@ def json_line(row: dict) -> str:
     return json.dumps(json_value(row), allow_nan=False) + "\n"
 
 
-def _format_of(path: str) -> str:
+def _format_by_name(path: str) -> Optional[str]:
     ext = os.path.splitext(path)[1].lower()
     if ext == ".parquet":
         return "parquet"
@@ -87,7 +87,22 @@ def _format_of(path: str) -> str:
         return "jsonl"
     if ext == ".csv":
         return "csv"
-    raise ValueError(f"results file {path}: unknown format; use .parquet, .csv or .jsonl")
+    return None
+
+
+def _format_of(path: str) -> str:
+    """The results format the name says. A symbolic link (any step of the path) to a file
+    whose own name says another format is refused: the batch would write one format into a
+    file named for the other, which every other reader then misreads."""
+    fmt = _format_by_name(path)
+    if fmt is None:
+        raise ValueError(f"results file {path}: unknown format; use .parquet, .csv or .jsonl")
+    real = os.path.realpath(path)
+    real_fmt = _format_by_name(real)
+    if real_fmt is not None and real_fmt != fmt:
+        raise ValueError(f"results file {path} is a link to {real}: its name says {fmt}, the "
+                         f"file's says {real_fmt}; name the file itself")
+    return fmt
 
 
 #: The largest results file read back (resume, ``vmafdnn bdrate``): a

@@ -448,6 +448,25 @@ def test_a_job_list_without_jobs_does_not_empty_the_results(tmp_path, clips):
     assert out.read_bytes() == before
 
 
+def test_a_results_link_to_a_file_of_another_format_is_refused(tmp_path, clips):
+    # Before: out.csv -> out.jsonl wrote CSV rows into the file named .jsonl (the format
+    # came from the name given, the journal and the write from the real file), which every
+    # later reader of out.jsonl then misread. A link whose target's name says the same
+    # format, or no format, is fine.
+    jobs = _jobs(tmp_path, clips)
+    (tmp_path / "out.jsonl").write_text("")
+    (tmp_path / "out.csv").symlink_to(tmp_path / "out.jsonl")
+    with pytest.raises(ValueError, match=r"is a link to .*out\.jsonl: its name says csv, the "
+                                         r"file's says jsonl"):
+        vbatch.batch(jobs, tmp_path / "out.csv", workers=1, models=["psnr_y"])
+    assert (tmp_path / "out.jsonl").read_text() == ""
+    proc = _cli(jobs, "-o", tmp_path / "out.csv", "--tiny-model", "psnr_y", timeout=120)
+    assert proc.returncode == 1 and "is a link to" in proc.stderr, proc.stderr  # as any bad format
+    (tmp_path / "same.csv").symlink_to(tmp_path / "real.csv")
+    rows = vbatch.batch(jobs, tmp_path / "same.csv", workers=1, models=["psnr_y"])
+    assert rows.failed == 0 and (tmp_path / "real.csv").read_text().startswith("title,")
+
+
 def test_every_name_of_one_results_file_shares_its_journal_and_lock(tmp_path, clips):
     # Before: the journal was named after the path given, so a symbolic link
     # to the results file (or to its folder, or a spelling through such a
