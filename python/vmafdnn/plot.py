@@ -149,9 +149,11 @@ def build_figure(reports: Sequence[Tuple[str, Dict[str, object]]],
     if not names:
         raise ValueError("the reports have no metrics to plot")
     if len(names) > MAX_PANELS:
-        raise ValueError(f"the reports have {len(names)} metrics, more panels than one plot "
+        # The caller's choice to make, as for an unknown metric: a usage error (exit 2).
+        from .paths import UsageError
+        raise UsageError(f"the reports have {len(names)} metrics, more panels than one plot "
                          f"draws (MAX_PANELS, {MAX_PANELS}): choose some with --metric NAME "
-                         "(metrics=[...])")
+                         f"(metrics=[...]) among {_listed(names)}")
 
     fig = Figure(figsize=(10, 2.6 * len(names) + 0.6), layout="constrained")
     axes = fig.subplots(len(names), 1, sharex=True, squeeze=False)[:, 0]

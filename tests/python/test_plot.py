@@ -90,6 +90,15 @@ def test_a_metric_not_in_the_report_is_a_usage_error(tmp_path, capsys):
     assert err.startswith("vmafdnn: error: metric(s) m\\x1b[2J not in the report(s); they "
                           "have: m0, m1, "), err
     assert err.endswith(", m19 and 980 more\n") and err.count("\n") == 1, err
+    # More metrics than one plot draws and no --metric: the caller's choice to make too.
+    # Before: exit 1, as for a failure while running.
+    assert main(["plot", str(many), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("vmafdnn: error: the reports have 1000 metrics, more panels than "
+                          f"one plot draws (MAX_PANELS, {plot.MAX_PANELS}): choose some with "
+                          "--metric NAME (metrics=[...]) among m0, m1, "), err
+    assert err.endswith(", m19 and 980 more\n") and not out.exists()
+    assert main(["plot", str(many), "-o", str(out), "--metric", "m999"]) == 0 and out.exists()
 
 
 def test_png_is_written_and_not_blank(tmp_path):
@@ -206,7 +215,7 @@ def test_panels_and_curves_are_bounded(tmp_path, capsys):
     many = tmp_path / "many.json"
     write(many, {"frames": [{"frameNum": i, "metrics": {f"m{k}": 1.0 for k in range(300)}}
                             for i in range(2)]})
-    assert main(["plot", str(many), "-o", str(tmp_path / "x.png")]) == 1
+    assert main(["plot", str(many), "-o", str(tmp_path / "x.png")]) == 2  # a usage error: choose the metrics
     assert "300 metrics" in capsys.readouterr().err
     assert main(["plot", str(many), "-o", str(tmp_path / "x.png"), "--metric", "m7"]) == 0
     a = write(tmp_path / "a.json", report(n=3))
