@@ -52,15 +52,10 @@ __all__ = ["batch", "read_jobs", "read_results", "write_results", "BatchResult",
            "POOL_SUFFIXES"]
 
 from .jobs import JOB_FIELDS, POOL_SUFFIXES, label_clashes, read_jobs
-from .jobs import labels as _labels  # noqa: F401
-from .runners import (_MAX_CONTEXTS, _POLL_S, InputKindError, Scorer,  # noqa: F401
-                      _check_model_file, _death_text, _Dispatcher, _ep_text, _error_text,
-                      _LocalWorker, _RayWorker, _run_local, _run_ray, _Stop, _worker_main,
-                      check_input, report_path)
-from .results import (_RESULT_HEAD, _RESULT_TAIL, Journal, _columns, _done_rows,  # noqa: F401
-                      _file_identity, _format_of, _good_rows, _Hasher, is_score,
-                      _journal_path, _keep_good_rows, _pyarrow, _with_labels, job_key, key_files,
-                      read_results, remove_journal, write_results)  # noqa: F401
+from .results import (Hasher, Journal, done_rows, format_of, good_rows, job_key, journal_path,
+                      keep_good_rows, key_files, pyarrow_module, read_results, with_labels,
+                      write_results)
+from .runners import Stop, report_path, run_local, run_ray
 
 #: Seconds one job may run (local worker or Ray actor) before it is stopped
 #: (its process killed) and its row fails: generous for a long clip scored
@@ -253,7 +248,7 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
         from .jobs import JobListError
         source = os.fspath(jobs) if isinstance(jobs, (str, os.PathLike)) else "jobs"
         raise JobListError(f"{source}: no jobs (a job list needs at least one job)")
-    hasher = _Hasher()
+    hasher = Hasher()
     keys = [job_key(job, options, hasher) for job in job_list]
     from . import scoring
     options["key_files"] = {}
@@ -270,7 +265,7 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
         refuse_report_overwrites(reports, report_format, job_list, keys, {
             "job list": os.fspath(jobs) if isinstance(jobs, (str, os.PathLike)) else None,
             "results file": output,
-            "results journal": _journal_path(output) if output is not None else None})
+            "results journal": journal_path(output) if output is not None else None})
     for job, key in zip(job_list, keys):
         job["job_key"] = key
     # The journal is this run's lock on the results file (a second batch on
@@ -287,13 +282,13 @@ def batch(jobs, output=None, *, models=None, workers: Optional[int] = None, thre
 
 def _run_batch(job_list, keys, options, output, journal, t0, ray, workers, threads,
                gpus_per_worker, timeout, progress, on_event, cancel) -> BatchResult:
-    earlier = _good_rows(output, journal)
-    done = _done_rows(earlier, options["reports"])
+    earlier = good_rows(output, journal)
+    done = done_rows(earlier, options["reports"])
     result = BatchResult([None] * len(job_list))
     todo = []
     for i, (job, key) in enumerate(zip(job_list, keys)):
         if key in done:
-            result[i] = _with_labels(done[key], job)
+            result[i] = with_labels(done[key], job)
             result.skipped += 1
         else:
             todo.append(i)
@@ -314,7 +309,7 @@ def _run_batch(job_list, keys, options, output, journal, t0, ray, workers, threa
         row = dict(row, job_key=job["job_key"], reference=job["reference"],
                    distorted=job["distorted"])
         row.setdefault("models", ";".join(job["models"] or options["models"] or []))
-        row = _with_labels(row, job)
+        row = with_labels(row, job)
         result[index] = row
         result.ran += 1
         result.frames += row.get("frames") or 0
@@ -325,18 +320,18 @@ def _run_batch(job_list, keys, options, output, journal, t0, ray, workers, threa
         if on_event:
             on_event("done", index, row)
 
-    stop = _Stop()
+    stop = Stop()
     if cancel is not None:
         cancel.watch(stop)
     try:
         if todo:
             if ray is not None and ray is not False:
-                result.retried = _run_ray(todo, job_list, options, ray, workers,
+                result.retried = run_ray(todo, job_list, options, ray, workers,
                                           gpus_per_worker, on_event, sink, stop, timeout)
             else:
                 if gpus_per_worker:
                     raise ValueError("gpus_per_worker is for Ray; locally use device=")
-                result.retried = _run_local(todo, job_list, options,
+                result.retried = run_local(todo, job_list, options,
                                             workers or max(1, default_workers() //
                                                            max(1, threads)), on_event, sink,
                                             timeout, stop)
@@ -345,7 +340,7 @@ def _run_batch(job_list, keys, options, output, journal, t0, ray, workers, threa
             cancel.unwatch(stop)
         if isinstance(meter, _Progress):
             meter.end()
-    _keep_good_rows(result, job_list, todo, earlier, options, on_event)
+    keep_good_rows(result, job_list, todo, earlier, options, on_event)
     result.failed = sum(1 for row in result if row.get("error")) + len(result.kept)
     if output is not None:
         write_results(result, output)
@@ -401,8 +396,8 @@ def _check_results_path(output) -> str:
     if isinstance(output, bytes):
         output = os.fsdecode(output)
     check_output(output, "results file (-o)")
-    if _format_of(output) == "parquet":
-        _pyarrow("write parquet")
+    if format_of(output) == "parquet":
+        pyarrow_module("write parquet")
     try:
         st = os.stat(output)
     except FileNotFoundError:
@@ -431,7 +426,7 @@ def _refuse_overwrite(output: str, jobs, job_list: List[dict], model_files: dict
         for path in files:
             inputs[f"file {path} of model {model}"] = path
     refuse_overwrite(output, "results file", inputs)
-    refuse_overwrite(_journal_path(output), "results journal", inputs)
+    refuse_overwrite(journal_path(output), "results journal", inputs)
 
 
 class _CallableModule(types.ModuleType):

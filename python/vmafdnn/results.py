@@ -38,7 +38,9 @@ except ImportError:  # not POSIX: no lock
     fcntl = None
 
 __all__ = ["read_results", "write_results", "job_key", "key_files", "csv_text", "json_value",
-           "Journal", "KEY_VERSION", "MAX_RESULTS_BYTES", "ResultsFileError"]
+           "Journal", "KEY_VERSION", "MAX_RESULTS_BYTES", "ResultsFileError", "Hasher",
+           "done_rows", "format_of", "good_rows", "journal_path", "keep_good_rows",
+           "pyarrow_module", "with_labels"]
 
 #: Result columns the runner writes (labels go first, the scores after them).
 _RESULT_HEAD = ("reference", "distorted", "models", "frames", "width", "height", "fps")
@@ -46,7 +48,7 @@ _RESULT_TAIL = ("attached_ep", "file_kbps", "load_s", "score_s", "total_s", "wor
                 "attempts", "error", "job_key")
 
 #: Bumped when the job key covers more: rows of older keys are scored again
-#: once (a failure then keeps the older row, see _keep_good_rows).
+#: once (a failure then keeps the older row, see keep_good_rows).
 #: 3: device_index, the ONNX Runtime version, the EP the device resolves to, Ray GPU actors.
 KEY_VERSION = 3
 
@@ -90,7 +92,7 @@ def _format_by_name(path: str) -> Optional[str]:
     return None
 
 
-def _format_of(path: str) -> str:
+def format_of(path: str) -> str:
     """The results format the name says. A symbolic link (any step of the path) to a file
     whose own name says another format is refused: the batch would write one format into a
     file named for the other, which every other reader then misreads."""
@@ -130,11 +132,11 @@ def read_results(path) -> List[dict]:
     (nesting past the parser included), a row that is not an object."""
     from .paths import open_input, utf8_text
     path = os.fspath(path)
-    fmt = _format_of(path)
+    fmt = format_of(path)
     with open_input(path, "results file", max_bytes=MAX_RESULTS_BYTES,
                     cap_name="MAX_RESULTS_BYTES") as f:
         if fmt == "parquet":
-            pa = _pyarrow("read parquet")
+            pa = pyarrow_module("read parquet")
             try:
                 return pa.parquet.read_table(f).to_pylist()
             except (pa.ArrowException, OSError, ValueError) as e:
@@ -192,7 +194,7 @@ def _jsonl_rows(path: str, text: str):
         yield row
 
 
-def _pyarrow(what: str):
+def pyarrow_module(what: str):
     try:
         import pyarrow
         import pyarrow.parquet  # noqa: F401
@@ -243,7 +245,7 @@ def write_results(rows: Sequence[dict], path) -> None:
     a batch removes its journal. As the C report writer does, a
     symlink is written through (its target replaced, the link kept) and an
     existing file keeps its mode."""
-    fmt = _format_of(os.fspath(path))
+    fmt = format_of(os.fspath(path))
     path = os.path.realpath(path)
     columns = _columns(rows)
     try:
@@ -258,7 +260,7 @@ def write_results(rows: Sequence[dict], path) -> None:
         os.close(fd)
         os.chmod(tmp, mode)
         if fmt == "parquet":
-            pa = _pyarrow("write parquet")
+            pa = pyarrow_module("write parquet")
             data = {}
             for c in columns:
                 values = [row.get(c) for row in rows]
@@ -330,7 +332,7 @@ def _csv_cell(value):
     return csv_text(str(value))
 
 
-def _journal_path(output: str) -> str:
+def journal_path(output: str) -> str:
     """The journal of the results file ``output``: beside the file the name
     resolves to (symbolic links, to the file or to a folder on the way, and
     ".." followed as open() would; a dangling link names the file it will
@@ -340,7 +342,7 @@ def _journal_path(output: str) -> str:
     return os.path.realpath(output) + ".partial.jsonl"
 
 
-def _good_rows(output: Optional[str], journal: Optional["Journal"] = None) -> List[dict]:
+def good_rows(output: Optional[str], journal: Optional["Journal"] = None) -> List[dict]:
     """The successful rows of earlier runs, in the results file and its
     journal (``journal``, the one this run holds, else read by name): one
     per job key (the journal's, newer, where both have one), in the order
@@ -361,7 +363,7 @@ def _good_rows(output: Optional[str], journal: Optional["Journal"] = None) -> Li
     except (ValueError, OSError) as e:
         raise ResultsFileError(f"results file {output} cannot be read back to resume ({e}); "
                                "move it away or choose another -o") from None
-    data = journal.read() if journal is not None else _read_journal(_journal_path(output))
+    data = journal.read() if journal is not None else _read_journal(journal_path(output))
     for line in data.split(b"\n"):
         try:
             found.append(json.loads(line.decode("utf-8", "replace")))
@@ -390,7 +392,7 @@ def _read_journal(path: str) -> bytes:
         return b""
 
 
-def _done_rows(good: List[dict], reports: Optional[str]) -> Dict[str, dict]:
+def done_rows(good: List[dict], reports: Optional[str]) -> Dict[str, dict]:
     """The earlier successful rows that need no new work, by job key: with
     their report file when reports are asked for."""
     return {row["job_key"]: row for row in good
@@ -408,7 +410,7 @@ def _job_models(job: dict, options: dict) -> str:
     return ";".join(os.fspath(m) for m in models)
 
 
-def _keep_good_rows(result, jobs: List[dict], ran: List[int], good: List[dict],
+def keep_good_rows(result, jobs: List[dict], ran: List[int], good: List[dict],
                     options: dict, on_event) -> None:
     """A failure never replaces a success: each job that failed now and
     whose earlier row succeeded gets that row back (with the job's current
@@ -461,7 +463,7 @@ def _keep_good_rows(result, jobs: List[dict], ran: List[int], good: List[dict],
         if earlier is None:
             continue
         result.kept[i] = row["error"]
-        result[i] = _with_labels(earlier, jobs[i])
+        result[i] = with_labels(earlier, jobs[i])
         if on_event:
             on_event("kept", i, {"error": row["error"], "row": result[i]})
 
@@ -472,7 +474,7 @@ def _label_text(value) -> str:
 
 
 
-def _with_labels(row: dict, job: dict) -> dict:
+def with_labels(row: dict, job: dict) -> dict:
     """The row with the job's current labels (they are not part of the key:
     relabelling a done job needs no new scoring)."""
     labels = _labels(job)
@@ -492,13 +494,13 @@ class Journal:
     batch's own file: a symbolic link, a FIFO or a device there is refused
     (a link could aim the rows at any file of the user's). A line a killed
     run left unfinished is ended before the first new row, so that row is
-    read back. It lies beside the real results file (``_journal_path``):
+    read back. It lies beside the real results file (``journal_path``):
     every name of one results file, a symbolic link to it or to its folder
     included, gets the same journal and lock."""
 
     def __init__(self, output: str):
         self.output = output
-        self.path = _journal_path(output)
+        self.path = journal_path(output)
         self._fd = None
         for _ in range(16):
             fd = _open_journal(self.path)
@@ -612,7 +614,7 @@ def _open_journal(path: str) -> int:
 
 def remove_journal(output: str) -> None:
     try:
-        os.unlink(_journal_path(output))
+        os.unlink(journal_path(output))
     except FileNotFoundError:
         pass
 
@@ -636,7 +638,7 @@ _SIDECAR_MAX_BYTES = 1 << 20  # VDNN_SIDECAR_MAX_BYTES
 _HASH_CHUNK = 1 << 20
 
 
-class _Hasher:
+class Hasher:
     """Content digests of model files, once per file (and size, mtime,
     inode) per batch."""
 
@@ -696,7 +698,7 @@ def _sidecar_refs(sidecar: str) -> List[str]:
     return [os.path.normpath(os.path.join(folder, r)) for r in refs]
 
 
-def _model_identity(model: str, hasher: _Hasher):
+def _model_identity(model: str, hasher: Hasher):
     """Every file the model stands for, by content: the model, its sidecar,
     and, following the sidecars, the models it "requires" and its "forms"
     (the file that really scores on an EP), with their sidecars."""
@@ -706,7 +708,7 @@ def _model_identity(model: str, hasher: _Hasher):
     return found
 
 
-def _model_files(model: str, hasher: _Hasher):
+def _model_files(model: str, hasher: Hasher):
     from . import models as _builtin
     try:
         path = _builtin.resolve(model)
@@ -727,10 +729,10 @@ def _model_files(model: str, hasher: _Hasher):
     return [model, files]
 
 
-def key_files(model: str, hasher: Optional[_Hasher] = None) -> List[str]:
+def key_files(model: str, hasher: Optional[Hasher] = None) -> List[str]:
     """The files the job key covers for ``model`` (real paths): a worker
     checks that every file the library really loaded is one of them."""
-    identity = _model_identity(os.fspath(model), hasher or _Hasher())[1]
+    identity = _model_identity(os.fspath(model), hasher or Hasher())[1]
     if not isinstance(identity, list):
         return []
     return [os.path.realpath(path) for path, _ in identity]
@@ -779,7 +781,7 @@ def _ort_version() -> str:
         return f"unavailable: {type(e).__name__}: {e}"
 
 
-def _run_identity(options: dict, hasher: _Hasher) -> dict:
+def _run_identity(options: dict, hasher: Hasher) -> dict:
     """What the batch options that change results resolve to, once per batch:
     the options as given, the device and index the workers really get (Ray
     GPU actors bind CUDA's device 0 for "auto", as runners._run_ray does),
@@ -802,7 +804,7 @@ def _run_identity(options: dict, hasher: _Hasher) -> dict:
     return dict(run, device_bound=device, device_index_bound=index, **found)
 
 
-def job_key(job: dict, options: dict, hasher: Optional[_Hasher] = None) -> str:
+def job_key(job: dict, options: dict, hasher: Optional[Hasher] = None) -> str:
     """A digest of everything that decides a job's row: its inputs (absolute
     path, size, mtime), every model file it loads by content (the models,
     their sidecars, the models the sidecars require and the forms they name,
@@ -812,7 +814,7 @@ def job_key(job: dict, options: dict, hasher: Optional[_Hasher] = None) -> str:
     machine that starts the batch (the ONNX Runtime version, the EP the device
     chain selects; Ray GPU actors' CUDA), computed once per ``hasher``. With
     the key's version: rows keyed by an older version are scored once more."""
-    hasher = hasher or _Hasher()
+    hasher = hasher or Hasher()
     models = job["models"] or options["models"] or None
     if models is None:
         from . import scoring

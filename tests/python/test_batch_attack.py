@@ -255,14 +255,14 @@ def test_the_journal_is_the_batchs_own_file(tmp_path, clips):
 def test_a_row_after_a_line_a_killed_run_left_unfinished_is_read_back(tmp_path):
     # Before: the next row was appended to the unfinished line, and the two
     # were one invalid line: that good row was lost to the next resume.
-    from vmafdnn.results import Journal, _good_rows
+    from vmafdnn.results import Journal, good_rows
     out = str(tmp_path / "out.csv")
     with open(out + ".partial.jsonl", "w") as f:
         f.write('{"job_key": "aaa", "frames": 3, "error": ""}\n{"job_key": "bb')
     journal = Journal(out)
     journal.append({"job_key": "ccc", "frames": 3, "error": ""})
     journal.close()
-    assert sorted(row["job_key"] for row in _good_rows(out)) == ["aaa", "ccc"]
+    assert sorted(row["job_key"] for row in good_rows(out)) == ["aaa", "ccc"]
 
 
 @pytest.mark.parametrize("name,content,fragment", [

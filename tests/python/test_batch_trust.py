@@ -18,6 +18,7 @@ import pytest
 import vmafdnn
 from local_ray import init_local_ray
 from vmafdnn import batch as vbatch
+from vmafdnn import runners
 from vmafdnn.video import Frame, write_y4m
 
 W, H, N = 64, 48, 3
@@ -255,10 +256,10 @@ def test_a_job_list_from_a_pipe_is_read(tmp_path, clips):
 
 
 def test_a_results_file_that_is_not_a_regular_file_is_not_read_back(tmp_path):
-    from vmafdnn.results import _good_rows
+    from vmafdnn.results import good_rows
     fifo = tmp_path / "out.jsonl"
     os.mkfifo(fifo)
-    assert _good_rows(str(fifo)) == []  # before: blocked opening the FIFO
+    assert good_rows(str(fifo)) == []  # before: blocked opening the FIFO
 
 
 def test_the_command_line_reports_a_bad_value_with_its_location(tmp_path):
@@ -506,7 +507,7 @@ def test_what_the_device_resolves_to_is_part_of_the_key(clips, monkeypatch):
 
 
 def test_the_runtime_is_asked_once_per_batch(clips, monkeypatch):
-    from vmafdnn.results import _Hasher
+    from vmafdnn.results import Hasher
     calls = []
     real = vmafdnn.explain_device
 
@@ -514,7 +515,7 @@ def test_the_runtime_is_asked_once_per_batch(clips, monkeypatch):
         calls.append(args)
         return real(*args, **kwargs)
     monkeypatch.setattr(vmafdnn, "explain_device", counted)
-    hasher = _Hasher()
+    hasher = Hasher()
     keys = {_key(clips, hasher) for _ in range(5)}
     assert len(keys) == 1 and len(calls) == 1
 
@@ -572,7 +573,7 @@ def test_a_loaded_model_file_outside_the_key_fails_the_row(clips):
     job, = vbatch.read_jobs([{"reference": str(clips / "ref.y4m"),
                               "distorted": str(clips / "dist.y4m"), "models": ["psnr_y"]}])
     job["job_key"] = "k"
-    scorer = vbatch.Scorer(options)
+    scorer = runners.Scorer(options)
     try:
         row = scorer.run(job)
         assert "not part of the job key" in row["error"], row
@@ -610,10 +611,10 @@ def test_a_label_close_to_a_result_column_is_refused(tmp_path):
 
 
 def test_an_edited_journal_report_entry_is_not_taken_as_a_report(tmp_path):
-    from vmafdnn.results import _done_rows
+    from vmafdnn.results import done_rows
     rows = [{"job_key": "a", "report": 0}, {"job_key": "b", "report": str(tmp_path)},
             {"job_key": "c", "report": ["x"]}]
-    assert _done_rows(rows, str(tmp_path)) == {}  # fd 0 and a folder are not report files
+    assert done_rows(rows, str(tmp_path)) == {}  # fd 0 and a folder are not report files
 
 
 # -- outputs never replace inputs (issue 25 item 3, for the batch's writers) --------------
