@@ -1017,6 +1017,24 @@ static size_t openvino_options(EpKind ep, const VmafDnnConfig *cfg, int plugin,
 }
 
 /* The EP compiled into ORT for step `ep`; NULL status when it appended. */
+/* CUDA's options, for the compiled-in EP and its EP devices alike:
+ *   cudnn_conv_algo_search HEURISTIC  exhaustive search costs more than a
+ *                                     tiny model's run
+ *   use_tf32 0   the built-ins' filters have 15-bit taps, and the VMAF
+ *                features' accelerator form sums integers exactly in fp32
+ *                (docs/vmaf.md): TF32 products (10-bit mantissas) would
+ *                round them; the convolutions are too small for tensor cores
+ *                to matter. */
+#define CUDA_OPTIONS 2
+static size_t cuda_options(const char **keys, const char **values)
+{
+    keys[0] = "cudnn_conv_algo_search";
+    values[0] = "HEURISTIC";
+    keys[1] = "use_tf32";
+    values[1] = "0";
+    return CUDA_OPTIONS;
+}
+
 static OrtStatus *append_builtin(OrtSessionOptions *opts, EpKind ep, const VmafDnnConfig *cfg)
 {
     const OrtApi *a = api();
@@ -1025,16 +1043,23 @@ static OrtStatus *append_builtin(OrtSessionOptions *opts, EpKind ep, const VmafD
     const char *id_key[] = {"device_id"}, *id_value[] = {index};
     switch (ep) {
     case EP_CUDA: {
-        /* The legacy struct works on every supported ORT; its C++ defaults
-         * are restated here because C has no constructor. Heuristic cuDNN
-         * search: exhaustive search costs more than a tiny model's run. */
-        OrtCUDAProviderOptions cuda;
-        memset(&cuda, 0, sizeof(cuda));
-        cuda.device_id = cfg->device_index;
-        cuda.cudnn_conv_algo_search = OrtCudnnConvAlgoSearchHeuristic;
-        cuda.gpu_mem_limit = SIZE_MAX;
-        cuda.do_copy_in_default_stream = 1;
-        return a->SessionOptionsAppendExecutionProvider_CUDA(opts, &cuda);
+        /* The V2 options, for use_tf32 (which the legacy struct lacks); the
+         * rest are ORT's defaults but the cuDNN search (see CUDA_OPTIONS). */
+        OrtCUDAProviderOptionsV2 *cuda = NULL;
+        OrtStatus *st = a->CreateCUDAProviderOptions(&cuda);
+        if (st)
+            return st; /* a build without CUDA says so here */
+        /* device_id only when it is not ORT's default 0: parsing it asks
+         * the driver for the device count, so on a machine without a GPU
+         * the append would fail instead of the session creation (which
+         * retries on the CPU and says why, as the legacy options did). */
+        const char *keys[1 + CUDA_OPTIONS] = {"device_id"}, *values[1 + CUDA_OPTIONS] = {index};
+        const size_t skip = cfg->device_index == 0;
+        const size_t n = 1 + cuda_options(keys + 1, values + 1) - skip;
+        if (!(st = a->UpdateCUDAProviderOptions(cuda, keys + skip, values + skip, n)))
+            st = a->SessionOptionsAppendExecutionProvider_CUDA_V2(opts, cuda);
+        a->ReleaseCUDAProviderOptions(cuda);
+        return st;
     }
     case EP_OPENVINO_GPU:
     case EP_OPENVINO_NPU:
@@ -1101,16 +1126,29 @@ static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnCon
         return a->SessionOptionsSetEpSelectionPolicy(opts, ort_policy(cfg->device));
     }
     if (find_device(ep, ep == EP_OPENVINO_CPU ? 0 : cfg->device_index, &dev)) {
-        const char *keys[2], *values[2];
+        const char *keys[2 > CUDA_OPTIONS ? 2 : CUDA_OPTIONS];
+        const char *values[2 > CUDA_OPTIONS ? 2 : CUDA_OPTIONS];
         char config[OPENVINO_CONFIG_SIZE];
-        const size_t n = openvino_options(ep, cfg, dev.library != NULL, keys, values, config);
+        const size_t n = ep == EP_CUDA ? cuda_options(keys, values)
+                         : openvino_options(ep, cfg, dev.library != NULL, keys, values, config);
         *attached = dev.attached;
         *ort_name = a->EpDevice_EpName(dev.device);
         snprintf(how, how_size, "EP device of %s%s%s", a->EpDevice_EpName(dev.device),
                  dev.library ? " from plugin library " : ", built into ORT",
                  dev.library ? dev.library : "");
-        return a->SessionOptionsAppendExecutionProvider_V2(opts, env, &dev.device, 1, keys,
-                                                           values, n);
+        OrtStatus *st = a->SessionOptionsAppendExecutionProvider_V2(opts, env, &dev.device, 1,
+                                                                    keys, values, n);
+        if (st && ep == EP_CUDA) {
+            /* Not verified on a GPU yet (docs/execution_providers.md): an EP
+             * device that refuses these keys still binds, and says so. */
+            size_t used = strlen(how);
+            snprintf(how + used, how_size - used, "; without use_tf32=0 (%s)",
+                     a->GetErrorMessage(st));
+            a->ReleaseStatus(st);
+            st = a->SessionOptionsAppendExecutionProvider_V2(opts, env, &dev.device, 1, NULL,
+                                                             NULL, 0);
+        }
+        return st;
     }
     snprintf(how, how_size, "built into ORT");
     return append_builtin(opts, ep, cfg);
