@@ -456,12 +456,11 @@ const char *vmaf_dnn_session_fallback_reason(const VmafDnnSession *s)
     return s ? s->fallback_reason : NULL;
 }
 
-int vmaf_dnn_session_static_runs(const VmafDnnSession *s, uint64_t *fixed, uint64_t *as_opened,
-                                 const char **reason)
+int vmaf_dnn_session_static_runs(const VmafDnnSession *s, VmafDnnStaticRuns *out)
 {
-    if (!s)
-        return vdnn_fail(-EINVAL, "session_static_runs: session is NULL");
-    vdnn_ort_static_runs(s->ort, fixed, as_opened, reason);
+    if (!s || !out)
+        return vdnn_fail(-EINVAL, "session_static_runs: %s is NULL", !s ? "session" : "out");
+    vdnn_ort_static_runs(s->ort, out);
     return 0;
 }
 

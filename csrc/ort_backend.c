@@ -2154,15 +2154,13 @@ as_opened:
     return s->session;
 }
 
-void vdnn_ort_static_runs(const VdnnOrtSession *s, uint64_t *fixed, uint64_t *as_opened,
-                          const char **reason)
+void vdnn_ort_static_runs(const VdnnOrtSession *s, VmafDnnStaticRuns *out)
 {
-    if (fixed)
-        *fixed = atomic_load(&s->runs_fixed);
-    if (as_opened)
-        *as_opened = atomic_load(&s->runs_as_opened);
-    if (reason)
-        *reason = s->static_reason ? s->static_reason : "";
+    memset(out, 0, sizeof(*out));
+    out->fixed = atomic_load(&s->runs_fixed);
+    out->as_opened = atomic_load(&s->runs_as_opened);
+    out->reason = s->static_reason ? s->static_reason : "";
+    out->specialised = s->n_fixed;
 }
 
 int vdnn_ort_session_create(const void *model, size_t len, const char *model_path,

@@ -129,9 +129,8 @@ void vdnn_ort_cancel(VdnnOrtSession *s);
  * stops the run whichever comes first. The flag must outlive the runs. */
 void vdnn_ort_watch_stop_flag(const atomic_int *flag);
 
-/* vmaf_dnn_session_static_runs' contract (s not NULL). */
-void vdnn_ort_static_runs(const VdnnOrtSession *s, uint64_t *fixed, uint64_t *as_opened,
-                          const char **reason);
+/* vmaf_dnn_session_static_runs' contract (s and out not NULL). */
+void vdnn_ort_static_runs(const VdnnOrtSession *s, VmafDnnStaticRuns *out);
 
 /* NULL-safe. Also releases any outputs still held from the last run. */
 void vdnn_ort_session_destroy(VdnnOrtSession *s);

@@ -512,17 +512,31 @@ VMAF_DNN_API int vmaf_dnn_session_ep_nodes(const VmafDnnSession *session, size_t
                                            size_t *total);
 
 /* How the session's runs went with static shapes (VmafDnnConfig.
- * static_shapes): *fixed (may be NULL) gets the runs made on a session
- * specialised to their inputs' shapes, *as_opened (may be NULL) the others;
- * *reason (may be NULL) why runs go on as opened: "" while nothing stops
- * specialising, else one line: static_shapes OFF, AUTO on ORT's CPU EP, a
- * model without named symbolic input dims, or ORT's reason for refusing a
- * specialised session (set once, at that run). The string is owned by the
- * session and valid until it is closed. Returns 0 or -EINVAL (NULL
- * session). Thread-safe for the counts; *reason may change only during a
- * run that creates a specialised session. */
-VMAF_DNN_API int vmaf_dnn_session_static_runs(const VmafDnnSession *session, uint64_t *fixed,
-                                              uint64_t *as_opened, const char **reason);
+ * static_shapes), filled by vmaf_dnn_session_static_runs. */
+typedef struct VmafDnnStaticRuns {
+    uint64_t fixed;      /* runs made on a session specialised to their shapes */
+    uint64_t as_opened;  /* the other runs */
+    const char *reason;  /* why runs go on as opened: "" while nothing stops
+                            specialising, else one line: static_shapes OFF,
+                            AUTO on ORT's CPU EP, a model without named
+                            symbolic input dims, the memory budget, or ORT's
+                            reason for refusing a specialised session (set
+                            once, at that run). Owned by the session, valid
+                            until it is closed */
+    size_t specialised;  /* specialised sessions made so far
+                            (<= VMAF_DNN_MAX_STATIC_SHAPES). Their nodes per
+                            EP are not reported: ORT records the assignment
+                            when it partitions the graph, before it folds
+                            what the fixed sizes make constant, so the count
+                            would be that of the session as opened */
+} VmafDnnStaticRuns;
+
+/* Fills *out (see VmafDnnStaticRuns). Returns 0 or -EINVAL (a NULL
+ * argument). Thread-safe: the run counts are read atomically; reason and
+ * specialised change only during a run that creates a specialised session,
+ * so read them from the thread that runs, or between runs. */
+VMAF_DNN_API int vmaf_dnn_session_static_runs(const VmafDnnSession *session,
+                                              VmafDnnStaticRuns *out);
 
 /* The configuration the session was opened with (defaults filled in). */
 VMAF_DNN_API const VmafDnnConfig *vmaf_dnn_session_config(const VmafDnnSession *session);

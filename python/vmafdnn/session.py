@@ -59,14 +59,14 @@ class StaticRuns(NamedTuple):
     fixed: int
     as_opened: int
     reason: str
+    specialised: int
 
 
 def static_runs(handle) -> StaticRuns:
-    fixed, as_opened = ffi.new("uint64_t *"), ffi.new("uint64_t *")
-    reason = ffi.new("const char **")
-    check(lib.vmaf_dnn_session_static_runs(handle, fixed, as_opened, reason))
-    return StaticRuns(int(fixed[0]), int(as_opened[0]),
-                      ffi.string(reason[0]).decode("utf-8", "replace"))
+    out = ffi.new("VmafDnnStaticRuns *")
+    check(lib.vmaf_dnn_session_static_runs(handle, out))
+    return StaticRuns(int(out.fixed), int(out.as_opened),
+                      ffi.string(out.reason).decode("utf-8", "replace"), int(out.specialised))
 
 
 def ep_nodes(handle) -> Optional[Tuple[int, int]]:
@@ -353,7 +353,8 @@ class Session(NativeHandle):
     def static_runs(self) -> "StaticRuns":
         """How the runs so far went with static shapes: runs on a session
         specialised to their shapes (``fixed``), the others (``as_opened``),
-        and why runs go on as opened (``reason``, "" while nothing stops it)."""
+        why runs go on as opened (``reason``, "" while nothing stops it) and
+        the specialised sessions made (``specialised``)."""
         with self._using() as handle:
             return static_runs(handle)
 
