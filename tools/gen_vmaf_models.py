@@ -847,12 +847,22 @@ def build_features(gain_limit, name):
 
 
 # --- the features graph's accelerator form --------------------------------------------------------
-# The same definitions (centred_frames, vif_scale_params, vif_statistic, vif_decimate,
-# motion_blur, motion_score, adm_angle, adm_restore, adm_cube_sums, adm_area_term, border) laid
-# out for GPUs and other accelerators: whole frames, no Loop, x and y (or the reference and the
-# previous reference) stacked as channels of one Conv per pass, ADM's three detail bands as
-# channels, mirrors as Pad (reflect) or constant Slices. The only shape reads (the ADM border,
-# motion's and ADM's areas) fold to constants once the session fixes H and W.
+# The same definitions (vif_statistic, adm_restore, motion_score, adm_area_term, border and
+# libvmaf's roundings as centred_frames, vif_scale_params, vif_decimate and motion_blur apply
+# them) laid out for GPUs and other accelerators, where every node is a kernel launch: whole
+# frames, no Loop, few and wide nodes (issue 23: 694 nodes after ORT's basic optimisation at
+# 1080p, 296 now). x and y (or the reference and the previous reference) are channels of one
+# Conv per filter pass, VIF's scales 2 and 3 channels of the same Convs; VIF's statistic runs
+# once over the seven filtered maps of all four scales flattened and concatenated, ADM's
+# decoupling, masking and cube sums once over the three detail bands of all four scales
+# (channels, flattened and concatenated), so only the filters and mirrors are per scale.
+# Shape reads (the flattened sizes, ADM's mirror indices, border masks, areas and csf factors,
+# motion's area) fold to constants once the session fixes H and W. VIF and motion are bit for
+# bit those of the previous layout (694 nodes), adm2 the pure graph's on the test clips.
+# On ORT's CPU EP this layout is slower than the per-scale one (the concatenations add copies
+# and larger intermediates: 1080p 318 -> 352 ms per frame in a bare session, 2.3 -> 1.8 fps
+# through the library, whose allocator then pages in ~40K more pages a frame); the library
+# runs the CPU form there.
 
 class GA(G):
     """Graph of the accelerator form: g.dw gives each of `reps` stacked frames the same taps."""
@@ -863,108 +873,297 @@ class GA(G):
         return self.op("Conv", x, self.f(kern[:, None]), group=kern.shape[0],
                        strides=list(strides))
 
-    def conv(self, x, kernels):
-        """Depthwise Conv, kernels [C, kh, kw]: one per channel."""
+    def conv(self, x, kernels, strides=(1, 1), bias=None):
+        """Depthwise Conv, kernels [C, kh, kw]: one per channel; bias: per-channel values or a
+        [C] tensor (added after the sum: bit for bit an Add of the sums, measured)."""
         kern = np.asarray(kernels, np.float32)
-        return self.op("Conv", x, self.f(kern[:, None]), group=kern.shape[0])
+        ins = [x, self.f(kern[:, None])]
+        if bias is not None:
+            ins.append(bias if isinstance(bias, str) else self.f(np.asarray(bias, np.float32)))
+        return self.op("Conv", *ins, group=kern.shape[0], strides=list(strides))
 
     def reflect(self, x, r):
         """Reflect padding (...cb|abc...) of r rows and columns on every side."""
         return self.op("Pad", x, self.i([0, 0, r, r, 0, 0, r, r]), mode="reflect")
 
-    def channels(self, x, start, end):
-        return self.slice(x, start, end, 1)
+    def channels(self, x, start, end, step=1):
+        return self.slice(x, start, end, 1, step)
+
+    def split(self, x, sizes, axis=1, n=None):
+        """Split into len(sizes) parts (sizes: values or an int64 tensor of n sizes)."""
+        n = len(sizes) if n is None else n
+        sizes = sizes if isinstance(sizes, str) else self.i(sizes)
+        return self.op("Split", x, sizes, axis=axis, n_out=n)
+
+    def size(self, x, axis):
+        """int64 [1]: x's size along axis (a constant once the session fixes H and W)."""
+        return self.op("Shape", x, start=axis, end=axis + 1)
 
 
-def vif_scale_accel(g, xy, centre, taps, rnd, gain_limit, scale, dec):
-    """One VIF scale of xy [1, 2, h, w] (x, y centred as vif_scale's): num, den (double
-    scalars, log2 units) and, with dec, the next scale's xy [1, 2, h // 2, w // 2]. One
-    vertical and one horizontal Conv for every map of the scale: the means' passes (split into
-    integer and fraction above scale 0, as vif_scale) and the three second moments."""
-    k = len(taps)
+def vif_scale0_accel(g, xy):
+    """VIF's scale 0 of xy [1, 2, H, W] (x, y centred as vif_scale's): the seven filtered maps
+    of VIF's statistic flattened, [1, 7, 1, H*W] in the order (m_x, m_y, E[x^2], E[y^2],
+    -E[(x-y)^2], q_x, q_y), and the frames mirrored by the scale's halo (what
+    vif_decimate_accel takes). One vertical Conv for the means' pass (in 1/256-level sums) and
+    the three second moments, one horizontal for all seven maps."""
+    k = len(VIF_TAPS[0])
     r = k // 2
-    ti = np.asarray(taps, np.float32)
+    ti = np.asarray(VIF_TAPS[0], np.float32)
     t = ti / np.float32(65536.0)
-    tcol, trow = t.reshape(k, 1), t.reshape(1, k)
     xp = g.reflect(xy, r)
-    x, y = g.op("Split", xp, axis=1, n_out=2)
-    e = g.op("Sub", x, y)
-    moments = [g.op("Mul", v, v) for v in (x, y, e)]
-    if not scale:
-        vert = g.conv(g.op("Concat", xp, *moments, axis=1),
-                      [ti.reshape(k, 1) / np.float32(256.0)] * 2 + [tcol] * 3)
-        v = g.channels(vert, 0, 2)
-        tmp = g.op("Floor", g.op("Add", v, rnd))
-        mean_taps = trow / np.float32(256.0)
+    e = g.op("Sub", *g.op("Split", xp, axis=1, n_out=2))
+    vert = g.conv(g.op("Concat", xp, g.op("Mul", xp, xp), g.op("Mul", e, e), axis=1),
+                  [ti.reshape(k, 1) / np.float32(256.0)] * 2 + [t.reshape(k, 1)] * 3)
+    # the means' vertical pass rounded with libvmaf's 2^(bpc-1), which is half of its unit
+    # whatever bpc (vif_scale_params' rnd)
+    tmp = g.op("Floor", g.op("Add", g.channels(vert, 0, 2), g.f(0.5)))
+    trow = t.reshape(1, k)
+    maps = g.conv(g.op("Concat", vert, tmp, axis=1),                      # v, moments, tmp
+                  [trow / np.float32(256.0)] * 2 + [trow, trow, -trow]
+                  + [trow / np.float32(256.0)] * 2)
+    return g.op("Reshape", maps, g.i([1, 7, 1, -1])), xp
+
+
+def motion_accel(g, frames):
+    """libvmaf's motion SAD (double [1], 1/256 of a level) of the first and last of frames
+    [1, 3, H, W] (x and the previous x): motion_blur of both as two channels, its roundings
+    the Convs' biases."""
+    t = np.asarray(MOTION_TAPS, np.float32)
+    k = len(t)
+    blur = g.conv(g.reflect(g.channels(frames, 0, 3, 2), k // 2),
+                  [t.reshape(k, 1) / np.float32(256.0)] * 2, bias=[0.5, 0.5])
+    blur = g.conv(g.op("Floor", blur), [t.reshape(1, k) / np.float32(65536.0)] * 2,
+                  bias=[0.5, 0.5])
+    return g.op("ReduceSum", g.op("Cast", g.op("Abs", g.op("Sub", *g.op(
+        "Split", g.op("Floor", blur), axis=1, n_out=2))), to=TensorProto.DOUBLE),
+        g.i([1, 2, 3]), keepdims=0)
+
+
+def vif_maps_accel(g, xy, scales):
+    """VIF's scales `scales` ([1] or [2, 3]) of xy: the first scale's frames mirrored by its
+    halo, [1, 2, h + 2r, w + 2r], and scale 3's [1, 2, h3, w3] unmirrored (x, y centred as
+    vif_scale's): their seven filtered maps, each flattened as
+    vif_scale0_accel's, and the integer and fractional parts of the first scale's padded
+    frames (what vif_decimate_accel takes). One vertical and one horizontal Conv for all seven
+    maps: the means' passes split into integer and fraction (as vif_scale) and the three
+    second moments. Scales 2 and 3 run as channels of the same Convs: scale 3's frames
+    mirrored by 2 (the outer rows and columns meet zero taps: its 3 taps are zero-padded to
+    scale 2's 5) and padded to scale 2's size, its maps cropped back."""
+    k = len(VIF_TAPS[scales[0]])
+    r = k // 2
+    xp = xy[0]
+    if len(scales) > 1:
+        # scale 3 (mirrored by 2, then extended to scale 2's padded size) as channels 2, 3
+        x3 = g.reflect(xy[1], r)
+        grow = g.op("Sub", g.op("Shape", xp, start=2, end=4), g.op("Shape", x3, start=2, end=4))
+        x3 = g.op("Pad", x3, g.op("Concat", g.i([0, 0, 0, 0, 0, 0]), grow, axis=0),
+                  mode="edge")
+        xp = g.op("Concat", xp, x3, axis=1)
+    n = 2 * len(scales)                                          # frames: x, y (, x3, y3)
+    e = g.op("Sub", g.channels(xp, 0, n, 2), g.channels(xp, 1, n, 2)) if n > 2 else \
+        g.op("Sub", *g.op("Split", xp, axis=1, n_out=2))
+    hi = g.op("Floor", xp)
+    parts = g.op("Concat", hi, g.op("Sub", xp, hi), g.op("Mul", xp, xp), g.op("Mul", e, e),
+                 axis=1)
+    taps = []
+    for s in scales:
+        ti = np.zeros(k, np.float32)
+        ks = len(VIF_TAPS[s])
+        ti[r - ks // 2:r + ks // 2 + 1] = VIF_TAPS[s]
+        taps.append(ti / np.float32(65536.0))
+    per = len(scales)
+    # channels: hi (x, y per scale), lo (likewise), squares (likewise), (x - y)^2 per scale
+    col = [(t * np.float32(65536.0)).reshape(k, 1) for t in taps for _ in (0, 1)]
+    vert = g.conv(parts, col * 2 + [t.reshape(k, 1) for t in taps for _ in (0, 1)]
+                  + [t.reshape(k, 1) for t in taps])
+    sh, sf, moments = g.split(vert, [n, n, n + per])
+    tmp = g.op("Floor", g.op("Mul", g.op("Add", sh, g.op("Floor", g.op(
+        "Add", sf, g.f(128.0)))), g.f(1.0 / 256.0)))
+    rows = [t.reshape(1, k) for t in taps]
+    maps = g.conv(g.op("Concat", g.op("Add", sh, sf), moments, tmp, axis=1),
+                  [w / np.float32(65536.0) for w in rows for _ in (0, 1)]
+                  + [w for w in rows for _ in (0, 1)] + [-w for w in rows]
+                  + [w / np.float32(256.0) for w in rows for _ in (0, 1)])
+    if per == 1:
+        return [g.op("Reshape", maps, g.i([1, 7, 1, -1]))], parts
+    # channels (m_x2, m_y2, m_x3, m_y3, fxx2, fyy2, fxx3, fyy3, nfee2, nfee3, q_x2, ...): each
+    # scale's seven in order, scale 3's cropped to its frame
+    m2, m3 = g.split(g.op("Gather", maps, g.i([0, 1, 4, 5, 8, 10, 11, 2, 3, 6, 7, 9, 12, 13]),
+                          axis=1), [7, 7])
+    m3 = g.op("Slice", m3, g.i([0, 0]), g.op("Shape", xy[1], start=2, end=4), g.i([2, 3]))
+    return [g.op("Reshape", v, g.i([1, 7, 1, -1])) for v in (m2, m3)], parts
+
+
+def vif_decimate_accel(g, scale, frames=None, parts=None, u_scale=None, rnd=None, div=None):
+    """vif_decimate from scale `scale` to the next scale's centred levels [1, 2, h // 2, w // 2],
+    bit for bit: each pass filters the integer and fractional parts of its input (sums below
+    2^24), the rounding added as the Conv's bias. The input: `frames`, whose first two channels
+    are the frames mirrored by the scale's halo (at scale 0 with u_scale, rnd and div: the
+    input's units, the vertical rounding and divisor), or `parts` (vif_maps_accel's: their
+    integer and fractional parts, channels 0-3)."""
+    r = len(VIF_TAPS[scale]) // 2
+    ti = np.asarray(VIF_TAPS[scale + 1], np.float32)
+    k = len(ti)
+    m = r - k // 2
+    # the next taps need k // 2 of the r rows and columns of halo; one row and column less
+    # after, so that the stride-2 filters give floor(h/2) x floor(w/2)
+    starts, ends, axes = g.i([0, m, m]), [-(m + 1), -(m + 1)], g.i([1, 2, 3])
+    div = g.f(256.0) if div is None else div
+    if parts is None:
+        u = g.op("Slice", frames, starts, g.i([2] + ends), axes)
+        if u_scale is not None:
+            u = g.op("Mul", u, u_scale)
+        hi = g.op("Floor", u)
+        sh = g.dw(hi, ti.reshape(1, k, 1), (2, 1))
+        sf = g.conv(g.op("Sub", u, hi), [ti.reshape(k, 1)] * 2, (2, 1),
+                    bias=[128.0, 128.0] if rnd is None else rnd)
     else:
-        hi = g.op("Floor", xp)
-        vert = g.conv(g.op("Concat", hi, g.op("Sub", xp, hi), *moments, axis=1),
-                      [ti.reshape(k, 1)] * 4 + [tcol] * 3)
-        sh, sf = g.channels(vert, 0, 2), g.channels(vert, 2, 4)
-        tmp = g.op("Floor", g.op("Mul", g.op("Add", sh, g.op("Floor", g.op("Add", sf, rnd))),
-                                 g.f(1.0 / 256.0)))
-        v = g.op("Add", sh, sf)
-        mean_taps = trow / np.float32(65536.0)
-    moms = g.channels(vert, 2 if not scale else 4, INT64_MAX)
-    horiz = g.conv(g.op("Concat", v, tmp, moms, axis=1),
-                   [mean_taps] * 2 + [trow / np.float32(256.0)] * 2 + [trow, trow, -trow])
-    mx, my, qx, qy, fxx, fyy, nfee = g.op("Split", horiz, axis=1, n_out=7)
+        sh, sf = g.split(g.conv(g.op("Slice", parts, starts, g.i([4] + ends), axes),
+                                [ti.reshape(k, 1)] * 4, (2, 1), bias=[0.0, 0.0, 128.0, 128.0]),
+                         [2, 2])
+    u = g.op("Mul", g.op("Floor", g.op("Div", g.op("Add", sh, g.op("Floor", sf)), div)),
+             g.f(1.0 / 256.0))
+    hi = g.op("Floor", u)
+    sh = g.dw(hi, ti.reshape(1, 1, k), (1, 2))
+    sf = g.conv(g.op("Sub", u, hi), [ti.reshape(1, k)] * 2, (1, 2), bias=[128.0, 128.0])
+    return g.op("Mul", g.op("Floor", g.op("Div", g.op("Add", sh, g.op("Floor", sf)),
+                                          g.f(256.0))), g.f(1.0 / 256.0))
+
+
+def vif_accel(g, xy, centre, u_scale, rnd_units, to8, gain_limit):
+    """The four VIF scores, float [1, 1, 1, 4], of xy [1, 2, H, W] (centred levels): the maps
+    of every scale, then vif_statistic once over all of them flattened and concatenated,
+    summed per scale in double."""
+    flat, src = vif_scale0_accel(g, xy)
+    maps = [flat]
+    xy1 = vif_decimate_accel(g, 0, frames=src, u_scale=u_scale, rnd=rnd_units, div=to8)
+    (flat,), parts = vif_maps_accel(g, [g.reflect(xy1, len(VIF_TAPS[1]) // 2)], [1])
+    maps.append(flat)
+    xy2 = vif_decimate_accel(g, 1, parts=parts)
+    # scale 2's decimation filters the mirrored frames itself: scales 2 and 3 share their
+    # maps' Convs, so those parts hold scale 3, which that decimation makes
+    xp2 = g.reflect(xy2, len(VIF_TAPS[2]) // 2)
+    maps += vif_maps_accel(g, [xp2, vif_decimate_accel(g, 2, frames=xp2)], [2, 3])[0]
+    sizes = g.op("Concat", *(g.op("Shape", v, start=3, end=4) for v in maps), axis=0)
+    mx, my, fxx, fyy, nfee, qx, qy = g.op("Split", g.op("Concat", *maps, axis=3), axis=1,
+                                          n_out=7)
     num_px, den_px = vif_statistic(g, mx, my, qx, qy, fxx, fyy, nfee, centre, gain_limit)
-    res = [g.op("Mul", g.sum_double(v), g.d(1.0 / math.log(2.0))) for v in (num_px, den_px)]
-    if dec is not None:
-        res.append(vif_decimate(g, xp, r, *dec, floor_half=True))
-    return res
+    both = g.op("Cast", g.op("Concat", num_px, den_px, axis=1), to=TensorProto.DOUBLE)
+    sums = [g.op("ReduceSum", v, g.i([2, 3]), keepdims=1)
+            for v in g.split(both, sizes, axis=3, n=4)]
+    # num, den in log2 units; libvmaf stores them as float and divides in float
+    nd = g.op("Cast", g.op("Mul", g.op("Concat", *sums, axis=3), g.d(1.0 / math.log(2.0))),
+              to=TensorProto.FLOAT)                                           # [1, 2, 1, 4]
+    return g.op("Div", *g.split(nd, [1, 1]))
 
 
-def adm_scale_accel(g, o, t, scale, gain_limit):
-    """num, den (double scalars) of one ADM scale from the detail bands (v, h, d) stacked as
-    channels, o of the reference and t of the distorted frame, [1, 3, h, w] each."""
-    rf = adm_rfactors(scale)
-    rfv = np.asarray([rf[1], rf[0], rf[2]], np.float32).reshape(1, 3, 1, 1)  # (v, h, d)
-    angle = adm_angle(g, g.channels(o, 1, 2), g.channels(o, 0, 1), g.channels(t, 1, 2),
-                      g.channels(t, 0, 1))
-    restored, additive = adm_restore(g, o, t, angle, gain_limit, g.f(0.0))
-    m = g.op("ReduceSum", g.op("Abs", g.op("Mul", additive, g.f(rfv))), g.i([1]), keepdims=1)
-    # the 3x3 threshold, mirrored like the DWT (row -1 = row 1, row h = row h-1)
-    m = g.pad(g.pad(m, 2, 1, 1, "reflect", "symmetric"), 3, 1, 1, "reflect", "symmetric")
-    thr = g.op("Conv", m, g.f(ADM_MASK_KERNEL[None]))
-    h, w = g.dims(o)
-    top, left = border(g, h), border(g, w)
-    starts = g.op("Concat", top, left, axis=0)
-    ends = g.op("Concat", g.op("Sub", h, top), g.op("Sub", w, left), axis=0)
-
-    def inner(v):
-        return g.op("Slice", v, starts, ends, g.i([2, 3]))
-
-    num_c, den_c = adm_cube_sums(g, [inner(restored)], [inner(o)], inner(thr), [rfv])
-    add = adm_area_term(g, h, w)
-    return [g.op("ReduceSum", g.op("Add", g.op("Pow", g.op(
-        "ReduceSum", g.op("Cast", c, to=TensorProto.DOUBLE), g.i([0, 2, 3]), keepdims=0),
-        g.d(1.0 / 3.0)), add), keepdims=0) for c in (num_c, den_c)]
+def adm_ring_rows(g, n, offset):
+    """(rows, nb): for the band rows -1 .. nb of a frame of n rows (int64 [1]; nb = ceil(n/2),
+    band row -1 = row 1 and row nb = row nb - 1, the mirror of the masking threshold), the
+    four frame rows 2j-1 .. 2j+2 each takes, mirrored as dwt2's (row -1 = row 1, row n = row
+    n - 1, row n + 1 = row n - 2), plus offset (the rows of a mirrored ring above the frame)."""
+    nb = g.op("Div", g.op("Add", n, g.i([1])), g.i([2]))
+    j = g.op("Abs", g.op("Range", g.i(-1), g.op("Reshape", g.op("Add", nb, g.i([1])), g.i([])),
+                         g.i(1)))
+    j = g.op("Where", g.op("Less", j, nb), j, g.op("Sub", g.op("Sub", g.op("Mul", nb, g.i([2])),
+                                                               g.i([1])), j))
+    rows = g.op("Abs", g.op("Add", g.op("Unsqueeze", g.op("Mul", j, g.i([2])), g.i([1])),
+                            g.i([-1, 0, 1, 2])))
+    rows = g.op("Where", g.op("Less", rows, n), rows,
+                g.op("Sub", g.op("Sub", g.op("Mul", n, g.i([2])), g.i([1])), rows))
+    return g.op("Add", g.op("Reshape", rows, g.i([-1])), g.i([offset])), nb
 
 
-def dwt2_accel(g, x):
-    """One db2 level of [2, 1, h, w] -> [2, 4, ceil(h/2), ceil(w/2)], channels (a, v, h, d):
-    one Conv per direction (the vertical lo and hi filters as two output channels, the
-    horizontal ones as two per group), mirrored as dwt2."""
-    lo = np.asarray(DB2_LO, np.float32) / 32768.0
-    hi = np.asarray(DB2_HI, np.float32) / 32768.0
-    xp = g.pad(g.pad(x, 2, 1, 2, "reflect", "symmetric"), 3, 1, 2, "reflect", "symmetric")
-    v = g.op("Conv", xp, g.f(np.stack([lo, hi]).reshape(2, 1, 4, 1)), strides=[2, 1])
-    return g.op("Conv", v, g.f(np.stack([lo, hi, lo, hi]).reshape(4, 1, 1, 4)), group=2,
-                strides=[1, 2])
+def adm_inner_ring(g, nb):
+    """bool [nb + 2]: the positions of a band of nb rows (or columns) with its mirrored ring
+    that the cube sums keep (the 10% border off, the ring never)."""
+    b = g.op("Add", border(g, nb), g.i([1]))
+    idx = g.op("Range", g.i(0), g.op("Reshape", g.op("Add", nb, g.i([2])), g.i([])), g.i(1))
+    return g.op("And", g.op("GreaterOrEqual", idx, b),
+                g.op("Less", idx, g.op("Sub", g.op("Add", nb, g.i([2])), b)))
 
 
-def adm2_accel(g, x, y, gain_limit):
-    both = g.op("Concat", x, y, axis=0)                                        # [2, 1, h, w]
-    num = den = None
+def adm_accel(g, both, gain_limit):
+    """adm2 (double [1]) of both [2, 1, H, W] (reference and distorted centred levels).
+    Per scale only the DWT: a Gather of the four rows each band row takes (mirrored, with a
+    mirrored ring of one band row around: the masking threshold's mirror), one Conv at stride
+    4 for both frames and both filters, a Transpose, the same for the columns. Bit for bit
+    dwt2's bands, transposed, with their ring. The decoupling, masking and cube sums then run
+    once over the detail bands (v, h, d) of all four scales, flattened and concatenated
+    ([2 frames, 3 bands, T]), the 3x3 threshold once per scale (a Conv, the ring its mirror);
+    the border and ring are left out of the sums by an infinite threshold there."""
+    lo = np.asarray(DB2_LO, np.float64) / 32768.0
+    hi = np.asarray(DB2_HI, np.float64) / 32768.0
+    h, w = g.size(both, 2), g.size(both, 3)
+    bands, sizes, shapes, masks, rfs, areas = [], [], [], [], [], []
+    x = both
     for scale in range(4):
-        bands = dwt2_accel(g, both)
-        o = g.op("Slice", bands, g.i([0, 1]), g.i([1, 4]), g.i([0, 1]))
-        t = g.op("Slice", bands, g.i([1, 1]), g.i([2, 4]), g.i([0, 1]))
-        n, d = adm_scale_accel(g, o, t, scale, gain_limit)
-        num, den = (n, d) if num is None else (g.op("Add", num, n), g.op("Add", den, d))
-        both = g.channels(bands, 0, 1)
+        off = 1 if scale else 0
+        if scale:
+            x = g.op("Transpose", x, perm=[0, 1, 3, 2])      # the previous approximation
+        rows, hb = adm_ring_rows(g, h, off)
+        v = g.op("Conv", g.op("Gather", x, rows, axis=2),
+                 g.f(np.stack([lo, hi]).reshape(2, 1, 4, 1)), strides=[4, 1])
+        cols, wb = adm_ring_rows(g, w, off)
+        # (a, v, h, d) = lo_v lo_h, lo_v hi_h, hi_v lo_h, hi_v hi_h: [2, 4, wb + 2, hb + 2]
+        out = g.op("Conv", g.op("Gather", g.op("Transpose", v, perm=[0, 1, 3, 2]), cols, axis=2),
+                   g.f(np.stack([lo, hi, lo, hi]).astype(np.float32).reshape(4, 1, 4, 1)),
+                   group=2, strides=[4, 1])
+        if scale < 3:
+            x, det = g.split(out, [1, 3])
+        else:
+            det = g.channels(out, 1, 4)
+        bands.append(g.op("Reshape", det, g.i([2, 3, -1])))
+        hr, wr = (g.op("Add", n, g.i([2])) for n in (hb, wb))
+        shapes.append(g.op("Concat", g.i([1, 1]), wr, hr, axis=0))
+        n = g.op("Mul", hr, wr)
+        sizes.append(n)
+        masks.append(g.op("Reshape", g.op("And", g.op("Unsqueeze", adm_inner_ring(g, wb),
+                                                      g.i([1])), adm_inner_ring(g, hb)),
+                          g.i([1, 1, -1])))
+        rf = adm_rfactors(scale)
+        rfs.append(g.op("Expand", g.f(np.asarray([rf[1], rf[0], rf[2]], np.float32)
+                                      .reshape(1, 3, 1)),
+                        g.op("Concat", g.i([1, 3]), n, axis=0)))
+        areas.append(g.op("Reshape", adm_area_term(g, hb, wb), g.i([1])))
+        h, w = hb, wb
+    sizes = g.op("Concat", *sizes, axis=0)
+    # the csf factors applied before the decoupling, which commutes with them (h and v share
+    # theirs, so the angle test holds as it was; the restored and additive parts scale with
+    # the band): bit for bit the pure graph's adm2 on the test clips. Folded into the DWT's
+    # taps instead they moved adm2 by up to 1.8e-5 on noisy synthetic frames (the angle test
+    # flipping on other roundings)
+    ot = g.op("Mul", g.op("Concat", *bands, axis=2), g.op("Concat", *rfs, axis=2))  # [2, 3, T]
+    o, t = g.op("Split", ot, axis=0, n_out=2)
+    # adm_angle on (h, v) (elementwise on the bands' channels: ORT's CPU reductions over a
+    # middle axis are 5-10x slower)
+    sv, sh, _ = g.op("Split", g.op("Mul", ot, ot), axis=1, n_out=3)
+    o_mag, t_mag = g.op("Split", g.op("Add", sv, sh), axis=0, n_out=2)
+    pv, ph, _ = g.op("Split", g.op("Mul", o, t), axis=1, n_out=3)
+    ot_dp = g.op("Add", pv, ph)
+    angle = g.op("And", g.op("GreaterOrEqual", ot_dp, g.f(0.0)),
+                 g.op("GreaterOrEqual", g.op("Mul", ot_dp, ot_dp),
+                      g.op("Mul", g.op("Mul", o_mag, t_mag), g.f(COS_1DEG_SQ))))
+    restored, additive = adm_restore(g, o, t, angle, gain_limit, g.f(0.0))
+    m = g.op("Sum", *g.op("Split", g.op("Abs", additive), axis=1, n_out=3))   # [1, 1, T]
+    # the 3x3 threshold per scale for the restored bands, 0 for the reference's; infinite
+    # outside each band's inner region (the ring, the 10% border): those cubes are 0
+    kern = np.stack([ADM_MASK_KERNEL, np.zeros_like(ADM_MASK_KERNEL)])              # [2, 1, 3, 3]
+    thr = [g.op("Reshape", g.op("Conv", g.op("Reshape", mb, shape), g.f(kern), pads=[1, 1, 1, 1]),
+                g.i([2, 1, -1])) for mb, shape in zip(g.split(m, sizes, axis=2, n=4), shapes)]
+    outside = g.op("Where", g.op("Concat", *masks, axis=2), g.f(0.0), g.f(np.inf))
+    thr = g.op("Add", g.op("Concat", *thr, axis=2), outside)                   # [2, 1, T]
+    # adm_cube_sums: the masked restored bands and the reference's, cubed in fp32, summed in
+    # double per scale
+    c = g.op("Relu", g.op("Sub", g.op("Abs", g.op("Concat", restored, o, axis=0)), thr))
+    c = g.op("Cast", g.op("Mul", g.op("Mul", c, c), c), to=TensorProto.DOUBLE)
+    sums = g.op("Concat", *(g.op("ReduceSum", v, g.i([2]), keepdims=0)
+                            for v in g.split(c, sizes, axis=2, n=4)), axis=0)   # [4 * 2, 3]
+    roots = g.op("Add", g.op("Pow", g.op("Reshape", sums, g.i([4, 2, 3])), g.d(1.0 / 3.0)),
+                 g.op("Reshape", g.op("Concat", *areas, axis=0), g.i([4, 1, 1])))
+    num, den = g.split(g.op("ReduceSum", roots, g.i([0, 2]), keepdims=0), [1, 1], axis=0)
+    # libvmaf zeroes num/den below 1e-10 * w*h/1080p and returns 1 for den == 0; both sums hold
+    # 12 terms of cbrt(area/32) > 0, so neither case can occur and the ratio is all there is.
     return g.op("Div", num, den)
 
 
@@ -973,26 +1172,27 @@ def build_features_accel(gain_limit, name):
     samples (UINT16: half the bytes of fp32 to the device, no rounding back to integers),
     device_type not read; whole frames, no Loop."""
     g = GA()
-    bpc = g.op("Reshape", "bpc", g.i([]))
-    ref_c, dis_c, prev_c, centre, rnd_v, to8 = centred_frames(g, bpc, samples=True)
-    xy = g.op("Concat", ref_c, dis_c, axis=1)
-    vifs = []
-    for scale in range(4):
-        rnd, dec = vif_scale_params(g, scale, rnd_v, to8)
-        if not scale:
-            # motion: the blurred reference and previous reference as two channels
-            blurred = motion_blur(g, g.reflect(g.op("Concat", ref_c, prev_c, axis=1), 2), rnd)
-            sad = g.sum_double(g.op("Abs", g.op("Sub", *g.op("Split", blurred, axis=1,
-                                                              n_out=2))))
-            motion = motion_score(g, sad, *g.dims("reference"))
-        out = vif_scale_accel(g, xy, centre, VIF_TAPS[scale], rnd, gain_limit, scale, dec)
-        if dec is not None:
-            xy = out[2]
-        vifs.append(g.op("Div", g.op("Cast", out[0], to=TensorProto.FLOAT),
-                         g.op("Cast", out[1], to=TensorProto.FLOAT)))
-    adm = adm2_accel(g, ref_c, dis_c, gain_limit)
-    for v, n in zip(vifs + [adm, motion], FEATURES):
-        g.to_output(v, n)
+    # 2^(bpc-8) (8-bit units), 2^(bpc-16) and 2^(bpc-9) (vif_decimate's units and rounding at
+    # scale 0, the latter per channel as a Conv bias)
+    to8, u_scale, rnd_units = g.split(g.op("Pow", g.f(2.0), g.op(
+        "Add", "bpc", g.f([-8.0, -16.0, -9.0, -9.0]))), [1, 1, 2], axis=0)
+    # centred_frames: the three planes as levels centred on the reference's mean level
+    levels = g.op("Div", g.op("Cast", g.op("Concat", "reference", "distorted", "reference_prev",
+                                           axis=1), to=TensorProto.FLOAT), to8)
+    centre = g.op("Round", g.op("ReduceMean", g.channels(levels, 0, 1), keepdims=1))
+    frames = g.op("Sub", levels, centre)                        # [1, 3, H, W]
+    xy = g.channels(frames, 0, 2)
+    vif = vif_accel(g, xy, centre, u_scale, rnd_units, to8, gain_limit)
+    adm = adm_accel(g, g.op("Reshape", xy, g.i([2, 1, 0, 0])), gain_limit)
+    motion = motion_score(g, motion_accel(g, frames), g.size(frames, 2), g.size(frames, 3))
+    # the outputs, in FEATURES' order
+    g.nodes.append(helper.make_node("Split", [g.op("Reshape", vif, g.i([4]))], FEATURES[:4],
+                                    axis=0, name=f"n{g._count}_Split"))
+    g._count += 1
+    for v, n in ((adm, "adm2"), (motion, "motion")):
+        g.nodes.append(helper.make_node("Cast", [v], [n], to=TensorProto.FLOAT,
+                                        name=f"n{g._count}_Cast"))
+        g._count += 1
     inputs, outputs = features_io(samples=True)
     doc = (f"Accelerator form of {name.replace(ACCEL_SUFFIX, '')}: libvmaf's integer VMAF "
            f"features as the pure-ONNX graph computes them, whole frames, no Loop, static "
