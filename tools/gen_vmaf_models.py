@@ -851,14 +851,17 @@ def build_features(gain_limit, name):
 # libvmaf's roundings as centred_frames, vif_scale_params, vif_decimate and motion_blur apply
 # them) laid out for GPUs and other accelerators, where every node is a kernel launch: whole
 # frames, no Loop, few and wide nodes (issue 23: 694 nodes after ORT's basic optimisation at
-# 1080p, 296 now). x and y (or the reference and the previous reference) are channels of one
-# Conv per filter pass, VIF's scales 2 and 3 channels of the same Convs; VIF's statistic runs
-# once over the seven filtered maps of all four scales flattened and concatenated, ADM's
-# decoupling, masking and cube sums once over the three detail bands of all four scales
-# (channels, flattened and concatenated), so only the filters and mirrors are per scale.
+# 1080p, 314 now, 296 before ADM's level-0 DWT was libvmaf's exact integer one). x and y
+# (or the reference and the previous reference) are channels of one Conv per filter pass,
+# VIF's scales 2 and 3 channels of the same Convs; VIF's statistic runs once over the seven
+# filtered maps of all four scales flattened and concatenated, ADM's decoupling, masking and
+# cube sums once over the three detail bands of all four scales (channels, flattened and
+# concatenated), so only the filters and mirrors are per scale.
 # Shape reads (the flattened sizes, ADM's mirror indices, border masks, areas and csf factors,
 # motion's area) fold to constants once the session fixes H and W. VIF and motion are bit for
-# bit those of the previous layout (694 nodes), adm2 the pure graph's on the test clips.
+# bit those of the previous layout (694 nodes). ADM's level-0 DWT is libvmaf's integer one,
+# exactly (adm_accel): adm2 within 5.7e-6 of libvmaf's on the test clips and VMAF within 0.0012,
+# where the pure graph's fp32 DWT gives 7.1e-5 and 0.0149; the other levels are the pure graph's.
 # On ORT's CPU EP this layout is slower than the per-scale one (the concatenations add copies
 # and larger intermediates: 1080p 318 -> 352 ms per frame in a bare session, 2.3 -> 1.8 fps
 # through the library, whose allocator then pages in ~40K more pages a frame); the library
@@ -1083,32 +1086,75 @@ def adm_inner_ring(g, nb):
                 g.op("Less", idx, g.op("Sub", g.op("Add", nb, g.i([2])), b)))
 
 
-def adm_accel(g, both, gain_limit):
-    """adm2 (double [1]) of both [2, 1, H, W] (reference and distorted centred levels).
+def adm_parts(g, x):
+    """x as Concat(floor(x), x - floor(x)) on the channel axis: the whole and fractional parts
+    that a Conv of the DWT's 16-bit integer taps sums exactly in fp32 (adm_accel)."""
+    whole = g.op("Floor", x)
+    return g.op("Concat", whole, g.op("Sub", x, whole), axis=1)
+
+
+def adm_rounded(g, pf, unit):
+    """floor((P + F) / unit) of the Conv sums pf = (P, F), the two halves of its channels: P
+    integer (the rounding added as the Conv's bias), F with a fractional part. As
+    floor((P + floor(F)) / unit), exact in fp32: integers below 2^24, unit a power of two."""
+    p, f = g.op("Split", pf, axis=1, n_out=2)
+    return g.op("Floor", g.op("Mul", g.op("Add", p, g.op("Floor", f)), g.f(1.0 / unit)))
+
+
+def adm_accel(g, levels, gain_limit):
+    """adm2 (double [1]) of levels [2, 1, H, W] (the reference's and distorted's samples in
+    8-bit units: sample / 2^(bpc-8)).
     Per scale only the DWT: a Gather of the four rows each band row takes (mirrored, with a
     mirrored ring of one band row around: the masking threshold's mirror), one Conv at stride
-    4 for both frames and both filters, a Transpose, the same for the columns. Bit for bit
-    dwt2's bands, transposed, with their ring. The decoupling, masking and cube sums then run
-    once over the detail bands (v, h, d) of all four scales, flattened and concatenated
-    ([2 frames, 3 bands, T]), the 3x3 threshold once per scale (a Conv, the ring its mirror);
-    the border and ring are left out of the sums by an infinite threshold there."""
+    4 for both frames and both filters, a Transpose, the same for the columns. The bands of
+    scales 1-3 are dwt2's bit for bit, transposed, with their ring. Scale 0 is libvmaf's
+    integer DWT exactly (its roundings are where an fp32 DWT's adm2 differs from libvmaf's, by
+    up to 7.1e-5 on the test clips): v = (sum c u + 2^(bpc-1)) >> bpc down the columns (u the
+    samples - 2^(bpc-1)), (sum c v + 2^15) >> 16 along the rows. Each pass's input goes in as
+    its whole and fractional parts (of levels, of v / 128) as channels of one Conv, so that
+    every partial sum is an integer below 2^24 or (the fractional parts') a multiple of 2^-8
+    below 2^16, for bpc 8-16: exact in fp32 in any order (not in TF32); the roundings and u's
+    offset (u / 2^(bpc-8) = levels - 128) are the Conv's bias on the whole parts. Its bands
+    are in libvmaf's units (64 x 8-bit levels): the 1/64 is folded into scale 0's CSF factors
+    and scale 1's vertical taps (powers of two: bit for bit the division).
+    The decoupling, masking and cube sums then run once over the detail bands (v, h, d) of all
+    four scales, flattened and concatenated ([2 frames, 3 bands, T]), the 3x3 threshold once
+    per scale (a Conv, the ring its mirror); the border and ring are left out of the sums by
+    an infinite threshold there."""
     lo = np.asarray(DB2_LO, np.float64) / 32768.0
     hi = np.asarray(DB2_HI, np.float64) / 32768.0
-    h, w = g.size(both, 2), g.size(both, 3)
+    lo_i, hi_i = np.asarray(DB2_LO, np.float32), np.asarray(DB2_HI, np.float32)
+    h, w = g.size(levels, 2), g.size(levels, 3)
     bands, sizes, shapes, masks, rfs, areas = [], [], [], [], [], []
-    x = both
+    x = adm_parts(g, levels)                                 # [2, 2, H, W]
     for scale in range(4):
         off = 1 if scale else 0
         if scale:
             x = g.op("Transpose", x, perm=[0, 1, 3, 2])      # the previous approximation
         rows, hb = adm_ring_rows(g, h, off)
-        v = g.op("Conv", g.op("Gather", x, rows, axis=2),
-                 g.f(np.stack([lo, hi]).reshape(2, 1, 4, 1)), strides=[4, 1])
+        x = g.op("Gather", x, rows, axis=2)
+        if scale == 0:
+            # (P, F): lo, hi of the whole and of the fractional parts. In 8-bit units
+            # v = floor((sum c (levels - 128) + 128) / 256), and sum(hi) = 0
+            bias = [128.0 - 128.0 * float(sum(DB2_LO)), 128.0, 0.0, 0.0]
+            pf = g.op("Conv", x, g.f(np.stack([lo_i, hi_i] * 2).reshape(4, 1, 4, 1)), g.f(bias),
+                      group=2, strides=[4, 1])
+            v = adm_parts(g, g.op("Mul", adm_rounded(g, pf, 256), g.f(1.0 / 128)))
+        else:
+            taps = np.stack([lo, hi]) / (64.0 if scale == 1 else 1.0)
+            v = g.op("Conv", x, g.f(taps.reshape(2, 1, 4, 1)), strides=[4, 1])
         cols, wb = adm_ring_rows(g, w, off)
         # (a, v, h, d) = lo_v lo_h, lo_v hi_h, hi_v lo_h, hi_v hi_h: [2, 4, wb + 2, hb + 2]
-        out = g.op("Conv", g.op("Gather", g.op("Transpose", v, perm=[0, 1, 3, 2]), cols, axis=2),
-                   g.f(np.stack([lo, hi, lo, hi]).astype(np.float32).reshape(4, 1, 4, 1)),
-                   group=2, strides=[4, 1])
+        vt = g.op("Gather", g.op("Transpose", v, perm=[0, 1, 3, 2]), cols, axis=2)
+        if scale == 0:
+            # (P, F): (a, v, h, d) of v // 128 and of frac(v / 128);
+            # band = floor((128 (P + F) + 2^15) / 2^16) = floor((P + F + 256) / 512)
+            pf = g.op("Conv", vt, g.f(np.stack([lo_i, hi_i] * 4).reshape(8, 1, 4, 1)),
+                      g.f([256.0] * 4 + [0.0] * 4), group=4, strides=[4, 1])
+            out = adm_rounded(g, pf, 512)
+        else:
+            out = g.op("Conv", vt, g.f(np.stack([lo, hi, lo, hi]).astype(np.float32)
+                                      .reshape(4, 1, 4, 1)), group=2, strides=[4, 1])
         if scale < 3:
             x, det = g.split(out, [1, 3])
         else:
@@ -1121,8 +1167,8 @@ def adm_accel(g, both, gain_limit):
         masks.append(g.op("Reshape", g.op("And", g.op("Unsqueeze", adm_inner_ring(g, wb),
                                                       g.i([1])), adm_inner_ring(g, hb)),
                           g.i([1, 1, -1])))
-        rf = adm_rfactors(scale)
-        rfs.append(g.op("Expand", g.f(np.asarray([rf[1], rf[0], rf[2]], np.float32)
+        rf = np.asarray(adm_rfactors(scale), np.float32)[[1, 0, 2]]
+        rfs.append(g.op("Expand", g.f((rf / np.float32(64.0) if scale == 0 else rf)
                                       .reshape(1, 3, 1)),
                         g.op("Concat", g.i([1, 3]), n, axis=0)))
         areas.append(g.op("Reshape", adm_area_term(g, hb, wb), g.i([1])))
@@ -1130,9 +1176,9 @@ def adm_accel(g, both, gain_limit):
     sizes = g.op("Concat", *sizes, axis=0)
     # the csf factors applied before the decoupling, which commutes with them (h and v share
     # theirs, so the angle test holds as it was; the restored and additive parts scale with
-    # the band): bit for bit the pure graph's adm2 on the test clips. Folded into the DWT's
-    # taps instead they moved adm2 by up to 1.8e-5 on noisy synthetic frames (the angle test
-    # flipping on other roundings)
+    # the band): bit for bit the pure graph's adm2 on the test clips (measured while both DWTs
+    # were fp32). Folded into the DWT's taps instead they moved adm2 by up to 1.8e-5 on noisy
+    # synthetic frames (the angle test flipping on other roundings)
     ot = g.op("Mul", g.op("Concat", *bands, axis=2), g.op("Concat", *rfs, axis=2))  # [2, 3, T]
     o, t = g.op("Split", ot, axis=0, n_out=2)
     # adm_angle on (h, v) (elementwise on the bands' channels: ORT's CPU reductions over a
@@ -1183,7 +1229,7 @@ def build_features_accel(gain_limit, name):
     frames = g.op("Sub", levels, centre)                        # [1, 3, H, W]
     xy = g.channels(frames, 0, 2)
     vif = vif_accel(g, xy, centre, u_scale, rnd_units, to8, gain_limit)
-    adm = adm_accel(g, g.op("Reshape", xy, g.i([2, 1, 0, 0])), gain_limit)
+    adm = adm_accel(g, g.op("Reshape", g.channels(levels, 0, 2), g.i([2, 1, 0, 0])), gain_limit)
     motion = motion_score(g, motion_accel(g, frames), g.size(frames, 2), g.size(frames, 3))
     # the outputs, in FEATURES' order
     g.nodes.append(helper.make_node("Split", [g.op("Reshape", vif, g.i([4]))], FEATURES[:4],
@@ -1195,8 +1241,9 @@ def build_features_accel(gain_limit, name):
         g._count += 1
     inputs, outputs = features_io(samples=True)
     doc = (f"Accelerator form of {name.replace(ACCEL_SUFFIX, '')}: libvmaf's integer VMAF "
-           f"features as the pure-ONNX graph computes them, whole frames, no Loop, static "
-           f"once H and W are fixed; enhancement-gain limit {gain_limit:g}.")
+           f"features as the pure-ONNX graph computes them (ADM's level-0 DWT as libvmaf's, "
+           f"exactly), whole frames, no Loop, static once H and W are fixed; enhancement-gain "
+           f"limit {gain_limit:g}.")
     return finish(g, name, inputs, outputs, doc)
 
 # --- the features graph's CPU form: the library's fused kernels ---------------------------------

@@ -34,11 +34,13 @@ import gen_vmaf_models  # noqa: E402
 
 SUFFIX = gen_builtin_models.ACCEL_SUFFIX
 # Nodes after ORT's basic optimisation at 1080p and 2160p (measured: psnr 9, ssim_y 35,
-# sharpness_nr 19, float_ssim 61, VMAF features 296 (694 with a statistic and a decoupling per
-# scale, 697 before they took samples); the pure forms: 19, 54, 28, 80 and 2044 with 4 Loops).
-# The issue aims at <= 300 for VMAF's features.
+# sharpness_nr 19, float_ssim 61, VMAF features 314, _neg 312 (296 before ADM's level-0 DWT
+# was libvmaf's exact integer one, 694 with a statistic and a decoupling per scale, 697 before
+# they took samples); the pure forms: 19, 54, 28, 80 and 2044 with 4 Loops).
+# The issue aimed at <= 300 for VMAF's features; the exact level-0 DWT (18 nodes) brings the
+# accelerator form's VMAF within 0.0012 of libvmaf's, where it was 0.0149.
 NODE_CAPS = {"psnr_y": 10, "psnr_cb": 10, "psnr": 10, "ssim_y": 40, "sharpness_nr": 20,
-             "float_ssim": 64, "vmaf_features": 300, "vmaf_features_neg": 300}
+             "float_ssim": 64, "vmaf_features": 314, "vmaf_features_neg": 314}
 SIZES = [(1080, 1920), (2160, 3840)]
 KERNEL_DUMP = os.environ.get("VMAFDNN_KERNEL_DUMP",
                              os.path.join(ROOT, "build-c", "tests", "c", "vmaf_kernel_dump"))
@@ -216,6 +218,14 @@ KERNEL_TOL = {"vif_scale0": 5e-5, "vif_scale1": 5e-5, "vif_scale2": 5e-5, "vif_s
               "adm2": 1.5e-3, "motion": 1.5e-4}
 KERNEL_NAMES = {f"vif_scale{s}": f"integer_vif_scale{s}" for s in range(4)}
 KERNEL_NAMES.update(adm2="integer_adm2", motion="integer_motion")
+# The accelerator form's adm2 takes libvmaf's integer level-0 DWT exactly, where the pure graph's
+# DWT is fp32: measured <= 5.7e-6 from the kernels (vmaf_features, scene cut) and 8.2e-6
+# (vmaf_features_neg, 10 bit) on these clips; 7.1e-5 and 1.9e-5 with the fp32 DWT.
+ACCEL_KERNEL_TOL = dict(KERNEL_TOL, adm2=1.6e-5)
+# ... so its adm2 is as far from the pure graph's as the pure graph's is from the kernels
+# (measured <= 7.0e-5: vmaf_features on the odd-sized 8-bit clip, where the pure graph is 7.1e-5
+# from the kernels)
+ADM2_PURE_TOL = 1.5e-4
 
 
 @pytest.mark.parametrize("name", ["vmaf_features", "vmaf_features_neg"])
@@ -229,15 +239,63 @@ def test_vmaf_accelerator_features_agree(name, forms, clips):
         for k, v in ours.items():
             # the same definitions: equal up to fp32 rounding of the filters' sums
             # (measured <= 6.2e-6: vif_scale0 on the scene cut, where the accelerator form is
-            # 2.3e-6 from the kernels and the pure graph 4.8e-6; adm2 0, motion <= 3.6e-7)
-            assert np.max(np.abs(v - theirs[k])) <= 1e-5 * max(1.0, np.max(np.abs(v))), \
+            # 2.3e-6 from the kernels and the pure graph 4.8e-6; motion <= 3.6e-7); adm2 up to
+            # the pure graph's own distance from the kernels (ADM2_PURE_TOL)
+            tol = ADM2_PURE_TOL if k == "adm2" else 1e-5 * max(1.0, np.max(np.abs(v)))
+            assert np.max(np.abs(v - theirs[k])) <= tol, \
                 f"{name} {clip} {k}: {v} vs the pure graph's {theirs[k]}"
         if os.path.exists(KERNEL_DUMP):
             kernels = kernel_features(ref_path, dist_path, egl)
-            for k, tol in KERNEL_TOL.items():
+            for k, tol in ACCEL_KERNEL_TOL.items():
                 d = float(np.max(np.abs(ours[k] - kernels[KERNEL_NAMES[k]])))
                 print(f"{name} {clip} {k}: |accelerator - kernels| {d:.3g}, |accelerator - "
                       f"pure| {float(np.max(np.abs(ours[k] - theirs[k]))):.3g}")
                 # the pure graph's 12-bit VIF is 5.1e-5 from the kernels (fp32 moments)
                 tol = 1e-4 if bpc > 10 and k.startswith("vif") else tol
                 assert d <= tol, f"{name} {clip} {k}: |d| {d:.3g} from the kernels"
+
+
+def dwt0_integer(s, bpc):
+    """libvmaf's integer level-0 DWT of the samples s (adm_dwt2_8 / adm_dwt2_16): the bands
+    (a, v, h, d), int64, in its units (64 x 8-bit levels)."""
+    def taps(n):   # the four rows (columns) each band row takes, mirrored as libvmaf's
+        v = np.abs(2 * np.arange((n + 1) // 2)[:, None] - 1 + np.arange(4))
+        return np.where(v < n, v, 2 * n - 1 - v)
+    lo, hi = (np.asarray(t, np.int64) for t in (gen_vmaf_models.DB2_LO, gen_vmaf_models.DB2_HI))
+    u = s.astype(np.int64) - (1 << (bpc - 1))     # sum(lo) 2^(bpc-1) as libvmaf subtracts it
+    rows, cols = taps(s.shape[0]), taps(s.shape[1])
+    vert = [(np.einsum("k,ikw->iw", t, u[rows]) + (1 << (bpc - 1))) >> bpc for t in (lo, hi)]
+    return [(np.einsum("k,hjk->hj", t, v[:, cols]) + (1 << 15)) >> 16 for v in vert
+            for t in (lo, hi)]
+
+
+def test_vmaf_accelerator_level0_dwt_is_libvmafs(monkeypatch, tmp_path):
+    """The accelerator form's level-0 DWT bands are libvmaf's integer ones exactly at 8-16 bits
+    (the clips have 8, 10 and 12): random, extreme and 0/max-checkered frames, odd sizes."""
+    from onnx import TensorProto, helper
+    made = []
+    rounded = gen_vmaf_models.adm_rounded
+    monkeypatch.setattr(gen_vmaf_models, "adm_rounded",
+                        lambda *a: made.append(rounded(*a)) or made[-1])
+    model = gen_vmaf_models.build_features_accel(100.0, "vmaf_features" + SUFFIX)
+    # adm_rounded's second output: scale 0's bands [2, 4, wb + 2, hb + 2] (transposed, ringed)
+    model.graph.output.append(helper.make_tensor_value_info(made[1], TensorProto.FLOAT, None))
+    path = str(tmp_path / "accel.onnx")
+    onnx.save(model, path)
+    sess = session(path)
+    rng = np.random.default_rng(5)
+    for bpc in (8, 9, 10, 12, 14, 16):
+        peak = (1 << bpc) - 1
+        for kind in range(4):
+            h, w = (int(v) for v in rng.integers(33, 80, 2))
+            ref, dis = ([rng.integers(0, peak + 1, (h, w)), rng.choice([0, peak], (h, w)),
+                         np.full((h, w), peak), np.zeros((h, w), np.int64)][(kind + k) % 4]
+                        for k in (0, 1))
+            feed = {"reference": ref.astype(np.uint16)[None, None],
+                    "distorted": dis.astype(np.uint16)[None, None],
+                    "reference_prev": ref.astype(np.uint16)[None, None],
+                    "bpc": np.array([bpc], np.float32), "device_type": np.array([1], np.float32)}
+            got = sess.run([made[1]], feed)[0]
+            for f, s in enumerate((ref, dis)):
+                for c, band in enumerate(dwt0_integer(s, bpc)):
+                    assert np.array_equal(got[f, c, 1:-1, 1:-1].T, band), (bpc, kind, f, c)

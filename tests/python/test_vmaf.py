@@ -44,6 +44,11 @@ def library_scores(result, key="vmaf", suffix=""):
 # features differ only by their float32 outputs, VMAF by what that does to the SVM.
 KERNEL_TOL = {k: 1e-6 for k in TOL}
 KERNEL_TOL.update({"motion2": 2e-6, "vmaf": 1e-4})
+# The accelerator form's ADM takes libvmaf's integer level-0 DWT exactly (its VIF and motion are
+# the pure graph's): vs libvmaf adm2 <= 6.1e-6 and VMAF <= 0.00078 per frame on these clips
+# (7.1e-5 and 0.0151 with the fp32 DWT, as the pure graph); vs the kernels on test_vmaf_graphs'
+# nine clips adm2 <= 5.7e-6, VMAF <= 0.0012 (12 bit). Issue 23's bar is 0.01 per frame.
+ACCEL_TOL = dict(TOL, adm2=1.2e-5, vmaf=0.0016)
 
 
 # Three clips cover 8 and 10 bit, an odd size and a scene cut; the rest are in test_vmaf_graphs.
@@ -65,7 +70,8 @@ def test_library_vmaf_matches_libvmaf(clip, form, reference, models, tmp_path, m
     ours = library_scores(result)
     assert len(ours["vmaf"]) == CLIPS[clip][2]
     d = compare(ours, theirs)
-    tol = KERNEL_TOL if form == "kernels" else TOL
+    tol = {"kernels": KERNEL_TOL, "onnx": TOL, "accel": ACCEL_TOL}[form]
+    print(f"{clip} {form}: " + ", ".join(f"{k} {mx:.3g}" for k, (mx, _) in d.items()))
     for k, (mx, _) in d.items():
         assert mx <= tol[k], f"{clip}: {k} max |d| {mx:.3g} > {tol[k]} ({d})"
     assert d["vmaf"][1] <= VMAF_MEAN_TOL, f"{clip}: mean |dVMAF| {d['vmaf'][1]:.3g} ({d})"
