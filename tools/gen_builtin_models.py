@@ -186,15 +186,15 @@ def build_psnr_y():
 
 
 def build_psnr_y_accel():
-    """psnr_y's accelerator form: the whole frame at once, the mean of the squared error in
-    double (no Size: nothing is computed from a shape)."""
+    """psnr_y's accelerator form: the whole frame at once, float32 only (OpenVINO, WebGPU and many
+    GPUs take no double): psnr_error's float32 difference squared, summed in pooled stages
+    (accel_sum_pooled), its dB taken near 50 dB (accel_psnr_db)."""
     g = Graph()
-    err = psnr_error(g, ["reference", "distorted"])
-    mse = g.op("ReduceMean", g.op("Mul", err, err), keepdims=0)
-    g.scalar_output(psnr_db(g, mse), "psnr_y")
+    err = g.op("Sub", "reference", "distorted")  # psnr_error's difference, not widened
+    accel_psnr_db(g, accel_sum_pooled(g, g.op("Mul", err, err)), "reference", "psnr_y")
     return g.model("psnr_y", ["reference", "distorted"], "psnr_y",
-                   "Accelerator form (whole frame, no Loop, static once H and W are fixed). "
-                   + PSNR_DOC)
+                   "Accelerator form (whole frame, float32 only, no Loop, static once H and W are "
+                   "fixed). " + PSNR_DOC)
 
 
 def gaussian_window():
@@ -299,19 +299,21 @@ def ssim_y_map(b, x, y, cx, cy, groups, channels):
 
 def build_ssim_y_accel():
     """ssim_y's accelerator form: the five maps of the whole frame as five channels of one
-    vertical and one horizontal depthwise Conv (no Loop, no Gather of strips), the mean of the
-    valid region in double (ReduceMean: no count computed from a shape)."""
+    vertical and one horizontal depthwise Conv (no Loop, no Gather of strips), float32 only: the
+    map's mean is 1 + the mean of (map - 1) in two stages (accel_mean). map - 1 is exact (map in
+    [0.5, 2]) and small where SSIM needs the digits (near 1), so the fp32 sums' rounding is
+    relative to 1 - SSIM, not to SSIM."""
     g = Graph()
     cx = g.op("ReduceMean", "reference", keepdims=1)
     cy = g.op("ReduceMean", "distorted", keepdims=1)
     x = g.op("Sub", "reference", cx)
     y = g.op("Sub", "distorted", cy)
+    one = g.const(1.0, np.float32)
     ssim_map = ssim_y_map(g, x, y, cx, cy, 1, 5)
-    mean = g.op("ReduceMean", g.op("Cast", ssim_map, to=TensorProto.DOUBLE), keepdims=0)
-    g.scalar_output(mean, "ssim_y")
+    accel_output(g, "Add", [accel_mean(g, g.op("Sub", ssim_map, one)), one], "ssim_y")
     return g.model("ssim_y", ["reference", "distorted"], "ssim_y",
-                   "Accelerator form (whole frame, no Loop, static once H and W are fixed). "
-                   + SSIM_DOC)
+                   "Accelerator form (whole frame, float32 only, no Loop, static once H and W are "
+                   "fixed). " + SSIM_DOC)
 
 
 def laplacian(b, plane):
@@ -352,15 +354,16 @@ def build_sharpness_nr():
 
 
 def build_sharpness_nr_accel():
-    """sharpness_nr's accelerator form: the whole frame's Laplacian, its two means in double."""
+    """sharpness_nr's accelerator form: the whole frame's Laplacian in float32 (accel_laplacian),
+    its two means in two stages (accel_mean)."""
     g = Graph()
-    lap = laplacian(g, "distorted")
-    mean = g.op("ReduceMean", lap, keepdims=0)
-    mean_sq = g.op("ReduceMean", g.op("Mul", lap, lap), keepdims=0)
-    g.scalar_output(g.op("Sub", mean_sq, g.op("Mul", mean, mean)), "sharpness_nr")
+    lap = accel_laplacian(g, "distorted")
+    mean = accel_mean(g, lap)
+    mean_sq = accel_mean(g, g.op("Mul", lap, lap))
+    accel_output(g, "Sub", [mean_sq, g.op("Mul", mean, mean)], "sharpness_nr")
     return g.model("sharpness_nr", ["distorted"], "sharpness_nr",
-                   "Accelerator form (whole frame, no Loop, static once H and W are fixed). "
-                   + SHARPNESS_DOC)
+                   "Accelerator form (whole frame, float32 only, no Loop, static once H and W are "
+                   "fixed). " + SHARPNESS_DOC)
 
 
 # ---- libvmaf-compatible variants: the graphs above, fed or prefixed differently --------------
@@ -590,6 +593,155 @@ BUILDERS = {
     "float_ssim": build_float_ssim,
 }
 
+# ---- the accelerator forms' float32 helpers ---------------------------------------------------
+# OpenVINO (CPU and GPU devices), WebGPU and many GPUs take no double, and a double node there runs
+# on ORT's CPU EP with copies around it. So the accelerator forms hold no double tensor at all;
+# where today's models sum in double, these sum float32 in stages that each add few values, and
+# keep within 1e-5 (absolute, in the output's unit) of the models (tests/python/
+# test_accel_precision.py; figures in docs/execution_providers.md). They are used by the
+# accelerator forms only: the models above (and their helpers) are unchanged.
+
+# psnr's dB is taken near 50 dB, where float32's Log is more precise than at ln(MSE) ~ -7..-20:
+# 10*log10(1/MSE) = 50 - 10*log10(MSE * 1e5), both constants exact in float32. (ORT's CPU Log is
+# off by up to ~1.1 ulp, OpenVINO's by 0.5: 1 ulp of ln(MSE) at 72 dB is 8e-6 dB, of
+# ln(MSE * 1e5) 2e-6; above 84 dB the result can still be 2 float32 ulps, 1.5e-5 dB, off.)
+ACCEL_PSNR_K = 1e5
+ACCEL_PSNR_A = 50.0
+# psnr sums its squared error in pools of ACCEL_PSNR_POOL values along rows, then along columns
+# (AveragePool with count_include_pad: a division by a power of 2, exact), then over the pooled
+# rows and columns (ReduceSum).
+ACCEL_PSNR_POOL = 32
+
+
+def accel_output(g, op_type, inputs, name):
+    """A node of g that writes the graph's output `name` (already [1]: no Reshape)."""
+    g.nodes.append(helper.make_node(op_type, list(inputs), [name],
+                                    name=f"n{g._count}_{op_type}"))
+    g._count += 1
+
+
+def accel_mean(g, x):
+    """The mean of x [1, 1, h, w] in float32, as a [1] tensor: the mean of each row, then the mean
+    of those (equal row lengths: the mean of the means is the mean). Each stage adds at most w or
+    h values, spread over the EP's vector lanes; one ReduceMean over a whole frame is off by up
+    to ~1e-3 relative on ORT's CPU EP, the two stages by up to ~3.4e-6 (sums of squares, 2160p),
+    less when the values have both signs. Enough for ssim_y (a mean of map - 1) and sharpness_nr;
+    psnr_y needs better (accel_sum_pooled)."""
+    rows = g.op("ReduceMean", x, axes=[3], keepdims=1)
+    return g.op("ReduceMean", rows, axes=[0, 1, 2], keepdims=0)
+
+
+def accel_sum_pooled(g, x):
+    """The sum of x [1, 1, h, w] in float32 divided by ACCEL_PSNR_POOL^2, as a [1] tensor: sums
+    of ACCEL_PSNR_POOL values along each row, then of ACCEL_PSNR_POOL of those down each column
+    (AveragePool: zero padding past the frame, exact power-of-2 divisions), then a ReduceSum over
+    the pooled columns and one over the pooled rows (at 2160p: 120 and 68 values). No stage adds
+    more than ~120 values at once: within ~2.5e-7 relative of the double sum at 1080p and 2160p
+    on ORT's CPU EP and OpenVINO's CPU device, where a ReduceMean over rows then over the row
+    means is off by up to 3.4e-6 (tests/python/test_accel_precision.py)."""
+    k = ACCEL_PSNR_POOL
+    for kernel in ([1, k], [k, 1]):
+        x = g.op("AveragePool", x, kernel_shape=kernel, strides=kernel,
+                 pads=[0, 0, kernel[0] - 1, kernel[1] - 1], count_include_pad=1)
+    cols = g.op("ReduceSum", x, g.const([3], np.int64), keepdims=1)
+    return g.op("ReduceSum", cols, g.const([0, 1, 2], np.int64), keepdims=0)
+
+
+def accel_psnr_db(g, pooled_sse, plane, name):
+    """10*log10(1/MSE) as output `name`, as psnr_db gives it, from accel_sum_pooled's sum of the
+    squared error over `plane`'s H*W samples: MSE * 1e5 = pooled_sse * (POOL^2 * 1e5 / (H*W)) (the
+    factor folds to one float32 constant once H and W are fixed), floored at PSNR_MSE_FLOOR / 16
+    (no Log of 0), its dB 50 - 10*log10(MSE * 1e5) clamped at PSNR_MAX_DB: the model's floor,
+    and identical frames give exactly PSNR_MAX_DB, as the model's cast does."""
+    i64 = lambda v: g.const(v, np.int64)  # noqa: E731
+    samples = g.op("ReduceProd", g.op("Slice", g.op("Shape", plane), i64([2]), i64([4])),
+                   keepdims=0)
+    factor = g.op("Div", g.const(ACCEL_PSNR_POOL ** 2 * ACCEL_PSNR_K, np.float32),
+                  g.op("Cast", samples, to=TensorProto.FLOAT))
+    scaled = g.op("Max", g.op("Mul", pooled_sse, factor),
+                  g.const(PSNR_MSE_FLOOR * ACCEL_PSNR_K / 16, np.float32))
+    db = g.op("Add", g.op("Mul", g.op("Log", scaled), g.const(-10.0 / math.log(10.0), np.float32)),
+              g.const(ACCEL_PSNR_A, np.float32))
+    accel_output(g, "Min", [db, g.const(PSNR_MAX_DB, np.float32)], name)
+
+
+def accel_laplacian(b, plane):
+    """laplacian() in float32: the four neighbours' differences from the centre, summed in pairs.
+    Neighbours within a factor 2 of each other subtract exactly (Sterbenz), and the sums round
+    relative to the Laplacian itself, which can be small (blur), not relative to 4*centre."""
+    bi64 = lambda v: b.const(v, np.int64)  # noqa: E731
+    end = INT64_MAX
+
+    def shifted(row, col):
+        return b.op("Slice", plane, bi64([row, col]), bi64([row - 2 or end, col - 2 or end]),
+                    bi64([2, 3]))
+
+    centre = shifted(1, 1)
+    up, down, left, right = (b.op("Sub", shifted(r, c), centre)
+                             for r, c in ((0, 1), (2, 1), (1, 0), (1, 2)))
+    return b.op("Add", b.op("Add", up, down), b.op("Add", left, right))
+
+
+def libvmaf_decimate_accel(g, x):
+    """libvmaf_decimate in float32: the same taps (s x s from i*s - s//2, mirrored), gathered as
+    [count, s] blocks per axis and summed by a ReduceSum of s values (no running sum: in float32
+    its differences would lose the digits), then divided by s*s. The index arithmetic is float32
+    on exact integers with Floor (in the int64 form of this graph OpenVINO's CPU device computed
+    the Div 1208 / 256 as 5, not 4), and folds to constants once H and W are fixed."""
+    f32 = lambda v: g.const(v, np.float32)  # noqa: E731
+
+    def floor_div(a, b):
+        # a // b of non-negative integers held in float32: (a + 0.5) / b is at least 0.5 / b
+        # from any integer, far more than float32's rounding of the quotient for any frame size
+        return g.op("Floor", g.op("Div", g.op("Add", a, f32(0.5)), b))
+
+    hw = g.op("Cast", g.op("Slice", g.op("Shape", x), g.const([2], np.int64),
+                           g.const([4], np.int64)), to=TensorProto.FLOAT)
+    least = g.op("ReduceMin", hw, keepdims=0)
+    s = g.op("Max", floor_div(g.op("Add", least, f32(128.0)), f32(256.0)), f32(1.0))
+    half = floor_div(s, f32(2.0))
+    taps = g.op("Unsqueeze", g.op("Range", f32(0.0), s, f32(1.0)), g.const([0], np.int64))
+    y = x
+    for axis in (3, 2):
+        n = g.op("Gather", hw, g.const(axis - 2, np.int64))
+        odd = g.op("Sub", n, g.op("Mul", floor_div(n, f32(2.0)), f32(2.0)))
+        count = g.op("Add", floor_div(n, s), odd)
+        first = g.op("Sub", g.op("Mul", g.op("Range", f32(0.0), count, f32(1.0)), s), half)
+        pos = g.op("Add", g.op("Unsqueeze", first, g.const([1], np.int64)), taps)  # [count, s]
+        below = g.op("Sub", f32(-1.0), pos)
+        above = g.op("Sub", g.op("Sub", g.op("Mul", n, f32(2.0)), f32(1.0)), pos)
+        # (Less, not GreaterOrEqual: ORT's OpenVINO EP 1.24 leaves GreaterOrEqual to the CPU EP)
+        mirrored = g.op("Where", g.op("Less", pos, f32(0.0)), below,
+                        g.op("Where", g.op("Less", pos, n), pos, above))
+        index = g.op("Cast", mirrored, to=TensorProto.INT64)
+        # [.., count, s] on axis 3, [.., count, s, w'] on axis 2: the taps are axis + 1
+        y = g.op("ReduceSum", g.op("Gather", y, index, axis=axis),
+                 g.const([axis + 1], np.int64), keepdims=0)
+    return g.op("Div", y, g.op("Mul", s, s))
+
+
+def build_float_ssim_accel():
+    """float_ssim's accelerator form: build_float_ssim's wiring with libvmaf_decimate_accel in
+    front of build_ssim_y_accel (float32 only)."""
+    model = build_ssim_y_accel()
+    graph = model.graph
+    pre = Graph("dec_")
+    scaled = {}
+    for name in ("reference", "distorted"):
+        out = libvmaf_decimate_accel(pre, name)
+        scaled[name] = f"{name}_scaled"
+        pre.nodes.append(helper.make_node("Identity", [out], [scaled[name]], name=f"dec_{name}"))
+    body = list(graph.node)
+    for node in body:
+        _rename_inputs(node, scaled)
+    del graph.node[:]
+    graph.node.extend(pre.nodes + body)
+    graph.initializer.extend(pre.inits)
+    return renamed(model, "float_ssim", "float_ssim",
+                   "libvmaf float_ssim: frames decimated by max(1, round(min(w,h)/256)) (box "
+                   "filter, iqa's taps), then ssim_y's SSIM. Accelerator form, float32 only.")
+
+
 # Accelerator forms (issue 23): the same metrics from the same definitions, laid out for GPUs and
 # other accelerators instead of ORT's CPU EP: whole-frame tensors, no Loop/If/Scan, every shape
 # fixed once the session fixes H and W (ORT's free-dimension overrides fold what is left), the
@@ -604,7 +756,7 @@ ACCEL_BUILDERS = {
     "sharpness_nr": build_sharpness_nr_accel,
     "psnr_cb": lambda: build_psnr_chroma("psnr_cb", build_psnr_y_accel),
     "psnr": lambda: build_psnr_chroma("psnr_cr", build_psnr_y_accel),
-    "float_ssim": lambda: build_float_ssim(build_ssim_y_accel),
+    "float_ssim": build_float_ssim_accel,
 }
 
 
