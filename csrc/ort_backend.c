@@ -1016,7 +1016,6 @@ static size_t openvino_options(EpKind ep, const VmafDnnConfig *cfg, int plugin,
     return n;
 }
 
-/* The EP compiled into ORT for step `ep`; NULL status when it appended. */
 /* CUDA's options, for the compiled-in EP and its EP devices alike:
  *   cudnn_conv_algo_search HEURISTIC  exhaustive search costs more than a
  *                                     tiny model's run
@@ -1035,6 +1034,7 @@ static size_t cuda_options(const char **keys, const char **values)
     return CUDA_OPTIONS;
 }
 
+/* The EP compiled into ORT for step `ep`; NULL status when it appended. */
 static OrtStatus *append_builtin(OrtSessionOptions *opts, EpKind ep, const VmafDnnConfig *cfg)
 {
     const OrtApi *a = api();
@@ -1996,6 +1996,7 @@ static int setup_static(VdnnOrtSession *s, const void *model, size_t len, const 
     if (account_charge(s->account, len)) {
         s->static_reason = "the memory budget (max_memory_bytes) has no room for a copy of the "
                            "model to specialise it from";
+        drop_model_dir(s); /* nothing will be created from it */
         return 0;
     }
     s->model_len = len; /* charged: released with the copy */

@@ -145,9 +145,14 @@ def build_figure(reports: Sequence[Tuple[str, Dict[str, object]]],
             from .paths import UsageError
             raise UsageError(f"metric(s) {_listed(unknown)} not in the report(s); they have: "
                              f"{_listed(names)}")
-        names = list(metrics)
+        names = list(dict.fromkeys(metrics))  # a metric named twice is one panel
     if not names:
         raise ValueError("the reports have no metrics to plot")
+    if metrics is not None and len(names) > MAX_PANELS:
+        from .paths import UsageError
+        raise UsageError(f"{len(names)} metrics chosen (--metric NAME, metrics=[...]), more "
+                         f"panels than one plot draws (MAX_PANELS, {MAX_PANELS}): choose at "
+                         f"most {MAX_PANELS}")
     if len(names) > MAX_PANELS:
         # The caller's choice to make, as for an unknown metric: a usage error (exit 2).
         from .paths import UsageError
