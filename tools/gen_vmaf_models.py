@@ -847,8 +847,8 @@ def build_features(gain_limit, name):
 
 
 # --- the features graph's accelerator form --------------------------------------------------------
-# The same definitions (vif_statistic, adm_restore, motion_score, adm_area_term, border and
-# libvmaf's roundings as centred_frames, vif_scale_params, vif_decimate and motion_blur apply
+# The same definitions (vif_statistic, adm_restore, libvmaf's border, area terms and motion
+# score, and libvmaf's roundings as centred_frames, vif_scale_params, vif_decimate and motion_blur apply
 # them) laid out for GPUs and other accelerators, where every node is a kernel launch: whole
 # frames, no Loop, few and wide nodes (issue 23: 694 nodes after ORT's basic optimisation at
 # 1080p, 314 now, 296 before ADM's level-0 DWT was libvmaf's exact integer one). x and y
@@ -866,6 +866,9 @@ def build_features(gain_limit, name):
 # and larger intermediates: 1080p 318 -> 352 ms per frame in a bare session, 2.3 -> 1.8 fps
 # through the library, whose allocator then pages in ~40K more pages a frame); the library
 # runs the CPU form there.
+# No double anywhere (OpenVINO's CPU and GPU devices, WebGPU and many GPUs take no f64 node):
+# VIF's and ADM's per-scale sums are float32 in two stages (accel_staged_sums: along rows, then
+# the row sums), motion's SAD sums its integers exactly in int32 along rows, the rest in float32.
 
 class GA(G):
     """Graph of the accelerator form: g.dw gives each of `reps` stacked frames the same taps."""
@@ -902,6 +905,51 @@ class GA(G):
         """int64 [1]: x's size along axis (a constant once the session fixes H and W)."""
         return self.op("Shape", x, start=axis, end=axis + 1)
 
+    def output(self, v, name):
+        """Renames v, a node's output that nothing else reads yet, to the graph output `name`."""
+        for node in self.nodes:
+            node.output[:] = [name if o == v else o for o in node.output]
+
+
+def accel_border(g, n):
+    """border(g, n) without double: libvmaf's (int)(n * 0.1 - 0.5) is max(floor((n - 5) / 10), 0)
+    for every n below 2^24 (checked against the double expression up to 2e5), here in float32
+    (exact: the quotient is an integer or at least 0.1 from one)."""
+    b = g.op("Floor", g.op("Div", g.op("Sub", g.op("Cast", n, to=TensorProto.FLOAT), g.f(5.0)),
+                           g.f(10.0)))
+    return g.op("Cast", g.op("Max", b, g.f(0.0)), to=TensorProto.INT64)
+
+
+def accel_area_term(g, h, w):
+    """adm_area_term in float32, float [1]: cbrt(area / 32) of the inner region of a band of h x w
+    (the area an integer below 2^24: exact)."""
+    top, left = accel_border(g, h), accel_border(g, w)
+    area = g.op("Cast", g.op("Mul", g.op("Sub", g.op("Sub", h, top), top),
+                             g.op("Sub", g.op("Sub", w, left), left)), to=TensorProto.FLOAT)
+    return g.op("Pow", g.op("Mul", area, g.f(1.0 / 32.0)), g.f(1.0 / 3.0))
+
+
+def accel_staged_sums(g, x, lead, shapes, factor=1.0):
+    """The sums of the segments of x [*lead, T] (or [*lead, 1, T]) along its last axis, float32 [*lead, S], times
+    `factor`: segment s (in order) is a flattened r_s x c_s map, shapes[s] its (r_s, c_s) (int64
+    [2]). Each segment's rows are summed (ReduceSum over c_s values), then each segment's row
+    sums (a MatMul with the [sum r_s, S] 0/factor matrix of the segments, a constant once the
+    session fixes H and W): no stage adds more than max(r_s, c_s) values, where one ReduceSum
+    over a 2160p frame adds 8.3M (on ORT's CPU EP, over the 8-16 lanes of its vector
+    accumulators: ~1e-3 relative, against ~1e-6 in two stages)."""
+    sizes = g.op("Concat", *(g.op("ReduceProd", s, keepdims=1) for s in shapes), axis=0)
+    parts = g.split(x, sizes, axis=-1, n=len(shapes))
+    rows = [g.op("ReduceSum", g.op("Reshape", v, g.op("Concat", g.i(lead), s, axis=0)),
+                 g.i([-1]), keepdims=0) for v, s in zip(parts, shapes)]
+    counts = g.op("Concat", *(g.op("Slice", s, g.i([0]), g.i([1])) for s in shapes), axis=0)
+    ends = g.op("CumSum", counts, g.i(0))
+    idx = g.op("Unsqueeze", g.op("Range", g.i(0), g.op("ReduceSum", counts, keepdims=0), g.i(1)),
+               g.i([1]))
+    seg = g.op("And", g.op("GreaterOrEqual", idx, g.op("Sub", ends, counts)),
+               g.op("Less", idx, ends))                                       # [sum r_s, S]
+    return g.op("MatMul", g.op("Concat", *rows, axis=len(lead)),
+                g.op("Where", seg, g.f(factor), g.f(0.0)))
+
 
 def vif_scale0_accel(g, xy):
     """VIF's scale 0 of xy [1, 2, H, W] (x, y centred as vif_scale's): the seven filtered maps
@@ -928,18 +976,24 @@ def vif_scale0_accel(g, xy):
 
 
 def motion_accel(g, frames):
-    """libvmaf's motion SAD (double [1], 1/256 of a level) of the first and last of frames
-    [1, 3, H, W] (x and the previous x): motion_blur of both as two channels, its roundings
-    the Convs' biases."""
+    """libvmaf's motion score (float [1]) of the first and last of frames [1, 3, H, W] (x and the
+    previous x): motion_blur of both as two channels, its roundings the Convs' biases; the SAD
+    (integers in 1/256 of a level, below 2^16 each) summed exactly in int32 along rows (below
+    2^31 for W < 32768), the row sums in float32, divided by 256 W H (libvmaf: the uint64 SAD,
+    (float)(sad / 256.) / (w * h) in double)."""
     t = np.asarray(MOTION_TAPS, np.float32)
     k = len(t)
     blur = g.conv(g.reflect(g.channels(frames, 0, 3, 2), k // 2),
                   [t.reshape(k, 1) / np.float32(256.0)] * 2, bias=[0.5, 0.5])
     blur = g.conv(g.op("Floor", blur), [t.reshape(1, k) / np.float32(65536.0)] * 2,
                   bias=[0.5, 0.5])
-    return g.op("ReduceSum", g.op("Cast", g.op("Abs", g.op("Sub", *g.op(
-        "Split", g.op("Floor", blur), axis=1, n_out=2))), to=TensorProto.DOUBLE),
-        g.i([1, 2, 3]), keepdims=0)
+    rows = g.op("ReduceSum", g.op("Cast", g.op("Abs", g.op("Sub", *g.op(
+        "Split", g.op("Floor", blur), axis=1, n_out=2))), to=TensorProto.INT32),
+        g.i([3]), keepdims=0)                                                   # [1, 1, H]
+    sad = g.op("ReduceSum", g.op("Cast", rows, to=TensorProto.FLOAT), g.i([1, 2]), keepdims=0)
+    area = g.op("Mul", g.op("Cast", g.op("Mul", g.size(frames, 2), g.size(frames, 3)),
+                            to=TensorProto.FLOAT), g.f(256.0))
+    return g.op("Div", sad, area)
 
 
 def vif_maps_accel(g, xy, scales):
@@ -1034,9 +1088,9 @@ def vif_decimate_accel(g, scale, frames=None, parts=None, u_scale=None, rnd=None
 
 
 def vif_accel(g, xy, centre, u_scale, rnd_units, to8, gain_limit):
-    """The four VIF scores, float [1, 1, 1, 4], of xy [1, 2, H, W] (centred levels): the maps
-    of every scale, then vif_statistic once over all of them flattened and concatenated,
-    summed per scale in double."""
+    """The four VIF scores, float [1, 1, 4], of xy [1, 2, H, W] (centred levels): the maps of every
+    scale, then vif_statistic once over all of them flattened and concatenated, summed per
+    scale in float32 in two stages (accel_staged_sums)."""
     flat, src = vif_scale0_accel(g, xy)
     maps = [flat]
     xy1 = vif_decimate_accel(g, 0, frames=src, u_scale=u_scale, rnd=rnd_units, div=to8)
@@ -1046,18 +1100,16 @@ def vif_accel(g, xy, centre, u_scale, rnd_units, to8, gain_limit):
     # scale 2's decimation filters the mirrored frames itself: scales 2 and 3 share their
     # maps' Convs, so those parts hold scale 3, which that decimation makes
     xp2 = g.reflect(xy2, len(VIF_TAPS[2]) // 2)
-    maps += vif_maps_accel(g, [xp2, vif_decimate_accel(g, 2, frames=xp2)], [2, 3])[0]
-    sizes = g.op("Concat", *(g.op("Shape", v, start=3, end=4) for v in maps), axis=0)
+    xy3 = vif_decimate_accel(g, 2, frames=xp2)
+    maps += vif_maps_accel(g, [xp2, xy3], [2, 3])[0]
     mx, my, fxx, fyy, nfee, qx, qy = g.op("Split", g.op("Concat", *maps, axis=3), axis=1,
                                           n_out=7)
     num_px, den_px = vif_statistic(g, mx, my, qx, qy, fxx, fyy, nfee, centre, gain_limit)
-    both = g.op("Cast", g.op("Concat", num_px, den_px, axis=1), to=TensorProto.DOUBLE)
-    sums = [g.op("ReduceSum", v, g.i([2, 3]), keepdims=1)
-            for v in g.split(both, sizes, axis=3, n=4)]
-    # num, den in log2 units; libvmaf stores them as float and divides in float
-    nd = g.op("Cast", g.op("Mul", g.op("Concat", *sums, axis=3), g.d(1.0 / math.log(2.0))),
-              to=TensorProto.FLOAT)                                           # [1, 2, 1, 4]
-    return g.op("Div", *g.split(nd, [1, 1]))
+    # num, den in log2 units, [1, 2, 4]; libvmaf stores them as float and divides in float
+    nd = accel_staged_sums(g, g.op("Concat", num_px, den_px, axis=1), [1, 2],
+                           [g.op("Shape", v, start=2, end=4) for v in (xy, xy1, xy2, xy3)],
+                           1.0 / math.log(2.0))
+    return g.op("Div", *g.op("Split", nd, axis=1, n_out=2))
 
 
 def adm_ring_rows(g, n, offset):
@@ -1080,7 +1132,7 @@ def adm_ring_rows(g, n, offset):
 def adm_inner_ring(g, nb):
     """bool [nb + 2]: the positions of a band of nb rows (or columns) with its mirrored ring
     that the cube sums keep (the 10% border off, the ring never)."""
-    b = g.op("Add", border(g, nb), g.i([1]))
+    b = g.op("Add", accel_border(g, nb), g.i([1]))
     idx = g.op("Range", g.i(0), g.op("Reshape", g.op("Add", nb, g.i([2])), g.i([])), g.i(1))
     return g.op("And", g.op("GreaterOrEqual", idx, b),
                 g.op("Less", idx, g.op("Sub", g.op("Add", nb, g.i([2])), b)))
@@ -1102,7 +1154,7 @@ def adm_rounded(g, pf, unit):
 
 
 def adm_accel(g, levels, gain_limit):
-    """adm2 (double [1]) of levels [2, 1, H, W] (the reference's and distorted's samples in
+    """adm2 (float [1]) of levels [2, 1, H, W] (the reference's and distorted's samples in
     8-bit units: sample / 2^(bpc-8)).
     Per scale only the DWT: a Gather of the four rows each band row takes (mirrored, with a
     mirrored ring of one band row around: the masking threshold's mirror), one Conv at stride
@@ -1120,12 +1172,13 @@ def adm_accel(g, levels, gain_limit):
     The decoupling, masking and cube sums then run once over the detail bands (v, h, d) of all
     four scales, flattened and concatenated ([2 frames, 3 bands, T]), the 3x3 threshold once
     per scale (a Conv, the ring its mirror); the border and ring are left out of the sums by
-    an infinite threshold there."""
+    an infinite threshold there. The cube sums are float32, in two stages (accel_staged_sums),
+    their cube roots and the area terms too."""
     lo = np.asarray(DB2_LO, np.float64) / 32768.0
     hi = np.asarray(DB2_HI, np.float64) / 32768.0
     lo_i, hi_i = np.asarray(DB2_LO, np.float32), np.asarray(DB2_HI, np.float32)
     h, w = g.size(levels, 2), g.size(levels, 3)
-    bands, sizes, shapes, masks, rfs, areas = [], [], [], [], [], []
+    bands, sizes, shapes, dims, masks, rfs, areas = [], [], [], [], [], [], []
     x = adm_parts(g, levels)                                 # [2, 2, H, W]
     for scale in range(4):
         off = 1 if scale else 0
@@ -1162,6 +1215,7 @@ def adm_accel(g, levels, gain_limit):
         bands.append(g.op("Reshape", det, g.i([2, 3, -1])))
         hr, wr = (g.op("Add", n, g.i([2])) for n in (hb, wb))
         shapes.append(g.op("Concat", g.i([1, 1]), wr, hr, axis=0))
+        dims.append(g.op("Concat", wr, hr, axis=0))
         n = g.op("Mul", hr, wr)
         sizes.append(n)
         masks.append(g.op("Reshape", g.op("And", g.op("Unsqueeze", adm_inner_ring(g, wb),
@@ -1171,7 +1225,7 @@ def adm_accel(g, levels, gain_limit):
         rfs.append(g.op("Expand", g.f((rf / np.float32(64.0) if scale == 0 else rf)
                                       .reshape(1, 3, 1)),
                         g.op("Concat", g.i([1, 3]), n, axis=0)))
-        areas.append(g.op("Reshape", adm_area_term(g, hb, wb), g.i([1])))
+        areas.append(accel_area_term(g, hb, wb))
         h, w = hb, wb
     sizes = g.op("Concat", *sizes, axis=0)
     # the csf factors applied before the decoupling, which commutes with them (h and v share
@@ -1199,15 +1253,12 @@ def adm_accel(g, levels, gain_limit):
                 g.i([2, 1, -1])) for mb, shape in zip(g.split(m, sizes, axis=2, n=4), shapes)]
     outside = g.op("Where", g.op("Concat", *masks, axis=2), g.f(0.0), g.f(np.inf))
     thr = g.op("Add", g.op("Concat", *thr, axis=2), outside)                   # [2, 1, T]
-    # adm_cube_sums: the masked restored bands and the reference's, cubed in fp32, summed in
-    # double per scale
+    # adm_cube_sums: the masked restored bands and the reference's, cubed and summed per scale
+    # in fp32 (two stages)
     c = g.op("Relu", g.op("Sub", g.op("Abs", g.op("Concat", restored, o, axis=0)), thr))
-    c = g.op("Cast", g.op("Mul", g.op("Mul", c, c), c), to=TensorProto.DOUBLE)
-    sums = g.op("Concat", *(g.op("ReduceSum", v, g.i([2]), keepdims=0)
-                            for v in g.split(c, sizes, axis=2, n=4)), axis=0)   # [4 * 2, 3]
-    roots = g.op("Add", g.op("Pow", g.op("Reshape", sums, g.i([4, 2, 3])), g.d(1.0 / 3.0)),
-                 g.op("Reshape", g.op("Concat", *areas, axis=0), g.i([4, 1, 1])))
-    num, den = g.split(g.op("ReduceSum", roots, g.i([0, 2]), keepdims=0), [1, 1], axis=0)
+    sums = accel_staged_sums(g, g.op("Mul", g.op("Mul", c, c), c), [2, 3], dims)  # [2, 3, 4]
+    roots = g.op("Add", g.op("Pow", sums, g.f(1.0 / 3.0)), g.op("Concat", *areas, axis=0))
+    num, den = g.split(g.op("ReduceSum", roots, g.i([1, 2]), keepdims=0), [1, 1], axis=0)
     # libvmaf zeroes num/den below 1e-10 * w*h/1080p and returns 1 for den == 0; both sums hold
     # 12 terms of cbrt(area/32) > 0, so neither case can occur and the ratio is all there is.
     return g.op("Div", num, den)
@@ -1230,15 +1281,13 @@ def build_features_accel(gain_limit, name):
     xy = g.channels(frames, 0, 2)
     vif = vif_accel(g, xy, centre, u_scale, rnd_units, to8, gain_limit)
     adm = adm_accel(g, g.op("Reshape", g.channels(levels, 0, 2), g.i([2, 1, 0, 0])), gain_limit)
-    motion = motion_score(g, motion_accel(g, frames), g.size(frames, 2), g.size(frames, 3))
+    motion = motion_accel(g, frames)
     # the outputs, in FEATURES' order
     g.nodes.append(helper.make_node("Split", [g.op("Reshape", vif, g.i([4]))], FEATURES[:4],
                                     axis=0, name=f"n{g._count}_Split"))
     g._count += 1
-    for v, n in ((adm, "adm2"), (motion, "motion")):
-        g.nodes.append(helper.make_node("Cast", [v], [n], to=TensorProto.FLOAT,
-                                        name=f"n{g._count}_Cast"))
-        g._count += 1
+    g.output(adm, "adm2")
+    g.output(motion, "motion")
     inputs, outputs = features_io(samples=True)
     doc = (f"Accelerator form of {name.replace(ACCEL_SUFFIX, '')}: libvmaf's integer VMAF "
            f"features as the pure-ONNX graph computes them (ADM's level-0 DWT as libvmaf's, "

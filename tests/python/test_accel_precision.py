@@ -24,6 +24,7 @@ ort = pytest.importorskip("onnxruntime")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import gen_builtin_models  # noqa: E402
+import gen_vmaf_models  # noqa: E402
 
 NAMES = ["psnr_y", "psnr_cb", "psnr", "ssim_y", "sharpness_nr", "float_ssim"]
 TOLERANCE = 1e-5
@@ -73,6 +74,18 @@ def test_accelerator_form_has_no_double(name, tmp_path):
     model = gen_builtin_models.ACCEL_BUILDERS[name]()
     assert not double_uses(model), name
     # and none appears once ORT has specialised and folded it (what an EP is offered)
+    out = str(tmp_path / "optimised.onnx")
+    session(model, {"H": 1080, "W": 1920, "N": 1}, optimized=out)
+    assert not double_uses(onnx.load(out)), f"{name} after ORT's basic optimisation"
+
+
+@pytest.mark.parametrize("gain, name", [(100.0, "vmaf_features"), (1.0, "vmaf_features_neg")])
+def test_vmaf_accelerator_forms_have_no_double(gain, name, tmp_path):
+    """VMAF's features (tools/gen_vmaf_models.py build_features_accel) likewise: VIF's and ADM's
+    per-scale sums in float32 in two stages, motion's SAD in int32 rows (their agreement with
+    libvmaf's kernels: test_accel_forms.py, test_vmaf.py; docs/vmaf.md)."""
+    model = gen_vmaf_models.build_features_accel(gain, name + "_accel")
+    assert not double_uses(model), name
     out = str(tmp_path / "optimised.onnx")
     session(model, {"H": 1080, "W": 1920, "N": 1}, optimized=out)
     assert not double_uses(onnx.load(out)), f"{name} after ORT's basic optimisation"
