@@ -905,6 +905,23 @@ class GA(G):
         """int64 [1]: x's size along axis (a constant once the session fixes H and W)."""
         return self.op("Shape", x, start=axis, end=axis + 1)
 
+    def column(self, v):
+        """v [n] as [n, 1]: a Reshape, not an Unsqueeze. ORT's ConstantSharing gives every
+        one-element int64 [1] tensor of the same value one initializer; OpenVINO (onnxruntime-
+        openvino 1.24.1, its CPU device, the form as opened) then read Unsqueeze's axes [1] and
+        Slice's starts/axes/steps [1] from one Constant made a scalar, and refused the form at
+        creation (the Slice's shape check: "`start` input must be a 1D tensor")."""
+        return self.op("Reshape", v, self.i([-1, 1]))
+
+    def arange(self, start, end):
+        """int64 [end - start]: start, start + 1, ..., end - 1 (end: int64 [1]). A float32 Range
+        (exact: sizes below 2^24): OpenVINO's EP leaves a Reshape to shape [] to ORT's CPU EP,
+        and in a session with ORT's ConstantSharing on and ConstantFolding off (the library's on
+        ORT 1.24) OpenVINO's CPU device refused the form as opened (see column)."""
+        end = self.op("Cast", self.op("Gather", end, self.const(0, np.int32)), to=TensorProto.FLOAT)
+        return self.op("Cast", self.op("Range", self.f(float(start)), end, self.f(1.0)),
+                       to=TensorProto.INT64)
+
     def output(self, v, name):
         """Renames v, a node's output that nothing else reads yet, to the graph output `name`."""
         for node in self.nodes:
@@ -942,9 +959,8 @@ def accel_staged_sums(g, x, lead, shapes, factor=1.0):
     rows = [g.op("ReduceSum", g.op("Reshape", v, g.op("Concat", g.i(lead), s, axis=0)),
                  g.i([-1]), keepdims=0) for v, s in zip(parts, shapes)]
     counts = g.op("Concat", *(g.op("Slice", s, g.i([0]), g.i([1])) for s in shapes), axis=0)
-    ends = g.op("CumSum", counts, g.i(0))
-    idx = g.op("Unsqueeze", g.op("Range", g.i(0), g.op("ReduceSum", counts, keepdims=0), g.i(1)),
-               g.i([1]))
+    ends = g.op("CumSum", counts, g.const(0, np.int32))
+    idx = g.column(g.arange(0, g.op("ReduceSum", counts, g.i([0]))))
     seg = g.op("And", g.op("GreaterOrEqual", idx, g.op("Sub", ends, counts)),
                g.op("Less", idx, ends))                                       # [sum r_s, S]
     return g.op("MatMul", g.op("Concat", *rows, axis=len(lead)),
@@ -1118,11 +1134,10 @@ def adm_ring_rows(g, n, offset):
     four frame rows 2j-1 .. 2j+2 each takes, mirrored as dwt2's (row -1 = row 1, row n = row
     n - 1, row n + 1 = row n - 2), plus offset (the rows of a mirrored ring above the frame)."""
     nb = g.op("Div", g.op("Add", n, g.i([1])), g.i([2]))
-    j = g.op("Abs", g.op("Range", g.i(-1), g.op("Reshape", g.op("Add", nb, g.i([1])), g.i([])),
-                         g.i(1)))
+    j = g.op("Abs", g.arange(-1, g.op("Add", nb, g.i([1]))))
     j = g.op("Where", g.op("Less", j, nb), j, g.op("Sub", g.op("Sub", g.op("Mul", nb, g.i([2])),
                                                                g.i([1])), j))
-    rows = g.op("Abs", g.op("Add", g.op("Unsqueeze", g.op("Mul", j, g.i([2])), g.i([1])),
+    rows = g.op("Abs", g.op("Add", g.column(g.op("Mul", j, g.i([2]))),
                             g.i([-1, 0, 1, 2])))
     rows = g.op("Where", g.op("Less", rows, n), rows,
                 g.op("Sub", g.op("Sub", g.op("Mul", n, g.i([2])), g.i([1])), rows))
@@ -1133,7 +1148,7 @@ def adm_inner_ring(g, nb):
     """bool [nb + 2]: the positions of a band of nb rows (or columns) with its mirrored ring
     that the cube sums keep (the 10% border off, the ring never)."""
     b = g.op("Add", accel_border(g, nb), g.i([1]))
-    idx = g.op("Range", g.i(0), g.op("Reshape", g.op("Add", nb, g.i([2])), g.i([])), g.i(1))
+    idx = g.arange(0, g.op("Add", nb, g.i([2])))
     return g.op("And", g.op("GreaterOrEqual", idx, b),
                 g.op("Less", idx, g.op("Sub", g.op("Add", nb, g.i([2])), b)))
 
@@ -1218,8 +1233,8 @@ def adm_accel(g, levels, gain_limit):
         dims.append(g.op("Concat", wr, hr, axis=0))
         n = g.op("Mul", hr, wr)
         sizes.append(n)
-        masks.append(g.op("Reshape", g.op("And", g.op("Unsqueeze", adm_inner_ring(g, wb),
-                                                      g.i([1])), adm_inner_ring(g, hb)),
+        masks.append(g.op("Reshape", g.op("And", g.column(adm_inner_ring(g, wb)),
+                                          adm_inner_ring(g, hb)),
                           g.i([1, 1, -1])))
         rf = np.asarray(adm_rfactors(scale), np.float32)[[1, 0, 2]]
         rfs.append(g.op("Expand", g.f((rf / np.float32(64.0) if scale == 0 else rf)
