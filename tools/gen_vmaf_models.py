@@ -892,6 +892,13 @@ class GA(G):
         """Reflect padding (...cb|abc...) of r rows and columns on every side."""
         return self.op("Pad", x, self.i([0, 0, r, r, 0, 0, r, r]), mode="reflect")
 
+    def slice(self, x, start, end, axis, step=1):
+        """G.slice with a second, whole axis 0 (starts/ends/axes/steps of two values): ORT's
+        ConstantSharing merges one-element tensors, which OpenVINO then read as a scalar (see
+        column)."""
+        return self.op("Slice", x, self.i([start, 0]), self.i([end, INT64_MAX]),
+                       self.i([axis, 0]), self.i([step, 1]))
+
     def channels(self, x, start, end, step=1):
         return self.slice(x, start, end, 1, step)
 
@@ -958,7 +965,7 @@ def accel_staged_sums(g, x, lead, shapes, factor=1.0):
     parts = g.split(x, sizes, axis=-1, n=len(shapes))
     rows = [g.op("ReduceSum", g.op("Reshape", v, g.op("Concat", g.i(lead), s, axis=0)),
                  g.i([-1]), keepdims=0) for v, s in zip(parts, shapes)]
-    counts = g.op("Concat", *(g.op("Slice", s, g.i([0]), g.i([1])) for s in shapes), axis=0)
+    counts = g.op("Concat", *(g.op("Split", s, axis=0, n_out=2)[0] for s in shapes), axis=0)
     ends = g.op("CumSum", counts, g.const(0, np.int32))
     idx = g.column(g.arange(0, g.op("ReduceSum", counts, g.i([0]))))
     seg = g.op("And", g.op("GreaterOrEqual", idx, g.op("Sub", ends, counts)),
