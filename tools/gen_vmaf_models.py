@@ -893,9 +893,11 @@ class GA(G):
         return self.op("Pad", x, self.i([0, 0, r, r, 0, 0, r, r]), mode="reflect")
 
     def slice(self, x, start, end, axis, step=1):
-        """G.slice with a second, whole axis 0 (starts/ends/axes/steps of two values): ORT's
-        ConstantSharing merges one-element tensors, which OpenVINO then read as a scalar (see
-        column)."""
+        """G.slice with a second, whole axis 0, so that starts/ends/axes/steps have two values:
+        ORT's ConstantSharing gives the one-element int64 [1] tensors of one value one
+        initializer, and OpenVINO (onnxruntime-openvino 1.24.1, its CPU device) then read a
+        Slice's [1] ends/axes/steps as a scalar Constant and refused the form at creation
+        ("`start` input must be a 1D tensor"; with ConstantSharing off it compiled)."""
         return self.op("Slice", x, self.i([start, 0]), self.i([end, INT64_MAX]),
                        self.i([axis, 0]), self.i([step, 1]))
 
@@ -913,18 +915,14 @@ class GA(G):
         return self.op("Shape", x, start=axis, end=axis + 1)
 
     def column(self, v):
-        """v [n] as [n, 1]: a Reshape, not an Unsqueeze. ORT's ConstantSharing gives every
-        one-element int64 [1] tensor of the same value one initializer; OpenVINO (onnxruntime-
-        openvino 1.24.1, its CPU device, the form as opened) then read Unsqueeze's axes [1] and
-        Slice's starts/axes/steps [1] from one Constant made a scalar, and refused the form at
-        creation (the Slice's shape check: "`start` input must be a 1D tensor")."""
+        """v [n] as [n, 1] (a Reshape: its shape has two values, see slice)."""
         return self.op("Reshape", v, self.i([-1, 1]))
 
     def arange(self, start, end):
         """int64 [end - start]: start, start + 1, ..., end - 1 (end: int64 [1]). A float32 Range
-        (exact: sizes below 2^24): OpenVINO's EP leaves a Reshape to shape [] to ORT's CPU EP,
-        and in a session with ORT's ConstantSharing on and ConstantFolding off (the library's on
-        ORT 1.24) OpenVINO's CPU device refused the form as opened (see column)."""
+        (exact: sizes below 2^24), its limit taken by a Gather with no int64 scalar constant:
+        OpenVINO's EP leaves a Reshape to shape [] (and a ReduceSum without axes) to ORT's CPU
+        EP, which split the form into 47 partitions where ORT's optimisations are off."""
         end = self.op("Cast", self.op("Gather", end, self.const(0, np.int32)), to=TensorProto.FLOAT)
         return self.op("Cast", self.op("Range", self.f(float(start)), end, self.f(1.0)),
                        to=TensorProto.INT64)
