@@ -2193,10 +2193,11 @@ int vdnn_ort_session_create(const void *model, size_t len, const char *model_pat
     Log log = {NULL, 0};
     const char *attached = ep_kinds[EP_CPU].name, *ort_name = cpu_ep_name;
     if (account_charge(acct, len)) {
-        vdnn_ort_session_destroy(s);
-        return vdnn_fail(-EDQUOT, "model %s: its %zu bytes (which ONNX Runtime keeps for the "
-                         "session) exceed the memory budget of %llu bytes (max_memory_bytes)",
-                         model_path, len, (unsigned long long)acct->limit);
+        rc = vdnn_fail(-EDQUOT, "model %s: its %zu bytes (which ONNX Runtime keeps for the "
+                       "session) exceed the memory budget of %llu bytes (max_memory_bytes)",
+                       model_path, len, (unsigned long long)acct->limit);
+        vdnn_ort_session_destroy(s); /* frees acct */
+        return rc;
     }
     current_account = acct;
     rc = create_with_fallback(model, len, model_path, model_dir, cfg, &s->session, &attached,
