@@ -315,23 +315,12 @@ def test_max_run_ms(patched, tmp_path, models, clips8):
     assert "Scoring frame 0 failed" in proc.stderr and "Connection timed out" in proc.stderr
 
 
-def test_threads_score_frames_in_flight(patched, tmp_path, models, clips8):
-    """threads=N > 1 is the context's total, as in the other front ends: N frames in flight,
-    so a frame's failure surfaces at a later read, named as scored in flight (with threads=1
-    the read that scores it fails)."""
-    proc = run(patched, "-i", clips8.dist, "-lavfi",
-               f"vmafdnn=no_reference=1:model={models.slow_chain}:resize=bilinear:"
-               "threads=3:max_run_ms=50", "-f", "null", "-", check=False)
-    assert proc.returncode != 0
-    assert "frame 0 (scored in flight)" in proc.stderr and "Connection timed out" in proc.stderr
-
-
 @pytest.mark.parametrize("filt", ["vmafdnn=no_reference=1:", "vmafdnn_pre="])
 def test_threads_is_the_filters_own_option(patched, models, clips8, filt):
     """threads is the filter's own option on every FFmpeg version, with its range. Before
     7.0, libavfilter sets a key that is also one of AVFilterContext's options (threads) on
     the AVFilterContext, not the filter: the filters take it from there (FFmpeg 5.1 ignored
-    threads before they did; test_threads_score_frames_in_flight shows it is used)."""
+    threads before they did)."""
     proc = run(patched, "-i", clips8.dist, "-vf",
                f"{filt}model={models.image_identity}:threads={MAX_THREADS + 1}",
                "-f", "null", "-", check=False)
@@ -339,20 +328,24 @@ def test_threads_is_the_filters_own_option(patched, models, clips8, filt):
     assert f"for parameter 'threads' out of range [0 - {MAX_THREADS}]" in proc.stderr
 
 
-def test_frames_in_flight_give_the_frames_and_scores_of_one_at_a_time(patched, tmp_path,
-                                                                     clips8):
-    """threads=3 (VMAF's features graph copied per worker, motion2 and the SVM on the filter's
-    thread), batch=2 and static_shapes=on: every output frame, in order, with the metadata and
-    the report of one frame at a time."""
+def test_static_shapes_give_the_frames_and_scores_of_the_models_as_opened(patched, tmp_path,
+                                                                         clips8):
+    """static_shapes=on (every model specialised to the frame size, VMAF's features included)
+    with threads=2: every output frame, in order, with the metadata and the report of
+    static_shapes=off. (The vmafdnn filter keeps frames one at a time: asking whether a frame's
+    scores are in waits for every frame in flight, so frames in flight would not overlap.)"""
     runs = {}
-    for options in ("threads=1", "threads=3:batch=2:static_shapes=on"):
+    for options in ("static_shapes=off", "threads=2:static_shapes=on"):
         log = tmp_path / "log.json"
         got, _ = score_with_filter(patched, tmp_path, [clips8.dist, clips8.ref],
                                    f"{options}:log_path={log}")
         runs[options] = (got, json.loads(log.read_text())["frames"])
-    (one, one_report), (many, many_report) = runs.values()
-    assert len(many) == len(one) == clips8.frames and one[0]
-    assert many == one and many_report == one_report
+    (one, one_report), (other, other_report) = runs.values()
+    assert len(other) == len(one) == clips8.frames and one[0]
+    assert other == one and other_report == one_report
+    proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+               "[0:v][1:v]vmafdnn=static_shapes=sometimes", "-f", "null", "-", check=False)
+    assert proc.returncode != 0 and "static_shapes" in proc.stderr
 
 
 # ---- FFmpeg's own ONNX Runtime backend in the same build -------------------
