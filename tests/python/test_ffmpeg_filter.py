@@ -588,7 +588,9 @@ def test_a_format_change_reconfigures_the_graph_by_default(patched, tmp_path, cl
     assert set(got) <= set(alone), got
     if major != 7:
         assert len(got) >= n
-        assert set(range(n - 2)) <= set(got), "frames long before the change were lost"
+        # (9.0's tool has dropped up to 4 of the frames its graph held at the change: 5-7 of 8
+        # in a fresh CI run, 4 in 1 of 20 runs of ffmpeg/README.md's check)
+        assert set(range(n - 4)) <= set(got), "frames long before the change were lost"
     assert got == pytest.approx({i: alone[i] for i in got}, abs=1e-6)
     assert any(i >= n for i in got), got  # the second half (the 4:4:4 frames) was scored too
 
