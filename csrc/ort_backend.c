@@ -126,11 +126,16 @@ static void account_unref(Account *acct)
  * ask the allocator for them; where a release copies them through it, they
  * count twice, which errs on the safe side). 0, or -EDQUOT (nothing
  * charged) when the budget has no room for them. */
+static void account_release(Account *acct, uint64_t bytes)
+{
+    atomic_fetch_sub(&acct->used, bytes);
+}
+
 static int account_charge(Account *acct, uint64_t bytes)
 {
     uint64_t used = atomic_fetch_add(&acct->used, bytes) + bytes;
     if (acct->limit && used > acct->limit) {
-        atomic_fetch_sub(&acct->used, bytes);
+        account_release(acct, bytes);
         return -EDQUOT;
     }
     return 0;
@@ -1460,6 +1465,12 @@ void vdnn_ort_watch_stop_flag(const atomic_int *flag)
     thread_stop_flag = flag;
 }
 
+/* Whether the caller's unit of work on this thread was stopped. */
+static int thread_flagged(void)
+{
+    return thread_stop_flag && atomic_load(thread_stop_flag);
+}
+
 /* Marks the start of a run: a stop meant for an earlier run is forgotten,
  * unless the caller's unit of work was cancelled already. The flag is read
  * under stop_lock: a cancel that set it and then found no run in flight
@@ -1476,7 +1487,7 @@ static void begin_run(VdnnOrtSession *s)
     s->stop_reason = 0;
     s->in_run = 1;
     pthread_mutex_unlock(&s->stop_lock);
-    if (thread_stop_flag && atomic_load(thread_stop_flag))
+    if (thread_flagged())
         stop_run(s, -ECANCELED);
 }
 
@@ -1507,15 +1518,19 @@ void vdnn_ort_kernel_free(void *block)
     budget_free(NULL, block);
 }
 
-int vdnn_ort_kernel_stopped(void)
+/* Whether the run in flight on `s` was stopped (cancel, time budget). */
+static int run_stopped(VdnnOrtSession *s)
 {
-    VdnnOrtSession *s = current_session;
-    if (!s)
-        return 0;
     pthread_mutex_lock(&s->stop_lock);
     const int stopped = s->stop_reason != 0;
     pthread_mutex_unlock(&s->stop_lock);
     return stopped;
+}
+
+int vdnn_ort_kernel_stopped(void)
+{
+    VdnnOrtSession *s = current_session;
+    return s && run_stopped(s);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2030,7 +2045,7 @@ static void give_up_static(VdnnOrtSession *s, const char *fmt, const char *a1, c
     s->static_reason = s->static_why ? s->static_why : "no memory to say why";
     s->static_on = 0;
     if (s->model) /* nothing will be created from it again */
-        atomic_fetch_sub(&s->account->used, s->model_len);
+        account_release(s->account, s->model_len);
     free(s->model);
     s->model = NULL;
     drop_model_dir(s);
@@ -2074,9 +2089,8 @@ static void create_fixed(VdnnOrtSession *s, OrtSession **out)
         current_account = NULL;
     }
     a->ReleaseSessionOptions(opts);
-    if (st)
-        atomic_fetch_sub(&s->account->used, s->model_len); /* no session holds the bytes */
     if (st) {
+        account_release(s->account, s->model_len); /* no session holds the bytes */
         const int refused = atomic_load(&s->account->refused) != 0;
         give_up_static(s, "ONNX Runtime cannot create the session specialised to %s%s: %s",
                        refused ? " within the memory budget (max_memory_bytes)" : "",
@@ -2090,7 +2104,7 @@ static void create_fixed(VdnnOrtSession *s, OrtSession **out)
     if (strcmp(attached, s->attached) != 0) {
         a->ReleaseSession(*out);
         *out = NULL;
-        atomic_fetch_sub(&s->account->used, s->model_len);
+        account_release(s->account, s->model_len);
         give_up_static(s, "the session specialised to %s bound %s, not %s", attached,
                        s->attached);
     }
@@ -2100,12 +2114,7 @@ static void create_fixed(VdnnOrtSession *s, OrtSession **out)
  * for it: its Run fails at once). */
 static int stop_pending(VdnnOrtSession *s)
 {
-    if (thread_stop_flag && atomic_load(thread_stop_flag))
-        return 1;
-    pthread_mutex_lock(&s->stop_lock);
-    const int stopped = s->stop_reason != 0;
-    pthread_mutex_unlock(&s->stop_lock);
-    return stopped;
+    return thread_flagged() || run_stopped(s);
 }
 
 /* The session a run with these feeds uses: one specialised to their shapes
@@ -2362,7 +2371,7 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, size_t n_out
      * starts. The time budget starts after the creation, as it does after
      * the open's. */
     OrtSession *session = session_for_run(s, feeds);
-    if (thread_stop_flag && atomic_load(thread_stop_flag))
+    if (thread_flagged())
         stop_run(s, -ECANCELED);
     int rc = s->max_run_ms ? watch_add(s) : 0;
     if (rc) {

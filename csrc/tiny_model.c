@@ -916,6 +916,15 @@ static int check_form_interface(const VdnnTinyModel *m, const VdnnTinyModelOptio
  *                          else fails the attach
  * Any case, spaces around. python/vmafdnn/results.py reads it the same way
  * for the batch's job keys. */
+/* Whether v[0, n) is one of words[0, count), in any case. */
+static int one_of(const char *v, size_t n, const char *const *words, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (n == strlen(words[i]) && strncasecmp(v, words[i], n) == 0)
+            return 1;
+    return 0;
+}
+
 static int read_forms_setting(VdnnTinyModel *m)
 {
     static const char *const off[] = {"0", "false", "no", "off"};
@@ -930,14 +939,12 @@ static int read_forms_setting(VdnnTinyModel *m)
     size_t n = strlen(v);
     while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
         n--;
-    for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
-        if (n == strlen(off[i]) && strncasecmp(v, off[i], n) == 0) {
-            m->forms_off = 1;
-            return 0;
-        }
-    for (size_t i = 0; i < sizeof(by_ep) / sizeof(by_ep[0]); i++)
-        if (n == strlen(by_ep[i]) && strncasecmp(v, by_ep[i], n) == 0)
-            return 0;
+    if (one_of(v, n, off, sizeof(off) / sizeof(off[0]))) {
+        m->forms_off = 1;
+        return 0;
+    }
+    if (one_of(v, n, by_ep, sizeof(by_ep) / sizeof(by_ep[0])))
+        return 0;
     char *name = strndup(v, n);
     if (!name)
         return vdnn_fail(-ENOMEM, "out of memory");
@@ -954,11 +961,14 @@ static int read_forms_setting(VdnnTinyModel *m)
     return 0;
 }
 
-/* The EP whose form the model scores with: the attached one, the one
- * VMAFDNN_MODEL_FORMS names, or NULL for none. */
-static const char *forms_key(const VdnnTinyModel *m, const char *attached)
+/* The form (a file name from the sidecar) the model scores with when its
+ * session attached `attached`: the sidecar's form for that EP, or for the
+ * one VMAFDNN_MODEL_FORMS names; NULL for none. */
+static const char *form_file(const VdnnTinyModel *m, const char *attached)
 {
-    return m->forms_off ? NULL : m->forms_ep ? m->forms_ep : attached;
+    if (m->forms_off)
+        return NULL;
+    return vdnn_sidecar_form(m->sc, m->forms_ep ? m->forms_ep : attached);
 }
 
 /* Opens the form the sidecar names for `ep` (m->form_path set): 0 with
@@ -999,8 +1009,7 @@ static int open_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, const ch
 static int use_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
 {
     const char *ep = vmaf_dnn_session_attached_ep(m->session);
-    const char *key = forms_key(m, ep);
-    const char *file = key ? vdnn_sidecar_form(m->sc, key) : NULL;
+    const char *file = form_file(m, ep);
     if (!file)
         return 0;
     VmafDnnSession *form = NULL;
@@ -1028,10 +1037,9 @@ static int open_form_first(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, co
     int rc = vdnn_model_interface(opt->onnx_path, opt->policy, &io);
     if (!rc)
         rc = vdnn_sidecar_load(opt->onnx_path, jail, &m->sc);
-    const char *ep = NULL, *file = NULL, *key = NULL;
-    if (!rc && vdnn_session_first_ep(opt->session, &ep) == 0 &&
-        (key = forms_key(m, ep)))
-        file = vdnn_sidecar_form(m->sc, key);
+    const char *ep = NULL, *file = NULL;
+    if (!rc && vdnn_session_first_ep(opt->session, &ep) == 0)
+        file = form_file(m, ep);
     if (!rc)
         rc = file ? open_form(m, opt, ep, file, io, &m->session) : -EAGAIN;
     vdnn_onnx_interface_free(io);
@@ -1057,8 +1065,7 @@ static int open_known_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, co
         vmaf_dnn_session_close(form);
         return rc;
     }
-    const char *key = forms_key(m, vmaf_dnn_session_attached_ep(form));
-    const char *file = key ? vdnn_sidecar_form(m->sc, key) : NULL;
+    const char *file = form_file(m, vmaf_dnn_session_attached_ep(form));
     char *named = file ? vdnn_sidecar_beside(opt->onnx_path, file) : NULL;
     if (!named || strcmp(named, opt->form_path) != 0) {
         vmaf_dnn_session_close(form);

@@ -336,14 +336,19 @@ class Context(NativeHandle):
         """The attached models, in attach (and run) order."""
         return list(self._models)
 
-    def batching(self, model: int) -> Batching:
-        """What ``batch`` did for model number ``model`` (in :attr:`models` order), once the
-        frames in flight are scored."""
+    def _model_index(self, model: int) -> int:
+        """``model`` checked as an index into :attr:`models`."""
         if isinstance(model, bool):
             raise TypeError("model must be an index, got bool")
         model = operator.index(model)
         if not 0 <= model < len(self._models):
             raise IndexError(f"model {model} out of range ({len(self._models)} attached)")
+        return model
+
+    def batching(self, model: int) -> Batching:
+        """What ``batch`` did for model number ``model`` (in :attr:`models` order), once the
+        frames in flight are scored."""
+        model = self._model_index(model)
         out = ffi.new("VmafDnnBatching *")
         with self._using() as handle:
             check(lib.vmaf_dnn_tiny_model_batching(handle, model, out))
@@ -354,11 +359,7 @@ class Context(NativeHandle):
         """How the runs of model number ``model`` (in :attr:`models` order) on the
         context's own session went with static shapes (:attr:`vmafdnn.Session.static_runs`;
         frames in flight run on copies of it, which these counts leave out)."""
-        if isinstance(model, bool):
-            raise TypeError("model must be an index, got bool")
-        model = operator.index(model)
-        if not 0 <= model < len(self._models):
-            raise IndexError(f"model {model} out of range ({len(self._models)} attached)")
+        model = self._model_index(model)
         with self._using() as handle:
             return static_runs(lib.vmaf_dnn_tiny_model_session(handle, model))
 
