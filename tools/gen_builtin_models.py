@@ -434,17 +434,17 @@ def libvmaf_decimate(g, x):
     return g.op("Cast", g.op("Div", y, area), to=TensorProto.FLOAT)
 
 
-def build_float_ssim(build=None):
+def build_float_ssim(build=None, decimate=None, note=""):
     """ssim_y's graph on frames downscaled as libvmaf's float_ssim does by default (scale=0,
     automatic): libvmaf_decimate in front, the full-resolution frames as inputs. build: ssim_y's
-    builder (build_ssim_y_accel for the accelerator form: the decimation's index arithmetic
-    reads the frame's shape, and folds to constants once H and W are fixed)."""
+    builder, decimate: the decimation (build_float_ssim_accel passes the accelerator form's),
+    note: appended to the model's description."""
     model = (build or build_ssim_y)()
     graph = model.graph
     pre = Graph("dec_")
     scaled = {}
     for name in ("reference", "distorted"):
-        out = libvmaf_decimate(pre, name)
+        out = (decimate or libvmaf_decimate)(pre, name)
         scaled[name] = f"{name}_scaled"
         pre.nodes.append(helper.make_node("Identity", [out], [scaled[name]], name=f"dec_{name}"))
     body = list(graph.node)
@@ -455,7 +455,7 @@ def build_float_ssim(build=None):
     graph.initializer.extend(pre.inits)
     return renamed(model, "float_ssim", "float_ssim",
                    "libvmaf float_ssim: frames decimated by max(1, round(min(w,h)/256)) (box "
-                   "filter, iqa's taps), then ssim_y's SSIM.")
+                   "filter, iqa's taps), then ssim_y's SSIM." + note)
 
 
 def _rename_inputs(node, names):
@@ -723,23 +723,8 @@ def libvmaf_decimate_accel(g, x):
 def build_float_ssim_accel():
     """float_ssim's accelerator form: build_float_ssim's wiring with libvmaf_decimate_accel in
     front of build_ssim_y_accel (float32 only)."""
-    model = build_ssim_y_accel()
-    graph = model.graph
-    pre = Graph("dec_")
-    scaled = {}
-    for name in ("reference", "distorted"):
-        out = libvmaf_decimate_accel(pre, name)
-        scaled[name] = f"{name}_scaled"
-        pre.nodes.append(helper.make_node("Identity", [out], [scaled[name]], name=f"dec_{name}"))
-    body = list(graph.node)
-    for node in body:
-        _rename_inputs(node, scaled)
-    del graph.node[:]
-    graph.node.extend(pre.nodes + body)
-    graph.initializer.extend(pre.inits)
-    return renamed(model, "float_ssim", "float_ssim",
-                   "libvmaf float_ssim: frames decimated by max(1, round(min(w,h)/256)) (box "
-                   "filter, iqa's taps), then ssim_y's SSIM. Accelerator form, float32 only.")
+    return build_float_ssim(build_ssim_y_accel, libvmaf_decimate_accel,
+                            " Accelerator form, float32 only.")
 
 
 # Accelerator forms (issue 23): the same metrics from the same definitions, laid out for GPUs and

@@ -67,10 +67,12 @@ def forms(tmp_path_factory):
     return paths
 
 
-def session(path, dims=None, optimized=None):
+def session(path, dims=None, optimized=None, threads=1):
+    """An ORT CPU-EP session on `path` (a file, or a model's bytes), dims fixed by name,
+    saving ORT's basic optimisation to `optimized` when given."""
     so = ort.SessionOptions()
     so.log_severity_level = 3
-    so.intra_op_num_threads = 1
+    so.intra_op_num_threads = threads
     if optimized:
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         so.optimized_model_filepath = optimized

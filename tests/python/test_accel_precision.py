@@ -25,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import gen_builtin_models  # noqa: E402
 import gen_vmaf_models  # noqa: E402
+from test_accel_forms import session as accel_session  # noqa: E402
 
 NAMES = ["psnr_y", "psnr_cb", "psnr", "ssim_y", "sharpness_nr", "float_ssim"]
 TOLERANCE = 1e-5
@@ -33,16 +34,7 @@ KINDS = ["high", "sparse", "low", "identical"]
 
 
 def session(model, dims=None, optimized=None):
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    so.intra_op_num_threads = 2
-    if optimized:
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        so.optimized_model_filepath = optimized
-    for name, value in (dims or {}).items():
-        so.add_free_dimension_override_by_name(name, value)
-    return ort.InferenceSession(model.SerializeToString(), so,
-                                providers=["CPUExecutionProvider"])
+    return accel_session(model.SerializeToString(), dims, optimized, threads=2)
 
 
 def double_uses(model):
