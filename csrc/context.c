@@ -2,6 +2,7 @@
  * checks and normalisation, routing frames through the attached models
  * (tiny_model.h) into the feature collector, and reports (output.h). */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -782,7 +783,7 @@ static const VdnnTinyModel *model_at(const VmafDnnContext *locked_ctx, size_t i)
 {
     if (!locked_ctx)
         return NULL;
-    VmafDnnContext *ctx = enter(locked_ctx);
+    VmafDnnContext *ctx = enter_call(locked_ctx); /* nothing here waits for frames */
     const VdnnTinyModel *m = i < ctx->n_models ? ctx->model[i] : NULL;
     leave(ctx);
     return m;
@@ -792,7 +793,7 @@ size_t vmaf_dnn_tiny_model_count(const VmafDnnContext *locked_ctx)
 {
     if (!locked_ctx)
         return 0;
-    VmafDnnContext *ctx = enter(locked_ctx);
+    VmafDnnContext *ctx = enter_call(locked_ctx);
     size_t n = ctx->n_models;
     leave(ctx);
     return n;
@@ -1317,6 +1318,44 @@ int vmaf_dnn_feature_append(VmafDnnContext *ctx, const char *name, unsigned inde
     return rc;
 }
 
+/* The most frames after frame t whose merge may store a value for t: a
+ * model running behind scores t when frame t + lag is merged. */
+static unsigned max_lag(const VmafDnnContext *ctx)
+{
+    unsigned lag = 0;
+    for (size_t i = 0; i < ctx->n_models; i++) {
+        const unsigned l = vdnn_tiny_model_lag(ctx->model[i]);
+        lag = l > lag ? l : lag;
+    }
+    return lag;
+}
+
+int vmaf_dnn_frames_done(VmafDnnContext *ctx, unsigned *done)
+{
+    vdnn_clear_error();
+    if (!ctx || !done)
+        return vdnn_fail(-EINVAL, "frames_done: %s is NULL", !ctx ? "context" : "done");
+    enter_call(ctx);
+    unsigned held = 0;
+    if (ctx->pool) {
+        unsigned merged = 0;
+        held = vdnn_frame_pool_collect(ctx->pool, ctx->fc, &merged);
+        note_merged(ctx, merged);
+    }
+    /* The frames held are the last ones read (in a temporal context the
+     * indices run on, so the lag frames before them are the ones read
+     * just before them). */
+    const unsigned lag = max_lag(ctx);
+    unsigned waiting = held ? held + lag : 0;
+    if (waiting > ctx->frames_read || waiting < held)
+        waiting = ctx->frames_read;
+    const int rc = vdnn_frame_pending_take(&ctx->pending);
+    if (!rc)
+        *done = ctx->frames_read - waiting;
+    leave(ctx);
+    return rc;
+}
+
 int vmaf_dnn_feature_get(const VmafDnnContext *locked_ctx, const char *name, unsigned index,
                          double *value)
 {
@@ -1324,7 +1363,18 @@ int vmaf_dnn_feature_get(const VmafDnnContext *locked_ctx, const char *name, uns
     if (!locked_ctx || !name || !value)
         return vdnn_fail(-EINVAL, "feature_get: %s is NULL",
                          !locked_ctx ? "context" : !name ? "name" : "value");
-    VmafDnnContext *ctx = enter(locked_ctx);
+    VmafDnnContext *ctx = enter_call(locked_ctx);
+    /* A model's value for frame t is stored when frame t + its lag is
+     * merged (the caller's features never are): unless that frame is in
+     * flight, the store already reads what scoring one frame at a time
+     * gives, and the frames in flight go on. */
+    const VdnnTinyModel *owner = ctx->pool ? key_owner(ctx, name) : NULL;
+    if (owner) {
+        const unsigned lag = vdnn_tiny_model_lag(owner);
+        const unsigned last = index > UINT_MAX - lag ? UINT_MAX : index + lag;
+        if (vdnn_frame_pool_holds(ctx->pool, index, last))
+            settle(ctx);
+    }
     int rc = vdnn_feature_collector_get(ctx->fc, name, index, value);
     leave(ctx);
     return rc;

@@ -719,6 +719,32 @@ void vdnn_frame_pool_make_room(VdnnFramePool *p, VdnnFeatureCollector *fc, unsig
     pthread_mutex_unlock(&p->lock);
 }
 
+unsigned vdnn_frame_pool_collect(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *merged)
+{
+    pthread_mutex_lock(&p->lock);
+    Slot *s;
+    while ((s = oldest(p)) && s->state == SLOT_DONE)
+        merge_oldest(p, fc, merged);
+    unsigned held = 0;
+    for (unsigned i = 0; i < p->n_slots; i++)
+        held += p->slot[i].state != SLOT_FREE;
+    pthread_mutex_unlock(&p->lock);
+    return held;
+}
+
+int vdnn_frame_pool_holds(VdnnFramePool *p, unsigned first, unsigned last)
+{
+    int held = 0;
+    pthread_mutex_lock(&p->lock);
+    for (unsigned i = 0; i < p->n_slots && !held; i++) {
+        const Slot *s = &p->slot[i];
+        held = s->state != SLOT_FREE && s->now.frame.index >= first &&
+               s->now.frame.index <= last;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return held;
+}
+
 void vdnn_frame_pool_drain(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *merged)
 {
     pthread_mutex_lock(&p->lock);

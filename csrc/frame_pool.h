@@ -151,6 +151,16 @@ unsigned vdnn_frame_pool_slots(const VdnnFramePool *p);
  * oldest frame and merges it into fc. *merged += frames merged. */
 void vdnn_frame_pool_make_room(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *merged);
 
+/* Merges the frames in flight that are done into fc, oldest first, without
+ * waiting: stops at the oldest frame still queued or running (a done frame
+ * behind it stays, so frames merge in order). *merged += frames merged.
+ * Returns the frames the pool still holds. */
+unsigned vdnn_frame_pool_collect(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *merged);
+
+/* Whether the pool holds (queued, running or done and not merged) a frame
+ * whose index is in first..last. */
+int vdnn_frame_pool_holds(VdnnFramePool *p, unsigned first, unsigned last);
+
 /* Waits for every frame in flight and merges them into fc, oldest first.
  * *merged += frames merged. */
 void vdnn_frame_pool_drain(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *merged);

@@ -559,14 +559,19 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
  * worker's. When every slot is taken the call
  * first waits for the oldest frame. Every other call on the context waits
  * for all frames in flight first, so scores, frame count and reports are
- * those of one-frame-at-a-time scoring. A frame that fails on a worker is
- * reported by the first later vmaf_dnn_read_pictures that needs its slot
- * (the ((W + 1) x B)-th read after it) or by vmaf_dnn_flush,
- * whichever comes first: the code is the frame's own, the message starts
- * "frame K (scored in flight)", and that read_pictures call does NOT take
- * its own frame (call it again). Only the earliest unreported failure is
- * kept; its message counts the later ones. Which call reports a failure
- * depends only on the calls made, never on thread timing.
+ * those of one-frame-at-a-time scoring; the exceptions never wait for a
+ * frame: vmaf_dnn_frames_done, vmaf_dnn_feature_get of a frame it counts
+ * done, and the vmaf_dnn_tiny_model_* accessors of what attach fixed
+ * (count, path, kind, min size, keys, EP, form, session). A frame that fails on a
+ * worker is reported by the first later vmaf_dnn_read_pictures that needs
+ * its slot (the ((W + 1) x B)-th read after it), by vmaf_dnn_flush, or by
+ * a vmaf_dnn_frames_done that finds it finished, whichever comes first: the
+ * code is the frame's own, the message starts "frame K (scored in
+ * flight)", and a read_pictures call that reports it does NOT take its own
+ * frame (call it again). Only the earliest unreported failure is kept; its
+ * message counts the later ones. Without vmaf_dnn_frames_done, which call
+ * reports a failure depends only on the calls made, never on thread
+ * timing.
  * Each output stored counts against the budget of the context's stored
  * scores (see vmaf_dnn_feature_append): a frame whose scores would take it
  * past the budget fails with -EDQUOT at the first output refused (the
@@ -589,6 +594,29 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
  */
 VMAF_DNN_API int vmaf_dnn_read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
                                         const VmafDnnPicture *dist, unsigned index);
+
+/* Which frames are scored, without waiting: for a caller that passes each
+ * frame on once its scores are in (a filter) while the next frames are in
+ * flight. Moves into the context the scores of the frames in flight that
+ * have finished, oldest first, stopping at the first still being scored
+ * (with the turns of the models that read other frames' features or run
+ * behind, as vmaf_dnn_read_pictures would when it needed their slots), and
+ * writes to *done how many of the frames read since the context was opened
+ * or reset are done: the first *done frames read, in read order. A done
+ * frame's vmaf_dnn_feature_get answers without waiting and reads what
+ * one-frame-at-a-time scoring gives after the frames read so far: its own
+ * scores are all in, except those a model running behind stores once the
+ * frame `lag` after it is read (see vmaf_dnn_use_tiny_model; they arrive
+ * with a later frame or at vmaf_dnn_flush). A frame is not done while it,
+ * or in a context with models running behind one of the `lag` frames after
+ * it, is in flight. Without frames in flight (threads 0 or 1 and no batch,
+ * models that cannot be in flight, after vmaf_dnn_flush) every frame read
+ * is done.
+ * Returns 0; -EINVAL (ctx or done NULL); or the failure of a frame scored
+ * in flight that it moved (or that an earlier call moved and none
+ * reported), as vmaf_dnn_read_pictures describes ("frame K (scored in
+ * flight)"; *done untouched): reported once, by the first call that can. */
+VMAF_DNN_API int vmaf_dnn_frames_done(VmafDnnContext *ctx, unsigned *done);
 
 /* Marks the end of the pictures: later vmaf_dnn_read_pictures,
  * vmaf_dnn_feature_append and vmaf_dnn_use_tiny_model calls return -EINVAL.
@@ -628,6 +656,10 @@ VMAF_DNN_API int vmaf_dnn_feature_append(VmafDnnContext *ctx, const char *name, 
                                          double value);
 
 /* Reads frame `index` of feature `name` into *value (untouched on failure).
+ * With frames in flight it waits for them only when they may still store
+ * this value: when `name` is an attached model's key and frame `index` (or
+ * for a model running behind, one of the `lag` frames after it) is in
+ * flight; never for a frame vmaf_dnn_frames_done counts done.
  * Returns 0, -EINVAL (NULL argument), -ENOENT (no such feature, or no value
  * for that frame). */
 VMAF_DNN_API int vmaf_dnn_feature_get(const VmafDnnContext *ctx, const char *name,

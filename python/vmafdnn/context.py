@@ -442,6 +442,20 @@ class Context(NativeHandle):
         return [decode_name(lib.vmaf_dnn_feature_name(handle, k), f"feature {k}")
                 for k in range(lib.vmaf_dnn_feature_count(handle))]
 
+    def frames_done(self) -> int:
+        """How many of the frames read since open or reset are done, without
+        waiting for the frames in flight (``threads`` > 1): the first N read.
+
+        A done frame's :meth:`feature` answers at once with its scores, but
+        for those a model running behind stores once a later frame is read.
+        Raises the failure of a frame scored in flight that finished (once;
+        see C's ``vmaf_dnn_frames_done``).
+        """
+        done = ffi.new("unsigned *")
+        with self._using() as handle:
+            check(lib.vmaf_dnn_frames_done(handle, done))
+        return done[0]
+
     @property
     def frame_count(self) -> int:
         """One more than the largest frame index with a value (0 when none)."""

@@ -337,6 +337,108 @@ static void test_cancel_in_flight(void)
     vmaf_dnn_context_close(ctx);
 }
 
+/* Polls vmaf_dnn_frames_done until *done reaches `want` or it fails,
+ * cancelling on every turn when `cancel` is set. Returns the last code. */
+static int poll_done(VmafDnnContext *ctx, unsigned want, int cancel, unsigned *done)
+{
+    for (;;) {
+        if (cancel)
+            vmaf_dnn_context_cancel(ctx);
+        const int rc = vmaf_dnn_frames_done(ctx, done);
+        if (rc || *done >= want)
+            return rc;
+        sleep_ms(1);
+    }
+}
+
+/* vmaf_dnn_frames_done never waits for a frame: with a bright frame of
+ * stall_bright in flight, which never finishes on its own, it returns, the
+ * frames before it are done and read without waiting (were either call to
+ * wait, the test would never end), and a finished frame behind the stalled
+ * one stays in flight (frames are done in read order). The stalled frame's
+ * failure comes from a later frames_done, once, then every frame is done.
+ * With a model running one frame behind (pair_min reading the score at
+ * offsets 0 and +1), a frame is done only once the frame after it is out of
+ * flight. */
+static void test_frames_done(int behind)
+{
+    VmafDnnContext *ctx = open_ctx(2);
+    unsigned done = 12345;
+    CHECK_EQ_INT(vmaf_dnn_frames_done(NULL, &done), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_frames_done(ctx, NULL), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_frames_done(ctx, &done), 0);
+    CHECK_EQ_INT(done, 0);
+    char path[PATH_MAX + 64], json[PATH_MAX + 64];
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("stall_bright"), NULL), 0);
+    if (behind) {
+        snprintf(path, sizeof(path), "%s/m2.onnx", tmp_dir);
+        snprintf(json, sizeof(json), "%s/m2.json", tmp_dir);
+        copy_file(model("pair_min"), path);
+        FILE *f = fopen(json, "w");
+        CHECK(f != NULL);
+        fputs("{\"output_keys\": [\"m2\"], \"input_sources\": {\"a\": {\"feature\": "
+              "\"stall_bright\"}, \"b\": {\"feature\": \"stall_bright\", \"offset\": 1}}}",
+              f);
+        fclose(f);
+        CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, path, NULL), 0);
+    }
+    Frame bright, dark, darker;
+    frame_const(&bright, 8, 8, 200);
+    frame_const(&dark, 8, 8, 51);
+    frame_const(&darker, 8, 8, 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &dark.pic, 0), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &darker.pic, 1), 0);
+    CHECK_EQ_INT(poll_done(ctx, 2, 0, &done), 0);
+    CHECK_EQ_INT(done, 2);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &bright.pic, 2), 0);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &dark.pic, 3), 0); /* finishes behind it */
+    for (int round = 0; round < 3; round++) {
+        CHECK_EQ_INT(vmaf_dnn_frames_done(ctx, &done), 0);
+        CHECK_EQ_INT(done, behind ? 1 : 2);
+    }
+    double v = -1;
+    CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "stall_bright", 0, &v), 0);
+    CHECK(fabs(v - 0.2) < 1e-6);
+    if (!behind) {
+        CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "stall_bright", 1, &v), 0);
+        CHECK(v == 0.0);
+    } else {
+        CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "m2", 0, &v), 0);
+        CHECK(v == 0.0);
+    }
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_count(ctx), behind ? 2 : 1);
+    CHECK(strcmp(vmaf_dnn_tiny_model_feature_name(ctx, 0, 0), "stall_bright") == 0);
+    CHECK_EQ_INT(vmaf_dnn_frames_done(ctx, &done), 0);
+    CHECK_EQ_INT(done, behind ? 1 : 2);
+
+    /* Cancelled, the stalled frame fails; frame 3 may have been cancelled
+     * too (if it had not finished), and is then reported by a later call. */
+    CHECK_EQ_INT(poll_done(ctx, 4, 1, &done), -ECANCELED);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "frame 2 (scored in flight)");
+    int rc = poll_done(ctx, 4, 0, &done);
+    if (rc) {
+        CHECK_EQ_INT(rc, -ECANCELED);
+        CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "frame 3 (scored in flight)");
+        rc = poll_done(ctx, 4, 0, &done);
+    }
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_INT(done, 4);
+    CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "stall_bright", 2, &v), -ENOENT);
+    CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &dark.pic, 4), 0);
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), behind ? -ENOENT : 0);
+    CHECK_EQ_INT(vmaf_dnn_frames_done(ctx, &done), 0);
+    CHECK_EQ_INT(done, 5);
+    CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "stall_bright", 4, &v), 0);
+    free(bright.y);
+    free(dark.y);
+    free(darker.y);
+    vmaf_dnn_context_close(ctx);
+    if (behind) {
+        unlink(path);
+        unlink(json);
+    }
+}
+
 /* Close with frames queued and running waits for them (TSan and ASan see
  * no use after free), also while another thread cancels. */
 static void sleep_ms(long ms);
@@ -550,6 +652,8 @@ int main(int argc, char **argv)
     test_reset_native(0);
     test_reset_native(2);
     test_cancel_in_flight();
+    test_frames_done(0);
+    test_frames_done(1);
     test_close_in_flight();
     rmdir(tmp_dir);
     return check_report();

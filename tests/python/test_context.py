@@ -637,3 +637,36 @@ def test_check_output_applies_the_writers_name_rules_before_any_frame():
             ctx.check_output("csv", ["a\0b"])
         with pytest.raises(vmafdnn.InvalidArgumentError):
             ctx.check_output("yaml")
+
+
+def test_frames_done_reports_finished_frames_without_waiting(stage):
+    # stall_bright: a bright frame never finishes on its own (only a cancel
+    # ends it), a dark one scores at once. frames_done and the feature of a
+    # done frame return while the bright frame is in flight (were either to
+    # wait, the test would not end); the bright frame's failure comes from
+    # a later frames_done, once.
+    path = stage("stall_bright", "stall")
+    dark, bright = const(8, 8, 51), const(8, 8, 200)
+    with vmafdnn.Context(threads=2) as ctx:
+        ctx.use_model(path)
+        assert ctx.frames_done() == 0
+        ctx.read_pictures(None, dark, 0)
+        while ctx.frames_done() < 1:
+            pass
+        ctx.read_pictures(None, bright, 1)
+        assert ctx.frames_done() == 1
+        assert ctx.feature("stall", 0) == pytest.approx(0.2)
+        assert ctx.frames_done() == 1
+        with pytest.raises(vmafdnn.RunCancelledError, match=r"frame 1 \(scored in flight\)") as e:
+            while True:
+                ctx.cancel()
+                ctx.frames_done()
+        assert e.value.errno == errno.ECANCELED
+        assert ctx.frames_done() == 2
+        with pytest.raises(vmafdnn.ModelNotFoundError):
+            ctx.feature("stall", 1)
+        ctx.read_pictures(None, dark, 2)
+        ctx.flush()
+        assert ctx.frames_done() == 3
+    with pytest.raises(vmafdnn.ClosedError):
+        ctx.frames_done()
