@@ -4,14 +4,17 @@
                                  [--model psnr_y --model ssim_y] [--repeat 3]
 
 Both sides score the same clip pair (testsrc2 and its libx264 crf 40 round
-trip, made with the system ffmpeg) with the same models and thread count:
+trip, made with the system ffmpeg, or imageio-ffmpeg's static one) with the same models and thread count:
 
     filter: ffmpeg -i dist.y4m -i ref.y4m -lavfi vmafdnn=... -f null -
     pipe:   ffmpeg -i dist.y4m -f yuv4mpegpipe - | vmafdnn -r ref.y4m -d - ...
     mp4:    ffmpeg -i dist.mp4 -i ref.y4m -lavfi vmafdnn=... -f null -
 
 (the patched ffmpeg of tools/build_ffmpeg.sh everywhere, so only the scoring
-path differs; the mp4 line adds H.264 decoding, built without assembly). Each side runs --repeat times in one process; the best
+path differs; the mp4 line adds H.264 decoding, built without assembly).
+With --threads N > 1 (frames in flight in both) the filter also runs with
+threads=1, one frame at a time, and the ratio says what the frames in flight
+give inside FFmpeg. Each side runs --repeat times in one process; the best
 wall time counts, and the ratio of the two is printed.
 """
 import argparse
@@ -29,7 +32,12 @@ CACHE = Path(os.environ.get("VMAFDNN_CACHE_DIR", Path.home() / ".cache" / "vmafd
 def make_clips(directory: Path, size: str, frames: int):
     system = shutil.which("ffmpeg")
     if not system:
-        sys.exit("bench_ffmpeg: the system ffmpeg makes the clips: apt-get install ffmpeg")
+        try:
+            import imageio_ffmpeg
+            system = imageio_ffmpeg.get_ffmpeg_exe()
+        except ImportError:
+            sys.exit("bench_ffmpeg: an ffmpeg with libx264 makes the clips: apt-get install "
+                     "ffmpeg, or pip install imageio-ffmpeg")
     ref, enc, dist = directory / "ref.y4m", directory / "dist.mp4", directory / "dist.y4m"
     quiet = [system, "-nostdin", "-v", "error", "-y"]
     subprocess.run(quiet + ["-f", "lavfi", "-i", f"testsrc2=size={size}:rate=25",
@@ -55,7 +63,8 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=60)
     ap.add_argument("--size", default="1920x1080")
     ap.add_argument("--threads", type=int, default=0,
-                    help="ORT threads per model (0: ORT's default)")
+                    help="threads in all, as the filter's threads and --tiny-threads: N > 1 "
+                    "scores N frames in flight (0: ORT's default per model)")
     ap.add_argument("--model", action="append", help="built-in name or .onnx path; repeatable "
                     "(default: psnr_y and ssim_y)")
     ap.add_argument("--repeat", type=int, default=3)
@@ -83,6 +92,8 @@ def main() -> None:
         t_filter = best_wall(filt, args.repeat, env)
         t_pipe = best_wall(pipe, args.repeat, env)
         t_mp4 = best_wall(mp4, args.repeat, env)
+        t_one = (best_wall(filt.replace(f":threads={args.threads}'", ":threads=1'"), args.repeat,
+                           env) if args.threads > 1 else None)
 
     fps_filter, fps_pipe = args.frames / t_filter, args.frames / t_pipe
     print(f"{args.size}, {args.frames} frames, models {', '.join(models)}, threads {args.threads}, "
@@ -91,6 +102,9 @@ def main() -> None:
     print(f"  ffmpeg | vmafdnn CLI (pipe)  : {fps_pipe:8.2f} fps ({t_pipe:.2f} s)")
     print(f"  filter / pipe                : {fps_filter / fps_pipe:8.2f}x")
     print(f"  ffmpeg -i dist.mp4 -lavfi    : {args.frames / t_mp4:8.2f} fps ({t_mp4:.2f} s)")
+    if t_one is not None:
+        print(f"  filter, threads=1            : {args.frames / t_one:8.2f} fps ({t_one:.2f} s)")
+        print(f"  threads={args.threads} / threads=1         : {t_one / t_filter:8.2f}x")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import vmafdnn
-from vmafdnn.session import MAX_THREADS
+from vmafdnn.session import MAX_BATCH, MAX_THREADS
 
 from clips import clips8_fixture, clips10_fixture, ffmpeg, run_ffmpeg  # noqa: F401  (fixtures)
 
@@ -315,12 +315,24 @@ def test_max_run_ms(patched, tmp_path, models, clips8):
     assert "Scoring frame 0 failed" in proc.stderr and "Connection timed out" in proc.stderr
 
 
+def test_threads_score_frames_in_flight(patched, tmp_path, models, clips8):
+    """threads=N > 1 is the context's total, as in the other front ends: N frames in flight,
+    so a frame's failure surfaces at a later call, named as scored in flight (with threads=1
+    the read that scores it fails: test_max_run_ms)."""
+    proc = run(patched, "-i", clips8.dist, "-lavfi",
+               f"vmafdnn=no_reference=1:model={models.slow_chain}:resize=bilinear:"
+               "threads=3:max_run_ms=50", "-f", "null", "-", check=False)
+    assert proc.returncode != 0
+    assert "Scoring failed: frame 0 (scored in flight)" in proc.stderr
+    assert "Connection timed out" in proc.stderr
+
+
 @pytest.mark.parametrize("filt", ["vmafdnn=no_reference=1:", "vmafdnn_pre="])
 def test_threads_is_the_filters_own_option(patched, models, clips8, filt):
     """threads is the filter's own option on every FFmpeg version, with its range. Before
     7.0, libavfilter sets a key that is also one of AVFilterContext's options (threads) on
     the AVFilterContext, not the filter: the filters take it from there (FFmpeg 5.1 ignored
-    threads before they did)."""
+    threads before they did; test_threads_score_frames_in_flight shows it is used)."""
     proc = run(patched, "-i", clips8.dist, "-vf",
                f"{filt}model={models.image_identity}:threads={MAX_THREADS + 1}",
                "-f", "null", "-", check=False)
@@ -328,24 +340,30 @@ def test_threads_is_the_filters_own_option(patched, models, clips8, filt):
     assert f"for parameter 'threads' out of range [0 - {MAX_THREADS}]" in proc.stderr
 
 
-def test_static_shapes_give_the_frames_and_scores_of_the_models_as_opened(patched, tmp_path,
-                                                                         clips8):
-    """static_shapes=on (every model specialised to the frame size, VMAF's features included)
-    with threads=2: every output frame, in order, with the metadata and the report of
-    static_shapes=off. (The vmafdnn filter keeps frames one at a time: asking whether a frame's
-    scores are in waits for every frame in flight, so frames in flight would not overlap.)"""
+def test_frames_in_flight_give_the_frames_and_scores_of_one_at_a_time(patched, tmp_path,
+                                                                     clips8):
+    """threads=3 (VMAF's features graph copied per worker, motion2 and the SVM on the filter's
+    thread, frames leaving as the library counts them done), batch=2 and static_shapes=on
+    (every model specialised to the frame size): every output frame, in order, with the
+    metadata and the report of one frame at a time as opened."""
     runs = {}
-    for options in ("static_shapes=off", "threads=2:static_shapes=on"):
+    for options in ("threads=1:static_shapes=off", "threads=3:batch=2:static_shapes=on",
+                    "threads=2"):
         log = tmp_path / "log.json"
         got, _ = score_with_filter(patched, tmp_path, [clips8.dist, clips8.ref],
                                    f"{options}:log_path={log}")
         runs[options] = (got, json.loads(log.read_text())["frames"])
-    (one, one_report), (other, other_report) = runs.values()
-    assert len(other) == len(one) == clips8.frames and one[0]
-    assert other == one and other_report == one_report
+    (one, one_report), *others = runs.values()
+    assert len(one) == clips8.frames and one[0]
+    for other, other_report in others:
+        assert other == one and other_report == one_report
     proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
                "[0:v][1:v]vmafdnn=static_shapes=sometimes", "-f", "null", "-", check=False)
     assert proc.returncode != 0 and "static_shapes" in proc.stderr
+    proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+               f"[0:v][1:v]vmafdnn=batch={MAX_BATCH + 1}", "-f", "null", "-", check=False)
+    assert proc.returncode != 0
+    assert f"for parameter 'batch' out of range [0 - {MAX_BATCH}]" in proc.stderr
 
 
 # ---- FFmpeg's own ONNX Runtime backend in the same build -------------------
