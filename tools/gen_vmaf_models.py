@@ -851,15 +851,20 @@ def build_features(gain_limit, name):
 # score, and libvmaf's roundings as centred_frames, vif_scale_params, vif_decimate and motion_blur apply
 # them) laid out for GPUs and other accelerators, where every node is a kernel launch: whole
 # frames, no Loop, few and wide nodes (issue 23: 694 nodes after ORT's basic optimisation at
-# 1080p, 314 now, 296 before ADM's level-0 DWT was libvmaf's exact integer one). x and y
-# (or the reference and the previous reference) are channels of one Conv per filter pass,
-# VIF's scales 2 and 3 channels of the same Convs; VIF's statistic runs once over the seven
-# filtered maps of all four scales flattened and concatenated, ADM's decoupling, masking and
-# cube sums once over the three detail bands of all four scales (channels, flattened and
-# concatenated), so only the filters and mirrors are per scale.
-# Shape reads (the flattened sizes, ADM's mirror indices, border masks, areas and csf factors,
-# motion's area) fold to constants once the session fixes H and W. VIF and motion are bit for
-# bit those of the previous layout (694 nodes). ADM's level-0 DWT is libvmaf's integer one,
+# 1080p, 289 now, 316 before ADM's bands shared one canvas, 296 before ADM's level-0 DWT was
+# libvmaf's exact integer one). x and y (or the reference and the previous reference) are
+# channels of one Conv per filter pass, VIF's scales 2 and 3 channels of the same Convs;
+# VIF's statistic runs once over the seven filtered maps of all four scales flattened and
+# concatenated, ADM's decoupling, masking (one Conv) and cube sums once over the three
+# detail bands of all four scales laid out on one canvas (channels), so only the filters and
+# mirrors are per scale. The three frames are mirrored once (VIF's scale-0 halo; motion
+# takes the inner part of it), and VIF's scales 1-3 take x - y with the frames from one 1x1
+# Conv (GA.differences; at scale 0 and in motion such a Conv cost OpenVINO's CPU device ~3%
+# of the form's time each at 640x360, so there they stay a Split and a Sub).
+# Shape reads (the flattened sizes, ADM's mirror indices, canvas, border masks, areas and csf
+# factors, motion's area) fold to constants once the session fixes H and W. VIF and motion are
+# bit for bit those of the previous layouts (694 and 316 nodes); adm2 within 1.8e-7 of the
+# 316-node form's (the sums' order). ADM's level-0 DWT is libvmaf's integer one,
 # exactly (adm_accel): adm2 within 5.7e-6 of libvmaf's on the test clips and VMAF within 0.0012,
 # where the pure graph's fp32 DWT gives 7.1e-5 and 0.0149; the other levels are the pure graph's.
 # On ORT's CPU EP this layout is slower than the per-scale one (the concatenations add copies
@@ -887,6 +892,16 @@ class GA(G):
         if bias is not None:
             ins.append(bias if isinstance(bias, str) else self.f(np.asarray(bias, np.float32)))
         return self.op("Conv", *ins, group=kern.shape[0], strides=list(strides))
+
+    def differences(self, x, n):
+        """x [1, n, h, w] (n frames, pairs (x, y) in order) -> [1, n + n / 2, h, w]: the frames
+        and each pair's x - y, by a 1x1 Conv (exact: 1 * x + 0 * y is x, 1 * x - 1 * y is x - y
+        rounded once, as a Sub), one node instead of a Split or two Slices and a Sub."""
+        w = np.zeros((n + n // 2, n, 1, 1), np.float32)
+        w[np.arange(n), np.arange(n)] = 1.0
+        w[n + np.arange(n // 2), 2 * np.arange(n // 2)] = 1.0
+        w[n + np.arange(n // 2), 2 * np.arange(n // 2) + 1] = -1.0
+        return self.op("Conv", x, self.f(w))
 
     def reflect(self, x, r):
         """Reflect padding (...cb|abc...) of r rows and columns on every side."""
@@ -972,17 +987,15 @@ def accel_staged_sums(g, x, lead, shapes, factor=1.0):
                 g.op("Where", seg, g.f(factor), g.f(0.0)))
 
 
-def vif_scale0_accel(g, xy):
-    """VIF's scale 0 of xy [1, 2, H, W] (x, y centred as vif_scale's): the seven filtered maps
-    of VIF's statistic flattened, [1, 7, 1, H*W] in the order (m_x, m_y, E[x^2], E[y^2],
-    -E[(x-y)^2], q_x, q_y), and the frames mirrored by the scale's halo (what
-    vif_decimate_accel takes). One vertical Conv for the means' pass (in 1/256-level sums) and
-    the three second moments, one horizontal for all seven maps."""
+def vif_scale0_accel(g, xp):
+    """VIF's scale 0 of xp [1, 2, H + 16, W + 16] (x, y centred as vif_scale's, mirrored by the
+    scale's halo): the seven filtered maps of VIF's statistic flattened, [1, 7, 1, H*W] in the
+    order (m_x, m_y, E[x^2], E[y^2], -E[(x-y)^2], q_x, q_y). One vertical Conv for the means'
+    pass (in 1/256-level sums) and the three second moments, one horizontal for all seven
+    maps."""
     k = len(VIF_TAPS[0])
-    r = k // 2
     ti = np.asarray(VIF_TAPS[0], np.float32)
     t = ti / np.float32(65536.0)
-    xp = g.reflect(xy, r)
     e = g.op("Sub", *g.op("Split", xp, axis=1, n_out=2))
     vert = g.conv(g.op("Concat", xp, g.op("Mul", xp, xp), g.op("Mul", e, e), axis=1),
                   [ti.reshape(k, 1) / np.float32(256.0)] * 2 + [t.reshape(k, 1)] * 3)
@@ -993,26 +1006,29 @@ def vif_scale0_accel(g, xy):
     maps = g.conv(g.op("Concat", vert, tmp, axis=1),                      # v, moments, tmp
                   [trow / np.float32(256.0)] * 2 + [trow, trow, -trow]
                   + [trow / np.float32(256.0)] * 2)
-    return g.op("Reshape", maps, g.i([1, 7, 1, -1])), xp
+    return g.op("Reshape", maps, g.i([1, 7, 1, -1]))
 
 
-def motion_accel(g, frames):
-    """libvmaf's motion score (float [1]) of the first and last of frames [1, 3, H, W] (x and the
-    previous x): motion_blur of both as two channels, its roundings the Convs' biases; the SAD
-    (integers in 1/256 of a level, below 2^16 each) summed exactly in int32 along rows (below
-    2^31 for W < 32768), the row sums in float32, divided by 256 W H (libvmaf: the uint64 SAD,
+def motion_accel(g, fp, r):
+    """libvmaf's motion score (float [1]) of the first and last of fp [1, 3, H + 2r, W + 2r] (x
+    and the previous x, mirrored by r >= 2): motion_blur of both as two channels (mirrored by 2:
+    the inner rows and columns of fp), its roundings the Convs' biases; the SAD (integers in
+    1/256 of a level, below 2^16 each) summed exactly in int32 along rows (below 2^31 for W <
+    32768), the row sums in float32, divided by 256 W H (libvmaf: the uint64 SAD,
     (float)(sad / 256.) / (w * h) in double)."""
     t = np.asarray(MOTION_TAPS, np.float32)
     k = len(t)
-    blur = g.conv(g.reflect(g.channels(frames, 0, 3, 2), k // 2),
-                  [t.reshape(k, 1) / np.float32(256.0)] * 2, bias=[0.5, 0.5])
+    m = r - k // 2
+    frames = g.op("Slice", fp, g.i([0, m, m]), g.i([3, -m, -m]), g.i([1, 2, 3]),
+                  g.i([2, 1, 1]))
+    blur = g.conv(frames, [t.reshape(k, 1) / np.float32(256.0)] * 2, bias=[0.5, 0.5])
     blur = g.conv(g.op("Floor", blur), [t.reshape(1, k) / np.float32(65536.0)] * 2,
                   bias=[0.5, 0.5])
-    rows = g.op("ReduceSum", g.op("Cast", g.op("Abs", g.op("Sub", *g.op(
-        "Split", g.op("Floor", blur), axis=1, n_out=2))), to=TensorProto.INT32),
-        g.i([3]), keepdims=0)                                                   # [1, 1, H]
+    diff = g.op("Sub", *g.op("Split", g.op("Floor", blur), axis=1, n_out=2))
+    rows = g.op("ReduceSum", g.op("Cast", g.op("Abs", diff), to=TensorProto.INT32),
+                g.i([3]), keepdims=0)                                           # [1, 1, H]
     sad = g.op("ReduceSum", g.op("Cast", rows, to=TensorProto.FLOAT), g.i([1, 2]), keepdims=0)
-    area = g.op("Mul", g.op("Cast", g.op("Mul", g.size(frames, 2), g.size(frames, 3)),
+    area = g.op("Mul", g.op("Cast", g.op("Mul", g.size(blur, 2), g.size(blur, 3)),
                             to=TensorProto.FLOAT), g.f(256.0))
     return g.op("Div", sad, area)
 
@@ -1024,7 +1040,8 @@ def vif_maps_accel(g, xy, scales):
     vif_scale0_accel's, and the integer and fractional parts of the first scale's padded
     frames (what vif_decimate_accel takes). One vertical and one horizontal Conv for all seven
     maps: the means' passes split into integer and fraction (as vif_scale) and the three
-    second moments. Scales 2 and 3 run as channels of the same Convs: scale 3's frames
+    second moments (of x, y and x - y, the last from a 1x1 Conv with the frames: GA.differences).
+    Scales 2 and 3 run as channels of the same Convs: scale 3's frames
     mirrored by 2 (the outer rows and columns meet zero taps: its 3 taps are zero-padded to
     scale 2's 5) and padded to scale 2's size, its maps cropped back."""
     k = len(VIF_TAPS[scales[0]])
@@ -1038,11 +1055,9 @@ def vif_maps_accel(g, xy, scales):
                   mode="edge")
         xp = g.op("Concat", xp, x3, axis=1)
     n = 2 * len(scales)                                          # frames: x, y (, x3, y3)
-    e = g.op("Sub", g.channels(xp, 0, n, 2), g.channels(xp, 1, n, 2)) if n > 2 else \
-        g.op("Sub", *g.op("Split", xp, axis=1, n_out=2))
     hi = g.op("Floor", xp)
-    parts = g.op("Concat", hi, g.op("Sub", xp, hi), g.op("Mul", xp, xp), g.op("Mul", e, e),
-                 axis=1)
+    xye = g.differences(xp, n)
+    parts = g.op("Concat", hi, g.op("Sub", xp, hi), g.op("Mul", xye, xye), axis=1)
     taps = []
     for s in scales:
         ti = np.zeros(k, np.float32)
@@ -1108,13 +1123,13 @@ def vif_decimate_accel(g, scale, frames=None, parts=None, u_scale=None, rnd=None
                                           g.f(256.0))), g.f(1.0 / 256.0))
 
 
-def vif_accel(g, xy, centre, u_scale, rnd_units, to8, gain_limit):
-    """The four VIF scores, float [1, 1, 4], of xy [1, 2, H, W] (centred levels): the maps of every
+def vif_accel(g, fp, centre, u_scale, rnd_units, to8, gain_limit):
+    """The four VIF scores, float [1, 1, 4], of the first two frames of fp [1, 3, H + 16, W + 16]
+    (centred levels, mirrored by scale 0's halo): the maps of every
     scale, then vif_statistic once over all of them flattened and concatenated, summed per
     scale in float32 in two stages (accel_staged_sums)."""
-    flat, src = vif_scale0_accel(g, xy)
-    maps = [flat]
-    xy1 = vif_decimate_accel(g, 0, frames=src, u_scale=u_scale, rnd=rnd_units, div=to8)
+    maps = [vif_scale0_accel(g, g.channels(fp, 0, 2))]
+    xy1 = vif_decimate_accel(g, 0, frames=fp, u_scale=u_scale, rnd=rnd_units, div=to8)
     (flat,), parts = vif_maps_accel(g, [g.reflect(xy1, len(VIF_TAPS[1]) // 2)], [1])
     maps.append(flat)
     xy2 = vif_decimate_accel(g, 1, parts=parts)
@@ -1128,32 +1143,36 @@ def vif_accel(g, xy, centre, u_scale, rnd_units, to8, gain_limit):
     num_px, den_px = vif_statistic(g, mx, my, qx, qy, fxx, fyy, nfee, centre, gain_limit)
     # num, den in log2 units, [1, 2, 4]; libvmaf stores them as float and divides in float
     nd = accel_staged_sums(g, g.op("Concat", num_px, den_px, axis=1), [1, 2],
-                           [g.op("Shape", v, start=2, end=4) for v in (xy, xy1, xy2, xy3)],
+                           [g.op("Sub", g.op("Shape", fp, start=2, end=4), g.i([16, 16]))]
+                           + [g.op("Shape", v, start=2, end=4) for v in (xy1, xy2, xy3)],
                            1.0 / math.log(2.0))
     return g.op("Div", *g.op("Split", nd, axis=1, n_out=2))
 
 
-def adm_ring_rows(g, n, offset):
-    """(rows, nb): for the band rows -1 .. nb of a frame of n rows (int64 [1]; nb = ceil(n/2),
-    band row -1 = row 1 and row nb = row nb - 1, the mirror of the masking threshold), the
-    four frame rows 2j-1 .. 2j+2 each takes, mirrored as dwt2's (row -1 = row 1, row n = row
-    n - 1, row n + 1 = row n - 2), plus offset (the rows of a mirrored ring above the frame)."""
+def adm_ring_rows(g, n, offset, length):
+    """The frame rows of `length` band rows (int64 [1], at least nb + 2; nb = ceil(n/2), n the
+    frame's rows, int64 [1]): band rows -1 .. nb (band row -1 = row 1 and row nb = row nb - 1,
+    the mirror of the masking threshold), then copies of row nb - 1 up to `length` (rows of the
+    canvas that adm_accel's masks leave out); for each, the four frame rows 2j-1 .. 2j+2 it
+    takes, mirrored as dwt2's (row -1 = row 1, row n = row n - 1, row n + 1 = row n - 2), plus
+    offset (the rows of a mirrored ring above the frame)."""
     nb = g.op("Div", g.op("Add", n, g.i([1])), g.i([2]))
-    j = g.op("Abs", g.arange(-1, g.op("Add", nb, g.i([1]))))
+    j = g.op("Min", g.op("Abs", g.arange(-1, g.op("Sub", length, g.i([1])))), nb)
     j = g.op("Where", g.op("Less", j, nb), j, g.op("Sub", g.op("Sub", g.op("Mul", nb, g.i([2])),
                                                                g.i([1])), j))
     rows = g.op("Abs", g.op("Add", g.column(g.op("Mul", j, g.i([2]))),
                             g.i([-1, 0, 1, 2])))
     rows = g.op("Where", g.op("Less", rows, n), rows,
                 g.op("Sub", g.op("Sub", g.op("Mul", n, g.i([2])), g.i([1])), rows))
-    return g.op("Add", g.op("Reshape", rows, g.i([-1])), g.i([offset])), nb
+    return g.op("Add", g.op("Reshape", rows, g.i([-1])), g.i([offset]))
 
 
-def adm_inner_ring(g, nb):
-    """bool [nb + 2]: the positions of a band of nb rows (or columns) with its mirrored ring
-    that the cube sums keep (the 10% border off, the ring never)."""
+def adm_inner_ring(g, nb, length):
+    """bool [length]: the positions of a band of nb rows (or columns) with its mirrored ring and
+    the canvas's rows past it that the cube sums keep (the 10% border off, the ring and the
+    rows past it never)."""
     b = g.op("Add", accel_border(g, nb), g.i([1]))
-    idx = g.arange(0, g.op("Add", nb, g.i([2])))
+    idx = g.arange(0, length)
     return g.op("And", g.op("GreaterOrEqual", idx, b),
                 g.op("Less", idx, g.op("Sub", g.op("Add", nb, g.i([2])), b)))
 
@@ -1189,23 +1208,49 @@ def adm_accel(g, levels, gain_limit):
     offset (u / 2^(bpc-8) = levels - 128) are the Conv's bias on the whole parts. Its bands
     are in libvmaf's units (64 x 8-bit levels): the 1/64 is folded into scale 0's CSF factors
     and scale 1's vertical taps (powers of two: bit for bit the division).
-    The decoupling, masking and cube sums then run once over the detail bands (v, h, d) of all
-    four scales, flattened and concatenated ([2 frames, 3 bands, T]), the 3x3 threshold once
-    per scale (a Conv, the ring its mirror); the border and ring are left out of the sums by
-    an infinite threshold there. The cube sums are float32, in two stages (accel_staged_sums),
-    their cube roots and the area terms too."""
+    The detail bands (v, h, d) of the four scales are laid out on one canvas [2 frames, 3
+    bands, R, C]: scale 0's band over a block that holds scale 1's beside scale 2's over
+    scale 3's (each DWT's index lists are as long as its block, the rows past its band copies
+    of its last row; the canvas is ~13% larger than the four bands: 1444 x 542 against
+    694202 samples at 1080p). The decoupling, masking and cube sums run once over it, the 3x3
+    threshold as one Conv (the ring each band's mirror); the border, the ring and the rest of
+    each block are left out of the sums by an infinite threshold there. The cube sums are
+    float32, in two stages (along the canvas's rows apart left and right of scale 1's
+    columns, then the row sums of each scale: two MatMuls with 0/1 matrices), their cube
+    roots and the area terms too."""
     lo = np.asarray(DB2_LO, np.float64) / 32768.0
     hi = np.asarray(DB2_HI, np.float64) / 32768.0
     lo_i, hi_i = np.asarray(DB2_LO, np.float32), np.asarray(DB2_HI, np.float32)
+    # band sizes (hb: frame rows, the canvas's columns; wb: frame columns, its rows) and with
+    # their ring (c, r)
     h, w = g.size(levels, 2), g.size(levels, 3)
-    bands, sizes, shapes, dims, masks, rfs, areas = [], [], [], [], [], [], []
+    hbs, wbs = [], []
+    for _ in range(4):
+        h, w = (g.op("Div", g.op("Add", n, g.i([1])), g.i([2])) for n in (h, w))
+        hbs.append(h)
+        wbs.append(w)
+    c, r = ([g.op("Add", n, g.i([2])) for n in ns] for ns in (hbs, wbs))
+    # the canvas [R0 + Rb, C]: scale 0 over (scale 1 beside (scale 2 over scale 3)); each
+    # scale's block (rows, columns) as its DWT makes it (longer index lists than its band's)
+    width = g.op("Max", c[0], g.op("Add", c[1], c[2]))
+    rb = g.op("Max", r[1], g.op("Add", r[2], r[3]))
+    rest = g.op("Sub", width, c[1])
+    blocks = [(r[0], width), (rb, c[1]), (r[2], rest), (g.op("Sub", rb, r[2]), rest)]
+
+    def canvas(parts, axis):
+        p0, p1, p2, p3 = parts
+        inner = g.op("Concat", p2, p3, axis=axis)
+        return g.op("Concat", p0, g.op("Concat", p1, inner, axis=axis + 1), axis=axis)
+
+    dets, masks, rfs, areas = [], [], [], []
+    h, w = g.size(levels, 2), g.size(levels, 3)
     x = adm_parts(g, levels)                                 # [2, 2, H, W]
     for scale in range(4):
         off = 1 if scale else 0
+        rows_n, cols_n = blocks[scale]
         if scale:
             x = g.op("Transpose", x, perm=[0, 1, 3, 2])      # the previous approximation
-        rows, hb = adm_ring_rows(g, h, off)
-        x = g.op("Gather", x, rows, axis=2)
+        x = g.op("Gather", x, adm_ring_rows(g, h, off, cols_n), axis=2)
         if scale == 0:
             # (P, F): lo, hi of the whole and of the fractional parts. In 8-bit units
             # v = floor((sum c (levels - 128) + 128) / 256), and sum(hi) = 0
@@ -1216,9 +1261,9 @@ def adm_accel(g, levels, gain_limit):
         else:
             taps = np.stack([lo, hi]) / (64.0 if scale == 1 else 1.0)
             v = g.op("Conv", x, g.f(taps.reshape(2, 1, 4, 1)), strides=[4, 1])
-        cols, wb = adm_ring_rows(g, w, off)
-        # (a, v, h, d) = lo_v lo_h, lo_v hi_h, hi_v lo_h, hi_v hi_h: [2, 4, wb + 2, hb + 2]
-        vt = g.op("Gather", g.op("Transpose", v, perm=[0, 1, 3, 2]), cols, axis=2)
+        # (a, v, h, d) = lo_v lo_h, lo_v hi_h, hi_v lo_h, hi_v hi_h: [2, 4, rows_n, cols_n]
+        vt = g.op("Gather", g.op("Transpose", v, perm=[0, 1, 3, 2]),
+                  adm_ring_rows(g, w, off, rows_n), axis=2)
         if scale == 0:
             # (P, F): (a, v, h, d) of v // 128 and of frac(v / 128);
             # band = floor((128 (P + F) + 2^15) / 2^16) = floor((P + F + 256) / 512)
@@ -1232,28 +1277,28 @@ def adm_accel(g, levels, gain_limit):
             x, det = g.split(out, [1, 3])
         else:
             det = g.channels(out, 1, 4)
-        bands.append(g.op("Reshape", det, g.i([2, 3, -1])))
-        hr, wr = (g.op("Add", n, g.i([2])) for n in (hb, wb))
-        shapes.append(g.op("Concat", g.i([1, 1]), wr, hr, axis=0))
-        dims.append(g.op("Concat", wr, hr, axis=0))
-        n = g.op("Mul", hr, wr)
-        sizes.append(n)
-        masks.append(g.op("Reshape", g.op("And", g.column(adm_inner_ring(g, wb)),
-                                          adm_inner_ring(g, hb)),
-                          g.i([1, 1, -1])))
+        dets.append(det)
+        hb, wb = hbs[scale], wbs[scale]
+        masks.append(g.op("And", g.column(adm_inner_ring(g, wb, rows_n)),
+                          adm_inner_ring(g, hb, cols_n)))
         rf = np.asarray(adm_rfactors(scale), np.float32)[[1, 0, 2]]
         rfs.append(g.op("Expand", g.f((rf / np.float32(64.0) if scale == 0 else rf)
-                                      .reshape(1, 3, 1)),
-                        g.op("Concat", g.i([1, 3]), n, axis=0)))
+                                      .reshape(1, 3, 1, 1)),
+                        g.op("Concat", g.i([1, 3]), rows_n, cols_n, axis=0)))
         areas.append(accel_area_term(g, hb, wb))
         h, w = hb, wb
-    sizes = g.op("Concat", *sizes, axis=0)
     # the csf factors applied before the decoupling, which commutes with them (h and v share
     # theirs, so the angle test holds as it was; the restored and additive parts scale with
     # the band): bit for bit the pure graph's adm2 on the test clips (measured while both DWTs
     # were fp32). Folded into the DWT's taps instead they moved adm2 by up to 1.8e-5 on noisy
-    # synthetic frames (the angle test flipping on other roundings)
-    ot = g.op("Mul", g.op("Concat", *bands, axis=2), g.op("Concat", *rfs, axis=2))  # [2, 3, T]
+    # synthetic frames (the angle test flipping on other roundings).
+    # The elementwise work runs on the canvas flattened, [2, 3, R * C]: OpenVINO's CPU device
+    # ran it 11% slower as [2, 3, R, C] (640x360, the whole form), as it would a Conv's
+    # neighbours (blocked channel layouts, 3 channels padded to 8 or 16, presumably)
+    bands = canvas(dets, 2)                                                # [2, 3, R, C]
+    rc = g.op("Shape", bands, start=2, end=4)
+    ot = g.op("Mul", g.op("Reshape", bands, g.i([2, 3, -1])),
+              g.op("Reshape", canvas(rfs, 2), g.i([1, 3, -1])))              # [2, 3, T]
     o, t = g.op("Split", ot, axis=0, n_out=2)
     # adm_angle on (h, v) (elementwise on the bands' channels: ORT's CPU reductions over a
     # middle axis are 5-10x slower)
@@ -1265,18 +1310,35 @@ def adm_accel(g, levels, gain_limit):
                  g.op("GreaterOrEqual", g.op("Mul", ot_dp, ot_dp),
                       g.op("Mul", g.op("Mul", o_mag, t_mag), g.f(COS_1DEG_SQ))))
     restored, additive = adm_restore(g, o, t, angle, gain_limit, g.f(0.0))
-    m = g.op("Sum", *g.op("Split", g.op("Abs", additive), axis=1, n_out=3))   # [1, 1, T]
-    # the 3x3 threshold per scale for the restored bands, 0 for the reference's; infinite
-    # outside each band's inner region (the ring, the 10% border): those cubes are 0
-    kern = np.stack([ADM_MASK_KERNEL, np.zeros_like(ADM_MASK_KERNEL)])              # [2, 1, 3, 3]
-    thr = [g.op("Reshape", g.op("Conv", g.op("Reshape", mb, shape), g.f(kern), pads=[1, 1, 1, 1]),
-                g.i([2, 1, -1])) for mb, shape in zip(g.split(m, sizes, axis=2, n=4), shapes)]
-    outside = g.op("Where", g.op("Concat", *masks, axis=2), g.f(0.0), g.f(np.inf))
-    thr = g.op("Add", g.op("Concat", *thr, axis=2), outside)                   # [2, 1, T]
+    # the 3x3 threshold over the sum of the three bands' |additive| for the restored bands, 0
+    # for the reference's: one Conv over the canvas, each band an input channel (the ring is
+    # each block's mirror, and no inner position reaches past its ring); infinite outside
+    # each band's inner region (the ring, the 10% border, the canvas past the band), so
+    # those cubes are 0
+    kern = np.stack([np.repeat(ADM_MASK_KERNEL[None], 3, axis=1)[0],
+                     np.zeros((3, 3, 3), np.float32)])                     # [2, 3, 3, 3]
+    thr = g.op("Conv", g.op("Reshape", g.op("Abs", additive),
+                            g.op("Concat", g.i([1, 3]), rc, axis=0)), g.f(kern), pads=[1, 1, 1, 1])
+    outside = g.op("Where", canvas(masks, 0), g.f(0.0), g.f(np.inf))       # [R, C]
+    thr = g.op("Add", g.op("Reshape", thr, g.i([2, 1, -1])),
+               g.op("Reshape", outside, g.i([1, 1, -1])))                  # [2, 1, T]
     # adm_cube_sums: the masked restored bands and the reference's, cubed and summed per scale
-    # in fp32 (two stages)
-    c = g.op("Relu", g.op("Sub", g.op("Abs", g.op("Concat", restored, o, axis=0)), thr))
-    sums = accel_staged_sums(g, g.op("Mul", g.op("Mul", c, c), c), [2, 3], dims)  # [2, 3, 4]
+    # in fp32 in two stages: along the canvas's rows, apart left and right of scale 1's
+    # columns (a MatMul with a [C, 2] 0/1 matrix), then the rows' two sums of each scale (a
+    # MatMul with the [2 R, 4] 0/1 matrix of the blocks); the parts left out add 0
+    cb = g.op("Relu", g.op("Sub", g.op("Abs", g.op("Concat", restored, o, axis=0)), thr))
+    cubes = g.op("Reshape", g.op("Mul", g.op("Mul", cb, cb), cb),
+                 g.op("Concat", g.i([2, 3]), rc, axis=0))                  # [2, 3, R, C]
+    left = g.op("Less", g.column(g.arange(0, width)), c[1])                 # [C, 1]
+    halves = g.op("Cast", g.op("Concat", left, g.op("Not", left), axis=1), to=TensorProto.FLOAT)
+    ri = g.column(g.arange(0, g.op("Add", r[0], rb)))                       # [R, 1]
+    right = g.op("Where", g.op("Less", g.op("Sub", ri, r[0]), r[2]), g.i([2]), g.i([3]))
+    which = g.op("Where", g.op("Less", ri, r[0]), g.i([0]),
+                 g.op("Concat", g.op("Expand", g.i([1]), g.op("Shape", ri)), right, axis=1))
+    blocks01 = g.op("Cast", g.op("Equal", g.column(g.op("Reshape", which, g.i([-1]))),
+                                 g.arange(0, g.i([4]))), to=TensorProto.FLOAT)  # [2 R, 4]
+    sums = g.op("MatMul", g.op("Reshape", g.op("MatMul", cubes, halves), g.i([2, 3, -1])),
+                blocks01)                                                  # [2, 3, 4]
     roots = g.op("Add", g.op("Pow", sums, g.f(1.0 / 3.0)), g.op("Concat", *areas, axis=0))
     num, den = g.split(g.op("ReduceSum", roots, g.i([1, 2]), keepdims=0), [1, 1], axis=0)
     # libvmaf zeroes num/den below 1e-10 * w*h/1080p and returns 1 for den == 0; both sums hold
@@ -1298,10 +1360,13 @@ def build_features_accel(gain_limit, name):
                                            axis=1), to=TensorProto.FLOAT), to8)
     centre = g.op("Round", g.op("ReduceMean", g.channels(levels, 0, 1), keepdims=1))
     frames = g.op("Sub", levels, centre)                        # [1, 3, H, W]
-    xy = g.channels(frames, 0, 2)
-    vif = vif_accel(g, xy, centre, u_scale, rnd_units, to8, gain_limit)
+    # the three frames mirrored by VIF's scale-0 halo: VIF's scale 0 and its decimation take the
+    # first two, motion the first and last (mirrored by its own 2 inside)
+    r = len(VIF_TAPS[0]) // 2
+    fp = g.reflect(frames, r)
+    vif = vif_accel(g, fp, centre, u_scale, rnd_units, to8, gain_limit)
     adm = adm_accel(g, g.op("Reshape", g.channels(levels, 0, 2), g.i([2, 1, 0, 0])), gain_limit)
-    motion = motion_accel(g, frames)
+    motion = motion_accel(g, fp, r)
     # the outputs, in FEATURES' order
     g.nodes.append(helper.make_node("Split", [g.op("Reshape", vif, g.i([4]))], FEATURES[:4],
                                     axis=0, name=f"n{g._count}_Split"))
