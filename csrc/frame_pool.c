@@ -459,9 +459,16 @@ static void run_batched(Worker *w, Slot **group, const VdnnTinyFrame *frame, siz
         locks[2 * n_live + 1] = s->lock[2 * i + 1];
         n_live++;
     }
-    const int batch = n_live > 1 && verdict >= 0;
+    int batch = n_live > 1 && verdict >= 0;
     w->running = batch ? m : NULL;
     pthread_mutex_unlock(&p->lock);
+    /* A model that reads past pictures is shown the frames before the
+     * batch's first (the Run feeds them; the graph takes the later frames'
+     * from the batch), and before each frame it scores alone. */
+    const int past = vdnn_tiny_model_history_depth(m, VDNN_PICTURE_REFERENCE) ||
+                     vdnn_tiny_model_history_depth(m, VDNN_PICTURE_DISTORTED);
+    if (batch && past && prime_copies(w, live[0]))
+        batch = 0;
     /* Cancel marks every slot at once (vdnn_frame_pool_cancel): any live
      * one's flag speaks for the batch. */
     vdnn_session_watch_stop_flag(batch ? &live[0]->cancelled : NULL);
@@ -486,7 +493,9 @@ static void run_batched(Worker *w, Slot **group, const VdnnTinyFrame *frame, siz
         int frame_rc;
         if (rc == 1 || check) {
             vdnn_tiny_model_set_locked_size(m, locks[2 * k], locks[2 * k + 1]);
-            frame_rc = run_model(w, s, live_frame[k], m);
+            frame_rc = past ? prime_copies(w, s) : 0;
+            if (!frame_rc)
+                frame_rc = run_model(w, s, live_frame[k], m);
             check_cancelled |= frame_rc == -ECANCELED;
         } else if (rc) {
             frame_rc = vdnn_fail(rc, "read_pictures: frame %u was cancelled while model %s ran "

@@ -1055,22 +1055,35 @@ static bool same_type(const VdnnOnnxValue *a, const VdnnOnnxValue *b, bool sampl
            (a->elem_type == ONNX_FLOAT || a->elem_type == ONNX_FLOAT16);
 }
 
-static bool same_values(const VdnnOnnxValue *a, const VdnnOnnxValue *b, size_t n, bool samples)
+/* Dims of a and b match; with `batch`, b's first dim may be symbolic where
+ * a declares 1 (a form that takes several frames per Run). */
+static bool same_dims(const VdnnOnnxValue *a, const VdnnOnnxValue *b, bool batch)
 {
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(a[i].name, b[i].name) != 0 || !same_type(&a[i], &b[i], samples) ||
-            a[i].rank != b[i].rank ||
-            (a[i].rank > 0 && memcmp(a[i].dims, b[i].dims, (size_t)a[i].rank * sizeof(int64_t))))
+    if (a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d] && !(batch && d == 0 && a->dims[0] == 1 && b->dims[0] < 0))
             return false;
     return true;
 }
 
-static int interfaces_match(const VdnnOnnxInterface *a, const VdnnOnnxInterface *b,
-                            bool samples)
+/* `form`: b is a form of a: sample pictures (same_type) and a batch dim on
+ * pictures (rank 4) and outputs. */
+static bool same_values(const VdnnOnnxValue *a, const VdnnOnnxValue *b, size_t n, bool form,
+                        bool outputs)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(a[i].name, b[i].name) != 0 || !same_type(&a[i], &b[i], form && !outputs) ||
+            !same_dims(&a[i], &b[i], form && (outputs || a[i].rank == 4)))
+            return false;
+    return true;
+}
+
+static int interfaces_match(const VdnnOnnxInterface *a, const VdnnOnnxInterface *b, bool form)
 {
     return a && b && a->n_inputs == b->n_inputs && a->n_outputs == b->n_outputs &&
-           same_values(a->inputs, b->inputs, a->n_inputs, samples) &&
-           same_values(a->outputs, b->outputs, a->n_outputs, false);
+           same_values(a->inputs, b->inputs, a->n_inputs, form, false) &&
+           same_values(a->outputs, b->outputs, a->n_outputs, form, true);
 }
 
 int vdnn_onnx_interface_equal(const VdnnOnnxInterface *a, const VdnnOnnxInterface *b)

@@ -872,14 +872,31 @@ static int check_cap(const VdnnTinyModel *m)
  * not temporal. */
 static int decide_batchable(const VdnnTinyModel *m)
 {
-    const size_t n_in = vmaf_dnn_session_input_count(m->session);
-    if (!m->n_image || m->n_image != n_in || m->n_scalar || m->vector_name ||
-        vdnn_tiny_model_temporal(m) || m->samples)
+    if (!m->n_image || m->vector_name || !m->outputs_per_frame)
         return 0;
-    for (size_t k = 0; k < m->n_image; k++)
-        if (m->image_src[k].back || input_info(m, m->image_slot[k]).shape[0] >= 0)
+    for (size_t i = 0; i < m->n_scalar; i++)
+        if (m->scalar[i].src->kind == VDNN_SOURCE_FEATURE)
+            return 0; /* a value per frame */
+    const size_t n_in = vmaf_dnn_session_input_count(m->session);
+    for (size_t slot = 0; slot < n_in; slot++) {
+        size_t k = 0;
+        while (k < m->n_image && m->image_slot[k] != slot)
+            k++;
+        const VmafDnnTensorInfo info = input_info(m, slot);
+        if (k < m->n_image && !m->image_src[k].back) {
+            if (info.shape[0] >= 0) /* the frame's picture: [N, 1, H, W] */
+                return 0;
+            continue;
+        }
+        /* A value input (bpc, size, device type) is the Run's, and a past
+         * picture the one before the Run's first frame: declared whole. */
+        if (k < m->n_image ? info.shape[0] != 1 : info.rank > 0 && info.shape[0] < 0)
             return 0;
-    return m->outputs_per_frame;
+        for (size_t d = 1; k == m->n_image && d < info.rank; d++)
+            if (info.shape[d] < 0)
+                return 0;
+    }
+    return 1;
 }
 
 /* Whether the form at m->form_path declares the inputs and outputs of the
@@ -1744,8 +1761,12 @@ static int common_size(VdnnTinyModel *m, const VdnnTinyFrame *const *f, const un
         unsigned bw, bh;
         int bresize;
         vdnn_tiny_model_set_locked_size(m, locks[2 * b], locks[2 * b + 1]);
-        if (f[b]->w[m->plane] != w || f[b]->h[m->plane] != h || too_small(m, f[b]) ||
-            fit_size(m, w, h, &bw, &bh, &bresize))
+        if (f[b]->w[m->plane] != w || f[b]->h[m->plane] != h || f[b]->bpc != f[0]->bpc ||
+            too_small(m, f[b]) || fit_size(m, w, h, &bw, &bh, &bresize))
+            return -ERANGE;
+        /* A model reading past pictures is fed those of the first frame
+         * only: the graph takes the later frames' from the batch itself. */
+        if (m->history[0].depth + m->history[1].depth && f[b]->index != f[0]->index + b)
             return -ERANGE;
         if (b == 0) {
             *tw = bw;
@@ -1768,29 +1789,43 @@ int vdnn_tiny_model_batch_run(VdnnTinyModel *m, const VdnnTinyFrame *const *f,
     const size_t plane = (size_t)tw * th;
     if (plane > SIZE_MAX / sizeof(float) / n || grow_batch(m, plane * n, n))
         return 1;
-    if (resize && vdnn_resizer_prepare(&m->resizer, m->resize, f[0]->w[m->plane],
-                                       f[0]->h[m->plane], tw, th))
+    /* The first frame's inputs as a Run of it alone takes them (its past
+     * pictures, the value inputs), then the frame's own pictures replaced
+     * by the batch's, stacked (samples as uint16_t in the same buffers). */
+    size_t n_in = 0;
+    unsigned fw = 0, fh = 0;
+    if (feed_images(m, f[0], m->feed, &n_in, &fw, &fh) ||
+        feed_scalars(m, NULL, f[0], fw, fh, m->feed, &n_in))
         return 1;
-    for (size_t k = 0; k < m->n_image; k++)
+    for (size_t k = 0; k < m->n_image; k++) {
+        if (m->image_src[k].back)
+            continue;
         for (size_t b = 0; b < n; b++) {
-            const float *src = frame_plane(m, f[b], m->image_src[k].picture);
+            const VdnnSourcePicture pic = m->image_src[k].picture;
+            if (m->samples) {
+                if (samples_of(m, f[b], pic, resize, (uint16_t *)m->batch_in[k] + b * plane))
+                    return 1;
+                continue;
+            }
+            const float *src = frame_plane(m, f[b], pic);
             float *dst = m->batch_in[k] + b * plane;
             if (resize)
                 vdnn_resizer_run(&m->resizer, src, dst);
             else
                 memcpy(dst, src, plane * sizeof(float));
         }
+        m->feed[k] = (VmafDnnInput){m->image_name[k], m->batch_in[k], m->batch_shape, 4};
+    }
     m->batch_shape[0] = (int64_t)n;
     m->batch_shape[1] = 1;
     m->batch_shape[2] = th;
     m->batch_shape[3] = tw;
-    for (size_t k = 0; k < m->n_image; k++)
-        m->feed[k] = (VmafDnnInput){m->image_name[k], m->batch_in[k], m->batch_shape, 4};
     for (size_t s = 0; s < m->n_out; s++) {
         m->outputs[s].data = m->batch_value + s * n;
         m->outputs[s].capacity = n;
     }
-    const int rc = vmaf_dnn_session_run(m->session, m->feed, m->n_image, m->outputs, m->n_out);
+    const int rc = vdnn_session_run_samples(m->session, m->feed, m->feed_samples, n_in,
+                                            m->outputs, m->n_out);
     int whole = !rc;
     for (size_t s = 0; s < m->n_out; s++) {
         whole &= m->outputs[s].count == n;

@@ -151,12 +151,9 @@ typedef struct VmafDnnContextConfig {
                               threads. See vmaf_dnn_read_pictures for
                               frames in flight */
     int batch;             /* frames per ONNX Runtime Run, at most, for the
-                              models that can score several at once: every
-                              input a picture of the frame scored with a
-                              symbolic first (batch) dim, every output with
-                              one, nothing temporal (see
-                              vmaf_dnn_use_tiny_model); other models score
-                              a frame per Run. 0..VMAF_DNN_MAX_BATCH.
+                              models that can score several at once
+                              (VmafDnnBatching.batchable); other models
+                              score a frame per Run. 0..VMAF_DNN_MAX_BATCH.
                               0 (default): the library's choice, today one
                               frame per Run on every device: stacking
                               frames was measured no faster on the CPU EP
@@ -460,7 +457,9 @@ VMAF_DNN_API const char *vmaf_dnn_tiny_model_attached_ep(const VmafDnnContext *c
  * built-ins' accelerator forms). The form is opened with the model's config
  * and policy and must attach the same EP and declare the same inputs and
  * outputs (except that a FLOAT or FLOAT16 image input may be UINT16 in the
- * form, which then takes the samples: see vmaf_dnn_use_tiny_model), else the
+ * form, which then takes the samples: see vmaf_dnn_use_tiny_model, and that
+ * an image input's or output's first dim the model declares 1 may be
+ * symbolic in the form: see VmafDnnBatching), else the
  * attach fails (-EINVAL, or the form's open error) saying why; the model's own file is then read and checked under the policy but
  * needs no ONNX Runtime session of its own. EP
  * names are compared without case. The environment variable
@@ -475,10 +474,25 @@ VMAF_DNN_API const char *vmaf_dnn_tiny_model_form_path(const VmafDnnContext *ctx
 
 /* What VmafDnnContextConfig.batch did for one attached model. */
 typedef struct VmafDnnBatching {
-    int batchable;           /* it can take several frames per Run: every
-                                input a picture of the frame scored with a
-                                symbolic first dim, every output with one,
-                                nothing temporal */
+    int batchable;           /* it can take several frames per Run (as
+                                the file that scores declares it: the
+                                model, or its form, which may declare N
+                                where the model declares 1): every picture
+                                of the frame scored with a symbolic first
+                                dim and every output with one; "value"
+                                inputs (bpc, width, height, device_type)
+                                of fixed shape, fed once per Run (its
+                                frames share size and depth); past
+                                pictures ("offset" < 0) declared with a
+                                first dim of 1: a Run feeds those of its
+                                first frame (the frame itself at the
+                                clip's first, as alone), and the graph
+                                takes the later frames' from the batch's
+                                own pictures (frame b's picture k back is
+                                frame b - k of the batch, for b >= k); no
+                                "feature" input nor feature vector. A Run
+                                of such a model takes consecutive frames
+                                only */
     int batch;               /* frames per Run asked of it: the context's
                                 batch, 1 when that is 0 or 1 or the model is
                                 not batchable */

@@ -726,6 +726,50 @@ def temporal_diff():
                       [tensor("motion", F32, [1]), tensor("bits", F32, [1])], inits)
 
 
+def _batch_temporal(elem_type):
+    """cur[N,1,H,W], prev[1,1,H,W], bpc[1] -> motion[N] = mean(cur[b]) - mean(cur[b - 1]),
+    with prev standing for cur[-1] (the picture before the Run's first frame), bits[N] = bpc:
+    temporal_diff scoring several frames per Run, the previous pictures taken from the batch
+    itself. UINT16: the pictures' own samples, normalised by 2^bpc - 1 inside."""
+    starts = numpy_helper.from_array(np.array([0, 0], np.int64), "bt_starts")
+    ends = numpy_helper.from_array(np.array([-1, 1 << 30], np.int64), "bt_ends")
+    axes = numpy_helper.from_array(np.array([0, 1], np.int64), "bt_axes")
+    one = numpy_helper.from_array(np.array([1.0], np.float32), "bt_one")
+    two = numpy_helper.from_array(np.array([2.0], np.float32), "bt_two")
+    nodes = []
+    if elem_type == F32:
+        cur, prev = "cur", "prev"
+    else:
+        nodes += [helper.make_node("Pow", ["bt_two", "bpc"], ["bt_range1"]),
+                  helper.make_node("Sub", ["bt_range1", "bt_one"], ["bt_max"]),
+                  helper.make_node("Cast", ["cur"], ["cur_s"], to=F32),
+                  helper.make_node("Cast", ["prev"], ["prev_s"], to=F32),
+                  helper.make_node("Div", ["cur_s", "bt_max"], ["cur_f"]),
+                  helper.make_node("Div", ["prev_s", "bt_max"], ["prev_f"])]
+        cur, prev = "cur_f", "prev_f"
+    nodes += [helper.make_node("Slice", [cur, "bt_starts", "bt_ends", "bt_axes"], ["earlier"]),
+              helper.make_node("Concat", [prev, "earlier"], ["before"], axis=0),
+              helper.make_node("ReduceMean", [cur], ["mc"], axes=[1, 2, 3], keepdims=0),
+              helper.make_node("ReduceMean", ["before"], ["mp"], axes=[1, 2, 3], keepdims=0),
+              helper.make_node("Sub", ["mc", "mp"], ["motion"]),
+              helper.make_node("Mul", ["mc", "bt_zero"], ["zeros"]),
+              helper.make_node("Add", ["zeros", "bpc"], ["bits"])]
+    zero = numpy_helper.from_array(np.array([0.0], np.float32), "bt_zero")
+    return make_model(nodes, [tensor("cur", elem_type, ["N", 1, "H", "W"]),
+                              tensor("prev", elem_type, [1, 1, "H", "W"]),
+                              tensor("bpc", F32, [1])],
+                      [tensor("motion", F32, ["N"]), tensor("bits", F32, ["N"])],
+                      [starts, ends, axes, one, two, zero])
+
+
+def batch_temporal():
+    return _batch_temporal(F32)
+
+
+def batch_temporal_u16():
+    return _batch_temporal(TensorProto.UINT16)
+
+
 def pair_min():
     """a[1], b[1] -> y[1] = min(a, b) (libvmaf's motion2 from motion at offsets 0 and +1)."""
     return make_model([helper.make_node("Min", ["a", "b"], ["y"])],
@@ -744,6 +788,8 @@ def pair_sum():
 ALL.update({
     "temporal_diff": temporal_diff,
     "pair_min": pair_min,
+    "batch_temporal": batch_temporal,
+    "batch_temporal_u16": batch_temporal_u16,
     "pair_sum": pair_sum,
     "past_diff": temporal_diff,
 })
@@ -753,6 +799,11 @@ ALL.update({
 SIDECARS = {name: '{"native_resolution": true}\n'
             for name in ("batch_size", "batch_fr", "batch_one_only", "batch_mean",
                          "batch_rows", "batch_center")}
+# Read the distorted picture one frame back (the batch's first frame's) and the bit depth.
+for _name in ("batch_temporal", "batch_temporal_u16"):
+    SIDECARS[_name] = ('{"native_resolution": true, "output_keys": ["m", "bits"], '
+                       '"input_sources": {"prev": {"picture": "distorted", "offset": -1}, '
+                       '"bpc": {"value": "bpc"}}}\n')
 # temporal_diff reading the distorted picture one frame back (tests/c/test_batch.c).
 SIDECARS["past_diff"] = ('{"native_resolution": true, "output_keys": ["m", "bits"], '
                          '"input_sources": {"prev": {"picture": "distorted", "offset": -1}, '

@@ -345,6 +345,73 @@ def test_batched_runs_score_like_one_frame_per_run(models, threads):
             ctx.batching(True)
 
 
+@pytest.mark.parametrize("threads", [0, 2])
+@pytest.mark.parametrize("model,bitdepth", [("batch_temporal", 8), ("batch_temporal_u16", 10)])
+def test_batched_runs_of_a_model_reading_past_pictures(models, threads, model, bitdepth):
+    """A model that reads the picture one frame back declares it with a batch of 1 and its
+    frame's pictures with N: a batched Run feeds it the picture before the Run's first frame
+    (the frame itself at the clip's first, libvmaf's motion rule) and the graph takes the
+    later frames' from the batch. Every frame scores as one Run per frame: mean(t) -
+    mean(t - 1), 0 at frame 0; bpc, a value input, is the Run's. Samples models (UINT16)
+    alike."""
+    rng = np.random.default_rng(11)
+    top = (1 << bitdepth) - 1
+    dtype = np.uint8 if bitdepth == 8 else np.uint16
+    planes = [rng.integers(0, top + 1, (12, 20)).astype(dtype) for _ in range(10)]
+    scores, batching = {}, {}
+    for batch in (1, 4):
+        with vmafdnn.Context(device="cpu", threads=threads, batch=batch) as ctx:
+            ctx.use_model(getattr(models, model))
+            for i, dist in enumerate(planes):
+                ctx.read_pictures(None, dist, i, bitdepth=bitdepth)
+            ctx.flush()
+            scores[batch] = [(ctx.feature("m", i), ctx.feature("bits", i)) for i in range(10)]
+            batching[batch] = ctx.batching(0)
+    means = [p.astype(np.float64).mean() / top for p in planes]
+    want = [means[i] - means[max(i - 1, 0)] for i in range(10)]
+    for batch in (1, 4):
+        np.testing.assert_allclose([m for m, _ in scores[batch]], want, rtol=0, atol=1e-6)
+        assert [b for _, b in scores[batch]] == [float(bitdepth)] * 10
+        assert scores[batch][0][0] == 0.0
+    np.testing.assert_allclose(scores[4], scores[1], rtol=0, atol=1e-7)
+    assert batching[4].batchable and batching[4].batch == 4 and not batching[4].refused
+    if threads == 0:  # one worker: Runs of 4, 4 and 2; the first checked, the others kept
+        assert batching[4].batched_frames == 6
+
+
+def test_a_form_may_declare_a_batch_where_its_model_declares_one(stage, models, tmp_path,
+                                                                 monkeypatch):
+    """temporal_diff declares one frame ([1, 1, H, W], outputs [1]); batch_temporal, the same
+    interface with N frames, is accepted as its form and scores several frames per Run, as the
+    model alone scores them one per Run. The other way round (a form of 1 for a model of N) is
+    refused."""
+    sidecar = {"native_resolution": True, "output_keys": ["m", "bits"],
+               "input_sources": {"prev": {"picture": "distorted", "offset": -1},
+                                 "bpc": {"value": "bpc"}}}
+    shutil.copyfile(models.batch_temporal, tmp_path / "td_batch.onnx")
+    model = stage("temporal_diff", "td", dict(sidecar, forms={"CPU": "td_batch.onnx"}))
+    planes = [np.full((9, 11), 7 * i, np.uint8) for i in range(6)]
+    got = {}
+    for forms in ("1", "0"):
+        monkeypatch.setenv("VMAFDNN_MODEL_FORMS", forms)
+        with vmafdnn.Context(device="cpu", batch=4) as ctx:
+            info = ctx.use_model(model)
+            for i, dist in enumerate(planes):
+                ctx.read_pictures(None, dist, i)
+            ctx.flush()
+            got[forms] = [ctx.feature("m", i) for i in range(6)]
+            assert (info.form is not None) == (forms == "1")
+            assert ctx.batching(0).batchable == (forms == "1")
+            if forms == "1":
+                assert ctx.batching(0).batched_frames > 0
+    np.testing.assert_allclose(got["1"], got["0"], rtol=0, atol=1e-7)
+    monkeypatch.delenv("VMAFDNN_MODEL_FORMS")
+    shutil.copyfile(models.temporal_diff, tmp_path / "td_one.onnx")
+    wide = stage("batch_temporal", "wide", dict(sidecar, forms={"CPU": "td_one.onnx"}))
+    with pytest.raises(vmafdnn.InvalidArgumentError, match="other inputs or outputs"):
+        vmafdnn.Context(device="cpu").use_model(wide)
+
+
 def test_resize_modes(stage):
     """A 4x4 model on an 8x8 constant frame: refused without a resize mode,
     the same constant with one (context-wide or per model)."""
