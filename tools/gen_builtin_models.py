@@ -112,10 +112,13 @@ class Graph:
                                            [name], name=f"n{self._count}_Reshape"))
         self._count += 1
 
-    def model(self, name, input_names, output_name, doc):
-        inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 1, "H", "W"])
-                  for n in input_names]
-        outputs = [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, [1])]
+    def model(self, name, input_names, output_name, doc, batch=False):
+        """batch: the accelerator forms' interface, a symbolic leading dim "N" (frames of one
+        clip per Run) on the pictures and the output ([N, 1, H, W] -> [N]); else batch 1."""
+        n = "N" if batch else 1
+        inputs = [helper.make_tensor_value_info(i, TensorProto.FLOAT, [n, 1, "H", "W"])
+                  for i in input_names]
+        outputs = [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, [n])]
         graph = helper.make_graph(self.nodes, name, inputs, outputs, initializer=self.inits)
         graph.doc_string = doc
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
@@ -193,8 +196,7 @@ def build_psnr_y_accel():
     err = g.op("Sub", "reference", "distorted")  # psnr_error's difference, not widened
     accel_psnr_db(g, accel_sum_pooled(g, g.op("Mul", err, err)), "reference", "psnr_y")
     return g.model("psnr_y", ["reference", "distorted"], "psnr_y",
-                   "Accelerator form (whole frame, float32 only, no Loop, static once H and W are "
-                   "fixed). " + PSNR_DOC)
+                   ACCEL_DOC + PSNR_DOC, batch=True)
 
 
 def gaussian_window():
@@ -304,16 +306,15 @@ def build_ssim_y_accel():
     [0.5, 2]) and small where SSIM needs the digits (near 1), so the fp32 sums' rounding is
     relative to 1 - SSIM, not to SSIM."""
     g = Graph()
-    cx = g.op("ReduceMean", "reference", keepdims=1)
-    cy = g.op("ReduceMean", "distorted", keepdims=1)
+    cx = g.op("ReduceMean", "reference", axes=[1, 2, 3], keepdims=1)     # [N, 1, 1, 1]
+    cy = g.op("ReduceMean", "distorted", axes=[1, 2, 3], keepdims=1)
     x = g.op("Sub", "reference", cx)
     y = g.op("Sub", "distorted", cy)
     one = g.const(1.0, np.float32)
     ssim_map = ssim_y_map(g, x, y, cx, cy, 1, 5)
     accel_output(g, "Add", [accel_mean(g, g.op("Sub", ssim_map, one)), one], "ssim_y")
-    return g.model("ssim_y", ["reference", "distorted"], "ssim_y",
-                   "Accelerator form (whole frame, float32 only, no Loop, static once H and W are "
-                   "fixed). " + SSIM_DOC)
+    return g.model("ssim_y", ["reference", "distorted"], "ssim_y", ACCEL_DOC + SSIM_DOC,
+                   batch=True)
 
 
 def laplacian(b, plane):
@@ -361,9 +362,8 @@ def build_sharpness_nr_accel():
     mean = accel_mean(g, lap)
     mean_sq = accel_mean(g, g.op("Mul", lap, lap))
     accel_output(g, "Sub", [mean_sq, g.op("Mul", mean, mean)], "sharpness_nr")
-    return g.model("sharpness_nr", ["distorted"], "sharpness_nr",
-                   "Accelerator form (whole frame, float32 only, no Loop, static once H and W are "
-                   "fixed). " + SHARPNESS_DOC)
+    return g.model("sharpness_nr", ["distorted"], "sharpness_nr", ACCEL_DOC + SHARPNESS_DOC,
+                   batch=True)
 
 
 # ---- libvmaf-compatible variants: the graphs above, fed or prefixed differently --------------
@@ -611,28 +611,37 @@ ACCEL_PSNR_A = 50.0
 # (AveragePool with count_include_pad: a division by a power of 2, exact), then over the pooled
 # rows and columns (ReduceSum).
 ACCEL_PSNR_POOL = 32
+# The accelerator forms take a batch: N frames of one clip per Run ([N, 1, H, W] pictures, [N]
+# outputs, "N" symbolic), each frame's value computed on its own (every reduction and centring
+# per frame), so that a frame gives in a batch what it gives alone (N = 1): bit for bit on ORT's
+# CPU EP (tests/python/test_accel_forms.py), the library's batch check allowing 1e-6 + 1e-5
+# relative. The models keep batch 1; the library accepts a form declaring N where the model
+# declares 1.
+ACCEL_DOC = ("Accelerator form (whole frames, float32 only, no Loop, static once N, H and W are "
+             "fixed; N frames of one clip per Run, each scored on its own). ")
 
 
 def accel_output(g, op_type, inputs, name):
-    """A node of g that writes the graph's output `name` (already [1]: no Reshape)."""
+    """A node of g that writes the graph's output `name` (already [N]: no Reshape)."""
     g.nodes.append(helper.make_node(op_type, list(inputs), [name],
                                     name=f"n{g._count}_{op_type}"))
     g._count += 1
 
 
 def accel_mean(g, x):
-    """The mean of x [1, 1, h, w] in float32, as a [1] tensor: the mean of each row, then the mean
+    """The mean of each frame of x [N, 1, h, w] in float32, as an [N] tensor: the mean of each row, then the mean
     of those (equal row lengths: the mean of the means is the mean). Each stage adds at most w or
     h values, spread over the EP's vector lanes; one ReduceMean over a whole frame is off by up
     to ~1e-3 relative on ORT's CPU EP, the two stages by up to ~3.4e-6 (sums of squares, 2160p),
     less when the values have both signs. Enough for ssim_y (a mean of map - 1) and sharpness_nr;
     psnr_y needs better (accel_sum_pooled)."""
     rows = g.op("ReduceMean", x, axes=[3], keepdims=1)
-    return g.op("ReduceMean", rows, axes=[0, 1, 2], keepdims=0)
+    return g.op("ReduceMean", rows, axes=[1, 2, 3], keepdims=0)
 
 
 def accel_sum_pooled(g, x):
-    """The sum of x [1, 1, h, w] in float32 divided by ACCEL_PSNR_POOL^2, as a [1] tensor: sums
+    """The sum of each frame of x [N, 1, h, w] in float32 divided by ACCEL_PSNR_POOL^2, as an
+    [N] tensor: sums
     of ACCEL_PSNR_POOL values along each row, then of ACCEL_PSNR_POOL of those down each column
     (AveragePool: zero padding past the frame, exact power-of-2 divisions), then a ReduceSum over
     the pooled columns and one over the pooled rows (at 2160p: 120 and 68 values). No stage adds
@@ -644,7 +653,7 @@ def accel_sum_pooled(g, x):
         x = g.op("AveragePool", x, kernel_shape=kernel, strides=kernel,
                  pads=[0, 0, kernel[0] - 1, kernel[1] - 1], count_include_pad=1)
     cols = g.op("ReduceSum", x, g.const([3], np.int64), keepdims=1)
-    return g.op("ReduceSum", cols, g.const([0, 1, 2], np.int64), keepdims=0)
+    return g.op("ReduceSum", cols, g.const([1, 2, 3], np.int64), keepdims=0)
 
 
 def accel_psnr_db(g, pooled_sse, plane, name):

@@ -1006,7 +1006,7 @@ def vif_scale0_accel(g, xp):
     maps = g.conv(g.op("Concat", vert, tmp, axis=1),                      # v, moments, tmp
                   [trow / np.float32(256.0)] * 2 + [trow, trow, -trow]
                   + [trow / np.float32(256.0)] * 2)
-    return g.op("Reshape", maps, g.i([1, 7, 1, -1]))
+    return g.op("Reshape", maps, g.i([0, 7, 1, -1]))
 
 
 def motion_accel(g, fp, r):
@@ -1078,13 +1078,13 @@ def vif_maps_accel(g, xy, scales):
                   + [w for w in rows for _ in (0, 1)] + [-w for w in rows]
                   + [w / np.float32(256.0) for w in rows for _ in (0, 1)])
     if per == 1:
-        return [g.op("Reshape", maps, g.i([1, 7, 1, -1]))], parts
+        return [g.op("Reshape", maps, g.i([0, 7, 1, -1]))], parts
     # channels (m_x2, m_y2, m_x3, m_y3, fxx2, fyy2, fxx3, fyy3, nfee2, nfee3, q_x2, ...): each
     # scale's seven in order, scale 3's cropped to its frame
     m2, m3 = g.split(g.op("Gather", maps, g.i([0, 1, 4, 5, 8, 10, 11, 2, 3, 6, 7, 9, 12, 13]),
                           axis=1), [7, 7])
     m3 = g.op("Slice", m3, g.i([0, 0]), g.op("Shape", xy[1], start=2, end=4), g.i([2, 3]))
-    return [g.op("Reshape", v, g.i([1, 7, 1, -1])) for v in (m2, m3)], parts
+    return [g.op("Reshape", v, g.i([0, 7, 1, -1])) for v in (m2, m3)], parts
 
 
 def vif_decimate_accel(g, scale, frames=None, parts=None, u_scale=None, rnd=None, div=None):
@@ -1142,7 +1142,7 @@ def vif_accel(g, fp, centre, u_scale, rnd_units, to8, gain_limit):
                                           n_out=7)
     num_px, den_px = vif_statistic(g, mx, my, qx, qy, fxx, fyy, nfee, centre, gain_limit)
     # num, den in log2 units, [1, 2, 4]; libvmaf stores them as float and divides in float
-    nd = accel_staged_sums(g, g.op("Concat", num_px, den_px, axis=1), [1, 2],
+    nd = accel_staged_sums(g, g.op("Concat", num_px, den_px, axis=1), [0, 2],
                            [g.op("Sub", g.op("Shape", fp, start=2, end=4), g.i([16, 16]))]
                            + [g.op("Shape", v, start=2, end=4) for v in (xy1, xy2, xy3)],
                            1.0 / math.log(2.0))
@@ -1297,14 +1297,16 @@ def adm_accel(g, levels, gain_limit):
     # neighbours (blocked channel layouts, 3 channels padded to 8 or 16, presumably)
     bands = canvas(dets, 2)                                                # [2, 3, R, C]
     rc = g.op("Shape", bands, start=2, end=4)
-    ot = g.op("Mul", g.op("Reshape", bands, g.i([2, 3, -1])),
-              g.op("Reshape", canvas(rfs, 2), g.i([1, 3, -1])))              # [2, 3, T]
-    o, t = g.op("Split", ot, axis=0, n_out=2)
+    # (the frames of the batch on axis 0, each one's reference and distorted on axis 1)
+    flat = g.op("Concat", g.i([-1, 2, 3]), g.op("ReduceProd", rc, keepdims=1), axis=0)
+    ot = g.op("Mul", g.op("Reshape", bands, flat),
+              g.op("Reshape", canvas(rfs, 2), g.i([1, 1, 3, -1])))          # [N, 2, 3, T]
+    o, t = g.op("Split", ot, axis=1, n_out=2)
     # adm_angle on (h, v) (elementwise on the bands' channels: ORT's CPU reductions over a
     # middle axis are 5-10x slower)
-    sv, sh, _ = g.op("Split", g.op("Mul", ot, ot), axis=1, n_out=3)
-    o_mag, t_mag = g.op("Split", g.op("Add", sv, sh), axis=0, n_out=2)
-    pv, ph, _ = g.op("Split", g.op("Mul", o, t), axis=1, n_out=3)
+    sv, sh, _ = g.op("Split", g.op("Mul", ot, ot), axis=2, n_out=3)
+    o_mag, t_mag = g.op("Split", g.op("Add", sv, sh), axis=1, n_out=2)
+    pv, ph, _ = g.op("Split", g.op("Mul", o, t), axis=2, n_out=3)
     ot_dp = g.op("Add", pv, ph)
     angle = g.op("And", g.op("GreaterOrEqual", ot_dp, g.f(0.0)),
                  g.op("GreaterOrEqual", g.op("Mul", ot_dp, ot_dp),
@@ -1317,18 +1319,18 @@ def adm_accel(g, levels, gain_limit):
     # those cubes are 0
     kern = np.stack([np.repeat(ADM_MASK_KERNEL[None], 3, axis=1)[0],
                      np.zeros((3, 3, 3), np.float32)])                     # [2, 3, 3, 3]
-    thr = g.op("Conv", g.op("Reshape", g.op("Abs", additive),
-                            g.op("Concat", g.i([1, 3]), rc, axis=0)), g.f(kern), pads=[1, 1, 1, 1])
+    per_band = g.op("Concat", g.i([-1, 3]), rc, axis=0)                    # [2 N | N, 3, R, C]
+    thr = g.op("Conv", g.op("Reshape", g.op("Abs", additive), per_band), g.f(kern),
+               pads=[1, 1, 1, 1])                                          # [N, 2, R, C]
     outside = g.op("Where", canvas(masks, 0), g.f(0.0), g.f(np.inf))       # [R, C]
-    thr = g.op("Add", g.op("Reshape", thr, g.i([2, 1, -1])),
-               g.op("Reshape", outside, g.i([1, 1, -1])))                  # [2, 1, T]
+    thr = g.op("Add", g.op("Reshape", thr, g.i([0, 2, 1, -1])),
+               g.op("Reshape", outside, g.i([1, 1, 1, -1])))               # [N, 2, 1, T]
     # adm_cube_sums: the masked restored bands and the reference's, cubed and summed per scale
     # in fp32 in two stages: along the canvas's rows, apart left and right of scale 1's
     # columns (a MatMul with a [C, 2] 0/1 matrix), then the rows' two sums of each scale (a
     # MatMul with the [2 R, 4] 0/1 matrix of the blocks); the parts left out add 0
-    cb = g.op("Relu", g.op("Sub", g.op("Abs", g.op("Concat", restored, o, axis=0)), thr))
-    cubes = g.op("Reshape", g.op("Mul", g.op("Mul", cb, cb), cb),
-                 g.op("Concat", g.i([2, 3]), rc, axis=0))                  # [2, 3, R, C]
+    cb = g.op("Relu", g.op("Sub", g.op("Abs", g.op("Concat", restored, o, axis=1)), thr))
+    cubes = g.op("Reshape", g.op("Mul", g.op("Mul", cb, cb), cb), per_band)  # [2 N, 3, R, C]
     left = g.op("Less", g.column(g.arange(0, width)), c[1])                 # [C, 1]
     halves = g.op("Cast", g.op("Concat", left, g.op("Not", left), axis=1), to=TensorProto.FLOAT)
     ri = g.column(g.arange(0, g.op("Add", r[0], rb)))                       # [R, 1]
@@ -1337,13 +1339,14 @@ def adm_accel(g, levels, gain_limit):
                  g.op("Concat", g.op("Expand", g.i([1]), g.op("Shape", ri)), right, axis=1))
     blocks01 = g.op("Cast", g.op("Equal", g.column(g.op("Reshape", which, g.i([-1]))),
                                  g.arange(0, g.i([4]))), to=TensorProto.FLOAT)  # [2 R, 4]
-    sums = g.op("MatMul", g.op("Reshape", g.op("MatMul", cubes, halves), g.i([2, 3, -1])),
-                blocks01)                                                  # [2, 3, 4]
+    sums = g.op("MatMul", g.op("Reshape", g.op("MatMul", cubes, halves), g.i([0, 3, -1])),
+                blocks01)                                                  # [2 N, 3, 4]
     roots = g.op("Add", g.op("Pow", sums, g.f(1.0 / 3.0)), g.op("Concat", *areas, axis=0))
-    num, den = g.split(g.op("ReduceSum", roots, g.i([1, 2]), keepdims=0), [1, 1], axis=0)
+    num, den = g.op("Split", g.op("Reshape", g.op("ReduceSum", roots, g.i([1, 2]), keepdims=0),
+                                  g.i([-1, 2])), axis=1, n_out=2)          # [N, 1] each
     # libvmaf zeroes num/den below 1e-10 * w*h/1080p and returns 1 for den == 0; both sums hold
     # 12 terms of cbrt(area/32) > 0, so neither case can occur and the ratio is all there is.
-    return g.op("Div", num, den)
+    return g.op("Reshape", g.op("Div", num, den), g.i([-1]))
 
 
 def build_features_accel(gain_limit, name):
@@ -1356,24 +1359,31 @@ def build_features_accel(gain_limit, name):
     to8, u_scale, rnd_units = g.split(g.op("Pow", g.f(2.0), g.op(
         "Add", "bpc", g.f([-8.0, -16.0, -9.0, -9.0]))), [1, 1, 2], axis=0)
     # centred_frames: the three planes as levels centred on the reference's mean level
-    levels = g.op("Div", g.op("Cast", g.op("Concat", "reference", "distorted", "reference_prev",
-                                           axis=1), to=TensorProto.FLOAT), to8)
-    centre = g.op("Round", g.op("ReduceMean", g.channels(levels, 0, 1), keepdims=1))
-    frames = g.op("Sub", levels, centre)                        # [1, 3, H, W]
+    # the previous reference of each frame: reference_prev for the first, then the batch's own
+    # (reference_prev ahead of the references, all but the last: never an empty tensor)
+    prev = g.op("Slice", g.op("Concat", "reference_prev", "reference", axis=0), g.i([0, 0]),
+                g.i([-1, INT64_MAX]), g.i([0, 1]), g.i([1, 1]))             # [N, 1, H, W]
+    levels = g.op("Div", g.op("Cast", g.op("Concat", "reference", "distorted", prev, axis=1),
+                              to=TensorProto.FLOAT), to8)
+    centre = g.op("Round", g.op("ReduceMean", g.channels(levels, 0, 1), axes=[1, 2, 3],
+                                keepdims=1))                    # [N, 1, 1, 1]
+    frames = g.op("Sub", levels, centre)                        # [N, 3, H, W]
     # the three frames mirrored by VIF's scale-0 halo: VIF's scale 0 and its decimation take the
     # first two, motion the first and last (mirrored by its own 2 inside)
     r = len(VIF_TAPS[0]) // 2
     fp = g.reflect(frames, r)
     vif = vif_accel(g, fp, centre, u_scale, rnd_units, to8, gain_limit)
-    adm = adm_accel(g, g.op("Reshape", g.channels(levels, 0, 2), g.i([2, 1, 0, 0])), gain_limit)
+    adm = adm_accel(g, g.op("Reshape", g.channels(levels, 0, 2), g.i([-1, 1, 0, 0])), gain_limit)
     motion = motion_accel(g, fp, r)
     # the outputs, in FEATURES' order
-    g.nodes.append(helper.make_node("Split", [g.op("Reshape", vif, g.i([4]))], FEATURES[:4],
+    # vif [N, 1, 4] -> [4 N] in scale order -> four [N] (Split in equal parts)
+    scales = g.op("Reshape", g.op("Transpose", vif, perm=[2, 0, 1]), g.i([-1]))
+    g.nodes.append(helper.make_node("Split", [scales], FEATURES[:4],
                                     axis=0, name=f"n{g._count}_Split"))
     g._count += 1
     g.output(adm, "adm2")
     g.output(motion, "motion")
-    inputs, outputs = features_io(samples=True)
+    inputs, outputs = features_io(samples=True, batch=True)
     doc = (f"Accelerator form of {name.replace(ACCEL_SUFFIX, '')}: libvmaf's integer VMAF "
            f"features as the pure-ONNX graph computes them (ADM's level-0 DWT as libvmaf's, "
            f"exactly), whole frames, no Loop, static once H and W are fixed; enhancement-gain "
@@ -1387,18 +1397,22 @@ def build_features_accel(gain_limit, name):
 LIBRARY_DOMAIN = "org.vmafdnn"
 
 
-def features_io(samples=False):
+def features_io(samples=False, batch=False):
     """The features graph's inputs and outputs: one definition for every form, so that the
     library can swap one for another. ``samples``: the pictures are the frames' own samples
     (UINT16, 0..2^bpc-1), which a form may take where the model takes normalised FLOAT
-    pictures (the library then feeds them without an fp32 round trip)."""
-    frame = [1, 1, "H", "W"]
+    pictures (the library then feeds them without an fp32 round trip). ``batch`` (the
+    accelerator form): N frames of one clip per Run, a symbolic leading dim "N" on the scored
+    frames' pictures and on every output; reference_prev stays [1, 1, H, W] (the reference
+    before the Run's first frame), bpc and device_type [1] (shared by the Run)."""
+    n = "N" if batch else 1
     picture = TensorProto.UINT16 if samples else TensorProto.FLOAT
-    inputs = [helper.make_tensor_value_info(n, picture, frame)
-              for n in ("reference", "distorted", "reference_prev")]
-    inputs += [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1])
-               for n in ("bpc", "device_type")]
-    outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in FEATURES]
+    inputs = [helper.make_tensor_value_info(name, picture, [n, 1, "H", "W"])
+              for name in ("reference", "distorted")]
+    inputs.append(helper.make_tensor_value_info("reference_prev", picture, [1, 1, "H", "W"]))
+    inputs += [helper.make_tensor_value_info(name, TensorProto.FLOAT, [1])
+               for name in ("bpc", "device_type")]
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [n]) for name in FEATURES]
     return inputs, outputs
 
 

@@ -2,12 +2,17 @@
 tools/gen_vmaf_models.py build_features_accel): the lint that holds them to a graph an
 accelerator runs as a few wide kernels, and their agreement with today's forms on ORT's CPU EP.
 
-Lint: each form specialised to 1920x1080 and 3840x2160 (N = 1) with ONNX Runtime's free-dimension
-overrides, optimised at ORT_ENABLE_BASIC (constant folding without the CPU EP's layout transforms)
-and saved: no Loop/If/Scan anywhere, no Shape/Size node, no symbolic dimension on the graph's
-inputs and outputs, at most NODE_CAPS nodes. The forms declare the interface of the model they
-replace (names, element types, shapes with their symbolic dims), so the sidecar's "forms" can swap
-them.
+Lint: each form specialised to 1920x1080 and 3840x2160, N = 1 and N = 4, with ONNX Runtime's
+free-dimension overrides, optimised at ORT_ENABLE_BASIC (constant folding without the CPU EP's
+layout transforms) and saved: no Loop/If/Scan anywhere, no Shape/Size node, no symbolic dimension
+on the graph's inputs and outputs, at most NODE_CAPS nodes. The forms declare the interface of the
+model they replace (names, element types, shapes with their symbolic dims), so the sidecar's
+"forms" can swap them, except for a leading batch dim "N" (frames of one clip per Run) on the
+scored frame's pictures and on every output, where the model declares 1.
+
+Batches: N frames in one Run give each frame what it gives alone (N = 1), within the library's
+batch check (1e-6 + 1e-5 relative; bit for bit in most cases); VMAF's features take each frame's
+previous reference from the batch, the first frame's from reference_prev.
 
 Agreement (ORT's CPU EP): psnr/ssim/sharpness within 1e-5 of the model on generated clips (8, 10,
 12 bit, odd sizes, a scene cut); the VMAF features within fp32 rounding of the pure-ONNX graph
@@ -41,9 +46,15 @@ SUFFIX = gen_builtin_models.ACCEL_SUFFIX
 # with 4 Loops).
 # The issue aimed at <= 300 for VMAF's features; the exact level-0 DWT (18 nodes) brings the
 # accelerator form's VMAF within 0.0012 of libvmaf's, where it was 0.0149.
+# The batch (N frames per Run) added 5 nodes to VMAF's features at every N (294, _neg 292): the
+# Concat and Slice of the previous references, the Transpose of VIF's scores to per-scale outputs
+# and two Reshapes of ADM's sums; none to the other forms.
 NODE_CAPS = {"psnr_y": 12, "psnr_cb": 12, "psnr": 12, "ssim_y": 40, "sharpness_nr": 20,
-             "float_ssim": 48, "vmaf_features": 289, "vmaf_features_neg": 289}
+             "float_ssim": 48, "vmaf_features": 294, "vmaf_features_neg": 294}
 SIZES = [(1080, 1920), (2160, 3840)]
+BATCHES = [1, 4]
+# The library's batch check: a batched value within this of the frame's own (N = 1) value
+BATCH_ATOL, BATCH_RTOL = 1e-6, 1e-5
 KERNEL_DUMP = os.environ.get("VMAFDNN_KERNEL_DUMP",
                              os.path.join(ROOT, "build-c", "tests", "c", "vmaf_kernel_dump"))
 
@@ -110,19 +121,25 @@ SAMPLE_FORMS = {"vmaf_features", "vmaf_features_neg"}
 @pytest.mark.parametrize("name", sorted(NODE_CAPS))
 def test_accelerator_form_declares_the_models_interface(name, forms):
     pure, accel = (onnx.load(p) for p in forms[name])
-    want = interface(pure)
+    ins, outs = interface(pure)
     if name in SAMPLE_FORMS:
-        want = ([(n, onnx.TensorProto.UINT16 if len(dims) == 4 else t, dims)
-                 for n, t, dims in want[0]], want[1])
-    assert interface(accel) == want
+        ins = [(n, onnx.TensorProto.UINT16 if len(dims) == 4 else t, dims) for n, t, dims in ins]
+    # the batch: "N" where the model declares 1, on the scored frame's pictures and the outputs
+    # (reference_prev, bpc and device_type stay [1, ...]: one per Run)
+    assert all(dims[0] == 1 for _, _, dims in ins + outs)
+    ins = [(n, t, ("N",) + dims[1:] if n in ("reference", "distorted") else dims)
+           for n, t, dims in ins]
+    outs = [(n, t, ("N",) + dims[1:]) for n, t, dims in outs]
+    assert interface(accel) == (ins, outs)
     assert not [n for n in all_nodes(accel.graph) if n.op_type in ("Loop", "If", "Scan")]
 
 
+@pytest.mark.parametrize("batch", BATCHES)
 @pytest.mark.parametrize("height, width", SIZES)
 @pytest.mark.parametrize("name", sorted(NODE_CAPS))
-def test_accelerator_form_is_static_and_small(name, height, width, forms, tmp_path):
+def test_accelerator_form_is_static_and_small(name, height, width, batch, forms, tmp_path):
     out = str(tmp_path / "optimised.onnx")
-    session(forms[name][1], {"H": height, "W": width, "N": 1}, optimized=out)
+    session(forms[name][1], {"H": height, "W": width, "N": batch}, optimized=out)
     graph = onnx.load(out).graph
     nodes = list(all_nodes(graph))
     ops = [n.op_type for n in nodes]
@@ -131,7 +148,16 @@ def test_accelerator_form_is_static_and_small(name, height, width, forms, tmp_pa
     for v in list(graph.input) + list(graph.output):
         dims = v.type.tensor_type.shape.dim
         assert all(d.HasField("dim_value") for d in dims), f"{name}: {v.name} is symbolic"
-    assert len(nodes) <= NODE_CAPS[name], f"{name}: {len(nodes)} nodes at {width}x{height}"
+    for node in nodes:
+        if node.op_type == "Slice":
+            # two values or more (GA.slice: OpenVINO refuses ConstantSharing's merged [1]s)
+            params = {t.name: t for t in graph.initializer}
+            for p in node.input[1:]:
+                if p in params:
+                    assert onnx.numpy_helper.to_array(params[p]).size >= 2, \
+                        f"{name}: {node.name} has a one-value Slice parameter"
+    assert len(nodes) <= NODE_CAPS[name], \
+        f"{name}: {len(nodes)} nodes at {width}x{height}, N = {batch}"
 
 
 # --- agreement on ORT's CPU EP ----------------------------------------------------------------
@@ -303,3 +329,91 @@ def test_vmaf_accelerator_level0_dwt_is_libvmafs(monkeypatch, tmp_path):
             for f, s in enumerate((ref, dis)):
                 for c, band in enumerate(dwt0_integer(s, bpc)):
                     assert np.array_equal(got[f, c, 1:-1, 1:-1].T, band), (bpc, kind, f, c)
+
+
+# --- batches: N frames of one clip per Run ------------------------------------------------------
+
+def batch_frames(height, width, bpc, count, seed):
+    """count + 1 different (reference, distorted) sample pairs [count + 1, 1, H, W] of a moving
+    picture (uint16): frame 0 is the one before the batch."""
+    rng = np.random.default_rng(seed)
+    pairs = [synthetic_pair(height, width, bpc, seed * 100 + k) for k in range(count + 1)]
+    refs = np.stack([np.roll(r, (2 * k, 3 * k), axis=(0, 1)) for k, (r, _) in enumerate(pairs)])
+    peak = (1 << bpc) - 1
+    dists = np.clip(refs.astype(np.int64) + rng.integers(-3, 4, refs.shape), 0, peak)
+    return refs[:, None], dists.astype(np.uint16)[:, None]
+
+
+def assert_batch_agrees(label, batched, alone, seen):
+    """batched [n] against the frames' own values [n]: within the library's batch check;
+    records the largest difference and whether every value was bit for bit in `seen`."""
+    batched, alone = (np.asarray(v, np.float64) for v in (batched, alone))
+    d = np.abs(batched - alone)
+    assert np.all(d <= BATCH_ATOL + BATCH_RTOL * np.abs(alone)), \
+        f"{label}: batched {batched} vs alone {alone}"
+    worst, exact = seen.get(label, (0.0, True))
+    seen[label] = (max(worst, float(d.max())), exact and bool(np.all(d == 0)))
+
+
+@pytest.mark.parametrize("height, width", [(271, 481), (1080, 1920)])
+@pytest.mark.parametrize("name", ["psnr_y", "psnr_cb", "psnr", "ssim_y", "sharpness_nr",
+                                  "float_ssim"])
+def test_accelerator_form_batch_gives_each_frames_own_value(name, height, width, forms):
+    """4 different frames in one Run (and 3, a partial batch) give each frame its N = 1 value;
+    identical frames in a batch still give PSNR's 200 dB exactly."""
+    sess = session(forms[name][1], threads=2)
+    inputs = [i.name for i in sess.get_inputs()]
+    refs, dists = batch_frames(height, width, 10, 4, seed=width)
+    refs, dists = (v[1:].astype(np.float32) / np.float32(1023) for v in (refs, dists))
+    if name.startswith("psnr"):
+        dists[2] = refs[2]                             # the floor: exactly PSNR_MAX_DB
+
+    def run(sl):
+        feed = {"reference": refs[sl], "distorted": dists[sl]}
+        return sess.run(None, {k: feed[k] for k in inputs})[0]
+
+    alone = np.concatenate([run(slice(i, i + 1)) for i in range(4)])
+    seen = {}
+    for n in (4, 3):
+        got = run(slice(0, n))
+        assert got.shape == (n,)
+        assert_batch_agrees(name, got, alone[:n], seen)
+    if name.startswith("psnr"):
+        assert run(slice(0, 4))[2] == alone[2] == gen_builtin_models.PSNR_MAX_DB
+    print(f"{name} {width}x{height}: max |batched - alone| {seen[name][0]:.3g}, "
+          f"bit for bit: {seen[name][1]}")
+
+
+@pytest.mark.parametrize("name, height, width, bpc", [
+    (name, 271, 481, bpc) for name in ("vmaf_features", "vmaf_features_neg") for bpc in (8, 10)]
+    + [("vmaf_features", 541, 961, 10)])
+def test_vmaf_accelerator_batch_chains_the_previous_reference(name, height, width, bpc, forms):
+    """VMAF's features of 4 frames in one Run (and 3): frame 0's motion against reference_prev
+    (the frame before the Run), frames 1..3's against the batch's own previous references, and
+    every feature the N = 1 form's fed the matching prev. With reference_prev the first frame's
+    own reference (the clip's first frame, libvmaf's rule) frame 0's motion is 0."""
+    sess = session(forms[name][1], threads=2)
+    names = [o.name for o in sess.get_outputs()]
+    refs, dists = batch_frames(height, width, bpc, 4, seed=height + bpc)
+    common = {"bpc": np.array([bpc], np.float32), "device_type": np.array([1], np.float32)}
+
+    def run(first, n, prev):
+        out = sess.run(names, dict(common, reference=refs[first:first + n],
+                                   distorted=dists[first:first + n], reference_prev=refs[prev:prev + 1]))
+        assert all(v.shape == (n,) for v in out)
+        return dict(zip(names, out))
+
+    alone = [run(i, 1, i - 1) for i in range(1, 5)]               # each with its own prev
+    first_alone = run(1, 1, 1)                                     # the clip's first frame
+    seen = {}
+    for n in (4, 3):
+        got = run(1, n, 0)
+        for k in names:
+            assert_batch_agrees(k, got[k], [a[k][0] for a in alone[:n]], seen)
+        assert np.all(got["motion"] > 0.1), got["motion"]          # the frames move
+    got = run(1, 4, 1)
+    for k in names:
+        assert_batch_agrees(k, got[k], [first_alone[k][0]] + [a[k][0] for a in alone[1:]], seen)
+    assert got["motion"][0] == 0.0 and first_alone["motion"][0] == 0.0
+    print(f"{name} {width}x{height} {bpc} bit: " + ", ".join(
+        f"{k} {w:.3g}{' (bit for bit)' if exact else ''}" for k, (w, exact) in seen.items()))

@@ -9,7 +9,8 @@ must be the model's exactly). test_accel_forms.py checks the generated clips and
 
 Measured (ORT 1.32 CPU EP; OpenVINO 1.24.1's CPU device alike): psnr within 3.8e-6 dB (one
 float32 ulp at 32-64 dB), ssim_y and float_ssim within 1e-6, sharpness_nr within 6e-8; figures
-in docs/execution_providers.md.
+in docs/execution_providers.md. The forms take N frames per Run: the four 1080p pairs in one
+batch give each pair's own value.
 """
 
 import os
@@ -126,10 +127,13 @@ def both(forms, name, ref, dist):
 @pytest.mark.parametrize("height, width", SIZES)
 def test_accelerator_forms_agree_on_large_frames(height, width, bpc, forms):
     worst = {}
+    frames, alone = [], {}
     for i, kind in enumerate(KINDS):
         ref, dist = realistic_pair(height, width, bpc, kind, seed=height + bpc + i)
+        frames.append((ref, dist))
         for name in ["psnr_y", "ssim_y", "sharpness_nr", "float_ssim"]:
             model, accel = both(forms, name, ref, dist)
+            alone.setdefault(name, []).append(accel)
             if kind == "identical":
                 # identical frames: exactly the model's value (PSNR's 200 dB cap, SSIM's 1)
                 assert accel == model or name == "sharpness_nr", f"{name}: {accel} vs {model}"
@@ -137,6 +141,18 @@ def test_accelerator_forms_agree_on_large_frames(height, width, bpc, forms):
             worst[name] = max(worst.get(name, 0.0), d)
             assert d <= TOLERANCE, f"{name} {kind} {width}x{height} {bpc} bit: {accel} vs {model}"
     print(f"{width}x{height} {bpc} bit: " + ", ".join(f"{k} {v:.2g}" for k, v in worst.items()))
+    if height == 1080:
+        # the four frames as one batch (N = 4): each frame's own value, within the library's
+        # batch check (measured: bit for bit)
+        ref, dist = (np.concatenate(v) for v in zip(*frames))
+        for name, values in alone.items():
+            accel = forms[name][1]
+            feed = ({"distorted": dist} if len(accel.get_inputs()) == 1
+                    else {"reference": ref, "distorted": dist})
+            got = accel.run(None, feed)[0].astype(np.float64)
+            assert got.shape == (4,)
+            assert np.all(np.abs(got - values) <= 1e-6 + 1e-5 * np.abs(values)), \
+                f"{name}: batched {got} vs alone {values}"
 
 
 @pytest.mark.parametrize("height, width", [(1, 1), (1, 7), (5, 3), (33, 65), (721, 1283)])
