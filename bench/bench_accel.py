@@ -13,11 +13,16 @@ For every device, size and built-in, `vmafdnn.score()` scores the same synthetic
          whole-frame tensors; what the library picks on every EP but the CPU (sidecar "forms":
          {"*": ...}) once it is selected for that model.
 
+With --batch B > 1 a fourth run, accel_batchB, scores B frames per ONNX Runtime Run with the
+accelerator form (static shapes as the library's default for the EP: auto), the first batched
+Run checked against one Run per frame as the library always does.
+
 A third run, accel_static, specialises the accelerator form to the clip's size (static_shapes
 on: every shape computation folds away when the session is created; the library's default on
 every EP but ORT's CPU EP). It prints, for each, the EP it attached and how many of its nodes that EP runs after ORT's
 basic optimisation (the rest falls back to ORT's CPU EP with copies around them), the best
-steady fps of --rounds rounds (first to last frame's progress callback, after a 3-frame warm-up
+steady fps of --rounds rounds (first frame's progress callback to the end of the call, which waits
+for the frames in flight; after a 3-frame warm-up
 call: CUDA initialisation and cuDNN's search are not counted), the ratio accel / today, and the
 largest per-frame difference of every output between the two. On ORT's CPU EP the accelerator
 form is not meant to win (the CPU form of the VMAF features is the library's fused kernels);
@@ -36,14 +41,18 @@ import vmafdnn  # noqa: E402
 from vmafdnn import models as builtin  # noqa: E402
 
 
-def contenders(name):
-    """(label, model path, VMAFDNN_MODEL_FORMS value, static_shapes) of today's form and the
-    accelerator one as opened (symbolic sizes), and the accelerator form specialised to the
-    clip's size (what the library does on every EP but the CPU's: static_shapes auto)."""
+def contenders(name, batch):
+    """(label, model path, VMAFDNN_MODEL_FORMS value, static_shapes, batch) of today's form and
+    the accelerator one as opened (symbolic sizes), the accelerator form specialised to the
+    clip's size (what the library does on every EP but the CPU's: static_shapes auto), and with
+    batch > 1 the accelerator form scoring that many frames per Run."""
     own = str(builtin.path(name))
     accel = os.path.join(os.path.dirname(own), f"{name}_accel.onnx")
-    return [("today", own, "0", "off"), ("accel", accel, "1", "off"),
-            ("accel_static", accel, "1", "on")]
+    runs = [("today", own, "0", "off", 0), ("accel", accel, "1", "off", 0),
+            ("accel_static", accel, "1", "on", 0)]
+    if batch > 1:
+        runs.append((f"accel_batch{batch}", accel, "1", "auto", batch))
+    return runs
 
 
 def nodes_text(report):
@@ -63,6 +72,8 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--models", default="psnr_y,ssim_y,float_ssim,sharpness_nr,vmaf_features")
+    ap.add_argument("--batch", type=int, default=0,
+                    help="also the accelerator form with this many frames per Run")
     args = ap.parse_args(argv)
 
     print(f"ONNX Runtime {vmafdnn.ort_version()} from {vmafdnn.ort_library_path()}")
@@ -77,14 +88,15 @@ def main(argv=None):
                     ref_frames = None if nr else refs
                     best, values = {}, {}
                     for _ in range(args.rounds):
-                        for label, path, forms, static in contenders(name):
+                        for label, path, forms, static, batch in contenders(name, args.batch):
                             os.environ["VMAFDNN_MODEL_FORMS"] = forms
                             try:
                                 if label not in best:  # warm-up call
                                     run_once(None if nr else refs[:3], dists[:3], [path],
-                                             device, args.threads, False, 8, static)
+                                             device, args.threads, False, 8, static, batch)
                                 report, _, steady = run_once(ref_frames, dists, [path], device,
-                                                             args.threads, False, 8, static)
+                                                             args.threads, False, 8, static,
+                                                             batch)
                             except vmafdnn.DnnError as e:
                                 print(f"{size} {device} {name} {label}: failed: {e}")
                                 best[label] = float("nan")
@@ -96,7 +108,7 @@ def main(argv=None):
                         continue
                     print(f"{size} {device} {name}: today {best['today']:.2f} fps; " + "; ".join(
                         f"{label} {best[label]:.2f} fps, {best[label] / best['today']:.2f}x"
-                        for label in ("accel", "accel_static") if label in values))
+                        for label in values if label != "today"))
                     for label in values:
                         diffs = {k: float(np.max(np.abs(v - values["today"][0][k])))
                                  for k, v in values[label][0].items() if k in values["today"][0]}

@@ -11,7 +11,8 @@ decoder is timed) and prints
   * the EP each model attached and how many of its nodes that EP runs (the rest fall back to ORT's
     CPU EP inside the same session), with the fallback reason when it is not the device asked for;
   * fps over the whole call (context open included) and in the steady state (from the first
-    frame's progress callback to the last one's), the best of --rounds after one warm-up call
+    frame's progress callback to the end of the call, which waits for the frames in flight), the
+    best of --rounds after one warm-up call
     (CUDA initialisation and cuDNN's algorithm search are not counted);
   * the largest per-frame difference of every metric from the CPU EP's fp32 values (the CPU
     device must be in --devices; it is measured first) and with --fp16 the same for fp16_io;
@@ -57,16 +58,20 @@ def synthetic_clip(width, height, frames, bitdepth, seed=1):
     return refs, dists
 
 
-def run_once(refs, dists, models, device, threads, fp16, bitdepth, static_shapes="auto"):
+def run_once(refs, dists, models, device, threads, fp16, bitdepth, static_shapes="auto",
+             batch=0):
     stamps = []
     t0 = time.perf_counter()
     report = vmafdnn.score(None if refs is None else iter(refs), iter(dists), models,
                            device=device, threads=threads, static_shapes=static_shapes,
-                           fp16_io=fp16, bitdepth=bitdepth if bitdepth > 8 else None,
+                           fp16_io=fp16, bitdepth=bitdepth if bitdepth > 8 else None, batch=batch,
                            progress=lambda done, total: stamps.append(time.perf_counter()))
-    wall = time.perf_counter() - t0
-    steady = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 else float("nan")
-    return report, len(dists) / wall, steady
+    end = time.perf_counter()
+    # Steady: from the first frame read to the end of the call, which waits for the frames
+    # still in flight (a batch's), so frames that are read but not yet scored are not counted
+    # as done.
+    steady = (len(stamps) - 1) / (end - stamps[0]) if len(stamps) > 1 else float("nan")
+    return report, len(dists) / (end - t0), steady
 
 
 def per_frame(report):

@@ -623,9 +623,12 @@ VMAF_DNN_API int vmaf_dnn_read_pictures(VmafDnnContext *ctx, const VmafDnnPictur
  * frame `lag` after it is read (see vmaf_dnn_use_tiny_model; they arrive
  * with a later frame or at vmaf_dnn_flush). A frame is not done while it,
  * or in a context with models running behind one of the `lag` frames after
- * it, is in flight. Without frames in flight (threads 0 or 1 and no batch,
- * models that cannot be in flight, after vmaf_dnn_flush) every frame read
- * is done.
+ * it, is in flight. So the count is that of this call: with models running
+ * behind, a later read may put up to `lag` frames counted done back among
+ * the frames not done (the frames after them are in flight again); without
+ * such models it never goes down. Without frames in flight (threads 0 or 1
+ * and no batch, models that cannot be in flight, after vmaf_dnn_flush) every
+ * frame read is done.
  * Returns 0; -EINVAL (ctx or done NULL); or the failure of a frame scored
  * in flight that it moved (or that an earlier call moved and none
  * reported), as vmaf_dnn_read_pictures describes ("frame K (scored in
@@ -673,7 +676,8 @@ VMAF_DNN_API int vmaf_dnn_feature_append(VmafDnnContext *ctx, const char *name, 
  * With frames in flight it waits for them only when they may still store
  * this value: when `name` is an attached model's key and frame `index` (or
  * for a model running behind, one of the `lag` frames after it) is in
- * flight; never for a frame vmaf_dnn_frames_done counts done.
+ * flight; never for a frame the last vmaf_dnn_frames_done counted done,
+ * when no frame was read since.
  * Returns 0, -EINVAL (NULL argument), -ENOENT (no such feature, or no value
  * for that frame). */
 VMAF_DNN_API int vmaf_dnn_feature_get(const VmafDnnContext *ctx, const char *name,
