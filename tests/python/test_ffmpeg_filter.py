@@ -54,10 +54,19 @@ def ffmpeg_major(patched) -> int:
     return int(run(patched, "-version").stdout.split()[2].split(".")[0])
 
 
+# Every ffmpeg run here takes seconds; a filter that hangs (FFmpeg 5.1's tool once waited
+# forever on a filter holding frames) fails its own test instead of the whole run's timeout.
+RUN_TIMEOUT_S = 120
+
+
 def run(patched, *args, check=True):
     exe, env = patched
-    proc = subprocess.run([exe, "-nostdin", "-hide_banner", "-y", *map(str, args)],
-                          env=env, capture_output=True, text=True, check=False)
+    try:
+        proc = subprocess.run([exe, "-nostdin", "-hide_banner", "-y", *map(str, args)],
+                              env=env, capture_output=True, text=True, check=False,
+                              timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"ffmpeg {' '.join(map(str, args))} did not end in {RUN_TIMEOUT_S} s")
     if check and proc.returncode != 0:
         pytest.fail(f"ffmpeg {' '.join(map(str, args))} exited {proc.returncode}:\n{proc.stderr}")
     return proc
