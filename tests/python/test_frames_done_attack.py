@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import vmafdnn
+from forking import child_code
 
 
 @pytest.fixture
@@ -420,30 +421,19 @@ def test_close_and_cancel_race_frames_done(stage):
 @pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
                     reason="ASan's allocator lock is not fork-safe")
 def test_a_forked_child_cannot_ask_which_frames_are_done(stage):
-    import signal
     with stalled(threads=2) as ctx:
         ctx.use_model(stage("stall_bright", "stall"))
         ctx.read_pictures(None, DARK, 0)
         ctx.read_pictures(None, BRIGHT, 1)  # the workers are busy at the fork
         poll(ctx, 1)
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            signal.alarm(60)
-            code = 1
+        def in_child():
             try:
                 ctx.frames_done()
             except vmafdnn.ClosedError as e:
-                code = 0 if "fork()" in str(e) else 2
-            except BaseException:
-                code = 3
-            os.write(write, bytes([code]))
-            os._exit(0)
-        os.close(write)
-        _, status = os.waitpid(pid, 0)
-        code = os.read(read, 1)
-        os.close(read)
-        assert status == 0 and code == b"\0", code
+                return 0 if "fork()" in str(e) else 2
+            return 1
+
+        assert child_code(in_child) == 0
         assert ctx.frames_done() == 1
         with Canceller(ctx):
             failure_then_done(ctx, 2, r"frame 1 \(scored in flight\)")

@@ -6,7 +6,6 @@ import errno
 import gc
 import os
 import pickle
-import signal
 import threading
 import time
 
@@ -17,6 +16,8 @@ from onnx import helper, numpy_helper
 
 import vmafdnn
 from tests.models import factory
+
+from forking import child_code
 
 F32 = factory.F32
 SLOW_RUN_S = 1.0  # the CPU time a "slow" run takes (20 times the tests' 50 ms waits)
@@ -267,34 +268,24 @@ def test_a_fork_child_cannot_use_its_parents_handles(models):
     ctx.use_model("sharpness_nr")
     x = np.arange(8, dtype=np.float32)
     s.run({"x": x})
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report through the pipe, never return into pytest
-        signal.alarm(60)  # a child that hangs dies, and the test fails instead of hanging
+    def in_child():
         code = 0
-        try:
-            for call in (lambda: s.run({"x": x}), lambda: s.run([x]),
-                         lambda: ctx.read_pictures(None, FRAME, 0), lambda: ctx.frame_count):
-                try:
-                    call()
-                    code = 10
-                except vmafdnn.ClosedError as e:
-                    if "fork()" not in str(e):
-                        code = 11
-            s.close()
-            ctx.close()
-            with vmafdnn.Session(models.identity, threads=1) as own:  # its own one works
-                if not (own.run({"x": x})["y"] == x).all():
-                    code = 12
-        except BaseException:
-            code = 13
-        os.write(write, bytes([code]))
-        os._exit(0)
-    os.close(write)
-    _, status = os.waitpid(pid, 0)
-    code = os.read(read, 1)
-    os.close(read)
-    assert status == 0 and code == b"\0", code
+        for call in (lambda: s.run({"x": x}), lambda: s.run([x]),
+                     lambda: ctx.read_pictures(None, FRAME, 0), lambda: ctx.frame_count):
+            try:
+                call()
+                code = 10
+            except vmafdnn.ClosedError as e:
+                if "fork()" not in str(e):
+                    code = 11
+        s.close()
+        ctx.close()
+        with vmafdnn.Session(models.identity, threads=1) as own:  # its own one works
+            if not (own.run({"x": x})["y"] == x).all():
+                code = 12
+        return code
+
+    assert child_code(in_child) == 0
     # The parent's handles are untouched by the child's exit.
     np.testing.assert_array_equal(s.run({"x": x})["y"], x)
     ctx.read_pictures(None, FRAME, 0)
