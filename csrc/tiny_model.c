@@ -865,15 +865,29 @@ static int check_cap(const VdnnTinyModel *m)
     return 0;
 }
 
-/* Frames can share a Run when the model scores each on its own: every input
- * is a picture of the frame scored (no past pictures, "value" or "feature"
- * inputs, which are one per Run) with a symbolic first dim, every attached
- * output has a symbolic first dim (one value per frame), and the model is
- * not temporal. */
+/* Frames can share a Run when the model scores each on its own: every
+ * picture of the frame scored has a symbolic first dim, every attached
+ * output too (one value per frame); "value" inputs are the Run's (a fixed
+ * shape), past pictures those of the Run's first frame (a first dim of 1),
+ * and no "feature" input nor vector (a value per frame). A Run feeds the
+ * past pictures of its first frame only, so frame b's picture k back, for
+ * b < k, is the first frame's picture k - b back: every offset up to the
+ * deepest a picture is read at must be an input of its own (a model reading
+ * only 2 back has no input for its second frame's, the picture just before
+ * the Run). */
 static int decide_batchable(const VdnnTinyModel *m)
 {
     if (!m->n_image || m->vector_name || !m->outputs_per_frame)
         return 0;
+    for (int p = 0; p < 2; p++)
+        for (unsigned back = 1; back <= m->history[p].depth; back++) {
+            size_t k = 0;
+            while (k < m->n_image && !(m->image_src[k].back == back &&
+                                       (int)m->image_src[k].picture == p))
+                k++;
+            if (k == m->n_image)
+                return 0;
+        }
     for (size_t i = 0; i < m->n_scalar; i++)
         if (m->scalar[i].src->kind == VDNN_SOURCE_FEATURE)
             return 0; /* a value per frame */

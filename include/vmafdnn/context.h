@@ -489,7 +489,11 @@ typedef struct VmafDnnBatching {
                                 clip's first, as alone), and the graph
                                 takes the later frames' from the batch's
                                 own pictures (frame b's picture k back is
-                                frame b - k of the batch, for b >= k); no
+                                frame b - k of the batch, for b >= k, and
+                                the first frame's picture k - b back for
+                                b < k: a picture read k back must also be
+                                read at every offset -1..-k, else the model
+                                is not batchable); no
                                 "feature" input nor feature vector. A Run
                                 of such a model takes consecutive frames
                                 only */

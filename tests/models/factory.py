@@ -825,3 +825,127 @@ if __name__ == "__main__":
     if len(sys.argv) > 2:
         open(sys.argv[2], "w").close()
 
+
+
+# --- batched Runs of past-reading models: attacks (tests/python/test_batch_temporal_attack.py) --
+
+def _frame_means(x, out, nodes):
+    """out[N] = mean of each frame of x[N, 1, H, W]."""
+    nodes.append(helper.make_node("ReduceMean", [x], [out], axes=[1, 2, 3], keepdims=0))
+
+
+def _first_n(parts, like, out, nodes, tag):
+    """out = Concat(parts, axis 0)[0:N], N the first dim of `like`: the picture k frames
+    before each frame of the batch, the Run's past inputs standing for those before it."""
+    zero = f"{tag}_zero"
+    nodes += [helper.make_node("Concat", list(parts), [f"{tag}_all"], axis=0),
+              helper.make_node("Shape", [like], [f"{tag}_n"], start=0, end=1),
+              helper.make_node("Constant", [], [zero],
+                               value=numpy_helper.from_array(np.array([0], np.int64))),
+              helper.make_node("Slice", [f"{tag}_all", zero, f"{tag}_n"], [out])]
+
+
+def batch_past2():
+    """cur[N,1,H,W], prev2[1,1,H,W] -> m[N] = mean(cur[b]) - mean(picture two frames back),
+    prev2 standing for the two frames before the Run's first (the only picture two back a
+    Run feeds). Frame 1 of a Run needs the picture one frame before the Run, which no input
+    carries: right at the clip's first frame only."""
+    nodes = []
+    _first_n(["prev2", "prev2", "cur"], "cur", "before2", nodes, "p2")
+    _frame_means("cur", "mc", nodes)
+    _frame_means("before2", "mb", nodes)
+    nodes.append(helper.make_node("Sub", ["mc", "mb"], ["m"]))
+    frame = ["N", 1, "H", "W"]
+    return make_model(nodes, [tensor("cur", F32, frame), tensor("prev2", F32, [1, 1, "H", "W"])],
+                      [tensor("m", F32, ["N"])])
+
+
+def batch_past12():
+    """cur[N,1,H,W], prev1, prev2[1,1,H,W] -> m1[N] = mean(cur) - mean(one back),
+    m2[N] = mean(cur) - mean(two back): both offsets fed, so every frame of a Run has its
+    pictures (frame 1's two back is prev1)."""
+    nodes = []
+    _first_n(["prev1", "cur"], "cur", "before1", nodes, "p1")
+    _first_n(["prev2", "prev1", "cur"], "cur", "before2", nodes, "p2")
+    _frame_means("cur", "mc", nodes)
+    _frame_means("before1", "mb1", nodes)
+    _frame_means("before2", "mb2", nodes)
+    nodes += [helper.make_node("Sub", ["mc", "mb1"], ["m1"]),
+              helper.make_node("Sub", ["mc", "mb2"], ["m2"])]
+    past = [1, 1, "H", "W"]
+    return make_model(nodes, [tensor("cur", F32, ["N", 1, "H", "W"]), tensor("prev1", F32, past),
+                              tensor("prev2", F32, past)],
+                      [tensor("m1", F32, ["N"]), tensor("m2", F32, ["N"])])
+
+
+def batch_fr_past():
+    """ref, dist[N,1,H,W], ref_prev, dist_prev[1,1,H,W] -> r[N], d[N]: each picture's mean
+    minus its mean one frame back (a model reading both pictures back)."""
+    nodes = []
+    for pic in ("ref", "dist"):
+        _first_n([f"{pic}_prev", pic], pic, f"{pic}_before", nodes, pic)
+        _frame_means(pic, f"{pic}_mc", nodes)
+        _frame_means(f"{pic}_before", f"{pic}_mb", nodes)
+        nodes.append(helper.make_node("Sub", [f"{pic}_mc", f"{pic}_mb"], [pic[0]]))
+    frame, past = ["N", 1, "H", "W"], [1, 1, "H", "W"]
+    return make_model(nodes, [tensor("ref", F32, frame), tensor("dist", F32, frame),
+                              tensor("ref_prev", F32, past), tensor("dist_prev", F32, past)],
+                      [tensor("r", F32, ["N"]), tensor("d", F32, ["N"])])
+
+
+def batch_past_n():
+    """cur[N,1,H,W], prev[N,1,H,W] -> m[N] = mean(cur) - mean(prev): its past picture declares
+    the batch too, so it is not batchable (a Run feeds one past picture)."""
+    nodes = []
+    _frame_means("cur", "mc", nodes)
+    _frame_means("prev", "mp", nodes)
+    nodes.append(helper.make_node("Sub", ["mc", "mp"], ["m"]))
+    frame = ["N", 1, "H", "W"]
+    return make_model(nodes, [tensor("cur", F32, frame), tensor("prev", F32, frame)],
+                      [tensor("m", F32, ["N"])])
+
+
+def batch_value_n():
+    """cur[N,1,H,W], bpc[N] -> m[N] = mean(cur) + bpc: a value input declaring the batch, not
+    batchable (a value input is fed once per Run)."""
+    nodes = []
+    _frame_means("cur", "mc", nodes)
+    nodes.append(helper.make_node("Add", ["mc", "bpc"], ["m"]))
+    return make_model(nodes, [tensor("cur", F32, ["N", 1, "H", "W"]), tensor("bpc", F32, ["N"])],
+                      [tensor("m", F32, ["N"])])
+
+
+ALL.update({
+    "batch_past2": batch_past2,
+    "batch_past12": batch_past12,
+    "batch_fr_past": batch_fr_past,
+    "batch_past_n": batch_past_n,
+    "batch_value_n": batch_value_n,
+})
+
+
+def _fixed_size(model, h, w):
+    """The model with its pictures' H and W fixed at h x w (a resize mode brings frames to
+    them)."""
+    for value in model.graph.input:
+        dims = value.type.tensor_type.shape.dim
+        if len(dims) == 4:
+            dims[2].dim_value, dims[3].dim_value = h, w
+    onnx.checker.check_model(model)
+    return model
+
+
+def batch_temporal_8x8():
+    """batch_temporal at a fixed 8x8."""
+    return _fixed_size(batch_temporal(), 8, 8)
+
+
+def batch_temporal_u16_8x8():
+    """batch_temporal_u16 at a fixed 8x8."""
+    return _fixed_size(batch_temporal_u16(), 8, 8)
+
+
+ALL.update({
+    "batch_temporal_8x8": batch_temporal_8x8,
+    "batch_temporal_u16_8x8": batch_temporal_u16_8x8,
+})
