@@ -257,11 +257,14 @@ def build_ssim_y():
 SSIM_DOC = "Mean SSIM of the luma plane, 11x11 Gaussian window (sigma 1.5), valid region."
 
 
-def ssim_y_map(b, x, y, cx, cy, groups, channels):
+def ssim_y_map(b, x, y, cx, cy, groups, channels, nary_sum=True):
     """The SSIM map of x and y, [1, groups, h, w] each, centred on cx and cy (any constants:
     variances are shift-invariant, the constants are added back to the means): the five maps
     stacked as `channels` channels (zero-padded past 5 * groups) through one vertical and one
-    horizontal depthwise Conv, 'valid' filtering -> [1, groups, h - 2R, w - 2R]."""
+    horizontal depthwise Conv, 'valid' filtering -> [1, groups, h - 2R, w - 2R]. nary_sum:
+    the three-term sums as one n-ary Sum each (one pass on ORT's CPU EP); else as two Adds,
+    which the accelerator form uses (ORT's WebGPU EP has no Sum kernel: each Sum went to the
+    CPU EP and back). Same values either way: ORT's Sum adds its inputs left to right."""
     taps = 2 * SSIM_RADIUS + 1
     w = gaussian_window()
     bi64 = lambda v: b.const(v, np.int64)  # noqa: E731
@@ -291,10 +294,12 @@ def ssim_y_map(b, x, y, cx, cy, groups, channels):
     c1 = b.const(SSIM_C1, np.float32)
     c2 = b.const(SSIM_C2, np.float32)
     # Sum(p, p, C1) is 2p + C1 with the same roundings as Mul-then-Add, in one pass.
+    def sum3(p, q, r):
+        return b.op("Sum", p, q, r) if nary_sum else b.op("Add", b.op("Add", p, q), r)
     mu_xy = b.op("Mul", mu_x, mu_y)
-    a1 = b.op("Sum", mu_xy, mu_xy, c1)
-    b1 = b.op("Sum", b.op("Mul", mu_x, mu_x), b.op("Mul", mu_y, mu_y), c1)
-    b2 = b.op("Sum", var_x, var_y, c2)
+    a1 = sum3(mu_xy, mu_xy, c1)
+    b1 = sum3(b.op("Mul", mu_x, mu_x), b.op("Mul", mu_y, mu_y), c1)
+    b2 = sum3(var_x, var_y, c2)
     a2 = b.op("Sub", b2, var_e)  # 2*sigma_xy + C2
     return b.op("Div", b.op("Mul", a1, a2), b.op("Mul", b1, b2))
 
@@ -311,7 +316,7 @@ def build_ssim_y_accel():
     x = g.op("Sub", "reference", cx)
     y = g.op("Sub", "distorted", cy)
     one = g.const(1.0, np.float32)
-    ssim_map = ssim_y_map(g, x, y, cx, cy, 1, 5)
+    ssim_map = ssim_y_map(g, x, y, cx, cy, 1, 5, nary_sum=False)
     accel_output(g, "Add", [accel_mean(g, g.op("Sub", ssim_map, one)), one], "ssim_y")
     return g.model("ssim_y", ["reference", "distorted"], "ssim_y", ACCEL_DOC + SSIM_DOC,
                    batch=True)

@@ -453,17 +453,21 @@ def vif_scale(g, xi, yi, centre, taps, rnd, gain_limit, scale, prev=None, dec=No
     return res
 
 
-def vif_statistic(g, mx, my, qx, qy, fxx, fyy, nfee, centre, gain_limit):
+def vif_statistic(g, mx, my, qx, qy, fxx, fyy, nfee, centre, gain_limit, nary_sum=True):
     """libvmaf's integer VIF statistic per pixel from the filtered means m (unrounded), q
     (rounded vertical pass) and second moments E[x^2], E[y^2], -E[(x-y)^2] of frames centred on
     the integer level `centre`: (num, den) maps in natural logs (the sums are scaled by 1/ln 2
-    outside). Elementwise: any layout (slabs of tiles, whole frames) works."""
+    outside). Elementwise: any layout (slabs of tiles, whole frames) works. nary_sum: E[x^2] +
+    E[y^2] - E[(x-y)^2] as one Sum (one pass on ORT's CPU EP), else two Adds (the accelerator
+    form: ORT's WebGPU EP has no Sum kernel); the same values, ORT's Sum adds left to right."""
     c2 = g.op("Mul", centre, g.f(2.0))
     dx, dy = g.op("Sub", mx, qx), g.op("Sub", my, qy)
     s1 = g.op("Add", g.op("Sub", fxx, g.op("Mul", qx, qx)), g.op("Mul", dx, c2))
     s2 = g.op("Add", g.op("Sub", fyy, g.op("Mul", qy, qy)), g.op("Mul", dy, c2))
     s2 = g.op("Relu", s2)
-    s12 = g.op("Sub", g.op("Mul", g.op("Sum", fxx, fyy, nfee), g.f(0.5)), g.op("Mul", qx, qy))
+    moments = (g.op("Sum", fxx, fyy, nfee) if nary_sum else
+               g.op("Add", g.op("Add", fxx, fyy), nfee))
+    s12 = g.op("Sub", g.op("Mul", moments, g.f(0.5)), g.op("Mul", qx, qy))
     s12 = g.op("Add", s12, g.op("Mul", g.op("Add", dx, dy), centre))
 
     # libvmaf's statistic per pixel, in natural logs (the sums are scaled by 1/ln 2 outside):
@@ -1140,7 +1144,8 @@ def vif_accel(g, fp, centre, u_scale, rnd_units, to8, gain_limit):
     maps += vif_maps_accel(g, [xp2, xy3], [2, 3])[0]
     mx, my, fxx, fyy, nfee, qx, qy = g.op("Split", g.op("Concat", *maps, axis=3), axis=1,
                                           n_out=7)
-    num_px, den_px = vif_statistic(g, mx, my, qx, qy, fxx, fyy, nfee, centre, gain_limit)
+    num_px, den_px = vif_statistic(g, mx, my, qx, qy, fxx, fyy, nfee, centre, gain_limit,
+                                   nary_sum=False)
     # num, den in log2 units, [1, 2, 4]; libvmaf stores them as float and divides in float
     nd = accel_staged_sums(g, g.op("Concat", num_px, den_px, axis=1), [0, 2],
                            [g.op("Sub", g.op("Shape", fp, start=2, end=4), g.i([16, 16]))]
@@ -1365,8 +1370,11 @@ def build_features_accel(gain_limit, name):
                 g.i([-1, INT64_MAX]), g.i([0, 1]), g.i([1, 1]))             # [N, 1, H, W]
     levels = g.op("Div", g.op("Cast", g.op("Concat", "reference", "distorted", prev, axis=1),
                               to=TensorProto.FLOAT), to8)
-    centre = g.op("Round", g.op("ReduceMean", g.channels(levels, 0, 1), axes=[1, 2, 3],
-                                keepdims=1))                    # [N, 1, 1, 1]
+    # Round as Floor(m + 1/2) (ORT's WebGPU EP has no Round kernel, and the [N, 1, 1, 1] mean
+    # went to its CPU EP and back in the middle of the graph): the same integer but at exact
+    # halves (Round's ties go to even), where either is as good a centre (any integer is).
+    centre = g.op("Floor", g.op("Add", g.op("ReduceMean", g.channels(levels, 0, 1),
+                                            axes=[1, 2, 3], keepdims=1), g.f(0.5)))  # [N,1,1,1]
     frames = g.op("Sub", levels, centre)                        # [N, 3, H, W]
     # the three frames mirrored by VIF's scale-0 halo: VIF's scale 0 and its decimation take the
     # first two, motion the first and last (mirrored by its own 2 inside)

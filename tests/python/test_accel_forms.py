@@ -49,8 +49,12 @@ SUFFIX = gen_builtin_models.ACCEL_SUFFIX
 # The batch (N frames per Run) added 5 nodes to VMAF's features at every N (294, _neg 292): the
 # Concat and Slice of the previous references, the Transpose of VIF's scores to per-scale outputs
 # and two Reshapes of ADM's sums; none to the other forms.
+# ORT's WebGPU EP has neither Sum nor Round: the three-term Sums became two Adds each (ssim_y
+# 35 -> 38, float_ssim 45 -> 48, VMAF's features +1 in VIF's statistic) and the VMAF centre's
+# Round a Floor(m + 1/2) (+1): VMAF's features 296, _neg 294. Each of those nodes had sent its
+# tensors to ORT's CPU EP and back in the middle of the graph (docs/execution_providers.md).
 NODE_CAPS = {"psnr_y": 12, "psnr_cb": 12, "psnr": 12, "ssim_y": 40, "sharpness_nr": 20,
-             "float_ssim": 48, "vmaf_features": 294, "vmaf_features_neg": 294}
+             "float_ssim": 48, "vmaf_features": 296, "vmaf_features_neg": 294}
 SIZES = [(1080, 1920), (2160, 3840)]
 BATCHES = [1, 4]
 # The library's batch check: a batched value within this of the frame's own (N = 1) value
