@@ -27,12 +27,18 @@ set -euo pipefail
 # openvino-plugin: the stock CPU wheel plus OpenVINO as a plugin EP library
 # (ORT >= 1.22's EP ABI), installed the way its vendor documents; vmafdnn
 # finds and registers it by itself (docs/execution_providers.md).
+# webgpu-plugin: the stock CPU wheel plus the WebGPU plugin EP (a 6.9 MB wheel;
+# about 10 s and 176 MB the first time, ORT's wheel coming from pip's cache).
+# Without a GPU it offers a device only with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1,
+# which runs on a Vulkan driver Dawn accepts (Mesa's lavapipe from the system,
+# not installed here: docs/execution_providers.md, "The accelerator forms on WebGPU").
 ENVS=(
     "ort-1.20.1|onnxruntime==1.20.1"
     "ort-1.31.1|onnxruntime==1.31.1"
     "openvino|onnxruntime-openvino==1.24.1"
     "gpu-cu12|onnxruntime-gpu[cuda,cudnn]==1.26.0"
     "openvino-plugin|onnxruntime==1.32.0 onnxruntime-ep-openvino==1.8.1"
+    "webgpu-plugin|onnxruntime==1.32.0 onnxruntime-ep-webgpu==0.4.0"
 )
 # Always installed beside ORT: what vmafdnn itself needs at run time.
 BASE_REQUIREMENTS=(numpy cffi)

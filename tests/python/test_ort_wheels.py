@@ -32,9 +32,10 @@ ENVS = {
     "openvino": ("onnxruntime-openvino", "1.24.1"),
     "gpu-cu12": ("onnxruntime-gpu", "1.26.0"),
     "openvino-plugin": ("onnxruntime-ep-openvino", "1.8.1"),
+    "webgpu-plugin": ("onnxruntime-ep-webgpu", "0.4.0"),
 }
 #: The ORT version of environments named after another distribution.
-ORT_VERSION = {"openvino-plugin": "1.32.0"}
+ORT_VERSION = {"openvino-plugin": "1.32.0", "webgpu-plugin": "1.32.0"}
 CPU_WHEELS = ["ort-1.20.1", "ort-1.31.1"]
 HEADERS_API_VERSION = 29  # ORT_API_VERSION of the headers libvmafdnn is built with
 
@@ -705,3 +706,81 @@ def test_cli_info_devices_says_where_auto_goes():
                 else "  CPU: selected (built into ORT)")
     assert lines[-1] == expected
     assert proc.stderr == ""
+
+
+# --------------------------------------------------------------------------
+# onnxruntime 1.32 + onnxruntime-ep-webgpu: the accelerator forms on WebGPU
+# --------------------------------------------------------------------------
+
+WEBGPU_NODES_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "bench", "webgpu_nodes.py")
+#: bench/webgpu_nodes.py's exit status when there is no WebGPU adapter to run on
+WEBGPU_NO_ADAPTER = 77
+#: What each accelerator form leaves to ORT's CPU EP on WebGPU (op type -> count): nothing,
+#: except the VMAF features' UINT16 front (the Concat of the previous references, its Slice,
+#: the Concat of the three planes and their Cast to float), which WebGPU cannot hold (no 16-bit
+#: integer tensors). It runs where the samples are, before anything reaches the device.
+WEBGPU_UINT16_FRONT = {"Concat": 2, "Slice": 1, "Cast": 1}
+WEBGPU_ACCEL_FORMS = {"psnr_y": {}, "psnr_cb": {}, "psnr": {}, "ssim_y": {}, "float_ssim": {},
+                      "sharpness_nr": {}, "vmaf_features": WEBGPU_UINT16_FRONT,
+                      "vmaf_features_neg": WEBGPU_UINT16_FRONT}
+
+
+@pytest.fixture(scope="module")
+def webgpu_forms():
+    """bench/webgpu_nodes.py in the webgpu-plugin environment: every accelerator form of the
+    environment's vmafdnn, 2 frames of 192x108 per Run, opened as the library opens it on an
+    accelerator (sizes fixed), on WebGPU and on ORT's CPU EP. Without a GPU the plugin offers
+    its device only with ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, and Dawn then needs a Vulkan
+    driver it accepts: Mesa's lavapipe from Mesa 23 or so (Debian 12's 22.3.6 lacks the
+    shader{Sampled,Storage}ImageArrayDynamicIndexing Dawn requires). Without an adapter, a
+    skip that quotes Dawn; anything else that stops the script, a failure."""
+    env = require_env("webgpu-plugin")
+    child_env = {k: v for k, v in os.environ.items()
+                 if k not in ("VMAFDNN_ORT_LIBRARY", "VMAFDNN_ORT_LOG_LEVEL", "PYTHONPATH")}
+    child_env["ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER"] = "1"
+    proc = subprocess.run([env.python, WEBGPU_NODES_SCRIPT, "--json", "--size", "192x108",
+                           "--batch", "2", "--models", ",".join(WEBGPU_ACCEL_FORMS)],
+                          capture_output=True, text=True, env=child_env,
+                          cwd=tempfile.gettempdir(), timeout=900)
+    if proc.returncode == WEBGPU_NO_ADAPTER:
+        # Dawn's reasons (its "Warning: ..." lines, one per adapter refused) and the plugin's
+        said = [line for line in proc.stderr.splitlines() if line.startswith("Warning:")]
+        pytest.skip("no WebGPU adapter on this machine (a GPU, or a Vulkan driver such as "
+                    "lavapipe that Dawn accepts): "
+                    + "; ".join(said + proc.stderr.strip().splitlines()[-1:]))
+    assert proc.returncode == 0, proc.stderr
+    return {row["model"]: row for row in map(json.loads, proc.stdout.splitlines())}
+
+
+@pytest.mark.parametrize("name", list(WEBGPU_ACCEL_FORMS))
+def test_webgpu_runs_the_accelerator_forms_whole(webgpu_forms, name):
+    """Every node on WebGPU but the VMAF features' UINT16 front: no Sum, Round or other op
+    WebGPU lacks sends a tensor to the CPU EP and back in the middle of a form."""
+    row = webgpu_forms[name]
+    assert row["cpu_ops"] == WEBGPU_ACCEL_FORMS[name], row
+    assert row["on_ep"] == row["total"] - sum(WEBGPU_ACCEL_FORMS[name].values()), row
+
+
+@pytest.mark.parametrize("name", list(WEBGPU_ACCEL_FORMS))
+def test_webgpu_accelerator_forms_match_the_cpu_ep(webgpu_forms, name):
+    """Within the library's batch check (1e-6 + 1e-5 relative) of ORT's CPU EP: measured
+    0 to 1.8e-7 on lavapipe."""
+    row = webgpu_forms[name]
+    for output, d in row["max_abs_diff"].items():
+        assert d <= 1e-6 + 1e-5 * row["max_abs_cpu"][output], (output, row)
+
+
+def test_webgpu_software_adapter_is_not_a_gpu_for_the_library():
+    """The plugin's device on the CPU (ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1) is listed as
+    WebGpu:CPU, and the WebGPU step, which binds GPU devices, passes it over: a CPU rasteriser
+    behind WebGPU is no accelerator."""
+    env = require_env("webgpu-plugin")
+    probe = env.probe([{"op": "eps", "device": "webgpu"}],
+                      env={"ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER": "1"})
+    devices = [(d["ep_name"], d["device_type"], d["attached_ep"]) for d in probe[0]["devices"]]
+    assert ("WebGpuExecutionProvider", "CPU", "WebGpu:CPU") in devices, devices
+    assert probe[0]["explain"].splitlines() == [
+        "WebGpu:GPU: not available: WebGPU execution provider is not supported in this build. "
+        "(and no plugin EP library offers a GPU device of WebGpuExecutionProvider)",
+        "CPU: selected (built into ORT)"]
