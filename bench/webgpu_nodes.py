@@ -3,7 +3,7 @@ they agree with ORT's CPU EP.
 
     ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1 \\
     ~/.cache/vmafdnn/envs/webgpu-plugin/bin/python bench/webgpu_nodes.py \\
-        [--size 320x180] [--batch 1] [--models psnr_y,ssim_y,...] [--nodes] [--json]
+        [--size 320x180] [--batch 1] [--models psnr_y,ssim_y,...] [--nodes] [--json] [--runs R]
     ~/.cache/vmafdnn/envs/openvino/bin/python bench/webgpu_nodes.py --ep openvino ...
 
 Runs in the `webgpu-plugin` environment of tools/make_ort_envs.sh (onnxruntime 1.32.0 +
@@ -127,6 +127,9 @@ def main(argv=None):
     ap.add_argument("--nodes", action="store_true", help="list every node that fell back")
     ap.add_argument("--json", action="store_true", help="one JSON object per form on stdout")
     ap.add_argument("--ep", choices=("webgpu", "openvino"), default="webgpu")
+    ap.add_argument("--runs", type=int, default=0,
+                    help="also time this many Runs on each EP after the first two (median ms "
+                         "per frame, and the EP's speed over the CPU EP's): on a GPU")
     args = ap.parse_args(argv)
     width, height = (int(v) for v in args.size.split("x"))
     directory = models_dir(args.models_dir)
@@ -168,6 +171,15 @@ def main(argv=None):
         t0 = time.monotonic()
         gpu.run(None, feeds)
         second = time.monotonic() - t0
+        timing = {}
+        if args.runs > 0:
+            for label, sess in (("ep", gpu), ("cpu", cpu)):
+                times = []
+                for _ in range(args.runs):
+                    t0 = time.perf_counter()
+                    sess.run(None, feeds)
+                    times.append(time.perf_counter() - t0)
+                timing[label] = 1000 * float(np.median(times)) / args.batch
         names = [o.name for o in cpu.get_outputs()]
         diff = {n: float(np.max(np.abs(np.asarray(g, np.float64) - np.asarray(w, np.float64))))
                 for n, g, w in zip(names, got, want)}
@@ -176,14 +188,17 @@ def main(argv=None):
                "on_ep": on_gpu,
                "total": total, "cpu_ops": dict(cpu_ops), "max_abs_diff": diff,
                "max_abs_cpu": {n: float(np.max(np.abs(w))) for n, w in zip(names, want)},
-               "open_s": round(opened, 2), "run_s": [round(first, 3), round(second, 3)]}
+               "open_s": round(opened, 2), "run_s": [round(first, 3), round(second, 3)],
+               "ms_per_frame": timing}
         if args.json:
             print(json.dumps(row), flush=True)
         else:
             print(f"{name:18s} {args.ep} {on_gpu:4d} of {total:4d} nodes; CPU EP: "
                   f"{dict(cpu_ops) or '-'}; max|d| "
                   + ", ".join(f"{n} {d:.3g}" for n, d in diff.items())
-                  + f"; open {opened:.1f} s, run {first:.2f}/{second:.2f} s", flush=True)
+                  + f"; open {opened:.1f} s, run {first:.2f}/{second:.2f} s"
+                  + (f"; median {timing['ep']:.2f} ms/frame vs CPU EP {timing['cpu']:.2f} "
+                     f"({timing['cpu'] / timing['ep']:.2f}x)" if timing else ""), flush=True)
         if args.nodes:
             for node_name, op in fallback_nodes(gpu):
                 print(f"    CPU EP: {op:14s} {node_name}")
