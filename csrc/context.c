@@ -1338,9 +1338,13 @@ int vmaf_dnn_frames_done(VmafDnnContext *ctx, unsigned *done)
     enter_call(ctx);
     unsigned held = 0;
     if (ctx->pool) {
+        /* The merge runs the models that read other frames' features, as
+         * read_pictures does: vmaf_dnn_context_cancel stops them here too. */
+        set_frame_in_flight(ctx, 1);
         unsigned merged = 0;
         held = vdnn_frame_pool_collect(ctx->pool, ctx->fc, &merged);
         note_merged(ctx, merged);
+        set_frame_in_flight(ctx, 0);
     }
     /* The frames held are the last ones read (in a temporal context the
      * indices run on, so the lag frames before them are the ones read
