@@ -411,21 +411,27 @@ static void test_frames_done(int behind)
     CHECK_EQ_INT(vmaf_dnn_frames_done(ctx, &done), 0);
     CHECK_EQ_INT(done, behind ? 1 : 2);
 
-    /* Cancelled, the stalled frame fails; frame 3 may have been cancelled
-     * too (if it had not finished), and is then reported by a later call. */
+    /* Cancelled, the stalled frame fails. What follows depends on timing:
+     * frame 3 may have been cancelled too (if it had not finished); with the
+     * model running behind, the merge of the frame after a failed one finds
+     * a score missing (-ENOENT). Each is reported once, by a later call, or
+     * counted in an earlier report when one merge took both. */
     CHECK_EQ_INT(poll_done(ctx, 4, 1, &done), -ECANCELED);
     CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "frame 2 (scored in flight)");
-    int rc = poll_done(ctx, 4, 0, &done);
-    if (rc) {
-        CHECK_EQ_INT(rc, -ECANCELED);
+    int rc, reports = 0;
+    while ((rc = poll_done(ctx, 4, 0, &done)) && reports++ < 4) {
+        CHECK(rc == -ECANCELED || (behind && rc == -ENOENT));
         CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "frame 3 (scored in flight)");
-        rc = poll_done(ctx, 4, 0, &done);
     }
     CHECK_EQ_INT(rc, 0);
+    CHECK(reports <= 1);
     CHECK_EQ_INT(done, 4);
     CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "stall_bright", 2, &v), -ENOENT);
     CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &dark.pic, 4), 0);
-    CHECK_EQ_INT(vmaf_dnn_flush(ctx), behind ? -ENOENT : 0);
+    /* Behind: m2 of frame 3 at frame 4's merge lacks frame 3's score when
+     * frame 3 was cancelled. */
+    rc = vmaf_dnn_flush(ctx);
+    CHECK(rc == 0 || (behind && rc == -ENOENT));
     CHECK_EQ_INT(vmaf_dnn_frames_done(ctx, &done), 0);
     CHECK_EQ_INT(done, 5);
     CHECK_EQ_INT(vmaf_dnn_feature_get(ctx, "stall_bright", 4, &v), 0);
