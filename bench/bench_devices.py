@@ -70,7 +70,7 @@ def run_once(refs, dists, models, device, threads, fp16, bitdepth, static_shapes
     # Steady: from the first frame read to the end of the call, which waits for the frames
     # still in flight (a batch's), so frames that are read but not yet scored are not counted
     # as done.
-    steady = (len(stamps) - 1) / (end - stamps[0]) if len(stamps) > 1 else float("nan")
+    steady = (len(dists) - 1) / (end - stamps[0]) if len(dists) > 1 else float("nan")
     return report, len(dists) / (end - t0), steady
 
 

@@ -582,7 +582,9 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     ``features``: a libvmaf JSON report whose per-frame metrics are fed to
     feature-vector models and appear in the report (metrics named like a
     model's output are skipped: the model computes them).
-    ``progress(frames_done, total_or_None)`` is called after every frame.
+    ``progress(frames_done, total_or_None)`` is called after every frame read with the
+    frames whose scores are in (with frames in flight, ``threads`` > 1 or a ``batch``, fewer
+    than the frames read), and once more at the end when frames were still in flight.
     ``fps``: written into the report's "fps" instead of the measured
     processing speed (default: measured, frames scored per second, which is
     what libvmaf's "fps" means; it is not the clip's frame rate).
@@ -745,8 +747,10 @@ def score_frames(ctx, ref, dist, pushed, progress, cancel, output=None, fmt=None
     the failure are written there (by ``write(ctx)`` when given), for a look,
     and the error is raised."""
     try:
-        _run(ctx, ref, dist, pushed, progress, cancel)
+        read, told, total = _run(ctx, ref, dist, pushed, progress, cancel)
         ctx.flush()
+        if progress is not None and told < read:  # the frames that were in flight
+            progress(read, total)
     except BaseException:
         if output is not None and not cancel.cancelled and ctx.frame_count > 0:
             try:
@@ -764,7 +768,11 @@ def _is_stdin(source) -> bool:
 
 
 def _run(ctx: Context, ref: Optional[_Input], dist: _Input,
-         pushed: Dict[int, Dict[str, float]], progress, cancel: Canceller) -> None:
+         pushed: Dict[int, Dict[str, float]], progress,
+         cancel: Canceller) -> Tuple[int, int, Optional[int]]:
+    """Reads every frame pair into ``ctx``; returns the frames read, the last count given to
+    ``progress`` (the frames whose scores are in: Context.frames_done, which never waits,
+    fewer than the frames read while frames are in flight) and the total expected."""
     model_keys = {key for m in ctx.models for key in m.features}
     total = dist.total if ref is None else (dist.total or ref.total)
     index = 0
@@ -785,9 +793,11 @@ def _run(ctx: Context, ref: Optional[_Input], dist: _Input,
         ctx.read_pictures(r, d, index, bitdepth=shape[2])
         index += 1
         if progress is not None:
-            progress(index, total)
+            told = ctx.frames_done()
+            progress(told, total)
     if index == 0:
         raise ValueError(f"{dist.name}: no frames to score")
+    return index, told if progress is not None else index, total
 
 
 def _raise_count_mismatch(ref: _Input, dist: _Input, scored: int) -> None:

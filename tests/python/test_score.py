@@ -305,6 +305,21 @@ def test_progress_callback(synth):
     assert calls == [(i, synth.frames) for i in range(1, synth.frames + 1)]
 
 
+def test_progress_counts_frames_done_not_frames_read_with_frames_in_flight(synth, models):
+    """With frames in flight the count is of frames whose scores are in: never above the
+    frames read, never going down, and the whole clip once more at the end. batch_mean takes
+    4 frames per Run, and its worker waits for the fourth: after the first three reads none is
+    done, whatever the timing."""
+    calls = []
+    vmafdnn.score(None, synth.dist, models=[models.batch_mean], batch=4,
+                  progress=lambda done, total: calls.append((done, total)))
+    done = [d for d, _ in calls]
+    assert done[:3] == [0, 0, 0]
+    assert all(d <= read for read, d in enumerate(done[:synth.frames], start=1))
+    assert done == sorted(done) and done[-1] == synth.frames
+    assert {t for _, t in calls} == {synth.frames}
+
+
 # -- reports ------------------------------------------------------------------------
 
 def test_reports_in_every_format_agree(clips8, tmp_path):
