@@ -465,8 +465,7 @@ static void run_batched(Worker *w, Slot **group, const VdnnTinyFrame *frame, siz
     /* A model that reads past pictures is shown the frames before the
      * batch's first (the Run feeds them; the graph takes the later frames'
      * from the batch), and before each frame it scores alone. */
-    const int past = vdnn_tiny_model_history_depth(m, VDNN_PICTURE_REFERENCE) ||
-                     vdnn_tiny_model_history_depth(m, VDNN_PICTURE_DISTORTED);
+    const int past = vdnn_tiny_model_reads_past(m);
     if (batch && past && prime_copies(w, live[0]))
         batch = 0;
     /* Cancel marks every slot at once (vdnn_frame_pool_cancel): any live
@@ -715,16 +714,21 @@ static int merge_oldest(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *me
     return 1;
 }
 
+/* The slots that hold a frame (queued, running or done, not merged). Under
+ * the lock. */
+static unsigned slots_taken(const VdnnFramePool *p)
+{
+    unsigned taken = 0;
+    for (unsigned i = 0; i < p->n_slots; i++)
+        taken += p->slot[i].state != SLOT_FREE;
+    return taken;
+}
+
 void vdnn_frame_pool_make_room(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *merged)
 {
     pthread_mutex_lock(&p->lock);
-    for (;;) {
-        unsigned used = 0;
-        for (unsigned i = 0; i < p->n_slots; i++)
-            used += p->slot[i].state != SLOT_FREE;
-        if (used < p->n_slots || !merge_oldest(p, fc, merged))
-            break;
-    }
+    while (slots_taken(p) == p->n_slots && merge_oldest(p, fc, merged))
+        ;
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -734,9 +738,7 @@ unsigned vdnn_frame_pool_collect(VdnnFramePool *p, VdnnFeatureCollector *fc, uns
     Slot *s;
     while ((s = oldest(p)) && s->state == SLOT_DONE)
         merge_oldest(p, fc, merged);
-    unsigned held = 0;
-    for (unsigned i = 0; i < p->n_slots; i++)
-        held += p->slot[i].state != SLOT_FREE;
+    const unsigned held = slots_taken(p);
     pthread_mutex_unlock(&p->lock);
     return held;
 }

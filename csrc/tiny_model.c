@@ -1300,9 +1300,14 @@ void vdnn_tiny_model_set_lag(VdnnTinyModel *m, unsigned lag)
     m->lag = lag;
 }
 
+int vdnn_tiny_model_reads_past(const VdnnTinyModel *m)
+{
+    return m->history[0].depth || m->history[1].depth;
+}
+
 int vdnn_tiny_model_temporal(const VdnnTinyModel *m)
 {
-    if (m->lag || m->history[0].depth || m->history[1].depth)
+    if (m->lag || vdnn_tiny_model_reads_past(m))
         return 1;
     for (size_t i = 0; i < vdnn_tiny_model_read_count(m); i++) {
         int offset;
@@ -1532,7 +1537,7 @@ void vdnn_tiny_model_rewind(VdnnTinyModel *m)
 
 int vdnn_tiny_model_remember(VdnnTinyModel *m, const VdnnTinyFrame *f)
 {
-    if (!m->history[0].depth && !m->history[1].depth)
+    if (!vdnn_tiny_model_reads_past(m))
         return 0;
     unsigned tw, th;
     int resize;
@@ -1780,7 +1785,7 @@ static int common_size(VdnnTinyModel *m, const VdnnTinyFrame *const *f, const un
             return -ERANGE;
         /* A model reading past pictures is fed those of the first frame
          * only: the graph takes the later frames' from the batch itself. */
-        if (m->history[0].depth + m->history[1].depth && f[b]->index != f[0]->index + b)
+        if (vdnn_tiny_model_reads_past(m) && f[b]->index != f[0]->index + b)
             return -ERANGE;
         if (b == 0) {
             *tw = bw;

@@ -151,6 +151,10 @@ int vdnn_tiny_model_temporal(const VdnnTinyModel *m);
  * the past planes it keeps of it; 0 when none. */
 unsigned vdnn_tiny_model_history_depth(const VdnnTinyModel *m, VdnnSourcePicture picture);
 
+/* Non-zero when the model reads pictures of earlier frames (a history
+ * depth above 0 for either picture). */
+int vdnn_tiny_model_reads_past(const VdnnTinyModel *m);
+
 /* Non-zero when the model holds past planes: frames it read itself since
  * it was opened or rewound (vdnn_tiny_model_remember). */
 int vdnn_tiny_model_holds_past(const VdnnTinyModel *m);
