@@ -1819,7 +1819,11 @@ int vdnn_tiny_model_batch_run(VdnnTinyModel *m, const VdnnTinyFrame *const *f,
     for (size_t k = 0; k < m->n_image; k++) {
         if (m->image_src[k].back)
             continue;
-        for (size_t b = 0; b < n; b++) {
+        /* The first frame's plane is the one feed_images prepared (converted
+         * or resized already). */
+        const size_t element = m->samples ? sizeof(uint16_t) : sizeof(float);
+        memcpy(m->batch_in[k], m->feed[k].data, plane * element);
+        for (size_t b = 1; b < n; b++) {
             const VdnnSourcePicture pic = m->image_src[k].picture;
             if (m->samples) {
                 if (samples_of(m, f[b], pic, resize, (uint16_t *)m->batch_in[k] + b * plane))
