@@ -158,6 +158,9 @@ int vdnn_config_check(const VmafDnnConfig *in, VmafDnnConfig *out, const char *w
     if ((unsigned)in->static_shapes > VMAF_DNN_STATIC_SHAPES_ON)
         return vdnn_fail(-EINVAL, "%sstatic_shapes %d is unknown (0..%d)", what,
                          (int)in->static_shapes, (int)VMAF_DNN_STATIC_SHAPES_ON);
+    if ((unsigned)in->device_io > VMAF_DNN_DEVICE_IO_ON)
+        return vdnn_fail(-EINVAL, "%sdevice_io %d is unknown (0..%d)", what, (int)in->device_io,
+                         (int)VMAF_DNN_DEVICE_IO_ON);
     *out = *in;
     out->fp16_io = in->fp16_io != 0;
     return 0;

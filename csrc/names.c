@@ -27,6 +27,7 @@
 #define FORMATS(X) X("json") X("xml") X("csv")
 #define KINDS(X) X("fr") X("nr") X("features")
 #define STATIC_SHAPES(X) X("auto") X("off") X("on")
+#define DEVICE_IO(X) X("auto") X("off") X("on")
 /* Every name ort_backend.c's ep_kinds can attach (test_catalog reads that
  * table and checks it against this one). */
 #define EPS(X)                                                                               \
@@ -52,6 +53,7 @@ TABLE("pool method", POOLS, VMAF_DNN_POOL_MIN);
 TABLE("report format", FORMATS, VMAF_DNN_OUTPUT_JSON);
 TABLE("model kind", KINDS, VMAF_DNN_MODEL_FR);
 TABLE("static_shapes setting", STATIC_SHAPES, VMAF_DNN_STATIC_SHAPES_AUTO);
+TABLE("device_io setting", DEVICE_IO, VMAF_DNN_DEVICE_IO_AUTO);
 TABLE("execution provider", EPS, VMAF_DNN_EP_CPU);
 
 static int fold(unsigned char c)
@@ -114,4 +116,5 @@ NAME_FUNCTIONS(vmaf_dnn_pool, VmafDnnPoolMethod, POOLS)
 NAME_FUNCTIONS(vmaf_dnn_output_format, VmafDnnOutputFormat, FORMATS)
 NAME_FUNCTIONS(vmaf_dnn_model_kind, VmafDnnModelKind, KINDS)
 NAME_FUNCTIONS(vmaf_dnn_static_shapes, VmafDnnStaticShapes, STATIC_SHAPES)
+NAME_FUNCTIONS(vmaf_dnn_device_io, VmafDnnDeviceIo, DEVICE_IO)
 NAME_FUNCTIONS(vmaf_dnn_ep, VmafDnnEp, EPS)

@@ -23,6 +23,7 @@
 #include "error.h"
 #include "ort_backend.h"
 #include "ort_custom_ops.h"
+#include "ort_device_io.h"
 
 /* Oldest ORT release whose API has every member this file calls. */
 #define ORT_MIN_MINOR 20
@@ -240,6 +241,8 @@ static OrtEnv *env;
 static OrtCustomOpDomain *custom_ops;
 static const char *ort_version_string;
 static int ort_api_version;
+static int ort_minor; /* the release's: 1.<ort_minor>; ort_api_version is at
+                         most the headers' (ORT_API_VERSION) */
 static char ort_path[PATH_MAX];
 
 static const OrtApi *api(void)
@@ -380,6 +383,7 @@ static int load_locked(const char *path)
     env = new_env;
     ort_version_string = version;
     ort_api_version = api_version;
+    ort_minor = minor;
     resolve_library_path(sym, path, ort_path);
     atomic_store_explicit(&loaded_api, a, memory_order_release);
     return 0;
@@ -949,10 +953,11 @@ int vdnn_ort_ep_device_info(size_t index, VmafDnnEpDeviceInfo *info)
 }
 
 /* Copies into *out the EP device a plugin offers for step `ep` (the
- * device_index-th of its EP and hardware type); 0 when there is none. ORT's
- * EP names are compared without case: vendors have changed capitalisation
- * between releases. */
-static int find_device(EpKind ep, int device_index, EpDevice *out)
+ * device_index-th of its EP and hardware type; with any_hardware, failing
+ * that, of its EP on other hardware); 0 when there is none. ORT's EP names
+ * are compared without case: vendors have changed capitalisation between
+ * releases. */
+static int find_device(EpKind ep, int device_index, int any_hardware, EpDevice *out)
 {
     const char *want = ep_kinds[ep].ort_ep;
     if (!want || ort_api_version < ORT_EP_ABI_API)
@@ -961,11 +966,12 @@ static int find_device(EpKind ep, int device_index, EpDevice *out)
     int found = 0;
     pthread_mutex_lock(&ep_lock);
     ep_setup_locked();
-    for (size_t i = 0; i < n_ep_devs && !found; i++) {
-        const EpDevice *d = &ep_devs[i];
+    for (size_t i = 0; i < n_ep_devs * (any_hardware ? 2 : 1) && !found; i++) {
+        const EpDevice *d = &ep_devs[i % n_ep_devs];
+        const int step_hw = a->HardwareDevice_Type(a->EpDevice_Device(d->device)) ==
+                            ep_kinds[ep].hw;
         if (strcasecmp(a->EpDevice_EpName(d->device), want) == 0 &&
-            a->HardwareDevice_Type(a->EpDevice_Device(d->device)) == ep_kinds[ep].hw &&
-            d->index == device_index) {
+            (i < n_ep_devs ? step_hw : !step_hw) && d->index == device_index) {
             *out = *d;
             found = 1;
         }
@@ -1029,18 +1035,50 @@ static size_t openvino_options(EpKind ep, const VmafDnnConfig *cfg, int plugin,
  *                (docs/vmaf.md): TF32 products (10-bit mantissas) would
  *                round them; the convolutions are too small for tensor cores
  *                to matter. */
-#define CUDA_OPTIONS 2
-static size_t cuda_options(const char **keys, const char **values)
+#define CUDA_OPTIONS 3
+static size_t cuda_options(int capture, const char **keys, const char **values)
 {
     keys[0] = "cudnn_conv_algo_search";
     values[0] = "HEURISTIC";
     keys[1] = "use_tf32";
     values[1] = "0";
+    if (!capture)
+        return CUDA_OPTIONS - 1;
+    keys[2] = "enable_cuda_graph"; /* see capture_refusal */
+    values[2] = "1";
     return CUDA_OPTIONS;
 }
 
-/* The EP compiled into ORT for step `ep`; NULL status when it appended. */
-static OrtStatus *append_builtin(OrtSessionOptions *opts, EpKind ep, const VmafDnnConfig *cfg)
+/* WebGPU's option for graph capture, for the compiled-in EP and the plugin's
+ * EP devices alike. */
+static size_t webgpu_options(int capture, const char **keys, const char **values)
+{
+    if (!capture)
+        return 0;
+    keys[0] = "enableGraphCapture";
+    values[0] = "1";
+    return 1;
+}
+
+/* Whether step `ep` may bind an EP device on other hardware than its own:
+ * only WebGPU, only asked for by name (VMAF_DNN_DEVICE_WEBGPU, never from
+ * AUTO), and only where the user told the WebGPU plugin to offer its
+ * device on the CPU (ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, the plugin's
+ * own switch): then Dawn serves it with a software Vulkan adapter (Mesa's
+ * lavapipe), slower than ORT's CPU EP, and attached_ep says so
+ * ("WebGpu:CPU"). What it is for: running the WebGPU path, graph capture
+ * included, on a machine without a GPU. */
+static int software_adapter_allowed(EpKind ep, const VmafDnnConfig *cfg)
+{
+    const char *v = getenv("ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER");
+    return ep == EP_WEBGPU && cfg->device == VMAF_DNN_DEVICE_WEBGPU && v && strcmp(v, "1") == 0;
+}
+
+/* The EP compiled into ORT for step `ep`; NULL status when it appended.
+ * capture: ask the EP to record the graph (CUDA, WebGPU; see
+ * capture_refusal). */
+static OrtStatus *append_builtin(OrtSessionOptions *opts, EpKind ep, const VmafDnnConfig *cfg,
+                                 int capture)
 {
     const OrtApi *a = api();
     char index[16];
@@ -1060,7 +1098,7 @@ static OrtStatus *append_builtin(OrtSessionOptions *opts, EpKind ep, const VmafD
          * retries on the CPU and says why, as the legacy options did). */
         const char *keys[1 + CUDA_OPTIONS] = {"device_id"}, *values[1 + CUDA_OPTIONS] = {index};
         const size_t skip = cfg->device_index == 0;
-        const size_t n = 1 + cuda_options(keys + 1, values + 1) - skip;
+        const size_t n = 1 + cuda_options(capture, keys + 1, values + 1) - skip;
         if (!(st = a->UpdateCUDAProviderOptions(cuda, keys + skip, values + skip, n)))
             st = a->SessionOptionsAppendExecutionProvider_CUDA_V2(opts, cuda);
         a->ReleaseCUDAProviderOptions(cuda);
@@ -1100,8 +1138,11 @@ static OrtStatus *append_builtin(OrtSessionOptions *opts, EpKind ep, const VmafD
         return a->SessionOptionsAppendExecutionProvider(opts, "NvTensorRtRtx", id_key, id_value, 1);
     case EP_MIGRAPHX:
         return a->SessionOptionsAppendExecutionProvider(opts, "MIGraphX", id_key, id_value, 1);
-    case EP_WEBGPU:
-        return a->SessionOptionsAppendExecutionProvider(opts, "WebGPU", NULL, NULL, 0);
+    case EP_WEBGPU: {
+        const char *keys[1], *values[1];
+        const size_t n = webgpu_options(capture, keys, values);
+        return a->SessionOptionsAppendExecutionProvider(opts, "WebGPU", keys, values, n);
+    }
     case EP_POLICY:
     case EP_CPU:
         break;
@@ -1119,8 +1160,8 @@ static const char cpu_ep_name[] = "CPUExecutionProvider";
  * for the life of the process; NULL for a POLICY step, known only once the
  * session exists) and `how` says which way it bound. */
 static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnConfig *cfg,
-                            const char **attached, const char **ort_name, char *how,
-                            size_t how_size)
+                            int capture, const char **attached, const char **ort_name,
+                            char *how, size_t how_size)
 {
     const OrtApi *a = api();
     EpDevice dev;
@@ -1130,11 +1171,13 @@ static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnCon
         snprintf(how, how_size, "ORT's EP selection policy");
         return a->SessionOptionsSetEpSelectionPolicy(opts, ort_policy(cfg->device));
     }
-    if (find_device(ep, ep == EP_OPENVINO_CPU ? 0 : cfg->device_index, &dev)) {
+    if (find_device(ep, ep == EP_OPENVINO_CPU ? 0 : cfg->device_index,
+                    software_adapter_allowed(ep, cfg), &dev)) {
         const char *keys[2 > CUDA_OPTIONS ? 2 : CUDA_OPTIONS];
         const char *values[2 > CUDA_OPTIONS ? 2 : CUDA_OPTIONS];
         char config[OPENVINO_CONFIG_SIZE];
-        const size_t n = ep == EP_CUDA ? cuda_options(keys, values)
+        const size_t n = ep == EP_CUDA     ? cuda_options(capture, keys, values)
+                         : ep == EP_WEBGPU ? webgpu_options(capture, keys, values)
                          : openvino_options(ep, cfg, dev.library != NULL, keys, values, config);
         *attached = dev.attached;
         *ort_name = a->EpDevice_EpName(dev.device);
@@ -1156,7 +1199,7 @@ static OrtStatus *append_ep(OrtSessionOptions *opts, EpKind ep, const VmafDnnCon
         return st;
     }
     snprintf(how, how_size, "built into ORT");
-    return append_builtin(opts, ep, cfg);
+    return append_builtin(opts, ep, cfg, capture);
 }
 
 /* Why step `ep` was passed over, for the fallback reason: ORT's answer to
@@ -1218,7 +1261,7 @@ static int make_options(const VmafDnnConfig *cfg, const char *model_dir, int bud
         goto fail;
     if ((st = a->AddCustomOpDomain(opts, custom_ops)))
         goto fail;
-    if (budgeted && ort_api_version < ORT_FOLDS_WITH_SESSION_ALLOCATOR &&
+    if (budgeted && ort_minor < ORT_FOLDS_WITH_SESSION_ALLOCATOR &&
         (st = a->AddSessionConfigEntry(opts, "optimization.disable_specified_optimizers",
                                        "ConstantFolding")))
         goto fail;
@@ -1270,6 +1313,7 @@ struct VdnnOrtSession {
     size_t nodes_on_ep, nodes_total;
     VdnnTensorMeta *inputs, *outputs;
     const char **input_names;    /* n_inputs, point into inputs[].name */
+    const char **output_names;   /* n_outputs, point into outputs[].name */
     /* Static shapes (VmafDnnStaticShapes): what creating the model again
      * needs, the named symbolic dims of its inputs (VdnnTensorMeta.dim_key
      * indexes dim_names) and the sessions specialised so far. */
@@ -1288,9 +1332,15 @@ struct VdnnOrtSession {
     struct {
         OrtSession *session;
         int64_t *dims;           /* n_dims values it was specialised to */
+        VdnnDeviceIo *io;        /* its device-resident I/O; NULL: ORT copies */
+        int captured;            /* created with graph capture */
     } fixed[VMAF_DNN_MAX_STATIC_SHAPES];
     size_t n_fixed;
-    _Atomic uint64_t runs_fixed, runs_as_opened;
+    _Atomic uint64_t runs_fixed, runs_as_opened, runs_device_io, runs_captured;
+    /* Why a specialised session keeps ORT's copies or records no graph (the
+     * last one made): "" or a static string or io_why. */
+    const char *io_reason;
+    char *io_why;                /* owned */
     /* Per-run scratch, sized once at creation so runs do not allocate. */
     OrtValue **input_values;     /* n_inputs */
     OrtValue **output_values;    /* n_outputs: results held until the next run */
@@ -1623,11 +1673,12 @@ static int describe_session(VdnnOrtSession *s)
     s->inputs = calloc(ni, sizeof(*s->inputs));
     s->outputs = calloc(no, sizeof(*s->outputs));
     s->input_names = calloc(ni, sizeof(*s->input_names));
+    s->output_names = calloc(no, sizeof(*s->output_names));
     s->input_values = calloc(ni, sizeof(*s->input_values));
     s->output_values = calloc(no, sizeof(*s->output_values));
     s->run_output_names = calloc(no, sizeof(*s->run_output_names));
-    if (!s->inputs || !s->outputs || !s->input_names || !s->input_values || !s->output_values ||
-        !s->run_output_names)
+    if (!s->inputs || !s->outputs || !s->input_names || !s->output_names || !s->input_values ||
+        !s->output_values || !s->run_output_names)
         return vdnn_fail(-ENOMEM, "out of memory");
 
     for (size_t i = 0; i < s->n_inputs; i++) {
@@ -1642,6 +1693,7 @@ static int describe_session(VdnnOrtSession *s)
                                a->SessionGetOutputTypeInfo, &s->outputs[i]);
         if (rc)
             return rc;
+        s->output_names[i] = s->outputs[i].name;
         for (size_t j = 0; j < s->n_inputs; j++)
             if (strcmp(s->outputs[i].name, s->inputs[j].name) == 0)
                 s->outputs[i].aliases_input = 1;
@@ -1654,8 +1706,9 @@ static int describe_session(VdnnOrtSession *s)
  * options behind (OpenVINO:GPU's precision=FP16 made the OpenVINO:CPU attempt
  * fail), so nothing of one attempt may reach the next. On success *opts holds
  * the options of the chosen step (the CPU's at worst), *chosen and *attached
- * say which, `how` how it bound; every declined step is logged. */
-static int choose_ep(const VmafDnnConfig *cfg, const char *model_dir, int budgeted,
+ * say which, `how` how it bound; every declined step is logged. capture:
+ * the EPs that can record the graph are asked to (create_fixed). */
+static int choose_ep(const VmafDnnConfig *cfg, const char *model_dir, int budgeted, int capture,
                      OrtSessionOptions **opts, EpKind *chosen, const char **attached,
                      const char **ort_name, char *how, size_t how_size, Log *log)
 {
@@ -1670,7 +1723,8 @@ static int choose_ep(const VmafDnnConfig *cfg, const char *model_dir, int budget
     for (size_t i = 0; i < n; i++) {
         if ((rc = make_options(cfg, model_dir, budgeted, opts)))
             return rc;
-        OrtStatus *st = append_ep(*opts, order[i], cfg, attached, ort_name, how, how_size);
+        OrtStatus *st = append_ep(*opts, order[i], cfg, capture, attached, ort_name, how,
+                                  how_size);
         if (!st) {
             *chosen = order[i];
             return 0;
@@ -1754,7 +1808,7 @@ static int create_with_fallback(const void *model, size_t len, const char *model
     OrtSessionOptions *opts = NULL;
     EpKind chosen = EP_CPU;
     char how[256];
-    int rc = choose_ep(cfg, model_dir, budgeted, &opts, &chosen, attached, ort_name, how,
+    int rc = choose_ep(cfg, model_dir, budgeted, 0, &opts, &chosen, attached, ort_name, how,
                        sizeof(how), log);
     if (rc)
         return rc;
@@ -1862,7 +1916,7 @@ static int walk_chain(const VmafDnnConfig *cfg, EpKind *chosen, const char **att
         return rc;
     OrtSessionOptions *opts = NULL;
     const char *ort_name = NULL;
-    rc = choose_ep(cfg, NULL, 0, &opts, chosen, attached, &ort_name, how, how_size, log);
+    rc = choose_ep(cfg, NULL, 0, 0, &opts, chosen, attached, &ort_name, how, how_size, log);
     if (opts)
         api()->ReleaseSessionOptions(opts);
     return rc;
@@ -2052,8 +2106,12 @@ static void give_up_static(VdnnOrtSession *s, const char *fmt, const char *a1, c
 }
 
 /* The model created again with run_dims fixed, on the EP the session
- * attached: *out, or NULL after give_up_static. */
-static void create_fixed(VdnnOrtSession *s, OrtSession **out)
+ * attached: *out, or NULL. capture: asks the EP to record the graph; then a
+ * failure is not the end of specialising: *refused (malloc'ed) says why and
+ * the caller tries again without. Otherwise a failure gives up
+ * (give_up_static). The session's bytes are charged to the budget while it
+ * lives (release_fixed). */
+static void make_fixed(VdnnOrtSession *s, int capture, OrtSession **out, char **refused)
 {
     const OrtApi *a = api();
     const int budgeted = s->account->limit != 0;
@@ -2065,8 +2123,8 @@ static void create_fixed(VdnnOrtSession *s, OrtSession **out)
     *out = NULL;
     int rc = strcmp(s->attached, ep_kinds[EP_CPU].name) == 0
                  ? make_options(&s->cfg, s->model_dir, budgeted, &opts)
-                 : choose_ep(&s->cfg, s->model_dir, budgeted, &opts, &chosen, &attached,
-                             &ort_name, how, sizeof(how), &log);
+                 : choose_ep(&s->cfg, s->model_dir, budgeted, capture, &opts, &chosen,
+                             &attached, &ort_name, how, sizeof(how), &log);
     free(log.text);
     if (rc) {
         give_up_static(s, "cannot specialise the session to %s: %s%s", vmaf_dnn_last_error(),
@@ -2091,10 +2149,13 @@ static void create_fixed(VdnnOrtSession *s, OrtSession **out)
     a->ReleaseSessionOptions(opts);
     if (st) {
         account_release(s->account, s->model_len); /* no session holds the bytes */
-        const int refused = atomic_load(&s->account->refused) != 0;
-        give_up_static(s, "ONNX Runtime cannot create the session specialised to %s%s: %s",
-                       refused ? " within the memory budget (max_memory_bytes)" : "",
-                       a->GetErrorMessage(st));
+        const int over_budget = atomic_load(&s->account->refused) != 0;
+        if (capture && !over_budget)
+            *refused = strdup(a->GetErrorMessage(st));
+        else
+            give_up_static(s, "ONNX Runtime cannot create the session specialised to %s%s: %s",
+                           over_budget ? " within the memory budget (max_memory_bytes)" : "",
+                           a->GetErrorMessage(st));
         a->ReleaseStatus(st);
         *out = NULL;
         return;
@@ -2110,6 +2171,113 @@ static void create_fixed(VdnnOrtSession *s, OrtSession **out)
     }
 }
 
+static void release_fixed(VdnnOrtSession *s, OrtSession *session)
+{
+    api()->ReleaseSession(session);
+    account_release(s->account, s->model_len);
+}
+
+/* Records why the specialised session just made keeps ORT's copies or
+ * records no graph (vmaf_dnn_session_static_runs' device_io_reason). */
+static void note_io(VdnnOrtSession *s, const char *what, const char *detail)
+{
+    free(s->io_why);
+    s->io_why = NULL;
+    s->io_reason = what;
+    if (!detail)
+        return;
+    size_t n = strlen(what) + strlen(detail) + 3;
+    if ((s->io_why = malloc(n))) {
+        snprintf(s->io_why, n, "%s: %s", what, detail);
+        s->io_reason = s->io_why;
+    }
+}
+
+/* Whether the EP of an attached_ep string records graphs for replay: CUDA
+ * (CUDA graphs) and WebGPU (its graph capture). */
+static int ep_captures(const char *attached)
+{
+    return strcmp(attached, ep_kinds[EP_CUDA].name) == 0 || strncmp(attached, "WebGpu:", 7) == 0;
+}
+
+/* NULL when the specialised sessions are to be created with graph capture;
+ * else why not. */
+static const char *capture_refusal(const VdnnOrtSession *s)
+{
+    if (s->cfg.device_io == VMAF_DNN_DEVICE_IO_OFF)
+        return "device_io is OFF";
+    if (!ep_captures(s->attached))
+        return "the EP records no graphs (CUDA graphs and WebGPU graph capture only)";
+    /* ORT refuses capture unless the EP runs every node. The session as
+     * opened cannot tell: its shape arithmetic, which fixed sizes fold away,
+     * may be what runs elsewhere (psnr_y on WebGPU). A refusal costs one
+     * more creation per specialised session. */
+    return NULL;
+}
+
+/* The device-resident I/O of a specialised session (see ort_device_io.h):
+ * 0 with *io set or NULL (the reason noted), -EAGAIN when a captured
+ * session cannot keep its outputs at fixed addresses, another negative
+ * errno when ORT refused a step (the message is the library's last error). */
+static int bind_device_io(VdnnOrtSession *s, OrtSession *session, int captured,
+                          VdnnDeviceIo **io)
+{
+    *io = NULL;
+    for (size_t k = 0; k < s->n_outputs; k++)
+        if (s->outputs[k].aliases_input) {
+            note_io(s, "an output of the model is also one of its inputs", NULL);
+            return captured ? -EAGAIN : 0;
+        }
+    const VdnnDeviceIoSpec spec = {
+        .api = api(), .api_version = ort_api_version, .env = env, .session = session,
+        .n_inputs = s->n_inputs, .n_outputs = s->n_outputs, .input_names = s->input_names,
+        .output_names = s->output_names,
+        .force = s->cfg.device_io == VMAF_DNN_DEVICE_IO_ON, .captured = captured,
+    };
+    const char *why = "";
+    int rc = vdnn_device_io_create(&spec, io, &why);
+    if (!rc && !*io)
+        note_io(s, why, NULL);
+    return rc;
+}
+
+/* The model created again with run_dims fixed, on the EP the session
+ * attached, with its device-resident I/O where device_io allows: first with
+ * graph capture where the EP records graphs, then without. *out, or NULL
+ * after give_up_static; *io and *captured describe it. */
+static void create_fixed(VdnnOrtSession *s, OrtSession **out, VdnnDeviceIo **io, int *captured)
+{
+    *io = NULL;
+    *captured = 0;
+    const char *no_capture = capture_refusal(s);
+    if (!no_capture) {
+        char *refused = NULL;
+        make_fixed(s, 1, out, &refused);
+        if (*out) {
+            int rc = bind_device_io(s, *out, 1, io);
+            if (!rc && *io) {
+                *captured = 1;
+                note_io(s, "", NULL);
+                return;
+            }
+            refused = strdup(rc == -EAGAIN ? "its outputs are not all of fixed shape in device "
+                                             "memory" : vmaf_dnn_last_error());
+            release_fixed(s, *out);
+            *out = NULL;
+        }
+        if (!s->static_on) /* make_fixed gave up: nothing else will be created */
+            return;
+        note_io(s, "the EP did not record the graph", refused ? refused : "out of memory");
+        free(refused);
+    } else {
+        note_io(s, no_capture, NULL);
+    }
+    make_fixed(s, 0, out, NULL);
+    if (*out && s->cfg.device_io != VMAF_DNN_DEVICE_IO_OFF &&
+        bind_device_io(s, *out, 0, io) < 0)
+        note_io(s, "device I/O refused, ONNX Runtime copies", vmaf_dnn_last_error());
+}
+
 /* Whether the run in flight was stopped already (then nothing is created
  * for it: its Run fails at once). */
 static int stop_pending(VdnnOrtSession *s)
@@ -2118,9 +2286,12 @@ static int stop_pending(VdnnOrtSession *s)
 }
 
 /* The session a run with these feeds uses: one specialised to their shapes
- * (created now if need be), else the session as opened. */
-static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds)
+ * (created now if need be), else the session as opened. *io: the
+ * specialised session's device-resident I/O, NULL where ORT copies. */
+static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds,
+                                   VdnnDeviceIo **io)
 {
+    *io = NULL;
     /* Once it stops specialising, a session keeps using those it made. */
     if (!s->static_on && !s->n_fixed)
         goto as_opened;
@@ -2138,27 +2309,37 @@ static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds)
             s->run_dims[k] = v;
         }
     }
-    for (size_t f = 0; f < s->n_fixed; f++)
-        if (memcmp(s->fixed[f].dims, s->run_dims, s->n_dims * sizeof(int64_t)) == 0) {
-            atomic_fetch_add(&s->runs_fixed, 1);
-            return s->fixed[f].session;
-        }
+    size_t f = 0;
+    while (f < s->n_fixed && memcmp(s->fixed[f].dims, s->run_dims, s->n_dims * sizeof(int64_t)))
+        f++;
+    if (f < s->n_fixed)
+        goto fixed;
     if (!s->static_on || s->n_fixed == VMAF_DNN_MAX_STATIC_SHAPES || stop_pending(s))
         goto as_opened;
     int64_t *dims = malloc(s->n_dims * sizeof(int64_t));
     OrtSession *made = NULL;
+    VdnnDeviceIo *made_io = NULL;
+    int captured = 0;
     if (dims)
-        create_fixed(s, &made);
+        create_fixed(s, &made, &made_io, &captured);
     if (!made) {
         free(dims);
         goto as_opened;
     }
     memcpy(dims, s->run_dims, s->n_dims * sizeof(int64_t));
-    s->fixed[s->n_fixed].session = made;
-    s->fixed[s->n_fixed].dims = dims;
-    s->n_fixed++;
+    f = s->n_fixed++;
+    s->fixed[f].session = made;
+    s->fixed[f].dims = dims;
+    s->fixed[f].io = made_io;
+    s->fixed[f].captured = captured;
+fixed:
     atomic_fetch_add(&s->runs_fixed, 1);
-    return made;
+    if ((*io = s->fixed[f].io)) {
+        atomic_fetch_add(&s->runs_device_io, 1);
+        if (s->fixed[f].captured)
+            atomic_fetch_add(&s->runs_captured, 1);
+    }
+    return s->fixed[f].session;
 as_opened:
     atomic_fetch_add(&s->runs_as_opened, 1);
     return s->session;
@@ -2171,6 +2352,13 @@ void vdnn_ort_static_runs(const VdnnOrtSession *s, VmafDnnStaticRuns *out)
     out->as_opened = atomic_load(&s->runs_as_opened);
     out->reason = s->static_reason ? s->static_reason : "";
     out->specialised = s->n_fixed;
+    out->device_io = atomic_load(&s->runs_device_io);
+    out->captured = atomic_load(&s->runs_captured);
+    out->device_io_reason = s->io_reason ? s->io_reason
+                            : s->cfg.device_io == VMAF_DNN_DEVICE_IO_OFF ? "device_io is OFF"
+                            : !s->n_fixed ? "no specialised session (device I/O binds only "
+                                            "those; see reason)"
+                                          : "";
 }
 
 int vdnn_ort_session_create(const void *model, size_t len, const char *model_path,
@@ -2256,6 +2444,7 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
     if (s->session)
         a->ReleaseSession(s->session);
     for (size_t k = 0; k < s->n_fixed; k++) {
+        vdnn_device_io_destroy(s->fixed[k].io); /* before the session it binds */
         a->ReleaseSession(s->fixed[k].session);
         free(s->fixed[k].dims);
     }
@@ -2284,6 +2473,8 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
     free(s->inputs);
     free(s->outputs);
     free(s->input_names);
+    free(s->output_names);
+    free(s->io_why);
     free(s->input_values);
     free(s->output_values);
     free(s->run_output_names);
@@ -2362,15 +2553,17 @@ static int holds(OrtValue *value, const void *buffer)
  * (cancel, time budget), a refused allocation (memory budget), or the model
  * failing on this data. The caller's arguments were checked before ORT saw
  * them, so no Run failure is the caller's: the rest is -ENOEXEC. */
-static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, size_t n_outputs)
+static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t *output_slots,
+                       size_t n_outputs)
 {
     const OrtApi *a = api();
+    VdnnDeviceIo *io = NULL;
     begin_run(s);
     /* Chosen inside the run: a cancel that lands while a specialised session
      * is being created finds the run in flight and stops it before ORT's Run
      * starts. The time budget starts after the creation, as it does after
      * the open's. */
-    OrtSession *session = session_for_run(s, feeds);
+    OrtSession *session = session_for_run(s, feeds, &io);
     if (thread_flagged())
         stop_run(s, -ECANCELED);
     int rc = s->max_run_ms ? watch_add(s) : 0;
@@ -2381,16 +2574,23 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, size_t n_out
     atomic_store(&s->account->refused, 0);
     current_account = s->account;
     current_session = s;
-    OrtStatus *st = a->Run(session, s->run_options, s->input_names,
-                           (const OrtValue *const *)s->input_values, s->n_inputs,
-                           s->run_output_names, n_outputs, s->output_values);
+    OrtStatus *st = NULL;
+    if (!io)
+        st = a->Run(session, s->run_options, s->input_names,
+                    (const OrtValue *const *)s->input_values, s->n_inputs, s->run_output_names,
+                    n_outputs, s->output_values);
+    else if (!(rc = vdnn_device_io_stage(io, s->input_values, output_slots, n_outputs,
+                                         s->output_values)) &&
+             !(st = a->RunWithBinding(session, s->run_options, vdnn_device_io_binding(io))))
+        rc = vdnn_device_io_collect(io, output_slots, n_outputs, s->output_values);
     current_account = NULL;
     current_session = NULL;
     if (s->max_run_ms)
         watch_remove(s);
     int reason = end_run(s);
     if (!st)
-        return 0; /* a stop that came too late to matter */
+        return rc; /* 0, or a copy or binding of device I/O that failed (not the model);
+                      a stop that came too late to matter */
     uint64_t refused = atomic_load(&s->account->refused);
     if (reason == -ETIMEDOUT)
         rc = vdnn_fail(-ETIMEDOUT, "the model ran longer than max_run_ms (%u ms) and was stopped",
@@ -2448,7 +2648,7 @@ int vdnn_ort_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t *outp
     s->n_held = n_outputs; /* bound or not, every value is released later */
 
     if (!rc)
-        rc = run_guarded(s, feeds, n_outputs);
+        rc = run_guarded(s, feeds, output_slots, n_outputs);
     for (size_t i = 0; i < made; i++)
         a->ReleaseValue(s->input_values[i]);
 

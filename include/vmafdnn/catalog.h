@@ -77,6 +77,10 @@ VMAF_DNN_API int vmaf_dnn_static_shapes_from_name(const char *name, VmafDnnStati
 VMAF_DNN_API const char *vmaf_dnn_static_shapes_name(VmafDnnStaticShapes setting);
 VMAF_DNN_API const char *vmaf_dnn_static_shapes_names(void);
 
+VMAF_DNN_API int vmaf_dnn_device_io_from_name(const char *name, VmafDnnDeviceIo *out);
+VMAF_DNN_API const char *vmaf_dnn_device_io_name(VmafDnnDeviceIo setting);
+VMAF_DNN_API const char *vmaf_dnn_device_io_names(void);
+
 /* The execution providers a session can attach to: every string
  * vmaf_dnn_session_attached_ep returns for an EP this library knows (the
  * steps of every VmafDnnDevice chain, whether compiled into ORT or brought

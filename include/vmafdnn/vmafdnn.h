@@ -299,6 +299,31 @@ typedef enum VmafDnnStaticShapes {
     VMAF_DNN_STATIC_SHAPES_ON = 2,   /* on every EP, ORT's CPU EP too */
 } VmafDnnStaticShapes;
 
+/* How a specialised session (VmafDnnStaticShapes) exchanges its inputs and
+ * outputs with an accelerator. Without it ORT copies every input from the
+ * caller's host memory to the device inside each run, and every output back.
+ * With it the specialised session keeps one device tensor per input that ORT
+ * wants in device memory (ORT >= 1.23 says where each input and output
+ * lives), copies the run's data into it before the run (ORT's CopyTensors,
+ * through the EP's data transfer), and binds it at the same address for
+ * every run (ORT's IO binding). Where the EP runs the whole graph and can
+ * record it (CUDA graphs on the CUDA EP, graph capture on WebGPU), the
+ * specialised session is created with capture on and its outputs too live
+ * in device tensors of fixed address, copied back after the run: the EP
+ * then replays the recorded kernels instead of launching each node. Where
+ * ORT refuses capture, the session is created without it and the reason is
+ * kept. vmaf_dnn_session_static_runs reports how runs went. Values are
+ * append-only. */
+typedef enum VmafDnnDeviceIo {
+    VMAF_DNN_DEVICE_IO_AUTO = 0, /* on specialised sessions whose inputs or
+                                    outputs live in device memory */
+    VMAF_DNN_DEVICE_IO_OFF = 1,  /* never: ORT copies inside each run */
+    VMAF_DNN_DEVICE_IO_ON = 2,   /* on every specialised session, also where
+                                    every slot lives in host memory (ORT's
+                                    CPU EP: the same scores through the
+                                    binding path, for tests; no gain) */
+} VmafDnnDeviceIo;
+
 /* Specialised sessions one session keeps (see VmafDnnStaticShapes). */
 #define VMAF_DNN_MAX_STATIC_SHAPES 4
 
@@ -314,6 +339,7 @@ typedef struct VmafDnnConfig {
                              and OpenVINO's GPU device is asked for precision=FP16
                              (its CPU device refuses FP16 and is left at FP32) */
     VmafDnnStaticShapes static_shapes; /* see VmafDnnStaticShapes; AUTO by default */
+    VmafDnnDeviceIo device_io;         /* see VmafDnnDeviceIo; AUTO by default */
 } VmafDnnConfig;
 
 /* Fills `cfg` with the defaults: AUTO, device 0, ORT's default threads, no
@@ -529,6 +555,17 @@ typedef struct VmafDnnStaticRuns {
                             when it partitions the graph, before it folds
                             what the fixed sizes make constant, so the count
                             would be that of the session as opened */
+    uint64_t device_io;  /* of the fixed runs, those made with device-resident
+                            I/O (VmafDnnDeviceIo) */
+    uint64_t captured;   /* of those, runs on a session created with graph
+                            capture (CUDA graphs, WebGPU graph capture) */
+    const char *device_io_reason; /* "" while every specialised session binds
+                            its I/O and captures its graph; else one line on
+                            the last that does not: device_io OFF, slots in
+                            host memory (AUTO), ORT before 1.23, an EP
+                            without graph capture or one that runs only part
+                            of the graph, or ORT's refusal. Owned by the
+                            session, valid until it is closed */
 } VmafDnnStaticRuns;
 
 /* Fills *out (see VmafDnnStaticRuns). Returns 0 or -EINVAL (a NULL
