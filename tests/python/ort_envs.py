@@ -172,6 +172,44 @@ def _open(vmafdnn, step):
     return result
 
 
+def _frames(vmafdnn, step):
+    """The accelerator form ``model`` (a built-in's name) run on ``device`` with
+    ``device_io`` and on ORT's CPU EP over the same frames, one per (height, width, seed) in
+    ``frames``: 8-bit content as samples for UINT16 inputs, samples/255 for FLOAT ones. Per
+    frame the largest |difference| of each output and the largest |output|; the device
+    session's attached_ep, fallback reason and static runs."""
+    import numpy as np
+    from vmafdnn import models
+
+    path = str(models.path(step["model"])).replace(".onnx", "_accel.onnx")
+
+    def feeds(session, h, w, seed):
+        rng = np.random.default_rng(seed)
+        y, x = np.mgrid[0:h, 0:w]
+        ref = np.clip(np.rint(128 + 60 * np.sin(x / 7.0 + seed) * np.cos(y / 11.0)), 0, 255)
+        planes = {"reference": ref, "reference_prev": np.clip(ref - 3, 0, 255),
+                  "distorted": np.clip(np.rint(ref + rng.normal(0, 2 + seed, ref.shape)), 0, 255)}
+        out = {}
+        for info in session.inputs:
+            if info.name in planes:
+                plane = planes[info.name][None, None].astype(np.float32)
+                out[info.name] = plane if info.dtype == np.uint16 else plane / 255.0
+            else:
+                out[info.name] = np.array([8.0 if info.name == "bpc" else 1.0], np.float32)
+        return out
+
+    with vmafdnn.Session(path, device=step["device"], device_io=step["device_io"]) as dev, \
+            vmafdnn.Session(path, device="cpu") as cpu:
+        diffs, peaks = [], []
+        for h, w, seed in step["frames"]:
+            got, want = dev.run(feeds(dev, h, w, seed)), cpu.run(feeds(cpu, h, w, seed))
+            diffs.append({k: float(np.max(np.abs(got[k] - want[k]))) for k in want})
+            peaks.append({k: float(np.max(np.abs(want[k]))) for k in want})
+        return {"attached_ep": dev.attached_ep, "fallback_reason": dev.fallback_reason,
+                "static_runs": dev.static_runs._asdict(), "max_abs_diff": diffs,
+                "max_abs_cpu": peaks}
+
+
 def _eps(vmafdnn, step):
     """Plugin EP libraries, EP devices, the chain of ``device`` (explain)."""
     return {"libraries": vmafdnn.ep_libraries(), "devices": vmafdnn.ep_devices(),
@@ -191,7 +229,7 @@ def _probe_main() -> None:
     steps = json.load(sys.stdin)
     import vmafdnn
 
-    ops = {"info": _info, "open": _open, "eps": _eps, "register": _register}
+    ops = {"info": _info, "open": _open, "eps": _eps, "register": _register, "frames": _frames}
     results = []
     for step in steps:
         result, text = _capturing_stderr(lambda: ops[step["op"]](vmafdnn, step))

@@ -771,16 +771,72 @@ def test_webgpu_accelerator_forms_match_the_cpu_ep(webgpu_forms, name):
         assert d <= 1e-6 + 1e-5 * row["max_abs_cpu"][output], (output, row)
 
 
-def test_webgpu_software_adapter_is_not_a_gpu_for_the_library():
+def test_webgpu_software_adapter_binds_only_when_asked_for_by_name():
     """The plugin's device on the CPU (ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1) is listed as
-    WebGpu:CPU, and the WebGPU step, which binds GPU devices, passes it over: a CPU rasteriser
-    behind WebGPU is no accelerator."""
+    WebGpu:CPU. AUTO passes it over (a CPU rasteriser behind WebGPU is no accelerator); the
+    WebGPU step asked for by name binds it, and says it is on the CPU."""
     env = require_env("webgpu-plugin")
-    probe = env.probe([{"op": "eps", "device": "webgpu"}],
+    probe = env.probe([{"op": "eps", "device": "webgpu"}, {"op": "eps", "device": "auto"}],
                       env={"ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER": "1"})
     devices = [(d["ep_name"], d["device_type"], d["attached_ep"]) for d in probe[0]["devices"]]
     assert ("WebGpuExecutionProvider", "CPU", "WebGpu:CPU") in devices, devices
-    assert probe[0]["explain"].splitlines() == [
-        "WebGpu:GPU: not available: WebGPU execution provider is not supported in this build. "
-        "(and no plugin EP library offers a GPU device of WebGpuExecutionProvider)",
-        "CPU: selected (built into ORT)"]
+    assert probe[0]["explain"].splitlines()[-1].startswith(
+        "WebGpu:CPU: selected (EP device of WebGpuExecutionProvider from plugin library ")
+    assert probe[1]["explain"].splitlines()[-1] == "CPU: selected (built into ORT)"
+    assert "WebGpu:GPU: not available: " in probe[1]["explain"]
+
+
+#: Frames for the device I/O tests: two sizes, so that each gets a specialised session of
+#: its own, and content that changes every frame, so that a recorded graph replayed on stale
+#: inputs would show.
+DEVICE_IO_FRAMES = [(48, 64, 0), (48, 64, 1), (48, 64, 2), (30, 42, 3), (48, 64, 4),
+                    (30, 42, 5)]
+
+
+@pytest.fixture(scope="module")
+def webgpu_device_io():
+    """Each accelerator form on WebGPU (the software adapter, asked for by name) with
+    device_io auto and off, against ORT's CPU EP frame by frame. Skips where Dawn finds no
+    adapter (the session then falls back to the CPU and its fallback reason quotes why)."""
+    env = require_env("webgpu-plugin")
+    steps = [{"op": "frames", "model": name, "device": "webgpu", "device_io": io,
+              "frames": DEVICE_IO_FRAMES}
+             for name in WEBGPU_ACCEL_FORMS for io in ("auto", "off")]
+    probe = env.probe(steps, env={"ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER": "1"}, timeout=900)
+    if probe[0]["attached_ep"] != "WebGpu:CPU":
+        pytest.skip("no WebGPU adapter on this machine: " + probe[0]["fallback_reason"])
+    return {(step["model"], step["device_io"]): result for step, result in zip(steps, probe)}
+
+
+@pytest.mark.parametrize("name", list(WEBGPU_ACCEL_FORMS))
+def test_webgpu_device_io_binds_device_tensors_and_records_whole_graphs(webgpu_device_io, name):
+    """device_io auto: every run of a specialised session binds device tensors; the forms
+    WebGPU runs whole are recorded (graph capture) and replayed, the VMAF features (whose
+    UINT16 front stays on ORT's CPU EP) are not, and the reason quotes ORT's refusal. off:
+    neither, and the reason says so."""
+    runs = len(DEVICE_IO_FRAMES)
+    auto = webgpu_device_io[(name, "auto")]
+    assert auto["attached_ep"] == "WebGpu:CPU"
+    static = auto["static_runs"]
+    assert (static["fixed"], static["as_opened"], static["specialised"]) == (runs, 0, 2), static
+    assert static["device_io"] == runs, static
+    if WEBGPU_ACCEL_FORMS[name]:
+        assert static["captured"] == 0, static
+        assert static["device_io_reason"].startswith("the EP did not record the graph: "), static
+        assert "graph capture" in static["device_io_reason"], static
+    else:
+        assert static["captured"] == runs and static["device_io_reason"] == "", static
+    off = webgpu_device_io[(name, "off")]["static_runs"]
+    assert (off["device_io"], off["captured"], off["device_io_reason"]) == (
+        0, 0, "device_io is OFF"), off
+
+
+@pytest.mark.parametrize("io", ["auto", "off"])
+@pytest.mark.parametrize("name", list(WEBGPU_ACCEL_FORMS))
+def test_webgpu_device_io_scores_every_frame_as_the_cpu_ep(webgpu_device_io, name, io):
+    """Frame by frame within the batch check's tolerance of ORT's CPU EP, with and without
+    device I/O: a replayed graph reads each frame's inputs, not those it was recorded with."""
+    result = webgpu_device_io[(name, io)]
+    for frame, (diffs, peaks) in enumerate(zip(result["max_abs_diff"], result["max_abs_cpu"])):
+        for output, d in diffs.items():
+            assert d <= 1e-6 + 1e-5 * peaks[output], (frame, output, result)
