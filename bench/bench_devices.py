@@ -59,11 +59,12 @@ def synthetic_clip(width, height, frames, bitdepth, seed=1):
 
 
 def run_once(refs, dists, models, device, threads, fp16, bitdepth, static_shapes="auto",
-             batch=0):
+             batch=0, device_io="auto"):
     stamps = []
     t0 = time.perf_counter()
     report = vmafdnn.score(None if refs is None else iter(refs), iter(dists), models,
                            device=device, threads=threads, static_shapes=static_shapes,
+                           device_io=device_io,
                            fp16_io=fp16, bitdepth=bitdepth if bitdepth > 8 else None, batch=batch,
                            progress=lambda done, total: stamps.append(time.perf_counter()))
     end = time.perf_counter()

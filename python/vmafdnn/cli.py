@@ -479,6 +479,12 @@ def build_score_parser() -> argparse.ArgumentParser:
                    choices=names.STATIC_SHAPES_NAMES,
                    help="specialise each model to the frame size it runs at (auto: on every "
                         "EP but ORT's CPU EP; on; off)")
+    m.add_argument("--tiny-device-io", default="auto", type=name_of("device_io"),
+                   choices=names.DEVICE_IO_NAMES,
+                   help="how specialised sessions exchange inputs and outputs with an "
+                        "accelerator (auto: bind device-resident tensors where ORT wants them "
+                        "in device memory and capture the graph where the EP can; on: also on "
+                        "ORT's CPU EP, for tests; off: ORT copies inside each run)")
     m.add_argument("--tiny-resize", default="none", type=name_of("resize"),
                    choices=names.RESIZE_NAMES,
                    help="how frames reach a model of another fixed size (default: none, "
@@ -580,7 +586,7 @@ def cmd_score(args) -> int:
             width=args.width, height=args.height, pix_fmt=args.pix_fmt, bitdepth=args.bitdepth,
             scale=args.scale, ref_offset=args.ref_offset, dist_offset=args.dist_offset,
             cancel=args.canceller, batch=args.tiny_batch,
-            static_shapes=args.tiny_static_shapes,
+            static_shapes=args.tiny_static_shapes, device_io=args.tiny_device_io,
             other_outputs={"plot (--plot)": args.plot}, **_policy(args))
     finally:
         if progress is not None:

@@ -98,7 +98,8 @@ def _model_path(model) -> str:
     return model
 
 
-def _session_config(cfg, device, device_index, threads, fp16_io, static_shapes=None) -> None:
+def _session_config(cfg, device, device_index, threads, fp16_io, static_shapes=None,
+                    device_io=None) -> None:
     """Fills a VmafDnnConfig; None leaves a field as it is."""
     if device is not None:
         cfg.device = device_value(device)
@@ -110,6 +111,8 @@ def _session_config(cfg, device, device_index, threads, fp16_io, static_shapes=N
         cfg.fp16_io = bool(fp16_io)
     if static_shapes is not None:
         cfg.static_shapes = names.value("static_shapes", static_shapes)
+    if device_io is not None:
+        cfg.device_io = names.value("device_io", device_io)
 
 
 class _Picture:
@@ -212,9 +215,10 @@ def _array_bitdepth(plane: np.ndarray, bitdepth: Optional[int], what: str) -> in
 class Context(NativeHandle):
     """A libvmafdnn scoring context (VmafDnnContext).
 
-    ``device``, ``device_index``, ``threads``, ``fp16_io`` and ``static_shapes``
-    are the session settings of every model attached without its own
-    (``static_shapes``: see :class:`vmafdnn.Session`). ``threads`` is also
+    ``device``, ``device_index``, ``threads``, ``fp16_io``, ``static_shapes``
+    and ``device_io`` are the session settings of every model attached
+    without its own (``static_shapes``, ``device_io``: see
+    :class:`vmafdnn.Session`). ``threads`` is also
     the total the context may use: 0 (default) leaves each session its own
     count, 1 runs everything on one thread, N > 1 scores N frames at once
     (one worker thread per frame, each model copied per worker; at most 4
@@ -248,11 +252,13 @@ class Context(NativeHandle):
 
     def __init__(self, device: str = "auto", device_index: int = 0, threads: int = 0,
                  fp16_io: bool = False, resize: str = "none", fps: Optional[float] = None,
-                 batch: int = 0, static_shapes: str = "auto", **policy):
+                 batch: int = 0, static_shapes: str = "auto", device_io: str = "auto",
+                 **policy):
         ensure_ort(device)
         cfg = ffi.new("VmafDnnContextConfig *")
         lib.vmaf_dnn_default_context_config(cfg)
-        _session_config(cfg.session, device, device_index, threads, fp16_io, static_shapes)
+        _session_config(cfg.session, device, device_index, threads, fp16_io, static_shapes,
+                        device_io)
         # The same number is the context's total: N > 1 scores N frames at
         # once (C: VmafDnnContextConfig.threads; docs/throughput.md).
         cfg.threads = cfg.session.threads

@@ -1,7 +1,7 @@
 """The names a user types and sees for the library's enums, from the C
 library's one table of them (include/vmafdnn/catalog.h): devices, resize
 modes, pool methods, report formats, model kinds, execution providers,
-static-shapes settings.
+static-shapes and device-I/O settings.
 
 Parsing accepts any case and takes '-' and '_' as the same character; an
 unknown name raises InvalidArgumentError (a ValueError) listing the valid
@@ -12,7 +12,7 @@ from typing import Dict, Tuple
 from ._native import c_name, check, ffi, lib
 
 __all__ = ["DEVICE_NAMES", "RESIZE_NAMES", "POOL_NAMES", "FORMAT_NAMES", "KIND_NAMES",
-           "EP_NAMES", "STATIC_SHAPES_NAMES", "table", "value", "name"]
+           "EP_NAMES", "STATIC_SHAPES_NAMES", "DEVICE_IO_NAMES", "table", "value", "name"]
 
 # what -> (from_name, name, names, C type of the value)
 _TABLES = {
@@ -30,6 +30,8 @@ _TABLES = {
            "VmafDnnEp *"),
     "static_shapes": (lib.vmaf_dnn_static_shapes_from_name, lib.vmaf_dnn_static_shapes_name,
                       lib.vmaf_dnn_static_shapes_names, "VmafDnnStaticShapes *"),
+    "device_io": (lib.vmaf_dnn_device_io_from_name, lib.vmaf_dnn_device_io_name,
+                  lib.vmaf_dnn_device_io_names, "VmafDnnDeviceIo *"),
 }
 
 
@@ -44,11 +46,12 @@ FORMAT_NAMES = _names("format")
 KIND_NAMES = _names("kind")
 EP_NAMES = _names("ep")
 STATIC_SHAPES_NAMES = _names("static_shapes")
+DEVICE_IO_NAMES = _names("device_io")
 
 
 def value(what: str, text: str) -> int:
     """The C value of the `what` ("device", "resize", "pool", "format",
-    "kind", "ep") called `text`."""
+    "kind", "ep", "static_shapes", "device_io") called `text`."""
     from_name, _, _, ctype = _TABLES[what]
     if not isinstance(text, str):
         text = repr(text)  # C then says it is unknown and lists the valid names

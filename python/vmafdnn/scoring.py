@@ -560,7 +560,7 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
           pix_fmt: Optional[str] = None, bitdepth: Optional[int] = None,
           fps: Optional[float] = None, scale: bool = False, ref_offset: int = 0,
           dist_offset: int = 0, cancel: Optional[Canceller] = None, batch: int = 0,
-          static_shapes: str = "auto",
+          static_shapes: str = "auto", device_io: str = "auto",
           other_outputs: Optional[Dict[str, object]] = None,
           **policy) -> Dict[str, object]:
     """Scores ``distorted`` (against ``reference``) with tiny models.
@@ -577,8 +577,8 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     set, DEFAULT_FR_MODELS (psnr_y, ssim_y and, where it was built, vmaf), or
     DEFAULT_NR_MODELS (sharpness_nr) without a reference. ``device``, ``device_index``,
     ``threads``, ``fp16_io``, ``resize``, ``batch`` (frames per ONNX Runtime Run for
-    models that can take several; see :class:`Context`) and ``static_shapes`` (see
-    :class:`vmafdnn.Session`) configure every model.
+    models that can take several; see :class:`Context`), ``static_shapes`` and ``device_io``
+    (see :class:`vmafdnn.Session`) configure every model.
     ``features``: a libvmaf JSON report whose per-frame metrics are fed to
     feature-vector models and appear in the report (metrics named like a
     model's output are skipped: the model computes them).
@@ -668,7 +668,7 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
         cancel = cancel if cancel is not None else Canceller()
         with Context(device=device, device_index=device_index, threads=threads,
                      fp16_io=fp16_io, resize=resize, fps=fps, batch=batch,
-                     static_shapes=static_shapes, **policy) as ctx:
+                     static_shapes=static_shapes, device_io=device_io, **policy) as ctx:
             cancel.watch(ctx)
             try:
                 for model in model_list:

@@ -60,13 +60,18 @@ class StaticRuns(NamedTuple):
     as_opened: int
     reason: str
     specialised: int
+    device_io: int
+    captured: int
+    device_io_reason: str
 
 
 def static_runs(handle) -> StaticRuns:
     out = ffi.new("VmafDnnStaticRuns *")
     check(lib.vmaf_dnn_session_static_runs(handle, out))
     return StaticRuns(int(out.fixed), int(out.as_opened),
-                      ffi.string(out.reason).decode("utf-8", "replace"), int(out.specialised))
+                      ffi.string(out.reason).decode("utf-8", "replace"), int(out.specialised),
+                      int(out.device_io), int(out.captured),
+                      ffi.string(out.device_io_reason).decode("utf-8", "replace"))
 
 
 def ep_nodes(handle) -> Optional[Tuple[int, int]]:
@@ -255,12 +260,16 @@ class Session(NativeHandle):
     use the model specialised to their inputs' shapes, created at the first
     run of those shapes so that ONNX Runtime folds the shape arithmetic away
     (auto: on every EP but ORT's CPU EP; :attr:`static_runs` says how runs
-    went; C: VmafDnnStaticShapes). The keyword-only ``policy`` arguments
-    (:data:`POLICY_KEYWORDS`: ``model_dir`` -- default the environment
-    variable VMAFDNN_MODEL_DIR --, ``max_model_bytes``, ``allowed_ops``,
-    ``max_loop_nodes``, ``max_nodes``, ``max_subgraph_depth``,
-    ``max_memory_bytes``, ``max_run_ms``) set the model policy (see
-    :func:`model_policy` and docs/security.md).
+    went; C: VmafDnnStaticShapes). ``device_io`` (auto, off, on): how those
+    specialised sessions exchange inputs and outputs with an accelerator
+    (auto: bound device-resident tensors where ORT wants them in device
+    memory, and graph capture where the EP can; on: also on ORT's CPU EP, for
+    tests; off: ORT copies inside each run; C: VmafDnnDeviceIo). The
+    keyword-only ``policy`` arguments (:data:`POLICY_KEYWORDS`: ``model_dir``
+    -- default the environment variable VMAFDNN_MODEL_DIR --,
+    ``max_model_bytes``, ``allowed_ops``, ``max_loop_nodes``, ``max_nodes``,
+    ``max_subgraph_depth``, ``max_memory_bytes``, ``max_run_ms``) set the
+    model policy (see :func:`model_policy` and docs/security.md).
 
     A session may be shared between threads: runs are serialised, and the
     GIL is released while the model runs. :meth:`cancel` stops a run in
@@ -280,6 +289,7 @@ class Session(NativeHandle):
         threads: int = 0,
         fp16_io: bool = False,
         static_shapes: str = "auto",
+        device_io: str = "auto",
         **policy,
     ):
         ensure_ort(device)
@@ -289,6 +299,7 @@ class Session(NativeHandle):
         cfg.threads = config_int("threads", threads, MAX_THREADS)
         cfg.fp16_io = bool(fp16_io)
         cfg.static_shapes = names.value("static_shapes", static_shapes)
+        cfg.device_io = names.value("device_io", device_io)
         c_policy, keep_alive = model_policy(**policy)
         c_model = c_path(path, "model path")
         out = ffi.new("VmafDnnSession **")
@@ -347,14 +358,19 @@ class Session(NativeHandle):
             c = lib.vmaf_dnn_session_config(handle)
             return {"device": names.name("device", c.device), "device_index": c.device_index,
                     "threads": c.threads, "fp16_io": bool(c.fp16_io),
-                    "static_shapes": names.name("static_shapes", c.static_shapes)}
+                    "static_shapes": names.name("static_shapes", c.static_shapes),
+                    "device_io": names.name("device_io", c.device_io)}
 
     @property
     def static_runs(self) -> "StaticRuns":
         """How the runs so far went with static shapes: runs on a session
         specialised to their shapes (``fixed``), the others (``as_opened``),
-        why runs go on as opened (``reason``, "" while nothing stops it) and
-        the specialised sessions made (``specialised``)."""
+        why runs go on as opened (``reason``, "" while nothing stops it), the
+        specialised sessions made (``specialised``), of the fixed runs those
+        made with device-resident inputs and outputs (``device_io``) and, of
+        those, on a captured graph (``captured``), and why a specialised
+        session does not bind or capture (``device_io_reason``, "" while
+        every one does)."""
         with self._using() as handle:
             return static_runs(handle)
 

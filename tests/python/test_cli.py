@@ -179,21 +179,25 @@ def test_tiny_model_options(synth, models, tmp_path):
     assert re.search(r"nr_mean.onnx: nr, on CPU$", proc.stdout, re.M)
 
 
-def test_tiny_static_shapes(synth, models, tmp_path):
-    """--tiny-static-shapes reaches the library (any spelling the names table takes): the scores
-    are those of the model as opened; an unknown setting is a usage error."""
+@pytest.mark.parametrize("what, extra", [
+    ("static_shapes", ()),
+    # with the models specialised, so that ON takes the binding path on ORT's CPU EP
+    ("device_io", ("--tiny-static-shapes", "on")),
+])
+def test_tiny_specialisation_settings(synth, tmp_path, what, extra):
+    """--tiny-static-shapes and --tiny-device-io reach the library (any spelling the names table
+    takes): off and ON score the same; an unknown setting is a usage error."""
+    flag = "--tiny-" + what.replace("_", "-")
     reports = {}
     for setting in ("off", "ON"):
         out = tmp_path / f"r{setting}.json"
         proc = vmafdnn_cli("-r", synth.ref, "-d", synth.dist, "--tiny-model", "psnr_y",
-                           "--tiny-model", "ssim_y", "--tiny-static-shapes", setting, "-q",
-                           "-o", out)
+                           "--tiny-model", "ssim_y", *extra, flag, setting, "-q", "-o", out)
         assert proc.returncode == 0, proc.stderr
         reports[setting] = [f["metrics"] for f in json.loads(out.read_text())["frames"]]
     assert reports["off"] == reports["ON"] and len(reports["off"]) > 1
-    assert_error(vmafdnn_cli("-d", synth.dist, "--no-reference", "--tiny-static-shapes",
-                             "always"), 2,
-                 'unknown static_shapes setting "always"; valid names: auto, off, on')
+    assert_error(vmafdnn_cli("-d", synth.dist, "--no-reference", flag, "always"), 2,
+                 f'unknown {what} setting "always"; valid names: auto, off, on')
 
 
 def test_tiny_batch(synth, models, tmp_path):

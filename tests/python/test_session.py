@@ -77,9 +77,9 @@ def test_unknown_device_is_a_value_error(models):
 
 def test_config_is_kept(models):
     with vmafdnn.Session(models.identity, device="cuda", device_index=0, threads=1,
-                         fp16_io=True, static_shapes="On") as s:
+                         fp16_io=True, static_shapes="On", device_io="OFF") as s:
         assert s.config == {"device": "cuda", "device_index": 0, "threads": 1, "fp16_io": True,
-                            "static_shapes": "on"}
+                            "static_shapes": "on", "device_io": "off"}
 
 
 @pytest.mark.parametrize("kwargs, fragment", [

@@ -25,7 +25,7 @@ def test_on_specialises_each_shape_once_and_scores_the_same(models):
             x = image(h, w, i)
             assert fixed.run([x])["score"][0] == pytest.approx(opened.run([x])["score"][0],
                                                                rel=1e-6, abs=0)
-        assert fixed.static_runs == (5, 0, "", 2)  # two shapes: two specialised sessions
+        assert fixed.static_runs[:4] == (5, 0, "", 2)  # two shapes: two specialised sessions
         assert opened.static_runs[:3] == (0, 5, "static_shapes is OFF")
         assert fixed.config["static_shapes"] == "on"
         # The session as opened still declares the symbolic dims.
@@ -131,3 +131,90 @@ def test_vmaf_through_the_accelerator_form_scores_the_same_specialised(monkeypat
             runs = ctx.static_runs(0)
             assert runs[:3] == ((3, 0, "") if mode == "on" else (0, 3, "static_shapes is OFF"))
     np.testing.assert_allclose(scores["on"], scores["off"], rtol=1e-6, atol=0)
+
+
+# -- device_io: how specialised sessions exchange inputs and outputs (VmafDnnDeviceIo) ----
+
+def test_device_io_names_round_trip_and_unknown_ones_are_refused():
+    assert vmafdnn.names.DEVICE_IO_NAMES == ("auto", "off", "on")
+    assert vmafdnn.names.table("device_io") == {"auto": lib.VMAF_DNN_DEVICE_IO_AUTO,
+                                                "off": lib.VMAF_DNN_DEVICE_IO_OFF,
+                                                "on": lib.VMAF_DNN_DEVICE_IO_ON}
+    for name in vmafdnn.names.DEVICE_IO_NAMES:
+        assert vmafdnn.names.name("device_io", vmafdnn.names.value("device_io", name)) == name
+    assert vmafdnn.names.value("device_io", "On") == lib.VMAF_DNN_DEVICE_IO_ON
+    for bad in ("always", 2):
+        with pytest.raises(vmafdnn.InvalidArgumentError, match="unknown device_io setting "
+                           r'.*; valid names: auto, off, on') as e:
+            vmafdnn.names.value("device_io", bad)
+        assert e.value.errno == errno.EINVAL
+    with pytest.raises(ValueError, match="device_io value 3 has no name"):
+        vmafdnn.names.name("device_io", 3)
+
+
+def test_device_io_is_kept_and_refused_when_unknown(models):
+    with vmafdnn.Session(models.identity) as s:
+        assert s.config["device_io"] == "auto"
+    with vmafdnn.Session(models.identity, device_io="Off") as s:
+        assert s.config["device_io"] == "off"
+    with pytest.raises(vmafdnn.InvalidArgumentError, match="unknown device_io setting "
+                       '"sometimes"; valid names: auto, off, on'):
+        vmafdnn.Session(models.identity, device_io="sometimes")
+    cfg = ffi.new("VmafDnnConfig *")
+    lib.vmaf_dnn_default_config(cfg)
+    assert cfg.device_io == lib.VMAF_DNN_DEVICE_IO_AUTO
+    cfg.device_io = 3
+    out = ffi.new("VmafDnnSession **")
+    assert lib.vmaf_dnn_session_open(out, os.fsencode(models.identity), cfg) == -errno.EINVAL
+    assert b"device_io 3 is unknown (0..2)" in ffi.string(lib.vmaf_dnn_last_error())
+
+
+def test_device_io_on_orts_cpu_ep_scores_the_same(models):
+    """Every setting scores what the session as opened scores. On ORT's CPU EP every slot lives
+    in host memory, so auto binds nothing, on binds every fixed run, off none; nothing is
+    captured (the CPU EP records no graph), so there is always a reason."""
+    sizes = [(16, 24), (33, 7), (16, 24)]
+    with vmafdnn.Session(models.symbolic_hw_mean, static_shapes="off") as opened:
+        expected = [opened.run([image(h, w, i)])["score"][0] for i, (h, w) in enumerate(sizes)]
+    for mode in vmafdnn.names.DEVICE_IO_NAMES:
+        with vmafdnn.Session(models.symbolic_hw_mean, static_shapes="on", device_io=mode) as s:
+            assert s.config["device_io"] == mode
+            for i, (h, w) in enumerate(sizes):
+                assert s.run([image(h, w, i)])["score"][0] == pytest.approx(expected[i],
+                                                                            rel=1e-6, abs=0)
+            runs = s.static_runs
+            assert runs[:4] == (3, 0, "", 2)
+            assert isinstance(runs.device_io, int) and isinstance(runs.captured, int)
+            assert runs.device_io == (runs.fixed if mode == "on" else 0), (mode, runs)
+            assert runs.captured == 0 and runs.device_io_reason, (mode, runs)
+            if mode == "off":
+                assert "OFF" in runs.device_io_reason, runs
+
+
+def test_the_context_passes_device_io_to_every_models_session(monkeypatch):
+    """Context(device_io=) reaches each model's session, one attached with settings of its own
+    too; the accelerator form (run on ORT's CPU EP through VMAFDNN_MODEL_FORMS=CUDA) specialised
+    to the clip's size scores the same whichever way it exchanges its inputs and outputs."""
+    monkeypatch.setenv("VMAFDNN_MODEL_FORMS", "CUDA")
+    frames = [(image(36, 52, 2 * i)[0, 0], image(36, 52, 2 * i + 1)[0, 0]) for i in range(3)]
+    scores = {}
+    for mode in ("on", "off"):
+        with vmafdnn.Context(static_shapes="on", device_io=mode, threads=1) as ctx:
+            ctx.use_model("ssim_y")
+            ctx.use_model("psnr_y", threads=1)
+            for i in range(2):
+                session = lib.vmaf_dnn_tiny_model_session(ctx._handle, i)
+                assert lib.vmaf_dnn_session_config(session).device_io == \
+                    vmafdnn.names.value("device_io", mode)
+            for i, (r, d) in enumerate(frames):
+                ctx.read_pictures((r * 255).astype(np.uint8), (d * 255).astype(np.uint8), i)
+            ctx.flush()
+            scores[mode] = [[ctx.feature(k, i) for i in range(len(frames))]
+                            for k in ("ssim_y", "psnr_y")]
+            for i in range(2):
+                runs = ctx.static_runs(i)
+                assert runs[:2] == (3, 0) and runs.captured == 0, runs
+                assert runs.device_io == (3 if mode == "on" else 0), runs
+    np.testing.assert_allclose(scores["on"], scores["off"], rtol=1e-6, atol=0)
+    with pytest.raises(vmafdnn.InvalidArgumentError, match='unknown device_io setting "never"'):
+        vmafdnn.Context(device_io="never")
