@@ -862,6 +862,34 @@ static void ep_setup_locked(void)
     register_from_env_locked();
 }
 
+/* ORT's own CUDA provider as a plugin EP library (vmafdnn.h, item 4 of the
+ * sources), tried once per process when a chain first reaches its CUDA
+ * step: late enough that the Python package has loaded the CUDA libraries
+ * the provider links (vmafdnn/_gpu_libraries.py). ORT wraps the provider in
+ * an EP factory of its own (1.23+), whose data transfer CopyTensors uses;
+ * a compiled-in CUDA EP appended through provider options brings none. A
+ * failure stays in the library list with its reason. ep_lock held. */
+static void register_cuda_provider_locked(void)
+{
+    static int tried;
+    static const char provider[] = "libonnxruntime_providers_cuda.so";
+    if (tried || ort_api_version < ORT_SESSION_EP_DEVICE_API)
+        return;
+    tried = 1;
+    for (size_t i = 0; i < n_ep_libs; i++)
+        if (strcmp(ep_libs[i].name, ep_kinds[EP_CUDA].ort_ep) == 0)
+            return; /* the caller's own choice */
+    const char *slash = strrchr(ort_path, '/');
+    char path[PATH_MAX];
+    struct stat sb;
+    if (!slash || snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - ort_path), ort_path,
+                           provider) >= (int)sizeof(path) ||
+        stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return; /* a CPU build */
+    (void)register_locked(ep_kinds[EP_CUDA].ort_ep, path, "ort");
+    vdnn_clear_error();
+}
+
 int vdnn_ort_register_ep_library(const char *name, const char *path)
 {
     int rc = vdnn_ort_ensure_loaded();
@@ -966,6 +994,8 @@ static int find_device(EpKind ep, int device_index, int any_hardware, EpDevice *
     int found = 0;
     pthread_mutex_lock(&ep_lock);
     ep_setup_locked();
+    if (ep == EP_CUDA)
+        register_cuda_provider_locked();
     for (size_t i = 0; i < n_ep_devs * (any_hardware ? 2 : 1) && !found; i++) {
         const EpDevice *d = &ep_devs[i % n_ep_devs];
         const int step_hw = a->HardwareDevice_Type(a->EpDevice_Device(d->device)) ==

@@ -166,7 +166,14 @@ VMAF_DNN_API const char *vmaf_dnn_ort_library_path(void);
  *      first session open or EP query): entries separated by ':', each
  *      "NAME=PATH" or just "PATH" (the name is then the file name without
  *      "lib" and ".so..."). Empty entries are skipped;
- *   3. in the Python package, every installed onnxruntime_ep_* package.
+ *   3. in the Python package, every installed onnxruntime_ep_* package;
+ *   4. ORT's own CUDA provider (libonnxruntime_providers_cuda.so beside the
+ *      loaded libonnxruntime.so: a GPU build), registered as
+ *      "CUDAExecutionProvider" when a chain first reaches its CUDA step and
+ *      ORT is 1.23 or newer, unless a library of that name was given: its EP
+ *      device is what the CUDA step then binds, and it brings the CUDA data
+ *      transfer into ORT's environment, which device-resident I/O
+ *      (VmafDnnDeviceIo) needs to copy frames to the GPU itself.
  * A library that cannot be registered is skipped and its reason kept
  * (vmaf_dnn_ep_library_info); it never makes a session fail. With ORT 1.20
  * or 1.21 (no EP ABI) every registration is refused with that reason and the
@@ -193,7 +200,8 @@ VMAF_DNN_API int vmaf_dnn_register_ep_library(const char *name, const char *path
 typedef struct VmafDnnEpLibraryInfo {
     const char *name;   /* registration name */
     const char *path;   /* as given */
-    const char *source; /* "api", "env" (VMAFDNN_EP_LIBRARIES) */
+    const char *source; /* "api", "env" (VMAFDNN_EP_LIBRARIES), "ort" (ORT's
+                           own CUDA provider, item 4 above) */
     int status;         /* 0: registered; else the negative errno of
                            vmaf_dnn_register_ep_library */
     const char *reason; /* "" when registered, else why not */

@@ -484,6 +484,24 @@ def test_gpu_wheel_finds_cuda_in_the_nvidia_wheels_by_itself(models):
     assert ep == "CUDA" and text.startswith("session creation failed, retrying on CPU: "), text
 
 
+def test_gpu_wheel_registers_its_cuda_provider_when_a_chain_reaches_cuda():
+    """onnxruntime-gpu's CUDA provider (beside libonnxruntime.so) is registered as a plugin EP
+    library, source "ort", once a chain reaches its CUDA step, not before: a CPU-only process
+    loads no CUDA. Without a GPU it offers no EP device, and the CUDA step appends the
+    compiled-in EP as before (test_gpu_wheel_falls_back_after_create_session_fails)."""
+    env = require_env("gpu-cu12")
+    probe = env.probe([{"op": "eps", "device": "cpu"}, {"op": "eps", "device": "cuda"},
+                       {"op": "eps", "device": "cpu"}], env=cuda_loader_path(env))
+    assert [lib for lib in probe[0]["libraries"] if lib["source"] == "ort"] == []
+    [provider] = [lib for lib in probe[2]["libraries"] if lib["source"] == "ort"]
+    assert provider["name"] == "CUDAExecutionProvider", provider
+    assert provider["path"] == os.path.join(env.ort_capi_dir, "libonnxruntime_providers_cuda.so")
+    assert provider["status"] == 0 and provider["reason"] == "", provider
+    if not cuda_driver_present():
+        assert not [d for d in probe[2]["devices"] if d["ep_name"] == "CUDAExecutionProvider"]
+        assert probe[1]["explain"].splitlines()[-1] == "CUDA: selected (built into ORT)"
+
+
 # --------------------------------------------------------------------------
 # onnxruntime 1.32 + onnxruntime-ep-openvino: a plugin EP installed the way
 # its vendor documents, found and registered by vmafdnn by itself
