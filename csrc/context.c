@@ -316,6 +316,9 @@ static void drop_pool(VmafDnnContext *ctx)
         int trust;
         vdnn_frame_pool_batching(p, i, &frames, &trust);
         vdnn_tiny_model_note_batching(ctx->model[i], frames);
+        VmafDnnStaticRuns gone = {0};
+        vdnn_frame_pool_add_run_counts(p, i, &gone);
+        vdnn_tiny_model_keep_run_counts(ctx->model[i], &gone);
         if (trust)
             vdnn_tiny_model_set_batch_trust(ctx->model[i], trust);
     }
@@ -876,6 +879,32 @@ int vmaf_dnn_tiny_model_batching(const VmafDnnContext *locked_ctx, size_t model,
         out->batch = (int)model_batch(ctx, m);
         out->refused = vdnn_tiny_model_batch_trust(m) < 0 || pool_trust < 0;
         out->batched_frames = vdnn_tiny_model_batched_frames(m) + pool_frames;
+    }
+    leave(ctx);
+    return rc;
+}
+
+int vmaf_dnn_tiny_model_static_runs(const VmafDnnContext *locked_ctx, size_t model,
+                                    VmafDnnStaticRuns *out)
+{
+    vdnn_clear_error();
+    if (!locked_ctx || !out)
+        return vdnn_fail(-EINVAL, "tiny_model_static_runs: %s is NULL", !out ? "out" : "ctx");
+    VmafDnnContext *ctx = enter(locked_ctx);
+    int rc = 0;
+    if (model >= ctx->n_models) {
+        rc = vdnn_fail(-EINVAL, "tiny_model_static_runs: model %zu out of range (%zu attached)",
+                       model, ctx->n_models);
+    } else {
+        const VdnnTinyModel *m = ctx->model[model];
+        vmaf_dnn_session_static_runs(vdnn_tiny_model_session(m), out);
+        /* Every frame went to the copies: their reasons are the ones met */
+        if (!out->fixed && !out->as_opened && ctx->pool)
+            vdnn_frame_pool_static_runs(ctx->pool, model, out);
+        out->fixed = out->as_opened = out->device_io = out->captured = 0;
+        vdnn_tiny_model_add_run_counts(m, out);
+        if (ctx->pool)
+            vdnn_frame_pool_add_run_counts(ctx->pool, model, out);
     }
     leave(ctx);
     return rc;

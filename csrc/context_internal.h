@@ -29,6 +29,10 @@ size_t vdnn_context_feature_bytes(const VmafDnnContext *ctx);
  * they name the field. Returns 0 or -EINVAL. (dnn_api.c) */
 int vdnn_config_check(const VmafDnnConfig *in, VmafDnnConfig *out, const char *what);
 
+/* Adds the session's run counts to *sum (vdnn_ort_add_run_counts: safe
+ * from any thread while it runs). (dnn_api.c) */
+void vdnn_session_add_run_counts(const VmafDnnSession *s, VmafDnnStaticRuns *sum);
+
 /* The kind of hardware the session's EP runs on: 0 CPU, 1 GPU, 2 NPU (ORT's
  * OrtHardwareDeviceType values), what a sidecar's {"value": "device_type"}
  * input is fed. */

@@ -467,6 +467,11 @@ int vmaf_dnn_session_static_runs(const VmafDnnSession *s, VmafDnnStaticRuns *out
     return 0;
 }
 
+void vdnn_session_add_run_counts(const VmafDnnSession *s, VmafDnnStaticRuns *sum)
+{
+    vdnn_ort_add_run_counts(s->ort, sum);
+}
+
 int vmaf_dnn_session_ep_nodes(const VmafDnnSession *s, size_t *on_ep, size_t *total)
 {
     if (!s || !on_ep || !total)

@@ -210,6 +210,38 @@ void vdnn_frame_pool_batching(VdnnFramePool *p, size_t model, uint64_t *frames, 
     pthread_mutex_unlock(&p->lock);
 }
 
+void vdnn_frame_pool_add_run_counts(VdnnFramePool *p, size_t model, VmafDnnStaticRuns *sum)
+{
+    if (model >= p->setup.n_models)
+        return;
+    pthread_mutex_lock(&p->lock);
+    for (unsigned w = 0; w < p->n_workers; w++) {
+        const Worker *wk = &p->worker[w];
+        if (wk->opened && !wk->open_rc && wk->model && wk->model[model])
+            vdnn_tiny_model_add_run_counts(wk->model[model], sum);
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+int vdnn_frame_pool_static_runs(VdnnFramePool *p, size_t model, VmafDnnStaticRuns *out)
+{
+    int found = 0;
+    if (model >= p->setup.n_models)
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    for (unsigned w = 0; w < p->n_workers && !found; w++) {
+        const Worker *wk = &p->worker[w];
+        if (!wk->opened || wk->open_rc || !wk->model || !wk->model[model])
+            continue;
+        VmafDnnStaticRuns runs;
+        vmaf_dnn_session_static_runs(vdnn_tiny_model_session(wk->model[model]), &runs);
+        if ((found = runs.fixed + runs.as_opened > 0))
+            *out = runs;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return found;
+}
+
 /* The pool's own bookkeeping: slot headers and the workers' plane sets,
  * which grow with threads x batch (up to 16448 slots of ~3 KB). */
 static uint64_t bookkeeping_bytes(unsigned n_slots, unsigned n_workers, unsigned batch,

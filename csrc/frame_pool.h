@@ -143,6 +143,13 @@ void vdnn_frame_pool_close(VdnnFramePool *p);
  * starts from the context's model's and the context keeps when the pool
  * closes. */
 void vdnn_frame_pool_batching(VdnnFramePool *p, size_t model, uint64_t *frames, int *trust);
+/* Adds the run counts of the workers' copies of model `model` (those whose
+ * models opened) to *sum (vdnn_tiny_model_add_run_counts). */
+void vdnn_frame_pool_add_run_counts(VdnnFramePool *p, size_t model, VmafDnnStaticRuns *sum);
+/* Fills *out (vmaf_dnn_session_static_runs) from the first worker's copy
+ * of model `model` that made a run; returns 0, leaving *out alone, when
+ * none did. */
+int vdnn_frame_pool_static_runs(VdnnFramePool *p, size_t model, VmafDnnStaticRuns *out);
 
 /* Frames the pool holds at most (queued, running or done and not merged). */
 unsigned vdnn_frame_pool_slots(const VdnnFramePool *p);

@@ -1348,8 +1348,12 @@ struct VdnnOrtSession {
      * needs, the named symbolic dims of its inputs (VdnnTensorMeta.dim_key
      * indexes dim_names) and the sessions specialised so far. */
     int static_on;               /* runs may still get a specialised session */
-    const char *static_reason;   /* why not: "" or a static string or static_why */
-    char *static_why;            /* owned: ORT's refusal */
+    /* Why not: "" or a static string or one of whys. Atomic, and no text
+     * is freed before the session, so vdnn_ort_static_runs may read it from
+     * any thread while a run replaces it. */
+    _Atomic(const char *) static_reason;
+    char **whys;                 /* owned: the reasons given so far */
+    size_t n_whys;
     void *model;                 /* owned copy while static_on can be set */
     size_t model_len;
     char *model_path, *model_dir;
@@ -1368,9 +1372,9 @@ struct VdnnOrtSession {
     size_t n_fixed;
     _Atomic uint64_t runs_fixed, runs_as_opened, runs_device_io, runs_captured;
     /* Why a specialised session keeps ORT's copies or records no graph (the
-     * last one made): "" or a static string or io_why. */
-    const char *io_reason;
-    char *io_why;                /* owned */
+     * last one made): NULL, "" or a static string or one of whys. */
+    _Atomic(const char *) io_reason;
+    _Atomic size_t specialised;  /* n_fixed, for other threads */
     /* Per-run scratch, sized once at creation so runs do not allocate. */
     OrtValue **input_values;     /* n_inputs */
     OrtValue **output_values;    /* n_outputs: results held until the next run */
@@ -2118,15 +2122,30 @@ static void dims_text(const VdnnOrtSession *s, char *buf, size_t cap)
                                  s->dim_names[k], (long long)s->run_dims[k]);
 }
 
+/* A reason's text of n bytes, which the session keeps until it is closed:
+ * vdnn_ort_static_runs hands reasons out while runs may give new ones. */
+static char *keep_why(VdnnOrtSession *s, size_t n)
+{
+    char **grown = realloc(s->whys, (s->n_whys + 1) * sizeof(*grown));
+    if (!grown)
+        return NULL;
+    s->whys = grown;
+    char *why = malloc(n);
+    if (why)
+        s->whys[s->n_whys++] = why;
+    return why;
+}
+
 /* Stops specialising: runs go on as opened, for the reason given. */
 static void give_up_static(VdnnOrtSession *s, const char *fmt, const char *a1, const char *a2)
 {
     char dims[256];
     dims_text(s, dims, sizeof(dims));
     size_t n = (size_t)snprintf(NULL, 0, fmt, dims, a1, a2) + 1;
-    if ((s->static_why = malloc(n)))
-        snprintf(s->static_why, n, fmt, dims, a1, a2);
-    s->static_reason = s->static_why ? s->static_why : "no memory to say why";
+    char *why = keep_why(s, n);
+    if (why)
+        snprintf(why, n, fmt, dims, a1, a2);
+    s->static_reason = why ? why : "no memory to say why";
     s->static_on = 0;
     if (s->model) /* nothing will be created from it again */
         account_release(s->account, s->model_len);
@@ -2211,16 +2230,15 @@ static void release_fixed(VdnnOrtSession *s, OrtSession *session)
  * records no graph (vmaf_dnn_session_static_runs' device_io_reason). */
 static void note_io(VdnnOrtSession *s, const char *what, const char *detail)
 {
-    free(s->io_why);
-    s->io_why = NULL;
-    s->io_reason = what;
-    if (!detail)
+    if (!detail) {
+        s->io_reason = what;
         return;
-    size_t n = strlen(what) + strlen(detail) + 3;
-    if ((s->io_why = malloc(n))) {
-        snprintf(s->io_why, n, "%s: %s", what, detail);
-        s->io_reason = s->io_why;
     }
+    size_t n = strlen(what) + strlen(detail) + 3;
+    char *why = keep_why(s, n);
+    if (why)
+        snprintf(why, n, "%s: %s", what, detail);
+    s->io_reason = why ? why : what;
 }
 
 /* Whether the EP of an attached_ep string records graphs for replay: CUDA
@@ -2358,6 +2376,7 @@ static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds,
     }
     memcpy(dims, s->run_dims, s->n_dims * sizeof(int64_t));
     f = s->n_fixed++;
+    atomic_store(&s->specialised, s->n_fixed);
     s->fixed[f].session = made;
     s->fixed[f].dims = dims;
     s->fixed[f].io = made_io;
@@ -2375,20 +2394,29 @@ as_opened:
     return s->session;
 }
 
+void vdnn_ort_add_run_counts(const VdnnOrtSession *s, VmafDnnStaticRuns *sum)
+{
+    sum->fixed += atomic_load(&s->runs_fixed);
+    sum->as_opened += atomic_load(&s->runs_as_opened);
+    sum->device_io += atomic_load(&s->runs_device_io);
+    sum->captured += atomic_load(&s->runs_captured);
+}
+
 void vdnn_ort_static_runs(const VdnnOrtSession *s, VmafDnnStaticRuns *out)
 {
     memset(out, 0, sizeof(*out));
     out->fixed = atomic_load(&s->runs_fixed);
     out->as_opened = atomic_load(&s->runs_as_opened);
-    out->reason = s->static_reason ? s->static_reason : "";
-    out->specialised = s->n_fixed;
+    const char *reason = s->static_reason, *io_reason = s->io_reason;
+    out->reason = reason ? reason : "";
+    out->specialised = atomic_load(&s->specialised);
     out->device_io = atomic_load(&s->runs_device_io);
     out->captured = atomic_load(&s->runs_captured);
-    out->device_io_reason = s->io_reason ? s->io_reason
+    out->device_io_reason = io_reason ? io_reason
                             : s->cfg.device_io == VMAF_DNN_DEVICE_IO_OFF ? "device_io is OFF"
-                            : !s->n_fixed ? "no specialised session (device I/O binds only "
-                                            "those; see reason)"
-                                          : "";
+                            : !out->specialised ? "no specialised session (device I/O binds only "
+                                                  "those; see reason)"
+                                                : "";
 }
 
 int vdnn_ort_session_create(const void *model, size_t len, const char *model_path,
@@ -2486,7 +2514,9 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
     free(s->model_path);
     free(s->model_dir);
     drop_model_dir(s);
-    free(s->static_why);
+    for (size_t k = 0; k < s->n_whys; k++)
+        free(s->whys[k]);
+    free(s->whys);
     if (s->cpu_memory)
         a->ReleaseMemoryInfo(s->cpu_memory);
     if (s->run_options)
@@ -2504,7 +2534,6 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
     free(s->outputs);
     free(s->input_names);
     free(s->output_names);
-    free(s->io_why);
     free(s->input_values);
     free(s->output_values);
     free(s->run_output_names);

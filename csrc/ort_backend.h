@@ -132,6 +132,12 @@ void vdnn_ort_watch_stop_flag(const atomic_int *flag);
 /* vmaf_dnn_session_static_runs' contract (s and out not NULL). */
 void vdnn_ort_static_runs(const VdnnOrtSession *s, VmafDnnStaticRuns *out);
 
+/* Adds the session's run counts (VmafDnnStaticRuns' fixed, as_opened,
+ * device_io, captured) to *sum, leaving its other fields alone: atomic
+ * reads, safe from any thread while the session runs (its reasons are not:
+ * a run may replace them). */
+void vdnn_ort_add_run_counts(const VdnnOrtSession *s, VmafDnnStaticRuns *sum);
+
 /* NULL-safe. Also releases any outputs still held from the last run. */
 void vdnn_ort_session_destroy(VdnnOrtSession *s);
 

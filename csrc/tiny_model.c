@@ -115,6 +115,7 @@ struct VdnnTinyModel {
     int batch_trust;               /* the context's model: the verdict of its
                                       pools (vdnn_tiny_model_batch_trust) */
     uint64_t batched_kept;         /* of copies gone (vdnn_tiny_model_note_batching) */
+    VmafDnnStaticRuns runs_kept;   /* of copies gone: the counts only */
     unsigned batch_frames;         /* frames the last batched Run scored */
     float **batch_in;              /* n_image planes of batch_cap floats */
     size_t batch_cap;
@@ -1912,6 +1913,23 @@ void vdnn_tiny_model_note_batching(VdnnTinyModel *m, uint64_t frames)
 uint64_t vdnn_tiny_model_batched_frames(const VdnnTinyModel *m)
 {
     return m->batched_kept;
+}
+
+void vdnn_tiny_model_add_run_counts(const VdnnTinyModel *m, VmafDnnStaticRuns *sum)
+{
+    vdnn_session_add_run_counts(m->session, sum);
+    sum->fixed += m->runs_kept.fixed;
+    sum->as_opened += m->runs_kept.as_opened;
+    sum->device_io += m->runs_kept.device_io;
+    sum->captured += m->runs_kept.captured;
+}
+
+void vdnn_tiny_model_keep_run_counts(VdnnTinyModel *m, const VmafDnnStaticRuns *gone)
+{
+    m->runs_kept.fixed += gone->fixed;
+    m->runs_kept.as_opened += gone->as_opened;
+    m->runs_kept.device_io += gone->device_io;
+    m->runs_kept.captured += gone->captured;
 }
 
 int vdnn_tiny_model_batch_store(VdnnTinyModel *m, size_t b, const VdnnTinyFrame *f,

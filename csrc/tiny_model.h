@@ -205,6 +205,11 @@ int vdnn_tiny_model_batch_check(const VdnnTinyModel *m, const VdnnTinyFrame *con
 /* Frames the copies of the context's model scored by trusted batched Runs,
  * noted on the model when a pool closes. */
 void vdnn_tiny_model_note_batching(VdnnTinyModel *m, uint64_t frames);
+/* Run counts (VmafDnnStaticRuns' fixed, as_opened, device_io, captured):
+ * add adds those of the model's session and of its copies gone (safe from
+ * any thread while the model runs); keep records a gone copy's. */
+void vdnn_tiny_model_add_run_counts(const VdnnTinyModel *m, VmafDnnStaticRuns *sum);
+void vdnn_tiny_model_keep_run_counts(VdnnTinyModel *m, const VmafDnnStaticRuns *gone);
 uint64_t vdnn_tiny_model_batched_frames(const VdnnTinyModel *m);
 
 /* Bytes a copy of a batchable model holds beyond one frame's

@@ -518,6 +518,20 @@ typedef struct VmafDnnBatching {
 VMAF_DNN_API int vmaf_dnn_tiny_model_batching(const VmafDnnContext *ctx, size_t model,
                                               VmafDnnBatching *out);
 
+/* How the model's runs went with static shapes and device-resident I/O
+ * (VmafDnnStaticRuns, see vmaf_dnn_session_static_runs), over the context's
+ * own session and the copies of it that score the frames in flight, those
+ * of the copies closed since included (attaching a model, leaving frames
+ * in flight for one at a time, a pool that could not restart): the counts are the
+ * sum; reason, specialised and device_io_reason are the context's own
+ * session's (or, where it made no run, those of the first copy that did),
+ * which the copies, opened with its settings on its EP, share unless a
+ * copy met a failure of its own. Returns 0, -EINVAL (NULL, model
+ * out of range) leaving *out untouched. Serialised with the context's
+ * other calls. */
+VMAF_DNN_API int vmaf_dnn_tiny_model_static_runs(const VmafDnnContext *ctx, size_t model,
+                                                 VmafDnnStaticRuns *out);
+
 /* The model's session, for the read-only functions of vmafdnn.h
  * (fallback reason, input and output info). Owned by the context: never
  * close or run it. NULL for a bad index. */

@@ -614,6 +614,15 @@ def _batched(batching, frames: int) -> str:
             f"{batching['batch']}")
 
 
+def _device_io(runs) -> str:
+    """', device-resident I/O on D of R runs, graph recorded on C' where runs bound it."""
+    if not runs or not runs["device_io"]:
+        return ""
+    total = runs["fixed"] + runs["as_opened"]
+    captured = f", graph recorded on {runs['captured']}" if runs["captured"] else ""
+    return f", device-resident I/O on {runs['device_io']} of {total} runs{captured}"
+
+
 def _print_summary(result, args, out) -> None:
     def say(line):
         print(line, file=out)
@@ -623,10 +632,14 @@ def _print_summary(result, args, out) -> None:
         say(f"model {printable(model['path'])}: {model['kind']}, "
             f"on {_on_ep(model['attached_ep'], model.get('ep_nodes'))}"
             f"{f' as {printable(os.path.basename(form))}' if form else ''}"
-            f"{_batched(model.get('batching'), frames)}")
+            f"{_batched(model.get('batching'), frames)}"
+            f"{_device_io(model.get('static_runs'))}")
         if args.tiny_device != "auto":
             for line in model["fallback_reason"].splitlines():
                 say(f"  fallback: {printable(line)}")
+        runs = model.get("static_runs")
+        if runs and model["attached_ep"] != "CPU" and runs["device_io_reason"]:
+            say(f"  device I/O: {printable(runs['device_io_reason'])}")
     say(f"frames: {frames}")
     for name, pooled in result["pooled_metrics"].items():
         say(f"{printable(name)}: {pooled['mean']:.6f}")

@@ -30,7 +30,7 @@ from . import names
 from ._native import NativeHandle, c_name, c_path, check, decode_name, ensure_ort, ffi, lib
 from .errors import InvalidArgumentError, RangeError
 from .session import (MAX_BATCH, MAX_DEVICE_INDEX, MAX_THREADS, StaticRuns, config_int,
-                      device_value, ep_nodes, model_policy, static_runs)
+                      device_value, ep_nodes, model_policy, static_runs_from)
 from .video import Frame
 
 __all__ = ["Context", "ModelInfo", "RESIZE_MODES", "POOL_METHODS", "OUTPUT_FORMATS",
@@ -362,12 +362,15 @@ class Context(NativeHandle):
                         int(out.batched_frames))
 
     def static_runs(self, model: int) -> StaticRuns:
-        """How the runs of model number ``model`` (in :attr:`models` order) on the
-        context's own session went with static shapes (:attr:`vmafdnn.Session.static_runs`;
-        frames in flight run on copies of it, which these counts leave out)."""
+        """How the runs of model number ``model`` (in :attr:`models` order) went with static
+        shapes and device-resident I/O (:attr:`vmafdnn.Session.static_runs`): the counts
+        over the context's own session and the copies of it that score frames in flight;
+        the reasons those of the context's own session (vmaf_dnn_tiny_model_static_runs)."""
         model = self._model_index(model)
+        out = ffi.new("VmafDnnStaticRuns *")
         with self._using() as handle:
-            return static_runs(lib.vmaf_dnn_tiny_model_session(handle, model))
+            check(lib.vmaf_dnn_tiny_model_static_runs(handle, model, out))
+        return static_runs_from(out)
 
     # -- scoring ------------------------------------------------------------
     def read_pictures(self, reference, distorted, index: int,
@@ -546,7 +549,8 @@ class Context(NativeHandle):
         data["aggregate_metrics"] = _nan_for_null(data["aggregate_metrics"])
         data["models"] = [dict(m._asdict(), features=list(m.features),
                                ep_nodes=None if m.ep_nodes is None else list(m.ep_nodes),
-                               batching=self.batching(i)._asdict())
+                               batching=self.batching(i)._asdict(),
+                               static_runs=self.static_runs(i)._asdict())
                           for i, m in enumerate(self._models)]
         return data
 

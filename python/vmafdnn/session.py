@@ -68,6 +68,11 @@ class StaticRuns(NamedTuple):
 def static_runs(handle) -> StaticRuns:
     out = ffi.new("VmafDnnStaticRuns *")
     check(lib.vmaf_dnn_session_static_runs(handle, out))
+    return static_runs_from(out)
+
+
+def static_runs_from(out) -> StaticRuns:
+    """A filled VmafDnnStaticRuns as a StaticRuns."""
     return StaticRuns(int(out.fixed), int(out.as_opened),
                       ffi.string(out.reason).decode("utf-8", "replace"), int(out.specialised),
                       int(out.device_io), int(out.captured),

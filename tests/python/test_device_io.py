@@ -162,3 +162,21 @@ def test_sessions_binding_on_many_threads_score_their_own_data(models):
     assert not errors
     for t in range(4):
         np.testing.assert_allclose(got[t], want[t], rtol=1e-6)
+
+
+def test_a_contexts_counts_take_in_the_copies_scoring_frames_in_flight(monkeypatch):
+    """Context.static_runs (vmaf_dnn_tiny_model_static_runs) counts the runs of the copies
+    that score frames in flight too, and gives the reasons of a session that ran; the report
+    carries the same."""
+    monkeypatch.setenv("VMAFDNN_MODEL_FORMS", "CUDA")
+    clip = frames(10, 36, 52)
+    with vmafdnn.Context(static_shapes="on", device_io="on", threads=3) as ctx:
+        ctx.use_model("psnr_y")
+        for i, (r, d) in enumerate(clip):
+            ctx.read_pictures(r, d, i)
+        ctx.flush()
+        runs = ctx.static_runs(0)
+        assert (runs.fixed, runs.as_opened, runs.device_io, runs.captured) == (10, 0, 10, 0), runs
+        assert runs.specialised >= 1 and runs.reason == "", runs
+        assert runs.device_io_reason.startswith("the EP records no graphs"), runs
+        assert ctx.report()["models"][0]["static_runs"] == runs._asdict()
