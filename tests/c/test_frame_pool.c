@@ -631,6 +631,52 @@ static void test_budget(void)
     }
 }
 
+/* Static runs with device I/O bound on every run (ON, on ORT's CPU EP)
+ * counted over the copies scoring frames in flight, read while they run:
+ * the counts never go back, every fixed run bound, and they end at one run
+ * per frame (under TSan: the counts and reasons are read while the
+ * workers' runs replace them). */
+static void test_static_runs_in_flight(void)
+{
+    VmafDnnContextConfig cfg;
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.threads = 3;
+    cfg.session.static_shapes = VMAF_DNN_STATIC_SHAPES_ON;
+    cfg.session.device_io = VMAF_DNN_DEVICE_IO_ON;
+    /* A model with named symbolic sizes: the accelerator form of psnr_y */
+    const char *psnr_y = builtin_model("psnr_y_accel");
+    if (!psnr_y) {
+        printf("static runs in flight: no built-in models in this build, not run\n");
+        return;
+    }
+    VmafDnnContext *ctx = NULL;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, psnr_y, NULL), 0);
+    VmafDnnStaticRuns runs, last = {0};
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_static_runs(ctx, 1, &runs), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_static_runs(ctx, 0, NULL), -EINVAL);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_static_runs(NULL, 0, &runs), -EINVAL);
+    for (unsigned i = 0; i < FRAMES; i++) {
+        Frame r, d;
+        frame_make(&r, 16, 12, i);
+        frame_make(&d, 16, 12, i + 100);
+        CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &r.pic, &d.pic, i), 0);
+        free(r.y);
+        free(d.y);
+        CHECK_EQ_INT(vmaf_dnn_tiny_model_static_runs(ctx, 0, &runs), 0);
+        CHECK(runs.fixed >= last.fixed && runs.device_io >= last.device_io);
+        CHECK(runs.device_io <= runs.fixed && runs.captured == 0 && runs.as_opened == 0);
+        CHECK(runs.reason && runs.device_io_reason && strlen(runs.device_io_reason) < 4096);
+        last = runs;
+    }
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
+    CHECK_EQ_INT(vmaf_dnn_tiny_model_static_runs(ctx, 0, &runs), 0);
+    CHECK(runs.fixed == FRAMES && runs.device_io == FRAMES && runs.as_opened == 0);
+    CHECK(runs.specialised >= 1 && strcmp(runs.reason, "") == 0);
+    CHECK_STR_CONTAINS(runs.device_io_reason, "records no graphs");
+    vmaf_dnn_context_close(ctx);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -661,6 +707,7 @@ int main(int argc, char **argv)
     test_frames_done(0);
     test_frames_done(1);
     test_close_in_flight();
+    test_static_runs_in_flight();
     rmdir(tmp_dir);
     return check_report();
 }
