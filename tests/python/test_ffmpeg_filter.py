@@ -375,6 +375,51 @@ def test_frames_in_flight_give_the_frames_and_scores_of_one_at_a_time(patched, t
     assert f"for parameter 'batch' out of range [0 - {MAX_BATCH}]" in proc.stderr
 
 
+def test_device_io_binds_with_the_scores_of_orts_copies(patched, tmp_path, clips8):
+    """device_io (VmafDnnConfig.device_io) on binds the inputs and outputs of every specialised
+    session, also on ORT's CPU EP, where every slot lives in host memory: with static_shapes=on
+    the filter then scores through the binding path, one frame at a time and with frames in
+    flight (a binding per worker), and gives the metadata and the report of ORT's own copies
+    (device_io=off) as they are."""
+    runs = {}
+    for options in ("threads=1:static_shapes=on:device_io=off",
+                    "threads=1:static_shapes=on:device_io=on",
+                    "threads=3:batch=2:static_shapes=on:device_io=on"):
+        log = tmp_path / "log.json"
+        got, _ = score_with_filter(patched, tmp_path, [clips8.dist, clips8.ref],
+                                   f"{options}:log_path={log}")
+        runs[options] = (got, json.loads(log.read_text())["frames"])
+    (copied, copied_report), *bound = runs.values()
+    assert len(copied) == clips8.frames and copied[0]
+    for other, other_report in bound:
+        assert other == copied and other_report == copied_report
+
+
+@pytest.mark.parametrize("filt", ["vmafdnn=no_reference=1", "vmafdnn_pre=model={identity}"])
+def test_device_io_values(patched, tmp_path, models, clips8, filt):
+    """device_io takes auto, off and on (or 0 to 2), in both filters, each with the same output
+    (on: the binding path on ORT's CPU EP); another name or a number out of range is refused
+    when the filter is initialised."""
+    filt = filt.format(identity=models.image_identity)
+
+    def output(value):
+        meta, md5 = tmp_path / "meta.txt", tmp_path / "frames.md5"
+        run(patched, "-i", clips8.dist, "-frames:v", 3, "-vf",
+            f"{filt}:static_shapes=on:device_io={value},metadata=mode=print:file={meta}",
+            "-f", "framemd5", md5)
+        return frame_metadata(meta), [line.split(",")[-1] for line in md5.read_text().splitlines()
+                                      if not line.startswith("#")]
+
+    outputs = {value: output(value) for value in ("auto", "off", "on", "0", "2")}
+    first = outputs["off"]
+    assert len(first[1]) == 3 and all(out == first for out in outputs.values())
+    for value in ("sometimes", "3", "-1"):
+        proc = run(patched, "-i", clips8.dist, "-vf", f"{filt}:device_io={value}",
+                   "-f", "null", "-", check=False)
+        assert proc.returncode != 0 and "device_io" in proc.stderr, value
+    assert "for parameter 'device_io' out of range [0 - 2]" in proc.stderr
+
+
 # ---- FFmpeg's own ONNX Runtime backend in the same build -------------------
 
 def test_ffmpeg_onnx_backend_alongside(patched, tmp_path, models, clips8):
