@@ -2274,7 +2274,8 @@ static int bind_device_io(VdnnOrtSession *s, OrtSession *session, int captured,
     for (size_t k = 0; k < s->n_outputs; k++)
         if (s->outputs[k].aliases_input) {
             note_io(s, "an output of the model is also one of its inputs", NULL);
-            return captured ? -EAGAIN : 0;
+            return captured ? vdnn_fail(-EAGAIN, "an output of the model is also one of its "
+                                        "inputs") : 0;
         }
     const VdnnDeviceIoSpec spec = {
         .api = api(), .api_version = ort_api_version, .env = env, .session = session,
@@ -2308,8 +2309,7 @@ static void create_fixed(VdnnOrtSession *s, OrtSession **out, VdnnDeviceIo **io,
                 note_io(s, "", NULL);
                 return;
             }
-            refused = strdup(rc == -EAGAIN ? "its outputs are not all of fixed shape in device "
-                                             "memory" : vmaf_dnn_last_error());
+            refused = strdup(vmaf_dnn_last_error());
             release_fixed(s, *out);
             *out = NULL;
         }
@@ -2642,6 +2642,8 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
                                          s->output_values)) &&
              !(st = a->RunWithBinding(session, s->run_options, vdnn_device_io_binding(io))))
         rc = vdnn_device_io_collect(io, output_slots, n_outputs, s->output_values);
+    if (io && (rc || st))
+        vdnn_device_io_unbind(io);
     current_account = NULL;
     current_session = NULL;
     if (s->max_run_ms)

@@ -73,7 +73,8 @@ static int slot_shape(VdnnDeviceIo *io, size_t index, int output, int64_t *dims,
         return io_error(a, st, -EIO, "cannot read the shape of", name);
     for (size_t d = 0; d < *rank; d++)
         if (dims[d] < 0)
-            return -EAGAIN;
+            return vdnn_fail(-EAGAIN, "device I/O: %s \"%s\" has a dim the specialised session "
+                             "does not fix", output ? "output" : "input", name);
     return 0;
 }
 
@@ -188,12 +189,19 @@ int vdnn_device_io_create(const VdnnDeviceIoSpec *spec, VdnnDeviceIo **out, cons
     if (!st)
         st = a->CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, &io->host_memory);
     rc = st ? io_error(a, st, -EIO, "cannot bind the slots of", "session") : 0;
-    for (size_t i = 0; !rc && i < spec->n_inputs; i++)
-        if (io->in[i].where)
-            rc = make_device_tensor(io, i, 0);
+    for (size_t i = 0; !rc && i < spec->n_inputs; i++) {
+        if (!io->in[i].where || (rc = make_device_tensor(io, i, 0)) != -EAGAIN || spec->captured)
+            continue;
+        /* a dim left free (an unnamed one): no tensor of fixed address can hold it, so
+         * the caller's data is bound and ORT copies it, as without device I/O */
+        io->in[i].where = NULL;
+        rc = 0;
+        vdnn_clear_error();
+    }
     for (size_t k = 0; !rc && spec->captured && k < spec->n_outputs; k++) {
-        if (!io->out[k].where)
-            rc = -EAGAIN; /* an output in host memory: not the whole graph on the EP */
+        if (!io->out[k].where) /* not the whole graph on the EP */
+            rc = vdnn_fail(-EAGAIN, "device I/O: output \"%s\" lives in host memory",
+                           spec->output_names[k]);
         else if (!(rc = make_device_tensor(io, k, 1)) &&
                  (st = a->BindOutput(io->binding, spec->output_names[k], io->out[k].dev)))
             rc = io_error(a, st, -EIO, "cannot bind output", spec->output_names[k]);
@@ -302,6 +310,14 @@ static int same_data(const OrtApi *a, OrtValue *x, OrtValue *y)
     return !st && px == py;
 }
 
+void vdnn_device_io_unbind(VdnnDeviceIo *io)
+{
+    if (io->spec.captured)
+        return; /* its bindings are the device tensors, for good */
+    io->spec.api->ClearBoundInputs(io->binding);
+    io->spec.api->ClearBoundOutputs(io->binding);
+}
+
 int vdnn_device_io_collect(VdnnDeviceIo *io, const size_t *output_slots, size_t n_outputs,
                            OrtValue **out_values)
 {
@@ -329,6 +345,7 @@ int vdnn_device_io_collect(VdnnDeviceIo *io, const size_t *output_slots, size_t 
     }
     if (values)
         host->Free(host, values);
+    vdnn_device_io_unbind(io);
     if (count != n_outputs)
         return vdnn_fail(-EIO, "device I/O: ONNX Runtime returned %zu outputs for %zu bound",
                          count, n_outputs);

@@ -4,17 +4,21 @@
  *
  * A session created with every input dim fixed keeps, through one
  * OrtIoBinding:
- *   - per input ORT wants in device memory, a device tensor made at the
- *     first run (from that run's shapes, which a specialised session never
- *     changes) and bound once; each run copies the caller's host data into
- *     it (ORT's CopyTensors, the EP's data transfer), so the address ORT
- *     sees never changes;
- *   - inputs in host memory bound per run to the caller's data;
+ *   - per input ORT wants in device memory, a device tensor of the
+ *     specialised session's fixed shape, made with the binding; each run
+ *     copies the caller's host data into it (ORT's CopyTensors, the EP's
+ *     data transfer), so the address ORT sees never changes;
+ *   - inputs in host memory, and inputs with a dim the session leaves free
+ *     (an unnamed one), bound per run to the caller's data;
  *   - outputs bound per run to host memory (the caller's buffer, or one ORT
  *     allocates), except on a session created with graph capture: there
  *     every output has a device tensor of fixed address, bound once, and the
  *     outputs asked for are copied back after the run (a recorded graph
  *     writes where it wrote when it was recorded).
+ * Between runs a binding holds nothing of the caller's and no output: the
+ * per-run bindings are cleared once the outputs are collected (or the run
+ * failed), so outputs ORT allocated go with the caller's values and count
+ * against the memory budget no longer.
  */
 #ifndef VMAFDNN_ORT_DEVICE_IO_H
 #define VMAFDNN_ORT_DEVICE_IO_H
@@ -43,8 +47,9 @@ typedef struct VdnnDeviceIoSpec {
  * when the session keeps ORT's own copies: then *why says why (static
  * text): no slot in device memory and !force, or an ORT before 1.23 that
  * cannot tell where slots live (force then binds every slot as host
- * memory). A captured session whose output shapes are not all fixed cannot
- * keep its outputs at fixed addresses: -EAGAIN (create it without capture).
+ * memory). A captured session with a slot that cannot stay at a fixed
+ * device address (a dim not fixed, an output in host memory) fails with
+ * -EAGAIN and a message (create it without capture).
  * Returns 0, -EAGAIN, -ENOMEM or -EIO (ORT refused a step; the message
  * carries ORT's text). */
 int vdnn_device_io_create(const VdnnDeviceIoSpec *spec, VdnnDeviceIo **out, const char **why);
@@ -73,6 +78,11 @@ OrtIoBinding *vdnn_device_io_binding(VdnnDeviceIo *io);
  * or -EIO. */
 int vdnn_device_io_collect(VdnnDeviceIo *io, const size_t *output_slots, size_t n_outputs,
                            OrtValue **out_values);
+
+/* Drops the per-run bindings (the caller's inputs and the outputs) of a
+ * session without graph capture; the next stage binds them again. Done by
+ * collect, and by the caller after a failed stage or run. */
+void vdnn_device_io_unbind(VdnnDeviceIo *io);
 
 /* NULL-safe. Releases the device tensors and the binding; the session must
  * still exist. */

@@ -59,8 +59,12 @@ def test_auto_binds_nothing_where_every_slot_lives_in_host_memory(models):
         s.run([image(9, 11)])
         runs = s.static_runs
         assert (runs.fixed, runs.device_io, runs.captured) == (1, 0, 0), runs
-        assert runs.device_io_reason == "every input and output of the session lives in host " \
-                                        "memory", runs
+        if tuple(map(int, vmafdnn.ort_version().split(".")[:2])) < (1, 23):
+            assert runs.device_io_reason == "ONNX Runtime before 1.23 cannot tell where a " \
+                                            "session's inputs live", runs
+        else:
+            assert runs.device_io_reason == "every input and output of the session lives in " \
+                                            "host memory", runs
 
 
 def test_without_a_specialised_session_the_reason_says_so(models):

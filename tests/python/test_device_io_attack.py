@@ -470,15 +470,7 @@ def growing_output_model():
                               [T("x", F32, ["N", "M"])], [T("y", F32, ["N", "M"])], [one])
 
 
-@pytest.mark.parametrize("mode", [
-    "off",
-    pytest.param("on", marks=pytest.mark.xfail(
-        strict=True,
-        reason="ort_device_io.c: the OrtIoBinding keeps the outputs ORT allocated for the last "
-               "run of each specialised session (vdnn_device_io_collect never clears them; "
-               "only the next stage on that session does), so they stay charged to "
-               "max_memory_bytes after the library released its own references")),
-])
+@pytest.mark.parametrize("mode", ["off", "on"])
 def test_outputs_of_earlier_runs_are_not_charged_to_the_memory_budget(save_model, mode):
     """Outputs ORT allocates are released once delivered: runs on two specialised sessions,
     each with a 4 MB output, fit a 6 MB budget one after the other, as with ORT's copies."""
