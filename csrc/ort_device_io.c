@@ -26,7 +26,6 @@ struct VdnnDeviceIo {
     OrtIoBinding *binding;
     OrtMemoryInfo *host_memory; /* where ORT puts outputs it allocates */
     Slot *in, *out;
-    int on_device;
 };
 
 static int io_error(const OrtApi *a, OrtStatus *st, int err, const char *what, const char *name)
@@ -173,12 +172,13 @@ int vdnn_device_io_create(const VdnnDeviceIoSpec *spec, VdnnDeviceIo **out, cons
         vdnn_device_io_destroy(io);
         return rc;
     }
-    io->on_device = rc;
-    if (!io->on_device && spec->captured) {
+    const int on_device = rc;
+    if (!on_device && spec->captured) {
         vdnn_device_io_destroy(io);
-        return -EAGAIN; /* a recorded graph must read and write device memory */
+        return vdnn_fail(-EAGAIN, "device I/O: no input or output of the session lives in "
+                         "device memory, which a recorded graph reads and writes");
     }
-    if (!io->on_device && !spec->force) {
+    if (!on_device && !spec->force) {
         *why = spec->api_version < ORT_DEVICE_IO_API
                    ? "ONNX Runtime before 1.23 cannot tell where a session's inputs live"
                    : "every input and output of the session lives in host memory";
@@ -212,11 +212,6 @@ int vdnn_device_io_create(const VdnnDeviceIoSpec *spec, VdnnDeviceIo **out, cons
     }
     *out = io;
     return 0;
-}
-
-int vdnn_device_io_on_device(const VdnnDeviceIo *io)
-{
-    return io->on_device;
 }
 
 int vdnn_device_io_stage(VdnnDeviceIo *io, OrtValue *const *inputs, const size_t *output_slots,

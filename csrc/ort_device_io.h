@@ -54,9 +54,6 @@ typedef struct VdnnDeviceIoSpec {
  * carries ORT's text). */
 int vdnn_device_io_create(const VdnnDeviceIoSpec *spec, VdnnDeviceIo **out, const char **why);
 
-/* Whether the binding keeps any input or output in device memory. */
-int vdnn_device_io_on_device(const VdnnDeviceIo *io);
-
 /* Before a run: copies inputs[i] (host tensors over the run's data, slot
  * order) into the device tensors (made at the first run), binds the host
  * ones, and binds the n_outputs outputs of output_slots: to out_values[k]
