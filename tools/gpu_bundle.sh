@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Prepares, on this machine, what a lent GPU machine (the device tool) needs to build this
+# library there and measure its accelerator path on the GPU through WebGPU on the GPU's Vulkan
+# driver (bench/lent_gpu.sh runs it there). That machine reaches no network; its image has
+# Python 3.12 with numpy, onnx, meson and ninja, a C compiler, onnxruntime 1.30 (a CPU build,
+# whose CUDA-less library cannot take the WebGPU plugin of 1.32), and neither cffi nor the
+# CUDA build of ONNX Runtime (onnxruntime-gpu's CUDA provider, ~400 MB, does not fit the 64 MiB
+# a call carries).
+#
+#   tools/gpu_bundle.sh [--python-version 3.12]
+#
+# Writes into this checkout, both git-ignored:
+#   .carry/bundle.tar.xz  libonnxruntime.so.1.32.0 (from the onnxruntime 1.32.0 wheel: the
+#                         library alone, which needs no Python), the WebGPU plugin EP
+#                         (onnxruntime-ep-webgpu 0.4.0), ORT's C headers
+#                         (tools/fetch_ort_headers.sh), and the wheels the build needs that
+#                         the image lacks (cffi, pycparser, meson-python, pyproject-metadata)
+#                         for that Python;
+#   .gl/                  the Vulkan and EGL loaders, as the device tool's README says.
+# Packages come by name through pip and apt; nothing is committed. Then, in one device call:
+#   carry [".carry", ".gl"], command "bash bench/lent_gpu.sh"
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+python_version=3.12
+if [ "${1:-}" = --python-version ]; then
+    python_version=${2:?--python-version needs a version}
+fi
+say() { echo "gpu_bundle: $*" >&2; }
+pip_cmd=(python3 -m pip)
+if ! python3 -m pip --version >/dev/null 2>&1; then
+    venv=$(mktemp -d)
+    python3 -m venv "$venv" && pip_cmd=("$venv/bin/python" -m pip)
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/bundle/wheels" "$work/dl"
+
+say "downloading wheels for Python $python_version"
+platforms=()
+for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 \
+         manylinux1_x86_64; do
+    platforms+=(--platform "$p")
+done
+download() {
+    "${pip_cmd[@]}" download -q --no-deps --only-binary=:all: --python-version "$python_version" \
+        --implementation cp "${platforms[@]}" -d "$1" "${@:2}"
+}
+download "$work/dl" onnxruntime==1.32.0 onnxruntime-ep-webgpu==0.4.0
+download "$work/bundle/wheels" cffi pycparser meson-python pyproject-metadata packaging
+
+say "taking ONNX Runtime's library and the WebGPU plugin out of their wheels"
+unzip -q -o -j "$work/dl"/onnxruntime-1.32.0-*.whl 'onnxruntime/capi/libonnxruntime.so.*' \
+    -d "$work/bundle"
+unzip -q -o -j "$work/dl"/onnxruntime_ep_webgpu-0.4.0-*.whl '*libonnxruntime_providers_webgpu.so' \
+    -d "$work/bundle"
+headers=$(bash "$repo/tools/fetch_ort_headers.sh")
+mkdir -p "$work/bundle/ort-headers"
+cp "$headers"/*.h "$work/bundle/ort-headers/"
+
+mkdir -p "$repo/.carry"
+tar -C "$work/bundle" -cJf "$repo/.carry/bundle.tar.xz" .
+say "$(du -h "$repo/.carry/bundle.tar.xz" | cut -f1) in .carry/bundle.tar.xz"
+
+if [ ! -d "$repo/.gl" ] || ! ls "$repo/.gl"/*.deb >/dev/null 2>&1; then
+    say "downloading the Vulkan and EGL loaders into .gl"
+    mkdir -p "$repo/.gl" /tmp/amd64/partial
+    o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64)
+    apt-get "${o[@]}" update >/dev/null
+    (cd "$repo/.gl" && apt-get "${o[@]}" download libvulkan1 libegl1 libglvnd0 libopengl0 \
+        libgl1 libglx0 libgles2 >/dev/null)
+fi
+du -sh "$repo/.carry" "$repo/.gl" >&2
