@@ -395,6 +395,52 @@ def test_device_io_binds_with_the_scores_of_orts_copies(patched, tmp_path, clips
         assert other == copied and other_report == copied_report
 
 
+_SUMMARY = re.compile(r"\] model (\S+) ran on (\S+?)(?: as (\S+))?: (\d+) runs, (\d+) specialised "
+                      r"to their sizes, (\d+) with device-resident I/O, (\d+) on a recorded graph$",
+                      re.MULTILINE)
+
+
+def _summary(stderr: str):
+    """{model stem: (EP, form's base name or None, runs, specialised, device-resident I/O,
+    recorded graph)} from the filter's model lines at its close."""
+    return {Path(path).stem: (ep, form or None, *map(int, counts))
+            for path, ep, form, *counts in _SUMMARY.findall(stderr)}
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_summary_counts_specialised_and_device_io_runs(patched, tmp_path, clips8, threads):
+    """The model lines of the close say how the runs went (vmaf_dnn_tiny_model_static_runs,
+    the copies scoring frames in flight counted with the context's own session, so the counts
+    are those of one run per frame whatever the schedule): with static_shapes=on and
+    device_io=on on ORT's CPU EP, every run of psnr_y and ssim_y is specialised and binds its
+    I/O; device_io=off binds none, and its reason is logged at the verbose level only on the
+    CPU. The model that scores through its CPU form says so ("as <form>")."""
+    builtin = Path(patched[1]["VMAFDNN_BUILTIN_MODELS"])
+    n = clips8.frames
+    for device_io in ("on", "off"):
+        got, log = score_with_filter(
+            patched, tmp_path, [clips8.dist, clips8.ref],
+            f"threads={threads}:device=cpu:static_shapes=on:device_io={device_io}")
+        assert len(got) == n
+        lines = _summary(log)
+        assert {"psnr_y", "ssim_y"} <= set(lines) and \
+            len(lines) == len(re.findall(r"\] model .* ran on", log)), log[-3000:]
+        for stem, (ep, form, runs, fixed, bound, captured) in lines.items():
+            assert ep == "CPU" and runs == n and fixed in (0, n), (stem, lines[stem])
+            assert bound == (fixed if device_io == "on" else 0) and captured == 0, (stem,
+                                                                                  lines[stem])
+            assert form is None or ("/" not in form and (builtin / form).is_file()), form
+        for stem in ("psnr_y", "ssim_y"):
+            assert lines[stem] == ("CPU", None, n, n, n if device_io == "on" else 0, 0)
+        assert "device I/O:" not in log  # the CPU's reason is verbose
+    proc = run(patched, "-v", "verbose", "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
+               f"[0:v][1:v]vmafdnn=model=psnr_y:threads={threads}:device=cpu:static_shapes=on:"
+               "device_io=off", "-f", "null", "-")
+    assert _summary(proc.stderr)["psnr_y"] == ("CPU", None, n, n, 0, 0)
+    assert re.search(r"\] model \S+psnr_y\.onnx: device I/O: .*device_io", proc.stderr), \
+        proc.stderr[-3000:]
+
+
 @pytest.mark.parametrize("filt", ["vmafdnn=no_reference=1", "vmafdnn_pre=model={identity}"])
 def test_device_io_values(patched, tmp_path, models, clips8, filt):
     """device_io takes auto, off and on (or 0 to 2), in both filters, each with the same output
