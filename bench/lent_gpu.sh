@@ -31,7 +31,11 @@ step() { # name seconds command...: runs one step, its output into $out/name.txt
 }
 
 [ -f "$repo/.carry/bundle.tar.xz" ] || { say "no .carry/bundle.tar.xz: run tools/gpu_bundle.sh"; exit 2; }
-if ls "$repo/.gl"/*.deb >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+# The loaders, as the device tool's README says: only where the image lacks them (on any
+# other machine a dry run leaves / alone)
+export PATH="$PATH:/sbin:/usr/sbin"
+if ! ldconfig -p 2>/dev/null | grep -q libvulkan.so.1 && ls "$repo/.gl"/*.deb >/dev/null 2>&1 &&
+    [ "$(id -u)" = 0 ]; then
     for f in "$repo/.gl"/*.deb; do dpkg -x "$f" /; done
     ldconfig
 fi
@@ -47,7 +51,7 @@ tar -C "$bundle" -xJf "$repo/.carry/bundle.tar.xz"
 export VMAFDNN_CACHE_DIR="$work/cache"
 cp -r "$bundle/ort-headers" "$VMAFDNN_CACHE_DIR/ort-headers"
 python3 -m pip install -q --no-index --no-deps --target "$work/site" "$bundle"/wheels/*.whl
-export PYTHONPATH="$work/site"
+export PYTHONPATH="$work/site" PATH="$work/site/bin:$PATH"
 
 step build 240 python3 -m pip wheel --no-build-isolation --no-deps -w "$work/wheels" "$repo" ||
     { tail -n 30 "$out/build.txt" >&2; exit 1; }

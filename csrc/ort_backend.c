@@ -1784,9 +1784,40 @@ int vdnn_ort_device_type(const char *attached_ep)
     return OrtHardwareDeviceType_CPU;
 }
 
+/* ORT's WebGPU EP keeps one WebGPU device context for the sessions of a
+ * process and takes no concurrent work on it: two sessions run from two
+ * threads (frames in flight, threads 2 or 4) crashed the process in Dawn
+ * (a segfault, or an assertion in its compute pass bookkeeping), on the
+ * accelerator forms and the Loop forms alike (onnxruntime-ep-webgpu 0.4.0,
+ * Mesa's lavapipe). So the sessions on such an EP are created, run (with
+ * their device copies) and released one at a time, under one lock. */
+static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
+
+static int ep_one_at_a_time(const char *attached_ep)
+{
+    return attached_ep && strncmp(attached_ep, "WebGpu:", 7) == 0;
+}
+
+/* Takes the lock for work on a session of `attached_ep` where that EP needs
+ * it; returns whether it did (the caller then calls unlock_if). */
+static int lock_if_one_at_a_time(const char *attached_ep)
+{
+    if (!ep_one_at_a_time(attached_ep))
+        return 0;
+    pthread_mutex_lock(&one_at_a_time);
+    return 1;
+}
+
+static void unlock_if(int locked)
+{
+    if (locked)
+        pthread_mutex_unlock(&one_at_a_time);
+}
+
 int vdnn_ort_runs_sessions_in_turn(const char *attached_ep)
 {
-    return attached_ep && strncmp(attached_ep, "OpenVINO", 8) == 0;
+    return attached_ep &&
+           (strncmp(attached_ep, "OpenVINO", 8) == 0 || ep_one_at_a_time(attached_ep));
 }
 
 /* What ORT's selection policy chose: the EP device of the session's first
@@ -1847,7 +1878,9 @@ static int create_with_fallback(const void *model, size_t len, const char *model
     if (rc)
         return rc;
 
+    int locked = lock_if_one_at_a_time(*attached);
     OrtStatus *st = a->CreateSessionFromArray(env, model, len, opts, out);
+    unlock_if(locked);
     a->ReleaseSessionOptions(opts);
     if (st && chosen != EP_CPU && !(current_account && atomic_load(&current_account->refused))) {
         /* The EP appended but cannot run here (e.g. CUDA libraries present,
@@ -2191,7 +2224,7 @@ static void make_fixed(VdnnOrtSession *s, int capture, OrtSession **out, char **
         st = a->AddFreeDimensionOverrideByName(opts, s->dim_names[k], s->run_dims[k]);
     if (!st) {
         atomic_store(&s->account->refused, 0);
-        current_account = s->account;
+        current_account = s->account; /* run_guarded holds one_at_a_time where needed */
         st = a->CreateSessionFromArray(env, s->model, s->model_len, opts, out);
         current_account = NULL;
     }
@@ -2458,6 +2491,7 @@ int vdnn_ort_session_create(const void *model, size_t len, const char *model_pat
     rc = create_with_fallback(model, len, model_path, model_dir, cfg, &s->session, &attached,
                               &ort_name, &log);
     current_account = NULL;
+    s->attached = attached; /* from now on: see destroy */
     if (!rc)
         note_ep_nodes(s, attached, ort_name, &log);
     OrtStatus *st = NULL;
@@ -2499,6 +2533,7 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
     const OrtApi *a = api();
     if (s->output_values)
         vdnn_ort_release_outputs(s);
+    const int locked = lock_if_one_at_a_time(s->attached);
     if (s->session)
         a->ReleaseSession(s->session);
     for (size_t k = 0; k < s->n_fixed; k++) {
@@ -2506,6 +2541,7 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
         a->ReleaseSession(s->fixed[k].session);
         free(s->fixed[k].dims);
     }
+    unlock_if(locked);
     for (size_t k = 0; k < s->n_dims; k++)
         free(s->dim_names[k]);
     free(s->dim_names);
@@ -2617,7 +2653,10 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
 {
     const OrtApi *a = api();
     VdnnDeviceIo *io = NULL;
-    begin_run(s);
+    begin_run(s); /* first: a cancel finds the run while it waits for the lock */
+    /* before the specialised session is chosen: creating one, its device
+     * tensors and their first copy are work on the EP too */
+    const int locked = lock_if_one_at_a_time(s->attached);
     /* Chosen inside the run: a cancel that lands while a specialised session
      * is being created finds the run in flight and stops it before ORT's Run
      * starts. The time budget starts after the creation, as it does after
@@ -2628,6 +2667,7 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
     int rc = s->max_run_ms ? watch_add(s) : 0;
     if (rc) {
         end_run(s);
+        unlock_if(locked);
         return rc;
     }
     atomic_store(&s->account->refused, 0);
@@ -2644,6 +2684,7 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
         rc = vdnn_device_io_collect(io, output_slots, n_outputs, s->output_values);
     if (io && (rc || st))
         vdnn_device_io_unbind(io);
+    unlock_if(locked);
     current_account = NULL;
     current_session = NULL;
     if (s->max_run_ms)

@@ -113,7 +113,9 @@ int vdnn_ort_device_type(const char *attached_ep);
  * OpenVINO then takes a thread per core), so that a
  * context gains nothing from frames in flight there and gives each session
  * all its threads instead. Measured with onnxruntime-ep-openvino 1.8.1:
- * two sessions run from two threads took as long as one after the other. */
+ * two sessions run from two threads took as long as one after the other.
+ * WebGPU too: the library creates, runs and releases its sessions one at a
+ * time (ort_backend.c, ep_one_at_a_time). */
 int vdnn_ort_runs_sessions_in_turn(const char *attached_ep);
 
 /* Makes the run in flight on `s` (if any) stop with -ECANCELED. Thread-safe;

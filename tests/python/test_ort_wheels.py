@@ -849,6 +849,23 @@ def test_webgpu_device_io_binds_device_tensors_and_records_whole_graphs(webgpu_d
         0, 0, "device_io is OFF"), off
 
 
+def test_webgpu_sessions_on_many_threads_run_one_at_a_time():
+    """ORT's WebGPU EP takes no concurrent work on its device: four sessions run from four
+    threads at once, and a context with frames in flight, crashed the process in Dawn. The
+    library runs them one at a time (and a context scores one frame at a time there): every
+    run completes and scores as the CPU EP."""
+    env = require_env("webgpu-plugin")
+    step = {"op": "concurrent", "model": "ssim_y", "device": "webgpu", "sessions": 4, "runs": 5,
+            "threads": 4}
+    result = env.probe([step], env={"ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER": "1"}, timeout=900)[0]
+    if result["attached"] != ["WebGpu:CPU"]:
+        pytest.skip(f"no WebGPU adapter on this machine: sessions attached {result['attached']}")
+    assert result["errors"] == []
+    assert max(result["max_abs_diff"]) <= 1e-6, result
+    for got, want in zip(result["scored"], result["scored_cpu"]):
+        assert got["ssim_y"] == pytest.approx(want["ssim_y"], abs=1e-6)
+
+
 @pytest.mark.parametrize("io", ["auto", "off"])
 @pytest.mark.parametrize("name", list(WEBGPU_ACCEL_FORMS))
 def test_webgpu_device_io_scores_every_frame_as_the_cpu_ep(webgpu_device_io, name, io):
