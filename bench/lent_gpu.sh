@@ -55,7 +55,7 @@ export PYTHONPATH="$work/site" PATH="$work/site/bin:$PATH"
 
 step build 240 python3 -m pip wheel --no-build-isolation --no-deps -w "$work/wheels" "$repo" ||
     { tail -n 30 "$out/build.txt" >&2; exit 1; }
-python3 -m pip install -q --no-index --no-deps --target "$work/site" "$work"/wheels/vmafdnn-*.whl
+python3 -m pip install -q --upgrade --no-index --no-deps --target "$work/site" "$work"/wheels/vmafdnn-*.whl
 
 export VMAFDNN_ORT_LIBRARY=$(ls "$bundle"/libonnxruntime.so.*)
 export VMAFDNN_EP_LIBRARIES="webgpu=$bundle/libonnxruntime_providers_webgpu.so"
