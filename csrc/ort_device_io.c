@@ -16,7 +16,7 @@
  * the binding keeps there. */
 typedef struct Slot {
     const OrtMemoryInfo *where; /* the session's; NULL: host memory */
-    OrtAllocator *alloc;        /* made dev */
+    OrtAllocator *alloc;        /* what dev came from */
     int alloc_owned;            /* the session's allocator (released), not the env's */
     OrtValue *dev;              /* device tensor, bound at a fixed address */
 } Slot;
