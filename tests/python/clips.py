@@ -30,6 +30,16 @@ class ClipPair(NamedTuple):
     pix_fmt: str   # FFmpeg's name: yuv420p, yuv420p10le
 
 
+def noisy_pairs(n: int, h: int, w: int, seed: int = 0):
+    """n (reference, distorted) 8-bit luma pairs of h x w in memory: random references and
+    the same plus noise of +-6, for the tests that need pictures, not clips."""
+    rng = np.random.default_rng(seed)
+    ref = [rng.integers(0, 256, (h, w)).astype(np.uint8) for _ in range(n)]
+    dis = [np.clip(r.astype(int) + rng.integers(-6, 7, r.shape), 0, 255).astype(np.uint8)
+           for r in ref]
+    return list(zip(ref, dis))
+
+
 def ffmpeg() -> str:
     """The ffmpeg executable; skips (fails under CI) when there is none.
 

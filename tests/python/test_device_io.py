@@ -11,19 +11,12 @@ import pytest
 from onnx import TensorProto, helper
 
 import vmafdnn
+from clips import noisy_pairs
 from tests.models import factory
 
 
 def image(h, w, seed=0):
     return np.random.default_rng(seed).random((1, 1, h, w), dtype=np.float32)
-
-
-def frames(n, h, w, seed=0):
-    rng = np.random.default_rng(seed)
-    ref = [rng.integers(0, 256, (h, w)).astype(np.uint8) for _ in range(n)]
-    dis = [np.clip(r.astype(int) + rng.integers(-6, 7, r.shape), 0, 255).astype(np.uint8)
-           for r in ref]
-    return list(zip(ref, dis))
 
 
 def vmaf_scores(clip, batch, **settings):
@@ -43,7 +36,7 @@ def test_vmaf_through_the_bound_path_is_bit_for_bit_orts_copies(monkeypatch, bat
     """VMAF through the accelerator form, motion's previous reference included, batched or
     not: binding every slot changes no bit of any feature."""
     monkeypatch.setenv("VMAFDNN_MODEL_FORMS", "CUDA")
-    clip = frames(9, 37, 53, seed=batch)
+    clip = noisy_pairs(9, 37, 53, seed=batch)
     bound, runs = vmaf_scores(clip, batch, device_io="on")
     copied, plain = vmaf_scores(clip, batch, device_io="off")
     np.testing.assert_array_equal(bound, copied)
@@ -173,7 +166,7 @@ def test_a_contexts_counts_take_in_the_copies_scoring_frames_in_flight(monkeypat
     that score frames in flight too, and gives the reasons of a session that ran; the report
     carries the same."""
     monkeypatch.setenv("VMAFDNN_MODEL_FORMS", "CUDA")
-    clip = frames(10, 36, 52)
+    clip = noisy_pairs(10, 36, 52)
     with vmafdnn.Context(static_shapes="on", device_io="on", threads=3) as ctx:
         ctx.use_model("psnr_y")
         for i, (r, d) in enumerate(clip):

@@ -20,6 +20,7 @@ from tests.models import factory
 from vmafdnn._native import ffi, lib
 
 sys.path.insert(0, os.path.dirname(__file__))
+from clips import noisy_pairs  # noqa: E402
 from forking import child_code  # noqa: E402
 
 F32, F16, U16 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.UINT16
@@ -537,15 +538,7 @@ def test_a_forked_child_cannot_use_a_bound_session_and_the_parent_keeps_it(model
 
 # -- the scoring context --------------------------------------------------------------------
 
-def frames(n, h, w, seed=0):
-    rng = np.random.default_rng(seed)
-    ref = [rng.integers(0, 256, (h, w)).astype(np.uint8) for _ in range(n)]
-    dis = [np.clip(r.astype(int) + rng.integers(-6, 7, r.shape), 0, 255).astype(np.uint8)
-           for r in ref]
-    return list(zip(ref, dis))
-
-
-CLIPS = [frames(4, 37, 53, 1), frames(3, 44, 60, 2), frames(3, 37, 53, 3)]
+CLIPS = [noisy_pairs(4, 37, 53, 1), noisy_pairs(3, 44, 60, 2), noisy_pairs(3, 37, 53, 3)]
 
 
 def vmaf_clips(device_io, threads, batch):
@@ -581,7 +574,7 @@ def test_vmaf_clips_of_two_sizes_with_resets_bit_for_bit(monkeypatch, threads, b
 
 def test_a_size_change_mid_clip_is_refused_the_same_way(monkeypatch):
     monkeypatch.setenv("VMAFDNN_MODEL_FORMS", "CUDA")
-    clip = frames(3, 37, 53, 4) + frames(1, 44, 60, 5)
+    clip = noisy_pairs(3, 37, 53, 4) + noisy_pairs(1, 44, 60, 5)
     got = {}
     for mode in MODES:
         with vmafdnn.Context(static_shapes="on", device_io=mode, threads=1) as ctx:

@@ -100,6 +100,18 @@ def score_with_filter(patched, tmp_path, inputs, options, frames=None):
 LATE = set()
 
 
+def runs_with_options(patched, tmp_path, clips, option_sets):
+    """(per-frame metadata, the report's frames) of the filter on the clip pair, for each
+    option string of option_sets in turn."""
+    runs = []
+    for options in option_sets:
+        log = tmp_path / "log.json"
+        got, _ = score_with_filter(patched, tmp_path, [clips.dist, clips.ref],
+                                   f"{options}:log_path={log}")
+        runs.append((got, json.loads(log.read_text())["frames"]))
+    return runs
+
+
 def assert_frames_match(got, expected):
     assert len(got) == len(expected["frames"])
     for frame, want in zip(got, expected["frames"]):
@@ -355,14 +367,9 @@ def test_frames_in_flight_give_the_frames_and_scores_of_one_at_a_time(patched, t
     thread, frames leaving as the library counts them done), batch=2 and static_shapes=on
     (every model specialised to the frame size): every output frame, in order, with the
     metadata and the report of one frame at a time as opened."""
-    runs = {}
-    for options in ("threads=1:static_shapes=off", "threads=3:batch=2:static_shapes=on",
-                    "threads=2"):
-        log = tmp_path / "log.json"
-        got, _ = score_with_filter(patched, tmp_path, [clips8.dist, clips8.ref],
-                                   f"{options}:log_path={log}")
-        runs[options] = (got, json.loads(log.read_text())["frames"])
-    (one, one_report), *others = runs.values()
+    (one, one_report), *others = runs_with_options(
+        patched, tmp_path, clips8,
+        ("threads=1:static_shapes=off", "threads=3:batch=2:static_shapes=on", "threads=2"))
     assert len(one) == clips8.frames and one[0]
     for other, other_report in others:
         assert other == one and other_report == one_report
@@ -381,15 +388,10 @@ def test_device_io_binds_with_the_scores_of_orts_copies(patched, tmp_path, clips
     the filter then scores through the binding path, one frame at a time and with frames in
     flight (a binding per worker), and gives the metadata and the report of ORT's own copies
     (device_io=off) as they are."""
-    runs = {}
-    for options in ("threads=1:static_shapes=on:device_io=off",
-                    "threads=1:static_shapes=on:device_io=on",
-                    "threads=3:batch=2:static_shapes=on:device_io=on"):
-        log = tmp_path / "log.json"
-        got, _ = score_with_filter(patched, tmp_path, [clips8.dist, clips8.ref],
-                                   f"{options}:log_path={log}")
-        runs[options] = (got, json.loads(log.read_text())["frames"])
-    (copied, copied_report), *bound = runs.values()
+    (copied, copied_report), *bound = runs_with_options(
+        patched, tmp_path, clips8,
+        ("threads=1:static_shapes=on:device_io=off", "threads=1:static_shapes=on:device_io=on",
+         "threads=3:batch=2:static_shapes=on:device_io=on"))
     assert len(copied) == clips8.frames and copied[0]
     for other, other_report in bound:
         assert other == copied and other_report == copied_report
