@@ -210,15 +210,23 @@ void vdnn_frame_pool_batching(VdnnFramePool *p, size_t model, uint64_t *frames, 
     pthread_mutex_unlock(&p->lock);
 }
 
+/* Worker w's copy of model `model`, NULL where it has none (not opened,
+ * failed to open, or a model the owner runs). Under the lock. */
+static const VdnnTinyModel *worker_copy(const VdnnFramePool *p, unsigned w, size_t model)
+{
+    const Worker *wk = &p->worker[w];
+    return wk->opened && !wk->open_rc && wk->model ? wk->model[model] : NULL;
+}
+
 void vdnn_frame_pool_add_run_counts(VdnnFramePool *p, size_t model, VmafDnnStaticRuns *sum)
 {
     if (model >= p->setup.n_models)
         return;
     pthread_mutex_lock(&p->lock);
     for (unsigned w = 0; w < p->n_workers; w++) {
-        const Worker *wk = &p->worker[w];
-        if (wk->opened && !wk->open_rc && wk->model && wk->model[model])
-            vdnn_tiny_model_add_run_counts(wk->model[model], sum);
+        const VdnnTinyModel *copy = worker_copy(p, w, model);
+        if (copy)
+            vdnn_tiny_model_add_run_counts(copy, sum);
     }
     pthread_mutex_unlock(&p->lock);
 }
@@ -230,11 +238,11 @@ int vdnn_frame_pool_static_runs(VdnnFramePool *p, size_t model, VmafDnnStaticRun
         return 0;
     pthread_mutex_lock(&p->lock);
     for (unsigned w = 0; w < p->n_workers && !found; w++) {
-        const Worker *wk = &p->worker[w];
-        if (!wk->opened || wk->open_rc || !wk->model || !wk->model[model])
+        const VdnnTinyModel *copy = worker_copy(p, w, model);
+        if (!copy)
             continue;
         VmafDnnStaticRuns runs;
-        vmaf_dnn_session_static_runs(vdnn_tiny_model_session(wk->model[model]), &runs);
+        vmaf_dnn_session_static_runs(vdnn_tiny_model_session(copy), &runs);
         if ((found = runs.fixed + runs.as_opened > 0))
             *out = runs;
     }

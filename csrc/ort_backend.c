@@ -1793,9 +1793,15 @@ int vdnn_ort_device_type(const char *attached_ep)
  * their device copies) and released one at a time, under one lock. */
 static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
 
-static int ep_one_at_a_time(const char *attached_ep)
+/* An attached_ep string of ORT's WebGPU EP, on any hardware. */
+static int is_webgpu(const char *attached_ep)
 {
     return attached_ep && strncmp(attached_ep, "WebGpu:", 7) == 0;
+}
+
+static int ep_one_at_a_time(const char *attached_ep)
+{
+    return is_webgpu(attached_ep);
 }
 
 /* Takes the lock for work on a session of `attached_ep` where that EP needs
@@ -2187,6 +2193,13 @@ static void give_up_static(VdnnOrtSession *s, const char *fmt, const char *a1, c
     drop_model_dir(s);
 }
 
+/* A specialised session gone again, and the model bytes charged for it. */
+static void release_fixed(VdnnOrtSession *s, OrtSession *session)
+{
+    api()->ReleaseSession(session);
+    account_release(s->account, s->model_len);
+}
+
 /* The model created again with run_dims fixed, on the EP the session
  * attached: *out, or NULL. capture: asks the EP to record the graph; then a
  * failure is not the end of specialising: *refused (malloc'ed) says why and
@@ -2245,18 +2258,11 @@ static void make_fixed(VdnnOrtSession *s, int capture, OrtSession **out, char **
     if (chosen == EP_POLICY)
         attached = policy_choice(*out, &ort_name);
     if (strcmp(attached, s->attached) != 0) {
-        a->ReleaseSession(*out);
+        release_fixed(s, *out);
         *out = NULL;
-        account_release(s->account, s->model_len);
         give_up_static(s, "the session specialised to %s bound %s, not %s", attached,
                        s->attached);
     }
-}
-
-static void release_fixed(VdnnOrtSession *s, OrtSession *session)
-{
-    api()->ReleaseSession(session);
-    account_release(s->account, s->model_len);
 }
 
 /* Records why the specialised session just made keeps ORT's copies or
@@ -2278,15 +2284,17 @@ static void note_io(VdnnOrtSession *s, const char *what, const char *detail)
  * (CUDA graphs) and WebGPU (its graph capture). */
 static int ep_captures(const char *attached)
 {
-    return strcmp(attached, ep_kinds[EP_CUDA].name) == 0 || strncmp(attached, "WebGpu:", 7) == 0;
+    return strcmp(attached, ep_kinds[EP_CUDA].name) == 0 || is_webgpu(attached);
 }
+
+static const char device_io_off[] = "device_io is OFF";
 
 /* NULL when the specialised sessions are to be created with graph capture;
  * else why not. */
 static const char *capture_refusal(const VdnnOrtSession *s)
 {
     if (s->cfg.device_io == VMAF_DNN_DEVICE_IO_OFF)
-        return "device_io is OFF";
+        return device_io_off;
     if (!ep_captures(s->attached))
         return "the EP records no graphs (CUDA graphs and WebGPU graph capture only)";
     /* ORT refuses capture unless the EP runs every node. The session as
@@ -2438,15 +2446,12 @@ void vdnn_ort_add_run_counts(const VdnnOrtSession *s, VmafDnnStaticRuns *sum)
 void vdnn_ort_static_runs(const VdnnOrtSession *s, VmafDnnStaticRuns *out)
 {
     memset(out, 0, sizeof(*out));
-    out->fixed = atomic_load(&s->runs_fixed);
-    out->as_opened = atomic_load(&s->runs_as_opened);
+    vdnn_ort_add_run_counts(s, out);
     const char *reason = s->static_reason, *io_reason = s->io_reason;
     out->reason = reason ? reason : "";
     out->specialised = atomic_load(&s->specialised);
-    out->device_io = atomic_load(&s->runs_device_io);
-    out->captured = atomic_load(&s->runs_captured);
     out->device_io_reason = io_reason ? io_reason
-                            : s->cfg.device_io == VMAF_DNN_DEVICE_IO_OFF ? "device_io is OFF"
+                            : s->cfg.device_io == VMAF_DNN_DEVICE_IO_OFF ? device_io_off
                             : !out->specialised ? "no specialised session (device I/O binds only "
                                                   "those; see reason)"
                                                 : "";

@@ -12,6 +12,9 @@
  * (CopyTensors, GetSharedAllocator). */
 #define ORT_DEVICE_IO_API 23
 
+/* Ranks a bound tensor may have (VMAF_DNN_MAX_RANK's bound on the slots). */
+#define MAX_DIMS 8
+
 /* One input or output: where ORT wants it and, in device memory, the tensor
  * the binding keeps there. */
 typedef struct Slot {
@@ -44,6 +47,20 @@ static int in_device_memory(const OrtApi *a, const OrtMemoryInfo *where)
     return type != OrtMemoryInfoDeviceType_CPU;
 }
 
+/* The dims (MAX_DIMS at most), rank and element type `info` describes. */
+static OrtStatus *read_dims(const OrtApi *a, const OrtTensorTypeAndShapeInfo *info,
+                            int64_t *dims, size_t *rank, ONNXTensorElementDataType *type)
+{
+    OrtStatus *st = a->GetDimensionsCount(info, rank);
+    if (!st && *rank > MAX_DIMS)
+        st = a->CreateStatus(ORT_NOT_IMPLEMENTED, "rank above 8");
+    if (!st)
+        st = a->GetDimensions(info, dims, *rank);
+    if (!st)
+        st = a->GetTensorElementType(info, type);
+    return st;
+}
+
 /* The fixed shape and type of a session slot. -EAGAIN when a dim is not
  * fixed. */
 static int slot_shape(VdnnDeviceIo *io, size_t index, int output, int64_t *dims, size_t *rank,
@@ -60,13 +77,7 @@ static int slot_shape(VdnnDeviceIo *io, size_t index, int output, int64_t *dims,
     if (!st && !tensor)
         st = a->CreateStatus(ORT_INVALID_ARGUMENT, "not a tensor");
     if (!st)
-        st = a->GetDimensionsCount(tensor, rank);
-    if (!st && *rank > 8)
-        st = a->CreateStatus(ORT_NOT_IMPLEMENTED, "rank above 8");
-    if (!st)
-        st = a->GetDimensions(tensor, dims, *rank);
-    if (!st)
-        st = a->GetTensorElementType(tensor, type);
+        st = read_dims(a, tensor, dims, rank, type);
     a->ReleaseTypeInfo(info);
     if (st)
         return io_error(a, st, -EIO, "cannot read the shape of", name);
@@ -104,7 +115,7 @@ static int make_device_tensor(VdnnDeviceIo *io, size_t index, int output)
     const OrtApi *a = io->spec.api;
     Slot *slot = output ? &io->out[index] : &io->in[index];
     const char *name = output ? io->spec.output_names[index] : io->spec.input_names[index];
-    int64_t dims[8];
+    int64_t dims[MAX_DIMS];
     size_t rank = 0;
     ONNXTensorElementDataType type = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
     int rc = slot_shape(io, index, output, dims, &rank, &type);
@@ -198,6 +209,15 @@ int vdnn_device_io_create(const VdnnDeviceIoSpec *spec, VdnnDeviceIo **out, cons
         rc = 0;
         vdnn_clear_error();
     }
+    /* a recorded graph reads its inputs where they were when it was recorded:
+     * they are bound once, and runs only copy into them */
+    for (size_t i = 0; !rc && spec->captured && i < spec->n_inputs; i++) {
+        if (!io->in[i].dev)
+            rc = vdnn_fail(-EAGAIN, "device I/O: input \"%s\" lives in host memory",
+                           spec->input_names[i]);
+        else if ((st = a->BindInput(io->binding, spec->input_names[i], io->in[i].dev)))
+            rc = io_error(a, st, -EIO, "cannot bind input", spec->input_names[i]);
+    }
     for (size_t k = 0; !rc && spec->captured && k < spec->n_outputs; k++) {
         if (!io->out[k].where) /* not the whole graph on the EP */
             rc = vdnn_fail(-EAGAIN, "device I/O: output \"%s\" lives in host memory",
@@ -219,7 +239,8 @@ int vdnn_device_io_stage(VdnnDeviceIo *io, OrtValue *const *inputs, const size_t
 {
     const OrtApi *a = io->spec.api;
     OrtStatus *st = NULL;
-    a->ClearBoundInputs(io->binding);
+    /* The binding holds nothing of the last run (vdnn_device_io_unbind) but,
+     * on a captured session, the device tensors bound for good. */
     for (size_t i = 0; i < io->spec.n_inputs; i++) {
         const char *name = io->spec.input_names[i];
         OrtValue *bound = inputs[i];
@@ -229,12 +250,11 @@ int vdnn_device_io_stage(VdnnDeviceIo *io, OrtValue *const *inputs, const size_t
                 return io_error(a, st, -EIO, "cannot copy to the device input", name);
             bound = io->in[i].dev;
         }
-        if ((st = a->BindInput(io->binding, name, bound)))
+        if (!io->spec.captured && (st = a->BindInput(io->binding, name, bound)))
             return io_error(a, st, -EIO, "cannot bind input", name);
     }
     if (io->spec.captured)
-        return 0; /* every output stays bound to its device tensor */
-    a->ClearBoundOutputs(io->binding);
+        return 0;
     for (size_t k = 0; k < n_outputs; k++) {
         const char *name = io->spec.output_names[output_slots[k]];
         st = out_values[k] ? a->BindOutput(io->binding, name, out_values[k])
@@ -255,14 +275,11 @@ static OrtStatus *host_like(const OrtApi *a, const OrtValue *dev, OrtValue **out
 {
     OrtTensorTypeAndShapeInfo *info = NULL;
     OrtAllocator *host = NULL;
-    int64_t dims[8];
+    int64_t dims[MAX_DIMS];
     size_t rank = 0;
     ONNXTensorElementDataType type = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
     OrtStatus *st = a->GetTensorTypeAndShape(dev, &info);
-    if (!st && !(st = a->GetDimensionsCount(info, &rank)) && rank > 8)
-        st = a->CreateStatus(ORT_NOT_IMPLEMENTED, "rank above 8");
-    if (!st && !(st = a->GetDimensions(info, dims, rank)) &&
-        !(st = a->GetTensorElementType(info, &type)) &&
+    if (!st && !(st = read_dims(a, info, dims, &rank, &type)) &&
         !(st = a->GetAllocatorWithDefaultOptions(&host)))
         st = a->CreateTensorAsOrtValue(host, dims, rank, type, out);
     if (info)

@@ -14,7 +14,8 @@
  *     allocates), except on a session created with graph capture: there
  *     every output has a device tensor of fixed address, bound once, and the
  *     outputs asked for are copied back after the run (a recorded graph
- *     writes where it wrote when it was recorded).
+ *     writes where it wrote when it was recorded); its device inputs, which
+ *     it reads where it read them, are bound once too.
  * Between runs a binding holds nothing of the caller's and no output: the
  * per-run bindings are cleared once the outputs are collected (or the run
  * failed), so outputs ORT allocated go with the caller's values and count
@@ -48,7 +49,7 @@ typedef struct VdnnDeviceIoSpec {
  * text): no slot in device memory and !force, or an ORT before 1.23 that
  * cannot tell where slots live (force then binds every slot as host
  * memory). A captured session with a slot that cannot stay at a fixed
- * device address (a dim not fixed, an output in host memory) fails with
+ * device address (a dim not fixed, an input or output in host memory) fails with
  * -EAGAIN and a message (create it without capture).
  * Returns 0, -EAGAIN, -ENOMEM or -EIO (ORT refused a step; the message
  * carries ORT's text). */

@@ -1915,21 +1915,24 @@ uint64_t vdnn_tiny_model_batched_frames(const VdnnTinyModel *m)
     return m->batched_kept;
 }
 
+/* Adds part's run counts to sum's. */
+static void add_counts(VmafDnnStaticRuns *sum, const VmafDnnStaticRuns *part)
+{
+    sum->fixed += part->fixed;
+    sum->as_opened += part->as_opened;
+    sum->device_io += part->device_io;
+    sum->captured += part->captured;
+}
+
 void vdnn_tiny_model_add_run_counts(const VdnnTinyModel *m, VmafDnnStaticRuns *sum)
 {
     vdnn_session_add_run_counts(m->session, sum);
-    sum->fixed += m->runs_kept.fixed;
-    sum->as_opened += m->runs_kept.as_opened;
-    sum->device_io += m->runs_kept.device_io;
-    sum->captured += m->runs_kept.captured;
+    add_counts(sum, &m->runs_kept);
 }
 
 void vdnn_tiny_model_keep_run_counts(VdnnTinyModel *m, const VmafDnnStaticRuns *gone)
 {
-    m->runs_kept.fixed += gone->fixed;
-    m->runs_kept.as_opened += gone->as_opened;
-    m->runs_kept.device_io += gone->device_io;
-    m->runs_kept.captured += gone->captured;
+    add_counts(&m->runs_kept, gone);
 }
 
 int vdnn_tiny_model_batch_store(VdnnTinyModel *m, size_t b, const VdnnTinyFrame *f,

@@ -43,4 +43,18 @@ static inline void frame_make(Frame *f, unsigned w, unsigned h, unsigned seed)
     f->pic.bpc = 8;
 }
 
+/* Reads frame `index` of w x h pictures made from the two seeds; the
+ * read's return code. */
+static inline int read_pair(VmafDnnContext *ctx, unsigned w, unsigned h, unsigned ref_seed,
+                            unsigned dist_seed, unsigned index)
+{
+    Frame ref, dist;
+    frame_make(&ref, w, h, ref_seed);
+    frame_make(&dist, w, h, dist_seed);
+    int rc = vmaf_dnn_read_pictures(ctx, &ref.pic, &dist.pic, index);
+    free(ref.y);
+    free(dist.y);
+    return rc;
+}
+
 #endif

@@ -45,14 +45,8 @@ static void attach(VmafDnnContext *ctx, const char *name)
 static int read_frames(VmafDnnContext *ctx, unsigned first, unsigned n, unsigned w, unsigned h)
 {
     int rc = 0;
-    for (unsigned i = first; i < first + n && !rc; i++) {
-        Frame ref, dist;
-        frame_make(&ref, w, h, i);
-        frame_make(&dist, w, h, 3 * i + 1);
-        rc = vmaf_dnn_read_pictures(ctx, &ref.pic, &dist.pic, i);
-        free(ref.y);
-        free(dist.y);
-    }
+    for (unsigned i = first; i < first + n && !rc; i++)
+        rc = read_pair(ctx, w, h, i, 3 * i + 1, i);
     return rc;
 }
 

@@ -489,14 +489,8 @@ static void test_reset(int threads)
     double first[4];
     for (int clip = 0; clip < 2; clip++) {
         CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "label", 0, clip), 0);
-        for (unsigned i = 0; i < 4; i++) {
-            Frame r, d;
-            frame_make(&r, 8, 8, i);
-            frame_make(&d, 8, 8, i + 9);
-            CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &r.pic, &d.pic, i), 0);
-            free(r.y);
-            free(d.y);
-        }
+        for (unsigned i = 0; i < 4; i++)
+            CHECK_EQ_INT(read_pair(ctx, 8, 8, i, i + 9, i), 0);
         CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
         CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 4);
         for (unsigned i = 0; i < 4; i++) {
@@ -657,12 +651,7 @@ static void test_static_runs_in_flight(void)
     CHECK_EQ_INT(vmaf_dnn_tiny_model_static_runs(ctx, 0, NULL), -EINVAL);
     CHECK_EQ_INT(vmaf_dnn_tiny_model_static_runs(NULL, 0, &runs), -EINVAL);
     for (unsigned i = 0; i < FRAMES; i++) {
-        Frame r, d;
-        frame_make(&r, 16, 12, i);
-        frame_make(&d, 16, 12, i + 100);
-        CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, &r.pic, &d.pic, i), 0);
-        free(r.y);
-        free(d.y);
+        CHECK_EQ_INT(read_pair(ctx, 16, 12, i, i + 100, i), 0);
         CHECK_EQ_INT(vmaf_dnn_tiny_model_static_runs(ctx, 0, &runs), 0);
         CHECK(runs.fixed >= last.fixed && runs.device_io >= last.device_io);
         CHECK(runs.device_io <= runs.fixed && runs.captured == 0 && runs.as_opened == 0);

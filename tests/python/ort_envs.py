@@ -172,6 +172,12 @@ def _open(vmafdnn, step):
     return result
 
 
+def _accel_form(name: str) -> str:
+    """The path of built-in `name`'s accelerator form in the environment's vmafdnn."""
+    from vmafdnn import models
+    return str(models.path(name)).replace(".onnx", "_accel.onnx")
+
+
 def _frames(vmafdnn, step):
     """The accelerator form ``model`` (a built-in's name) run on ``device`` with
     ``device_io`` and on ORT's CPU EP over the same frames, one per (height, width, seed) in
@@ -179,9 +185,8 @@ def _frames(vmafdnn, step):
     frame the largest |difference| of each output and the largest |output|; the device
     session's attached_ep, fallback reason and static runs."""
     import numpy as np
-    from vmafdnn import models
 
-    path = str(models.path(step["model"])).replace(".onnx", "_accel.onnx")
+    path = _accel_form(step["model"])
 
     def feeds(session, h, w, seed):
         rng = np.random.default_rng(seed)
@@ -217,9 +222,8 @@ def _concurrent(vmafdnn, step):
     import threading
 
     import numpy as np
-    from vmafdnn import models
 
-    path = str(models.path(step["model"])).replace(".onnx", "_accel.onnx")
+    path = _accel_form(step["model"])
     rng = np.random.default_rng(7)
     planes = [rng.random((1, 1, 36, 52), dtype=np.float32) for _ in range(2 * step["sessions"])]
     feeds = [{"reference": planes[2 * k], "distorted": planes[2 * k + 1]}
