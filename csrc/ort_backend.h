@@ -186,7 +186,8 @@ typedef struct VdnnOrtResult {
  * above VMAF_DNN_MAX_RANK), -ETIMEDOUT (the run outlived budget.max_run_ms),
  * -ECANCELED (vdnn_ort_cancel), -EDQUOT (an allocation past
  * budget.max_memory_bytes), -ENOEXEC (any other failure of ORT's Run: the
- * model failed on this data; ORT's message says which node). The run may
+ * model failed on this data; ORT's message says which node), -EIO (a copy
+ * or binding of device-resident I/O ORT refused: ort_device_io.h). The run may
  * first create a session specialised to the feeds' shapes (see
  * VmafDnnStaticShapes); its failure is not the run's. Not thread-safe
  * on one session (the caller serialises), except for vdnn_ort_cancel. */

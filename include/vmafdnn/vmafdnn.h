@@ -652,7 +652,10 @@ typedef struct VmafDnnOutput {
  * no output data is valid), -EBUSY, -ENOMEM, -ENOEXEC (the model failed
  * while running: ORT's message says which node), -ETIMEDOUT (the run took
  * longer than the policy's max_run_ms), -ECANCELED (vmaf_dnn_session_cancel),
- * -EDQUOT (the run needed more memory than max_memory_bytes), -EIO.
+ * -EDQUOT (the run needed more memory than max_memory_bytes), -EIO (ORT
+ * refused a step around the run, such as a copy to or from the device or a
+ * binding of device-resident I/O, VmafDnnDeviceIo; the message names the
+ * input or output).
  * Every requested output carries the values the model computed, whichever
  * buffer ORT produced them in (an output that is also an input included).
  * Thread-safety: a session runs one call at a time; a second thread calling
