@@ -74,6 +74,9 @@ def main(argv=None):
     ap.add_argument("--models", default="psnr_y,ssim_y,float_ssim,sharpness_nr,vmaf_features")
     ap.add_argument("--batch", type=int, default=0,
                     help="also the accelerator form with this many frames per Run")
+    ap.add_argument("--unique", type=int, default=0,
+                    help="make only this many frames and repeat them up to --frames (making a "
+                         "2160p frame takes longer than a GPU scores it)")
     args = ap.parse_args(argv)
 
     print(f"ONNX Runtime {vmafdnn.ort_version()} from {vmafdnn.ort_library_path()}")
@@ -81,7 +84,10 @@ def main(argv=None):
     try:
         for size in args.sizes.split(","):
             width, height = map(int, size.split("x"))
-            refs, dists = synthetic_clip(width, height, args.frames, 8)
+            made = args.unique if 0 < args.unique < args.frames else args.frames
+            refs, dists = synthetic_clip(width, height, made, 8)
+            refs = [refs[i % made] for i in range(args.frames)]
+            dists = [dists[i % made] for i in range(args.frames)]
             for device in args.devices.split(","):
                 for name in args.models.split(","):
                     nr = name == "sharpness_nr"

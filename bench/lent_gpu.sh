@@ -1,28 +1,37 @@
 #!/usr/bin/env bash
 # Runs on a lent GPU machine (the device tool), in this checkout, with .carry and .gl carried
 # (tools/gpu_bundle.sh makes them here): builds the library there with the image's Python,
-# compiler, meson and ninja, then measures the library's own accelerator path through WebGPU
-# on the GPU's Vulkan driver (ONNX Runtime 1.32.0's library and the WebGPU plugin from the
-# bundle). Writes its tables into $OUT. About 5 minutes on an H100-class machine; every step
-# has a time limit so that a hang costs that step only.
+# compiler, meson and ninja, then measures the library's own accelerator path on the GPU
+# through ONNX Runtime's CUDA EP (onnxruntime-gpu 1.31.1's libraries from the bundle, CUDA 13's
+# from the image's PyTorch wheels) and through WebGPU on the GPU's Vulkan driver, with ORT's
+# CPU EP on the same machine for the ratio. Writes its tables into $OUT. Every step has a time
+# limit, and a step that would end past LENT_GPU_DEADLINE seconds is cut to fit or skipped, so
+# that a hang costs that step only and the call ends inside its own limit.
 #
-#   device run: carry [".carry", ".gl"], timeout_s 540, command "bash bench/lent_gpu.sh"
+#   device run: carry [".carry", ".gl"], timeout_s 570, command "bash bench/lent_gpu.sh"
 #
 # Environment (for a dry run on a machine without a GPU: LENT_GPU_SIZES=320x180 and
 # ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, where Mesa's lavapipe then plays the GPU):
-#   LENT_GPU_SIZES   sizes for bench_device_io.py (default 1920x1080,3840x2160)
-#   LENT_GPU_RUNS    Runs per contender (default 30)
-#   LENT_GPU_FRAMES  frames for bench_accel.py (default 60)
+#   LENT_GPU_SIZES     the two sizes, HD then UHD (default 1920x1080,3840x2160)
+#   LENT_GPU_FRAMES    frames per scored clip at the HD size (default 240; UHD gets half)
+#   LENT_GPU_DEADLINE  seconds the whole script may take (default 540)
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-/tmp/lent-gpu-out}
 mkdir -p "$out"
 log="$out/log.txt"
 say() { echo "lent_gpu: $*" | tee -a "$log" >&2; }
+deadline=${LENT_GPU_DEADLINE:-540}
 step() { # name seconds command...: runs one step, its output into $out/name.txt
     local name=$1 seconds=$2
     shift 2
-    say "$name"
+    local left=$((deadline - SECONDS - 10))
+    [ "$left" -lt "$seconds" ] && seconds=$left
+    if [ "$seconds" -lt 20 ]; then
+        say "$name: skipped, $left s left"
+        return 1
+    fi
+    say "$name (at most $seconds s)"
     local start=$SECONDS
     PYTHONUNBUFFERED=1 timeout "$seconds" "$@" >"$out/$name.txt" 2>&1
     local rc=$?
@@ -59,18 +68,50 @@ python3 -m pip install -q --upgrade --no-index --no-deps --target "$work/site" "
 
 export VMAFDNN_ORT_LIBRARY=$(ls "$bundle"/libonnxruntime.so.*)
 export VMAFDNN_EP_LIBRARIES="webgpu=$bundle/libonnxruntime_providers_webgpu.so"
+# The CUDA provider's cuBLAS, cuDNN, cuFFT, cuRAND and runtime: the image's Python wheels
+# (nvidia-*), which the loader finds only through LD_LIBRARY_PATH
+nvidia_libs=$(python3 - <<'PY'
+import glob, os, sys
+dirs = set()
+for site in sys.path:
+    for lib in glob.glob(os.path.join(site, "nvidia", "**", "lib*.so*"), recursive=True):
+        dirs.add(os.path.dirname(lib))
+print(":".join(sorted(dirs)))
+PY
+)
+[ -d /usr/local/nvidia/lib64 ] && nvidia_libs="$nvidia_libs:/usr/local/nvidia/lib64"
+export LD_LIBRARY_PATH="$nvidia_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 cd "$work" # the installed package, not the checkout's python/ folder
 
 {
     nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"
+    nproc
     python3 -m vmafdnn info --devices 2>&1
 } >"$out/devices.txt"
-say "$(grep -c WebGpu "$out/devices.txt") WebGPU lines in devices.txt"
+say "$(grep -c -E 'CUDA|WebGpu' "$out/devices.txt") CUDA/WebGPU lines in devices.txt"
+# GPU memory and load through the run, for the peak device memory
+if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=timestamp,memory.used,utilization.gpu --format=csv -lms 500 \
+        >"$out/gpu_mem.csv" 2>&1 &
+fi
 
 sizes=${LENT_GPU_SIZES:-1920x1080,3840x2160}
-step device_io 200 python3 "$repo/bench/bench_device_io.py" --device webgpu --sizes "$sizes" \
-    --runs "${LENT_GPU_RUNS:-30}"
-step accel 200 python3 "$repo/bench/bench_accel.py" --devices cpu,webgpu --sizes "${sizes%%,*}" \
-    --frames "${LENT_GPU_FRAMES:-60}" --rounds 1 \
-    --models psnr_y,ssim_y,vmaf_features --threads 4
+hd=${sizes%%,*}
+uhd=${sizes##*,}
+frames=${LENT_GPU_FRAMES:-240}
+models=psnr_y,ssim_y,vmaf_features
+accel() { # name seconds size frames threads batch devices
+    step "$1" "$2" python3 "$repo/bench/bench_accel.py" --devices "$7" --sizes "$3" \
+        --frames "$4" --unique 16 --rounds 2 --models "$models" --threads "$5" --batch "$6"
+}
+accel cuda_hd 130 "$hd" "$frames" 2 16 cuda
+accel cuda_uhd 110 "$uhd" $((frames / 2)) 2 4 cuda
+step cuda_device_io 60 python3 "$repo/bench/bench_device_io.py" --device cuda --sizes "$sizes" \
+    --runs 30 --models "$models"
+accel cpu_hd 70 "$hd" 24 "$(nproc)" 4 cpu
+accel cuda_hd_1worker 70 "$hd" "$frames" 1 4 cuda
+step webgpu_device_io 60 python3 "$repo/bench/bench_device_io.py" --device webgpu \
+    --sizes "$hd" --runs 20 --models "$models"
+accel webgpu_hd 80 "$hd" 60 1 4 webgpu
+kill %1 2>/dev/null
 say "done in $SECONDS s"
