@@ -8,20 +8,20 @@
 # limit, and a step that would end past LENT_GPU_DEADLINE seconds is cut to fit or skipped, so
 # that a hang costs that step only and the call ends inside its own limit.
 #
-#   device run: carry [".carry", ".gl"], timeout_s 570, command "bash bench/lent_gpu.sh"
+#   device run: carry [".carry", ".gl"], timeout_s 450, command "bash bench/lent_gpu.sh"
 #
 # Environment (for a dry run on a machine without a GPU: LENT_GPU_SIZES=320x180 and
 # ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, where Mesa's lavapipe then plays the GPU):
 #   LENT_GPU_SIZES     the two sizes, HD then UHD (default 1920x1080,3840x2160)
 #   LENT_GPU_FRAMES    frames per scored clip at the HD size (default 240; UHD gets half)
-#   LENT_GPU_DEADLINE  seconds the whole script may take (default 540)
+#   LENT_GPU_DEADLINE  seconds the whole script may take (default 420)
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-/tmp/lent-gpu-out}
 mkdir -p "$out"
 log="$out/log.txt"
 say() { echo "lent_gpu: $*" | tee -a "$log" >&2; }
-deadline=${LENT_GPU_DEADLINE:-540}
+deadline=${LENT_GPU_DEADLINE:-420}
 step() { # name seconds command...: runs one step, its output into $out/name.txt
     local name=$1 seconds=$2
     shift 2
@@ -59,6 +59,9 @@ tar -C "$bundle" -xJf "$repo/.carry/bundle.tar.xz"
 # fetch_ort_headers.sh finds them in its cache and fetches nothing
 export VMAFDNN_CACHE_DIR="$work/cache"
 cp -r "$bundle/ort-headers" "$VMAFDNN_CACHE_DIR/ort-headers"
+# and fetch_vmaf_reference.sh --models-only finds libvmaf's model files there
+mkdir -p "$VMAFDNN_CACHE_DIR/ref"
+cp -r "$bundle/vmaf_models" "$VMAFDNN_CACHE_DIR/ref/vmaf_models"
 python3 -m pip install -q --no-index --no-deps --target "$work/site" "$bundle"/wheels/*.whl
 export PYTHONPATH="$work/site" PATH="$work/site/bin:$PATH"
 
@@ -104,14 +107,14 @@ accel() { # name seconds size frames threads batch devices
     step "$1" "$2" python3 "$repo/bench/bench_accel.py" --devices "$7" --sizes "$3" \
         --frames "$4" --unique 16 --rounds 2 --models "$models" --threads "$5" --batch "$6"
 }
-accel cuda_hd 130 "$hd" "$frames" 2 16 cuda
-accel cuda_uhd 110 "$uhd" $((frames / 2)) 2 4 cuda
+accel cuda_hd 110 "$hd" "$frames" 2 16 cuda
 step cuda_device_io 60 python3 "$repo/bench/bench_device_io.py" --device cuda --sizes "$sizes" \
     --runs 30 --models "$models"
-accel cpu_hd 70 "$hd" 24 "$(nproc)" 4 cpu
-accel cuda_hd_1worker 70 "$hd" "$frames" 1 4 cuda
-step webgpu_device_io 60 python3 "$repo/bench/bench_device_io.py" --device webgpu \
-    --sizes "$hd" --runs 20 --models "$models"
-accel webgpu_hd 80 "$hd" 60 1 4 webgpu
+accel cuda_uhd 90 "$uhd" $((frames / 2)) 2 4 cuda
+accel cpu_hd 60 "$hd" 24 "$(nproc)" 4 cpu
+accel cuda_hd_1worker 60 "$hd" "$frames" 1 4 cuda
+step webgpu_device_io 40 python3 "$repo/bench/bench_device_io.py" --device webgpu \
+    --sizes "$hd" --runs 20 --models psnr_y,ssim_y
+accel webgpu_hd 60 "$hd" 60 1 4 webgpu
 kill %1 2>/dev/null
 say "done in $SECONDS s"

