@@ -2728,10 +2728,23 @@ static OrtSession *uncapture(VdnnOrtSession *s, size_t f, const char *why, VdnnD
     return made;
 }
 
+/* Fault injection for the tests of uncapture, which no machine without a
+ * GPU could reach otherwise (ORT's recording fails only on CUDA so far):
+ * with VMAFDNN_TEST_SPOIL_RECORDING set, a run in which a captured session
+ * records fails as a spoiled recording does, before its outputs are read. */
+static OrtStatus *spoiled_recording(void)
+{
+    if (!getenv("VMAFDNN_TEST_SPOIL_RECORDING"))
+        return NULL;
+    return api()->CreateStatus(ORT_FAIL, "the recording was spoiled for a test "
+                               "(VMAFDNN_TEST_SPOIL_RECORDING)");
+}
+
 /* One Run of `session`, through its device-resident I/O where io is set.
- * NULL, or ORT's failure of the run; *rc: a copy or binding that failed. */
+ * NULL, or ORT's failure of the run; *rc: a copy or binding that failed.
+ * recording: the run in which a captured session records. */
 static OrtStatus *run_once(VdnnOrtSession *s, OrtSession *session, VdnnDeviceIo *io,
-                           const size_t *output_slots, size_t n_outputs, int *rc)
+                           int recording, const size_t *output_slots, size_t n_outputs, int *rc)
 {
     const OrtApi *a = api();
     OrtStatus *st = NULL;
@@ -2742,7 +2755,8 @@ static OrtStatus *run_once(VdnnOrtSession *s, OrtSession *session, VdnnDeviceIo 
                     n_outputs, s->output_values);
     else if (!(*rc = vdnn_device_io_stage(io, s->input_values, output_slots, n_outputs,
                                           s->output_values)) &&
-             !(st = a->RunWithBinding(session, s->run_options, vdnn_device_io_binding(io))))
+             !(st = a->RunWithBinding(session, s->run_options, vdnn_device_io_binding(io))) &&
+             !(st = recording ? spoiled_recording() : NULL))
         *rc = vdnn_device_io_collect(io, output_slots, n_outputs, s->output_values);
     if (io && (*rc || st))
         vdnn_device_io_unbind(io);
@@ -2787,14 +2801,14 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
     atomic_store(&s->account->refused, 0);
     current_account = s->account;
     current_session = s;
-    OrtStatus *st = run_once(s, session, io, output_slots, n_outputs, &rc);
+    OrtStatus *st = run_once(s, session, io, recording, output_slots, n_outputs, &rc);
     if (st && recording && !run_stopped(s) && !atomic_load(&s->account->refused)) {
         /* ORT's recording failed, not the model: run it again without */
         char *why = strdup(a->GetErrorMessage(st));
         a->ReleaseStatus(st);
         session = uncapture(s, slot, why ? why : "out of memory", &io);
         free(why);
-        st = run_once(s, session, io, output_slots, n_outputs, &rc);
+        st = run_once(s, session, io, 0, output_slots, n_outputs, &rc);
     } else if (!st && !rc && recording) {
         s->fixed[slot].runs_done++;
     }

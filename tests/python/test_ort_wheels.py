@@ -875,3 +875,30 @@ def test_webgpu_device_io_scores_every_frame_as_the_cpu_ep(webgpu_device_io, nam
     for frame, (diffs, peaks) in enumerate(zip(result["max_abs_diff"], result["max_abs_cpu"])):
         for output, d in diffs.items():
             assert d <= 1e-6 + 1e-5 * peaks[output], (frame, output, result)
+
+
+@pytest.mark.parametrize("name", ["psnr_y", "ssim_y"])
+def test_webgpu_recording_that_fails_is_run_again_without_capture(name):
+    """ORT's recording of a CUDA graph failed on a lent H200 ("operation failed due to a
+    previous error during capture") after the session was created with capture. The library
+    makes that shape's session again without capture and runs the frame again: every frame
+    scores as the CPU EP, none counts as captured, and the reason quotes the failure. The
+    failure is injected (VMAFDNN_TEST_SPOIL_RECORDING) into WebGPU's recording, which
+    otherwise succeeds here."""
+    env = require_env("webgpu-plugin")
+    step = {"op": "frames", "model": name, "device": "webgpu", "device_io": "auto",
+            "frames": DEVICE_IO_FRAMES}
+    result = env.probe([step], env={"ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER": "1",
+                                    "VMAFDNN_TEST_SPOIL_RECORDING": "1"}, timeout=900)[0]
+    if result["attached_ep"] != "WebGpu:CPU":
+        pytest.skip("no WebGPU adapter on this machine: " + result["fallback_reason"])
+    runs = len(DEVICE_IO_FRAMES)
+    static = result["static_runs"]
+    assert (static["fixed"], static["as_opened"], static["specialised"]) == (runs, 0, 2), static
+    assert (static["device_io"], static["captured"]) == (runs, 0), static
+    assert static["device_io_reason"] == (
+        "ONNX Runtime failed while recording the graph, so the session runs without: the "
+        "recording was spoiled for a test (VMAFDNN_TEST_SPOIL_RECORDING)"), static
+    for frame, (diffs, peaks) in enumerate(zip(result["max_abs_diff"], result["max_abs_cpu"])):
+        for output, d in diffs.items():
+            assert d <= 1e-6 + 1e-5 * peaks[output], (frame, output, result)
