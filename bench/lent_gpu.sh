@@ -8,21 +8,24 @@
 # limit, and a step that would end past LENT_GPU_DEADLINE seconds is cut to fit or skipped, so
 # that a hang costs that step only and the call ends inside its own limit.
 #
-#   device run: carry [".carry", ".gl"], timeout_s 450, command "bash bench/lent_gpu.sh"
+#   device run: carry [".carry", ".gl"], timeout_s 510, command "bash bench/lent_gpu.sh"
 #
 # Environment (for a dry run on a machine without a GPU: LENT_GPU_SIZES=320x180 and
 # ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, where Mesa's lavapipe then plays the GPU):
 #   LENT_GPU_SIZES     the two sizes, HD then UHD (default 1920x1080,3840x2160)
 #   LENT_GPU_FRAMES    frames per scored clip at the HD size (default 240; UHD gets half)
-#   LENT_GPU_DEADLINE  seconds the whole script may take (default 420)
+#   LENT_GPU_DEADLINE  seconds the whole script may take (default 480)
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-/tmp/lent-gpu-out}
 mkdir -p "$out"
 log="$out/log.txt"
 say() { echo "lent_gpu: $*" | tee -a "$log" >&2; }
-deadline=${LENT_GPU_DEADLINE:-420}
-step() { # name seconds command...: runs one step, its output into $out/name.txt
+deadline=${LENT_GPU_DEADLINE:-480}
+# The device tool brings back 8 files: every step's output goes into results.txt, each under a
+# header, and the log, devices.txt and gpu_mem.csv beside it.
+results="$out/results.txt"
+step() { # name seconds command...: runs one step, its output appended to results.txt
     local name=$1 seconds=$2
     shift 2
     local left=$((deadline - SECONDS - 10))
@@ -33,9 +36,10 @@ step() { # name seconds command...: runs one step, its output into $out/name.txt
     fi
     say "$name (at most $seconds s)"
     local start=$SECONDS
-    PYTHONUNBUFFERED=1 timeout "$seconds" "$@" >"$out/$name.txt" 2>&1
+    PYTHONUNBUFFERED=1 timeout "$seconds" "$@" >"$work/step.txt" 2>&1
     local rc=$?
     say "$name: exit $rc after $((SECONDS - start)) s"
+    { echo "=== $name: exit $rc after $((SECONDS - start)) s"; cat "$work/step.txt"; } >>"$results"
     return $rc
 }
 
@@ -66,7 +70,7 @@ python3 -m pip install -q --no-index --no-deps --target "$work/site" "$bundle"/w
 export PYTHONPATH="$work/site" PATH="$work/site/bin:$PATH"
 
 step build 240 python3 -m pip wheel --no-build-isolation --no-deps -w "$work/wheels" "$repo" ||
-    { tail -n 30 "$out/build.txt" >&2; exit 1; }
+    { tail -n 30 "$work/step.txt" >&2; exit 1; }
 python3 -m pip install -q --upgrade --no-index --no-deps --target "$work/site" "$work"/wheels/vmafdnn-*.whl
 
 export VMAFDNN_ORT_LIBRARY=$(ls "$bundle"/libonnxruntime.so.*)
@@ -107,12 +111,19 @@ accel() { # name seconds size frames threads batch devices
     step "$1" "$2" python3 "$repo/bench/bench_accel.py" --devices "$7" --sizes "$3" \
         --frames "$4" --unique 16 --rounds 2 --models "$models" --threads "$5" --batch "$6"
 }
+profile() { # name seconds: ORT's profile of the specialised sessions on CUDA, summed by operator
+    rm -rf "$work/prof" && mkdir -p "$work/prof"
+    step "$1" "$2" env VMAFDNN_ORT_PROFILE="$work/prof/p" python3 "$repo/bench/bench_device_io.py" \
+        --device cuda --sizes "$hd" --runs 10 --models ssim_y,vmaf_features &&
+        step "$1_summary" 30 sh -c "python3 '$repo/bench/ort_profile_summary.py' '$work'/prof/*.json"
+}
+profile cuda_profile 60
+CUDA_LAUNCH_BLOCKING=1 profile cuda_profile_blocking 60 # a node's time is then its kernel's
 accel cuda_hd 110 "$hd" "$frames" 2 16 cuda
 step cuda_device_io 60 python3 "$repo/bench/bench_device_io.py" --device cuda --sizes "$sizes" \
     --runs 30 --models "$models"
-accel cuda_uhd 90 "$uhd" $((frames / 2)) 2 4 cuda
-accel cpu_hd 60 "$hd" 24 "$(nproc)" 4 cpu
-accel cuda_hd_1worker 60 "$hd" "$frames" 1 4 cuda
+accel cuda_uhd 100 "$uhd" 48 2 4 cuda
+accel cpu_hd 60 "$hd" 16 8 0 cpu
 step webgpu_device_io 40 python3 "$repo/bench/bench_device_io.py" --device webgpu \
     --sizes "$hd" --runs 20 --models psnr_y,ssim_y
 accel webgpu_hd 60 "$hd" 60 1 4 webgpu

@@ -1299,6 +1299,13 @@ static int make_options(const VmafDnnConfig *cfg, const char *model_dir, int bud
         (st = a->AddSessionConfigEntry(opts, "session.model_external_initializers_file_folder_path",
                                        model_dir)))
         goto fail;
+    /* VMAFDNN_ORT_PROFILE=PREFIX: ORT's own profile of every session, its
+     * nodes' times on their EPs, written as PREFIX_<date>.json when the
+     * session is released: where a model's time goes on an EP
+     * (bench/ort_profile_summary.py sums them). A diagnostic: it slows runs. */
+    const char *profile = getenv("VMAFDNN_ORT_PROFILE");
+    if (profile && *profile && (st = a->EnableProfiling(opts, profile)))
+        goto fail;
     /* Which EP each node went to (vdnn_ort_ep_nodes): an EP that appended
      * may still leave nodes to ORT's CPU EP. */
     if (ort_api_version >= ORT_EP_GRAPH_INFO_API &&
