@@ -307,3 +307,24 @@ def test_output_of_unknown_rank_runs_and_says_so(tmp_path):
         low = s.run({"x": np.full((1, 1, 4, 4), 0.25, np.float32)})["score"]
     assert high.shape == (1,) and high[0] == np.float32(0.75)
     assert low.shape == (1, 1) and low[0, 0] == np.float32(0.25)
+
+
+def test_ort_profile_is_written_per_session_and_summed(models, tmp_path, monkeypatch):
+    """VMAFDNN_ORT_PROFILE=PREFIX: ORT profiles each session into PREFIX_<date>.json when it
+    is released, and bench/ort_profile_summary.py counts its runs and nodes."""
+    import os
+    import subprocess
+    import sys
+    monkeypatch.setenv("VMAFDNN_ORT_PROFILE", str(tmp_path / "prof"))
+    with vmafdnn.Session(models.identity, device="cpu") as s:
+        for _ in range(3):
+            s.run({"x": np.arange(8, dtype=np.float32)})
+    monkeypatch.delenv("VMAFDNN_ORT_PROFILE")
+    files = sorted(tmp_path.glob("prof_*.json"))
+    assert len(files) == 1, files
+    summary = subprocess.run(
+        [sys.executable, os.path.join(os.path.dirname(__file__), "..", "..", "bench",
+                                      "ort_profile_summary.py"), str(files[0])],
+        capture_output=True, text=True, check=True).stdout
+    assert summary.startswith(f"{files[0].name}: 3 runs, "), summary
+    assert "Memcpy nodes per run: 0" in summary, summary
