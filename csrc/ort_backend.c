@@ -2699,13 +2699,14 @@ static int holds(OrtValue *value, const void *buffer)
     return data == buffer;
 }
 
-/* The specialised session in fixed[f], created with graph capture, failed
- * while ORT recorded the graph (why: ORT's message): made again without
- * capture, for this run and the later ones, and the reason kept for
- * device_io_reason. Returns the session this run goes on with and sets *io;
+/* The specialised session in fixed[f], created with graph capture, cannot
+ * go on with it (what happened, and why: ORT's or the device I/O's
+ * message): made again without capture, for this run and the later ones,
+ * and the reason kept for device_io_reason. Returns the session this run goes on with and sets *io;
  * the session as opened (and the slot dropped) when none can be made. The
  * failed run is not counted as captured. */
-static OrtSession *uncapture(VdnnOrtSession *s, size_t f, const char *why, VdnnDeviceIo **io)
+static OrtSession *uncapture(VdnnOrtSession *s, size_t f, const char *what, const char *why,
+                             VdnnDeviceIo **io)
 {
     atomic_fetch_sub(&s->runs_captured, 1);
     vdnn_device_io_destroy(s->fixed[f].io); /* before the session it binds */
@@ -2728,8 +2729,7 @@ static OrtSession *uncapture(VdnnOrtSession *s, size_t f, const char *why, VdnnD
     if (s->cfg.device_io != VMAF_DNN_DEVICE_IO_OFF && bind_device_io(s, made, 0, io) < 0)
         note_io(s, "device I/O refused, ONNX Runtime copies", vmaf_dnn_last_error());
     else
-        note_io(s, "ONNX Runtime failed while recording the graph, so the session runs "
-                "without", why);
+        note_io(s, what, why);
     if (!(s->fixed[f].io = *io))
         atomic_fetch_sub(&s->runs_device_io, 1);
     return made;
@@ -2809,11 +2809,21 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
     current_account = s->account;
     current_session = s;
     OrtStatus *st = run_once(s, session, io, recording, output_slots, n_outputs, &rc);
+    char *why = NULL;
+    const char *what = NULL;
     if (st && recording && !run_stopped(s) && !atomic_load(&s->account->refused)) {
-        /* ORT's recording failed, not the model: run it again without */
-        char *why = strdup(a->GetErrorMessage(st));
+        /* ORT's recording failed, not the model */
+        why = strdup(a->GetErrorMessage(st));
         a->ReleaseStatus(st);
-        session = uncapture(s, slot, why ? why : "out of memory", &io);
+        st = NULL;
+        what = "ONNX Runtime failed while recording the graph, so the session runs without";
+    } else if (rc == -ESTALE) { /* a value the recorded graph keeps changed (ort_device_io.c) */
+        why = strdup(vmaf_dnn_last_error());
+        vdnn_clear_error();
+        what = "the recorded graph cannot take the run's inputs, so the session runs without";
+    }
+    if (what) { /* run it again without capture */
+        session = uncapture(s, slot, what, why ? why : "out of memory", &io);
         free(why);
         st = run_once(s, session, io, 0, output_slots, n_outputs, &rc);
     } else if (!st && !rc && recording) {

@@ -15,6 +15,10 @@
 /* Ranks a bound tensor may have (VMAF_DNN_MAX_RANK's bound on the slots). */
 #define MAX_DIMS 8
 
+/* The largest host-memory input a captured session keeps by value (see
+ * hold_host_input): values, not pictures. */
+#define MAX_HELD_BYTES 4096
+
 /* One input or output: where ORT wants it and, in device memory, the tensor
  * the binding keeps there. */
 typedef struct Slot {
@@ -22,6 +26,9 @@ typedef struct Slot {
     OrtAllocator *alloc;        /* what dev came from */
     int alloc_owned;            /* the session's allocator (released), not the env's */
     OrtValue *dev;              /* device tensor, bound at a fixed address */
+    int held;                   /* captured session, host input: dev is a host tensor
+                                   holding the value the graph was recorded with */
+    int filled;                 /* held: dev has the first run's value */
 } Slot;
 
 struct VdnnDeviceIo {
@@ -58,6 +65,44 @@ static OrtStatus *read_dims(const OrtApi *a, const OrtTensorTypeAndShapeInfo *in
         st = a->GetDimensions(info, dims, *rank);
     if (!st)
         st = a->GetTensorElementType(info, type);
+    return st;
+}
+
+/* The data and size in bytes of a tensor; NULL status when it can tell. */
+static OrtStatus *tensor_bytes(const OrtApi *a, OrtValue *value, void **data, size_t *bytes)
+{
+    OrtTensorTypeAndShapeInfo *info = NULL;
+    size_t count = 0;
+    ONNXTensorElementDataType type = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+    OrtStatus *st = a->GetTensorTypeAndShape(value, &info);
+    if (!st)
+        st = a->GetTensorShapeElementCount(info, &count);
+    if (!st)
+        st = a->GetTensorElementType(info, &type);
+    if (info)
+        a->ReleaseTensorTypeAndShapeInfo(info);
+    size_t element = 0;
+    switch (type) {
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8: element = 1; break;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16: element = 2; break;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT: element = 4; break;
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64:
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE: element = 8; break;
+    default: break;
+    }
+    if (!st && !element)
+        st = a->CreateStatus(ORT_NOT_IMPLEMENTED, "an element type without a fixed size");
+    if (!st)
+        st = a->GetTensorMutableData(value, data);
+    *bytes = count * element;
     return st;
 }
 
@@ -166,6 +211,72 @@ static int locate_slots(VdnnDeviceIo *io)
     return any;
 }
 
+/* A captured session's input in host memory. ORT records a graph only where
+ * its EP runs every node, so such an input is read by no node, or read on
+ * the host by a node of the EP (a shape, a pad width) while it records: the
+ * recorded graph keeps that value. So the input gets a host tensor of its
+ * fixed shape, bound once; the first run copies the value into it and every
+ * later run must bring the same value (vdnn_device_io_stage: -ESTALE, and
+ * the session is made again without capture). Values only: -EAGAIN above
+ * MAX_HELD_BYTES (a picture in host memory means the graph is not whole on
+ * the EP). */
+static int hold_host_input(VdnnDeviceIo *io, size_t index)
+{
+    const OrtApi *a = io->spec.api;
+    Slot *slot = &io->in[index];
+    const char *name = io->spec.input_names[index];
+    int64_t dims[MAX_DIMS];
+    size_t rank = 0;
+    ONNXTensorElementDataType type = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+    int rc = slot_shape(io, index, 0, dims, &rank, &type);
+    if (rc)
+        return rc;
+    OrtAllocator *host = NULL;
+    OrtStatus *st = a->GetAllocatorWithDefaultOptions(&host);
+    if (!st)
+        st = a->CreateTensorAsOrtValue(host, dims, rank, type, &slot->dev);
+    void *data = NULL;
+    size_t bytes = 0;
+    if (!st)
+        st = tensor_bytes(a, slot->dev, &data, &bytes);
+    if (st)
+        return io_error(a, st, -EIO, "cannot hold the host input", name);
+    if (bytes > MAX_HELD_BYTES)
+        return vdnn_fail(-EAGAIN, "device I/O: input \"%s\" lives in host memory (%zu bytes, "
+                         "more than the %d a recorded graph may keep by value)", name, bytes,
+                         MAX_HELD_BYTES);
+    slot->held = 1;
+    return 0;
+}
+
+/* Stages a held input (see hold_host_input): 0, or -ESTALE where the run
+ * brings another value than the one the graph was recorded with. */
+static int stage_held(VdnnDeviceIo *io, size_t index, OrtValue *input)
+{
+    const OrtApi *a = io->spec.api;
+    Slot *slot = &io->in[index];
+    const char *name = io->spec.input_names[index];
+    void *mine = NULL, *theirs = NULL;
+    size_t held = 0, given = 0;
+    OrtStatus *st = tensor_bytes(a, slot->dev, &mine, &held);
+    if (!st)
+        st = tensor_bytes(a, input, &theirs, &given);
+    if (st)
+        return io_error(a, st, -EIO, "cannot read the host input", name);
+    if (held != given)
+        return vdnn_fail(-EIO, "device I/O: input \"%s\" has %zu bytes, not the %zu of the "
+                         "session's fixed shape", name, given, held);
+    if (!slot->filled) {
+        memcpy(mine, theirs, held);
+        slot->filled = 1;
+        return 0;
+    }
+    if (memcmp(mine, theirs, held) != 0)
+        return vdnn_fail(-ESTALE, "device I/O: input \"%s\" changed after the graph was "
+                         "recorded with its value in host memory", name);
+    return 0;
+}
+
 int vdnn_device_io_create(const VdnnDeviceIoSpec *spec, VdnnDeviceIo **out, const char **why)
 {
     const OrtApi *a = spec->api;
@@ -212,10 +323,9 @@ int vdnn_device_io_create(const VdnnDeviceIoSpec *spec, VdnnDeviceIo **out, cons
     /* a recorded graph reads its inputs where they were when it was recorded:
      * they are bound once, and runs only copy into them */
     for (size_t i = 0; !rc && spec->captured && i < spec->n_inputs; i++) {
-        if (!io->in[i].dev)
-            rc = vdnn_fail(-EAGAIN, "device I/O: input \"%s\" lives in host memory",
-                           spec->input_names[i]);
-        else if ((st = a->BindInput(io->binding, spec->input_names[i], io->in[i].dev)))
+        if (!io->in[i].where)
+            rc = hold_host_input(io, i);
+        if (!rc && (st = a->BindInput(io->binding, spec->input_names[i], io->in[i].dev)))
             rc = io_error(a, st, -EIO, "cannot bind input", spec->input_names[i]);
     }
     for (size_t k = 0; !rc && spec->captured && k < spec->n_outputs; k++) {
@@ -244,6 +354,12 @@ int vdnn_device_io_stage(VdnnDeviceIo *io, OrtValue *const *inputs, const size_t
     for (size_t i = 0; i < io->spec.n_inputs; i++) {
         const char *name = io->spec.input_names[i];
         OrtValue *bound = inputs[i];
+        if (io->in[i].held) {
+            int rc = stage_held(io, i, inputs[i]);
+            if (rc)
+                return rc;
+            continue; /* bound for good */
+        }
         if (io->in[i].dev) {
             if ((st = a->CopyTensors(io->spec.env, (const OrtValue *const *)&inputs[i],
                                      &io->in[i].dev, NULL, 1)))

@@ -15,7 +15,10 @@
  *     every output has a device tensor of fixed address, bound once, and the
  *     outputs asked for are copied back after the run (a recorded graph
  *     writes where it wrote when it was recorded); its device inputs, which
- *     it reads where it read them, are bound once too.
+ *     it reads where it read them, are bound once too, and its inputs in
+ *     host memory (values: a shape, a flag) are held by value, bound once
+ *     to a host tensor the first run fills: a later run that brings another
+ *     value fails with -ESTALE, for the session to be made without capture.
  * Between runs a binding holds nothing of the caller's and no output: the
  * per-run bindings are cleared once the outputs are collected (or the run
  * failed), so outputs ORT allocated go with the caller's values and count
@@ -49,8 +52,9 @@ typedef struct VdnnDeviceIoSpec {
  * text): no slot in device memory and !force, or an ORT before 1.23 that
  * cannot tell where slots live (force then binds every slot as host
  * memory). A captured session with a slot that cannot stay at a fixed
- * device address (a dim not fixed, an input or output in host memory) fails with
- * -EAGAIN and a message (create it without capture).
+ * address (a dim not fixed, an output in host memory, an input in host
+ * memory of more than 4096 bytes) fails with -EAGAIN and a message (create
+ * it without capture).
  * Returns 0, -EAGAIN, -ENOMEM or -EIO (ORT refused a step; the message
  * carries ORT's text). */
 int vdnn_device_io_create(const VdnnDeviceIoSpec *spec, VdnnDeviceIo **out, const char **why);
@@ -60,8 +64,9 @@ int vdnn_device_io_create(const VdnnDeviceIoSpec *spec, VdnnDeviceIo **out, cons
  * ones, and binds the n_outputs outputs of output_slots: to out_values[k]
  * where it is not NULL (a host tensor over the caller's buffer), else to
  * host memory ORT allocates (captured sessions: their device tensors, bound
- * once). 0, -ENOMEM or -EIO (a copy or a binding ORT refused; the message
- * names the slot). */
+ * once). 0, -ENOMEM, -EIO (a copy or a binding ORT refused; the message
+ * names the slot) or, on a captured session, -ESTALE (an input held by value
+ * changed; the message names it). */
 int vdnn_device_io_stage(VdnnDeviceIo *io, OrtValue *const *inputs, const size_t *output_slots,
                          size_t n_outputs, OrtValue *const *out_values);
 

@@ -179,16 +179,18 @@ def _accel_form(name: str) -> str:
 
 
 def _frames(vmafdnn, step):
-    """The accelerator form ``model`` (a built-in's name) run on ``device`` with
-    ``device_io`` and on ORT's CPU EP over the same frames, one per (height, width, seed) in
-    ``frames``: 8-bit content as samples for UINT16 inputs, samples/255 for FLOAT ones. Per
-    frame the largest |difference| of each output and the largest |output|; the device
+    """The accelerator form ``model`` (a built-in's name; or the model file ``path``) run on
+    ``device`` with ``device_io`` and on ORT's CPU EP over the same frames, one per (height,
+    width, seed) in ``frames``: 8-bit content as samples for UINT16 inputs, samples/255 for
+    FLOAT ones; other inputs [1] of ``values`` (name -> one value per frame), else bpc 8 and 1.
+    Per frame the largest |difference| of each output and the largest |output|; the device
     session's attached_ep, fallback reason and static runs."""
     import numpy as np
 
-    path = _accel_form(step["model"])
+    path = step.get("path") or _accel_form(step["model"])
+    values = step.get("values", {})
 
-    def feeds(session, h, w, seed):
+    def feeds(session, h, w, seed, index):
         rng = np.random.default_rng(seed)
         y, x = np.mgrid[0:h, 0:w]
         ref = np.clip(np.rint(128 + 60 * np.sin(x / 7.0 + seed) * np.cos(y / 11.0)), 0, 255)
@@ -199,6 +201,8 @@ def _frames(vmafdnn, step):
             if info.name in planes:
                 plane = planes[info.name][None, None].astype(np.float32)
                 out[info.name] = plane if info.dtype == np.uint16 else plane / 255.0
+            elif info.name in values:
+                out[info.name] = np.array([values[info.name][index]], np.float32)
             else:
                 out[info.name] = np.array([8.0 if info.name == "bpc" else 1.0], np.float32)
         return out
@@ -206,8 +210,9 @@ def _frames(vmafdnn, step):
     with vmafdnn.Session(path, device=step["device"], device_io=step["device_io"]) as dev, \
             vmafdnn.Session(path, device="cpu") as cpu:
         diffs, peaks = [], []
-        for h, w, seed in step["frames"]:
-            got, want = dev.run(feeds(dev, h, w, seed)), cpu.run(feeds(cpu, h, w, seed))
+        for index, (h, w, seed) in enumerate(step["frames"]):
+            got = dev.run(feeds(dev, h, w, seed, index))
+            want = cpu.run(feeds(cpu, h, w, seed, index))
             diffs.append({k: float(np.max(np.abs(got[k] - want[k]))) for k in want})
             peaks.append({k: float(np.max(np.abs(want[k]))) for k in want})
         return {"attached_ep": dev.attached_ep, "fallback_reason": dev.fallback_reason,

@@ -902,3 +902,42 @@ def test_webgpu_recording_that_fails_is_run_again_without_capture(name):
     for frame, (diffs, peaks) in enumerate(zip(result["max_abs_diff"], result["max_abs_cpu"])):
         for output, d in diffs.items():
             assert d <= 1e-6 + 1e-5 * peaks[output], (frame, output, result)
+
+
+def test_webgpu_recorded_graph_keeps_a_host_value_and_checks_it(tmp_path):
+    """A captured session's input in host memory (here `device_type`, which the graph does not
+    read, as in VMAF's accelerator form; or a shape a node of the EP reads on the host) is
+    held by value: the graph is recorded and replayed while the value stays, and the run that
+    brings another value makes that shape's session again without capture (a replay would
+    have kept the old one), scoring as the CPU EP throughout."""
+    import onnx
+    from onnx import TensorProto, helper
+    picture = helper.make_tensor_value_info("reference", TensorProto.FLOAT, [1, 1, "H", "W"])
+    flag = helper.make_tensor_value_info("device_type", TensorProto.FLOAT, [1])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, "H", "W"])
+    graph = helper.make_graph([helper.make_node("Mul", ["reference", "two"], ["y"])], "held",
+                              [picture, flag], [out],
+                              [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "held.onnx"
+    onnx.save(model, path)
+    env = require_env("webgpu-plugin")
+    frames = [(48, 64, 0), (48, 64, 1), (48, 64, 2), (48, 64, 3), (48, 64, 4)]
+    steps = [{"op": "frames", "path": str(path), "device": "webgpu", "device_io": "auto",
+              "frames": frames, "values": {"device_type": values}}
+             for values in ([1.0] * 5, [1.0, 1.0, 1.0, 0.0, 0.0])]
+    same, changed = env.probe(steps, env={"ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER": "1"},
+                              timeout=900)
+    if same["attached_ep"] != "WebGpu:CPU":
+        pytest.skip("no WebGPU adapter on this machine: " + same["fallback_reason"])
+    assert (same["static_runs"]["captured"], same["static_runs"]["device_io_reason"]) == (5, "")
+    static = changed["static_runs"]
+    assert (static["fixed"], static["specialised"], static["device_io"]) == (5, 1, 5), static
+    assert static["captured"] == 3, static  # the frames before the value changed
+    assert static["device_io_reason"] == (
+        "the recorded graph cannot take the run's inputs, so the session runs without: device "
+        "I/O: input \"device_type\" changed after the graph was recorded with its value in host "
+        "memory"), static
+    for result in (same, changed):
+        assert all(d["y"] == 0.0 for d in result["max_abs_diff"]), result
