@@ -119,6 +119,11 @@ profile() { # name seconds: ORT's profile of the specialised sessions on CUDA, s
 }
 profile cuda_profile 60
 CUDA_LAUNCH_BLOCKING=1 profile cuda_profile_blocking 60 # a node's time is then its kernel's
+# What spoils ORT's recording of psnr_y's graph with one session (session 14: "operation failed
+# due to a previous error during capture"): ORT's own log around it
+step cuda_capture_log 40 sh -c "VMAFDNN_ORT_LOG_LEVEL=1 python3 '$repo/bench/bench_device_io.py' \
+    --device cuda --sizes '$hd' --runs 4 --models psnr_y 2>&1 |
+    grep -i -E 'captur|graph|error|warn|psnr_y' | cut -c1-600 | head -n 60"
 accel cuda_hd 110 "$hd" "$frames" 2 16 cuda
 step cuda_device_io 60 python3 "$repo/bench/bench_device_io.py" --device cuda --sizes "$sizes" \
     --runs 30 --models "$models"
