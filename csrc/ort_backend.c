@@ -2244,10 +2244,12 @@ static void make_fixed(VdnnOrtSession *s, int capture, OrtSession **out, char **
     for (size_t k = 0; !st && k < s->n_dims; k++)
         st = a->AddFreeDimensionOverrideByName(opts, s->dim_names[k], s->run_dims[k]);
     if (!st) {
+        /* uncapture creates inside a run: that run's account comes back after */
+        Account *outer = current_account;
         atomic_store(&s->account->refused, 0);
         current_account = s->account; /* run_guarded holds one_at_a_time where needed */
         st = a->CreateSessionFromArray(env, s->model, s->model_len, opts, out);
-        current_account = NULL;
+        current_account = outer;
     }
     a->ReleaseSessionOptions(opts);
     if (st) {
@@ -2822,9 +2824,11 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
         vdnn_clear_error();
         what = "the recorded graph cannot take the run's inputs, so the session runs without";
     }
-    if (what) { /* run it again without capture */
+    if (what) { /* run it again without capture, charged as any run (the creation's
+                   refusal, if any, was the creation's) */
         session = uncapture(s, slot, what, why ? why : "out of memory", &io);
         free(why);
+        atomic_store(&s->account->refused, 0);
         st = run_once(s, session, io, 0, output_slots, n_outputs, &rc);
     } else if (!st && !rc && recording) {
         s->fixed[slot].runs_done++;

@@ -1,0 +1,114 @@
+"""Attacks on the run again without capture (csrc/ort_backend.c: run_guarded, uncapture) and
+on the host inputs a captured session holds by value (csrc/ort_device_io.c: stage_held).
+
+Graph capture really happens here on WebGPU (the webgpu-plugin environment of
+tools/make_ort_envs.sh, on lavapipe where there is no GPU): each test runs a script in that
+environment and skips, as tests/python/test_ort_wheels.py does, when the environment is not
+provisioned or no WebGPU adapter binds. A failed recording is injected with
+VMAFDNN_TEST_SPOIL_RECORDING; a held value that changes needs no injection.
+"""
+import json
+import os
+import subprocess
+import tempfile
+import textwrap
+
+import pytest
+
+import ort_envs
+from test_ort_wheels import require_env
+
+WEBGPU = {"ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER": "1"}
+
+
+def save_model(path) -> None:
+    """The model of test_webgpu_recorded_graph_keeps_a_host_value_and_checks_it: y = 2 *
+    reference, and an input `device_type` [1] in host memory that no node reads (held by
+    value)."""
+    import onnx
+    from onnx import TensorProto, helper
+    picture = helper.make_tensor_value_info("reference", TensorProto.FLOAT, [1, 1, "H", "W"])
+    flag = helper.make_tensor_value_info("device_type", TensorProto.FLOAT, [1])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, "H", "W"])
+    graph = helper.make_graph([helper.make_node("Mul", ["reference", "two"], ["y"])], "held",
+                              [picture, flag], [out],
+                              [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
+#: Runs `frames` ((h, w, device_type) each) on one session; per frame "ok" and whether y is
+#: 2 * reference, or the error's errno and message; then the session's static runs.
+RUN_FRAMES = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import vmafdnn
+
+    def run_frames(session, frames):
+        got = []
+        for h, w, value in frames:
+            rng = np.random.default_rng(h * 1000 + w)
+            ref = rng.random((1, 1, h, w), dtype=np.float32)
+            try:
+                y = session.run({"reference": ref,
+                                 "device_type": np.array([value], np.float32)})["y"]
+                got.append(["ok", bool(np.array_equal(y, 2 * ref))])
+            except vmafdnn.DnnError as e:
+                got.append([e.errno, e.message])
+        return got
+""")
+
+
+def run_in_webgpu(script: str, tmp_path, extra_env=None) -> dict:
+    """`script` (after save_model's model, saved to PATH, and RUN_FRAMES) in the webgpu-plugin environment;
+    it prints one JSON object, which is returned. Skips where no WebGPU adapter binds."""
+    env = require_env("webgpu-plugin")
+    path = tmp_path / "held.onnx"
+    save_model(path)
+    source = f"PATH = {str(path)!r}\n" + RUN_FRAMES + textwrap.dedent(script)
+    child_env = {k: v for k, v in os.environ.items()
+                 if k not in ("VMAFDNN_ORT_LIBRARY", "VMAFDNN_ORT_LOG_LEVEL", "PYTHONPATH")}
+    child_env.update(WEBGPU)
+    child_env.update(extra_env or {})
+    proc = subprocess.run([env.python, "-c", source], capture_output=True, text=True,
+                          env=child_env, cwd=tempfile.gettempdir(), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    if result.get("attached_ep") != "WebGpu:CPU":
+        pytest.skip("no WebGPU adapter on this machine: " + result.get("fallback_reason", ""))
+    return result
+
+
+def test_run_again_after_a_failed_recording_is_charged_to_the_memory_budget(tmp_path):
+    """The run made again without capture is a run like the next ones: its memory counts
+    against max_memory_bytes. The session made for it used to leave the thread's account unset
+    (make_fixed cleared it), so that run alone went unbudgeted: the first frame succeeded and
+    every later one, same shape, same budget, failed with -EDQUOT."""
+    result = run_in_webgpu("""
+        s = vmafdnn.Session(PATH, device="webgpu", device_io="auto", max_memory_bytes=4096)
+        with s:
+            frames = run_frames(s, [(256, 256, 1.0)] * 3)
+            print(json.dumps({"attached_ep": s.attached_ep, "fallback_reason": s.fallback_reason,
+                              "frames": frames, "static": s.static_runs._asdict()}))
+    """, tmp_path, {"VMAFDNN_TEST_SPOIL_RECORDING": "1"})
+    static = result["static"]
+    assert static["captured"] == 0 and static["device_io_reason"].startswith(
+        "ONNX Runtime failed while recording the graph"), static
+    # the 256 KiB output ORT allocates on the host, three times over the budget
+    assert [f[0] for f in result["frames"]] == [122, 122, 122], result["frames"]
+    assert all("max_memory_bytes" in f[1] for f in result["frames"]), result["frames"]
+
+
+def test_run_again_within_the_budget_succeeds(tmp_path):
+    """The same with room: the frames score (2 * reference) and nothing is refused."""
+    result = run_in_webgpu("""
+        s = vmafdnn.Session(PATH, device="webgpu", device_io="auto", max_memory_bytes=64 << 20)
+        with s:
+            frames = run_frames(s, [(256, 256, 1.0)] * 3)
+            print(json.dumps({"attached_ep": s.attached_ep, "fallback_reason": s.fallback_reason,
+                              "frames": frames, "static": s.static_runs._asdict()}))
+    """, tmp_path, {"VMAFDNN_TEST_SPOIL_RECORDING": "1"})
+    assert result["frames"] == [["ok", True]] * 3, result
+    assert result["static"]["captured"] == 0, result["static"]
+
