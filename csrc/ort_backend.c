@@ -2717,8 +2717,13 @@ static OrtSession *uncapture(VdnnOrtSession *s, size_t f, const char *what, cons
     s->fixed[f].captured = 0;
     memcpy(s->run_dims, s->fixed[f].dims, s->n_dims * sizeof(int64_t));
     OrtSession *made = NULL;
-    make_fixed(s, 0, &made, NULL);
+    /* Once specialising stopped (another shape's session could not be
+     * made), the model is gone (give_up_static) and static_reason says why:
+     * nothing is created again, and that reason stays. */
+    if (s->model)
+        make_fixed(s, 0, &made, NULL);
     if (!made) { /* give_up_static said why; the other shapes keep theirs */
+        note_io(s, what, why);
         atomic_fetch_sub(&s->runs_device_io, 1);
         atomic_fetch_sub(&s->runs_fixed, 1);
         atomic_fetch_add(&s->runs_as_opened, 1);

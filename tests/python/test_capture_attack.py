@@ -112,3 +112,42 @@ def test_run_again_within_the_budget_succeeds(tmp_path):
     assert result["frames"] == [["ok", True]] * 3, result
     assert result["static"]["captured"] == 0, result["static"]
 
+
+def test_value_changed_after_specialising_stopped_keeps_the_reason(tmp_path):
+    """A captured shape whose held value changes after specialising stopped (here another
+    shape's session found no room in max_memory_bytes, which frees the model's copy): its
+    session cannot be made again. It used to be tried anyway from the freed copy (ORT: "Model
+    data pointer is null"), and that failure replaced the reason specialising had stopped.
+    Now the shape's runs go to the session as opened, the reason stays the budget's, and
+    device_io_reason says what ended the capture. The budget that lets one specialised
+    session in but not a second depends on ORT's allocations: it is searched for."""
+    result = run_in_webgpu("""
+        found = None
+        for budget in range(300, 3000, 10):
+            s = vmafdnn.Session(PATH, device="webgpu", device_io="auto", max_memory_bytes=budget)
+            with s:
+                first = run_frames(s, [(8, 8, 1.0), (8, 8, 1.0), (16, 16, 1.0)])
+                static = s.static_runs
+                if not (first[:2] == [["ok", True]] * 2 and static.specialised == 1
+                        and static.captured == 2 and "max_memory_bytes" in static.reason):
+                    continue
+                later = run_frames(s, [(8, 8, 2.0), (8, 8, 2.0), (8, 8, 1.0)])
+                found = {"budget": budget, "reason_before": static.reason, "later": later,
+                         "static": s.static_runs._asdict()}
+                break
+        print(json.dumps({"attached_ep": s.attached_ep, "fallback_reason": s.fallback_reason,
+                          "found": found}))
+    """, tmp_path)
+    found = result["found"]
+    assert found, "no budget between 300 and 3000 bytes let one specialised session in only"
+    static = found["static"]
+    assert static["reason"] == found["reason_before"], found
+    assert "Model data pointer is null" not in json.dumps(found), found
+    assert static["specialised"] == 0 and static["captured"] == 2, static
+    assert static["device_io_reason"] == (
+        "the recorded graph cannot take the run's inputs, so the session runs without: device "
+        "I/O: input \"device_type\" changed after the graph was recorded with its value in host "
+        "memory"), static
+    # the session as opened, within the budget or refused by it, never a wrong value
+    for frame in found["later"]:
+        assert frame == ["ok", True] or frame[0] == 122, found
