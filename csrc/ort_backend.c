@@ -2829,12 +2829,21 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
         vdnn_clear_error();
         what = "the recorded graph cannot take the run's inputs, so the session runs without";
     }
+    int watched = s->max_run_ms != 0;
     if (what) { /* run it again without capture, charged as any run (the creation's
                    refusal, if any, was the creation's) */
+        /* The session is made again outside the time budget, as session_for_run makes
+         * one before the budget starts: the run again has max_run_ms of its own (a stop
+         * that came already stays, and stops it). */
+        if (watched)
+            watch_remove(s);
         session = uncapture(s, slot, what, why ? why : "out of memory", &io);
         free(why);
         atomic_store(&s->account->refused, 0);
-        st = run_once(s, session, io, 0, output_slots, n_outputs, &rc);
+        if (watched && (rc = watch_add(s)))
+            watched = 0;
+        else
+            st = run_once(s, session, io, 0, output_slots, n_outputs, &rc);
     } else if (!st && !rc && recording) {
         s->fixed[slot].runs_done++;
     }
@@ -2842,7 +2851,7 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
     unlock_if(locked);
     current_account = NULL;
     current_session = NULL;
-    if (s->max_run_ms)
+    if (watched)
         watch_remove(s);
     int reason = end_run(s);
     if (!st)

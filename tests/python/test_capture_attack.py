@@ -151,3 +151,49 @@ def test_value_changed_after_specialising_stopped_keeps_the_reason(tmp_path):
     # the session as opened, within the budget or refused by it, never a wrong value
     for frame in found["later"]:
         assert frame == ["ok", True] or frame[0] == 122, found
+
+
+def save_slow_model(path, shape_nodes: int = 4000) -> None:
+    """y = 2 * reference, reshaped to reference's shape computed through `shape_nodes` Add/Sub
+    nodes of zeros: ORT folds them when it makes a session specialised to the shape, so that
+    creation takes long (~160 ms on lavapipe for 4000) and the runs do not (< 1 ms)."""
+    from onnx import TensorProto, helper
+    import onnx
+    picture = helper.make_tensor_value_info("reference", TensorProto.FLOAT, [1, 1, "H", "W"])
+    flag = helper.make_tensor_value_info("device_type", TensorProto.FLOAT, [1])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, "H", "W"])
+    nodes = [helper.make_node("Shape", ["reference"], ["s0"])]
+    for i in range(shape_nodes):
+        nodes.append(helper.make_node("Add" if i % 2 == 0 else "Sub", [f"s{i}", f"k{i % 7}"],
+                                      [f"s{i + 1}"]))
+    nodes.append(helper.make_node("Mul", ["reference", "two"], ["t"]))
+    nodes.append(helper.make_node("Reshape", ["t", f"s{shape_nodes}"], ["y"]))
+    inits = [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])]
+    inits += [helper.make_tensor(f"k{j}", TensorProto.INT64, [4], [0, 0, 0, 0]) for j in range(7)]
+    graph = helper.make_graph(nodes, "slow", [picture, flag], [out], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
+@pytest.mark.parametrize("spoil", [False, True], ids=["value-changed", "recording-failed"])
+def test_session_made_again_is_not_charged_to_max_run_ms(tmp_path, spoil):
+    """max_run_ms starts after a specialised session is made (the first frame of a shape
+    includes that creation and passes); the session made again without capture is such a
+    creation too. It used to count: the frame whose held value changed, or whose recording
+    failed, failed with -ETIMEDOUT while the frames before and after it ran well within the
+    budget."""
+    slow = tmp_path / "slow.onnx"
+    save_slow_model(slow)
+    result = run_in_webgpu(f"""
+        s = vmafdnn.Session({str(slow)!r}, device="webgpu", device_io="auto", max_run_ms=50)
+        with s:
+            frames = run_frames(s, [(32, 32, 1.0)] * 4 + [(32, 32, 2.0)] * 2)
+            print(json.dumps({{"attached_ep": s.attached_ep,
+                              "fallback_reason": s.fallback_reason,
+                              "frames": frames, "static": s.static_runs._asdict()}}))
+    """, tmp_path, {"VMAFDNN_TEST_SPOIL_RECORDING": "1"} if spoil else None)
+    assert result["frames"] == [["ok", True]] * 6, result
+    static = result["static"]
+    assert static["captured"] == (0 if spoil else 4), static
+    assert "so the session runs without" in static["device_io_reason"], static
