@@ -1508,20 +1508,64 @@ static void watch_remove(VdnnOrtSession *s)
     pthread_mutex_unlock(&watch_lock);
 }
 
+/* ORT's WebGPU EP keeps one WebGPU device context for the sessions of a
+ * process and takes no concurrent work on it: two sessions run from two
+ * threads (frames in flight, threads 2 or 4) crashed the process in Dawn
+ * (a segfault, or an assertion in its compute pass bookkeeping), on the
+ * accelerator forms and the Loop forms alike (onnxruntime-ep-webgpu 0.4.0,
+ * Mesa's lavapipe). So the sessions on such an EP are created, run (with
+ * their device copies) and released one at a time, under one lock. */
+static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
+
+/* CUDA graphs are recorded in ORT's global capture mode: while one stream
+ * records, a cudaMalloc, cudaFree or synchronous copy from any thread fails
+ * and spoils the recording (seen on an H200 with two frame workers: the
+ * other session's allocation failed with "operation not permitted when
+ * stream is capturing", the recording one with "operation failed due to a
+ * previous error during capture"). So a captured session's first runs,
+ * where ORT records (its second run: one regular run first allocates what
+ * the graph uses), hold this lock alone; every other creation, run and
+ * release of a session that may be on CUDA shares it. */
+#ifdef PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
+/* Writers first: glibc's default lets new readers in while a recording
+ * waits, so with frames in flight on CUDA a recording could wait for every
+ * run to pause at once. No thread takes the shared side twice. */
+static pthread_rwlock_t cuda_capture_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+#else
+static pthread_rwlock_t cuda_capture_lock = PTHREAD_RWLOCK_INITIALIZER;
+#endif
+
+/* cuda_capture_lock made anew, unheld, of the kind above (fork_child). */
+static void init_capture_lock(void)
+{
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+#ifdef PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+    pthread_rwlock_init(&cuda_capture_lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+}
+
 /* fork() copies only the calling thread: a process-wide lock another thread
  * held at that moment would stay locked in the child for ever (a child that
  * opened its own session hung in watch_add, the watchdog having held
  * watch_lock). So fork takes every process-wide lock of this file first, in
- * the order the code nests them (load, then ep, then watch), and the child
- * also forgets the watchdog, which did not come with it, and the runs it
- * watched, which belong to threads that do not exist there: its first run
- * with a budget starts a watchdog of its own. Sessions of the parent stay
- * unusable in the child (docs/security.md); this keeps the child's own
- * sessions working. The block cache's lock is not taken around fork (it is
+ * the order the code nests them (one_at_a_time, load, ep, watch), and the
+ * child also forgets the watchdog, which did not come with it, and
+ * the runs it watched, which belong to threads that do not exist there: its
+ * first run with a budget starts a watchdog of its own. Sessions of the
+ * parent stay unusable in the child (docs/security.md); this keeps the
+ * child's own sessions working. The block cache's lock is not taken around fork (it is
  * taken on frees that may happen under a host's lock, which the host's own
- * fork handler may take after ours): the child's cache starts empty. */
+ * fork handler may take after ours): the child's cache starts empty. Nor
+ * is the CUDA capture lock: glibc tells an rwlock's writer by its thread id,
+ * which the child's thread does not share, so the child could not unlock
+ * it; the child makes it again, unheld, as no thread of the parent's came
+ * with it. */
 static void fork_prepare(void)
 {
+    pthread_mutex_lock(&one_at_a_time);
     pthread_mutex_lock(&load_lock);
     pthread_mutex_lock(&ep_lock);
     pthread_mutex_lock(&watch_lock);
@@ -1532,11 +1576,13 @@ static void fork_parent(void)
     pthread_mutex_unlock(&watch_lock);
     pthread_mutex_unlock(&ep_lock);
     pthread_mutex_unlock(&load_lock);
+    pthread_mutex_unlock(&one_at_a_time);
 }
 
 static void fork_child(void)
 {
     vdnn_block_cache_fork_child();
+    init_capture_lock();
     watch_list.next = watch_list.prev = &watch_list;
     watch_started = 0;
     watch_sleep_until = UINT64_MAX;
@@ -1792,14 +1838,6 @@ int vdnn_ort_device_type(const char *attached_ep)
     return OrtHardwareDeviceType_CPU;
 }
 
-/* ORT's WebGPU EP keeps one WebGPU device context for the sessions of a
- * process and takes no concurrent work on it: two sessions run from two
- * threads (frames in flight, threads 2 or 4) crashed the process in Dawn
- * (a segfault, or an assertion in its compute pass bookkeeping), on the
- * accelerator forms and the Loop forms alike (onnxruntime-ep-webgpu 0.4.0,
- * Mesa's lavapipe). So the sessions on such an EP are created, run (with
- * their device copies) and released one at a time, under one lock. */
-static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
 
 /* An attached_ep string of ORT's WebGPU EP, on any hardware. */
 static int is_webgpu(const char *attached_ep)
@@ -2384,16 +2422,6 @@ static int stop_pending(VdnnOrtSession *s)
     return thread_flagged() || run_stopped(s);
 }
 
-/* CUDA graphs are recorded in ORT's global capture mode: while one stream
- * records, a cudaMalloc, cudaFree or synchronous copy from any thread fails
- * and spoils the recording (seen on an H200 with two frame workers: the
- * other session's allocation failed with "operation not permitted when
- * stream is capturing", the recording one with "operation failed due to a
- * previous error during capture"). So a captured session's first runs,
- * where ORT records (its second run: one regular run first allocates what
- * the graph uses), hold this lock alone; every other creation, run and
- * release of a session that may be on CUDA shares it. */
-static pthread_rwlock_t cuda_capture_lock = PTHREAD_RWLOCK_INITIALIZER;
 #define CAPTURE_RUNS 3
 
 static int is_cuda(const char *attached_ep)
