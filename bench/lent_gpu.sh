@@ -125,6 +125,25 @@ step cuda_capture_log 40 sh -c "VMAFDNN_ORT_LOG_LEVEL=1 python3 '$repo/bench/ben
     --device cuda --sizes '$hd' --runs 4 --models psnr_y 2>&1 |
     grep -i -E 'captur|graph|error|warn|psnr_y' | cut -c1-600 | head -n 60"
 accel cuda_hd 110 "$hd" "$frames" 2 16 cuda
+# The command line on CUDA, as a user runs it: VMAF of a raw 4:2:0 clip pair (made here: a
+# texture panning, the distorted side noised), and the summary saying which form ran where
+python3 - "$work" "$hd" <<'PY'
+import sys
+import numpy as np
+work, (w, h) = sys.argv[1], map(int, sys.argv[2].split("x"))
+rng = np.random.default_rng(1)
+texture = rng.integers(16, 236, (h, w + 120), dtype=np.uint8)
+chroma = np.full(((h // 2) * (w // 2) * 2,), 128, np.uint8).tobytes()
+with open(f"{work}/ref.yuv", "wb") as ref, open(f"{work}/dist.yuv", "wb") as dist:
+    for t in range(60):
+        y = np.ascontiguousarray(texture[:, 2 * t:2 * t + w])
+        noisy = np.clip(y + rng.normal(0, 3, y.shape), 0, 255).astype(np.uint8)
+        ref.write(y.tobytes() + chroma)
+        dist.write(noisy.tobytes() + chroma)
+PY
+step cli_cuda 90 python3 -m vmafdnn -r "$work/ref.yuv" -d "$work/dist.yuv" -w "${hd%x*}" \
+    -h "${hd#*x}" -p 420 -b 8 --tiny-model vmaf --tiny-model psnr_y --tiny-device cuda \
+    --tiny-threads 2 -o "$work/cli.json"
 step cuda_device_io 60 python3 "$repo/bench/bench_device_io.py" --device cuda --sizes "$sizes" \
     --runs 30 --models "$models"
 accel cuda_uhd 100 "$uhd" 48 2 4 cuda
