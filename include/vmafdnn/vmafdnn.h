@@ -320,8 +320,15 @@ typedef enum VmafDnnStaticShapes {
  * in device tensors of fixed address, copied back after the run: the EP
  * then replays the recorded kernels instead of launching each node. Where
  * ORT refuses capture, the session is created without it and the reason is
- * kept. vmaf_dnn_session_static_runs reports how runs went. Values are
- * append-only. */
+ * kept; where ORT's recording fails in a run (seen on CUDA), or a run brings
+ * another value for an input the recorded graph read in host memory (a
+ * flag, a shape: held by value, up to 4096 bytes), that shape's session is
+ * created again without capture and the run repeated, the reason kept. On
+ * CUDA the runs in which ORT records exclude every other creation, run and
+ * release of the library's CUDA sessions in the process (CUDA records in
+ * its global capture mode, where another thread's allocation spoils the
+ * recording). vmaf_dnn_session_static_runs reports how runs went. Values
+ * are append-only. */
 typedef enum VmafDnnDeviceIo {
     VMAF_DNN_DEVICE_IO_AUTO = 0, /* on specialised sessions whose inputs or
                                     outputs live in device memory */
