@@ -66,7 +66,13 @@ def run_in_webgpu(script: str, tmp_path, extra_env=None) -> dict:
     env = require_env("webgpu-plugin")
     path = tmp_path / "held.onnx"
     save_model(path)
-    source = f"PATH = {str(path)!r}\n" + RUN_FRAMES + textwrap.dedent(script)
+    # The script's last act is os._exit: Mesa's lavapipe may still be compiling a shader for
+    # Dawn on a thread of its own when the interpreter exits, and the exit handlers then free
+    # LLVM's pass registry under that thread (seen once in CI: a segfault after the output,
+    # valgrind: PassRegistry::~PassRegistry from __run_exit_handlers, read by llvm::MCJIT on
+    # lavapipe's thread). Nothing of the library's is left to run by then.
+    source = (f"PATH = {str(path)!r}\n" + RUN_FRAMES + textwrap.dedent(script) +
+              "\nimport os as _os\nsys.stdout.flush()\n_os._exit(0)\n")
     child_env = {k: v for k, v in os.environ.items()
                  if k not in ("VMAFDNN_ORT_LIBRARY", "VMAFDNN_ORT_LOG_LEVEL", "PYTHONPATH")}
     child_env.update(WEBGPU)
