@@ -1552,11 +1552,11 @@ static void init_capture_lock(void)
  * opened its own session hung in watch_add, the watchdog having held
  * watch_lock). So fork takes every process-wide lock of this file first, in
  * the order the code nests them (one_at_a_time, load, ep, watch), and the
- * child also forgets the watchdog, which did not come with it, and
- * the runs it watched, which belong to threads that do not exist there: its
- * first run with a budget starts a watchdog of its own. Sessions of the
- * parent stay unusable in the child (docs/security.md); this keeps the
- * child's own sessions working. The block cache's lock is not taken around fork (it is
+ * child also forgets the watchdog, which did not come with it, and the runs
+ * it watched, which belong to threads that do not exist there: its first
+ * run with a budget starts a watchdog of its own. Sessions of the parent
+ * stay unusable in the child (docs/security.md); this keeps the child's own
+ * sessions working. The block cache's lock is not taken around fork (it is
  * taken on frees that may happen under a host's lock, which the host's own
  * fork handler may take after ours): the child's cache starts empty. Nor
  * is the CUDA capture lock: glibc tells an rwlock's writer by its thread id,
@@ -1837,7 +1837,6 @@ int vdnn_ort_device_type(const char *attached_ep)
         return OrtHardwareDeviceType_NPU;
     return OrtHardwareDeviceType_CPU;
 }
-
 
 /* An attached_ep string of ORT's WebGPU EP, on any hardware. */
 static int is_webgpu(const char *attached_ep)
@@ -2732,9 +2731,9 @@ static int holds(OrtValue *value, const void *buffer)
 /* The specialised session in fixed[f], created with graph capture, cannot
  * go on with it (what happened, and why: ORT's or the device I/O's
  * message): made again without capture, for this run and the later ones,
- * and the reason kept for device_io_reason. Returns the session this run goes on with and sets *io;
- * the session as opened (and the slot dropped) when none can be made. The
- * failed run is not counted as captured. */
+ * and the reason kept for device_io_reason. Returns the session this run
+ * goes on with and sets *io; the session as opened (and the slot dropped)
+ * when none can be made. The failed run is not counted as captured. */
 static OrtSession *uncapture(VdnnOrtSession *s, size_t f, const char *what, const char *why,
                              VdnnDeviceIo **io)
 {
@@ -2818,7 +2817,7 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
     /* before the specialised session is chosen: creating one, its device
      * tensors and their first copy are work on the EP too */
     const int locked = lock_if_one_at_a_time(s->attached);
-    int captures = share_capture_lock(is_cuda(s->attached));
+    const int captures = share_capture_lock(is_cuda(s->attached));
     /* Chosen inside the run: a cancel that lands while a specialised session
      * is being created finds the run in flight and stops it before ORT's Run
      * starts. The time budget starts after the creation, as it does after

@@ -68,41 +68,13 @@ static OrtStatus *read_dims(const OrtApi *a, const OrtTensorTypeAndShapeInfo *in
     return st;
 }
 
-/* The data and size in bytes of a tensor; NULL status when it can tell. */
+/* The data and size in bytes of a host tensor (ORT 1.23's GetTensorSizeInBytes:
+ * held inputs exist only on captured sessions, which need 1.23). */
 static OrtStatus *tensor_bytes(const OrtApi *a, OrtValue *value, void **data, size_t *bytes)
 {
-    OrtTensorTypeAndShapeInfo *info = NULL;
-    size_t count = 0;
-    ONNXTensorElementDataType type = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
-    OrtStatus *st = a->GetTensorTypeAndShape(value, &info);
-    if (!st)
-        st = a->GetTensorShapeElementCount(info, &count);
-    if (!st)
-        st = a->GetTensorElementType(info, &type);
-    if (info)
-        a->ReleaseTensorTypeAndShapeInfo(info);
-    size_t element = 0;
-    switch (type) {
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL:
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8:
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8: element = 1; break;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16:
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16:
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16:
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16: element = 2; break;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32:
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32:
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT: element = 4; break;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64:
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64:
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE: element = 8; break;
-    default: break;
-    }
-    if (!st && !element)
-        st = a->CreateStatus(ORT_NOT_IMPLEMENTED, "an element type without a fixed size");
+    OrtStatus *st = a->GetTensorSizeInBytes(value, bytes);
     if (!st)
         st = a->GetTensorMutableData(value, data);
-    *bytes = count * element;
     return st;
 }
 

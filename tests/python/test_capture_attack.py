@@ -16,26 +16,9 @@ import textwrap
 import pytest
 
 import ort_envs
-from test_ort_wheels import require_env
+from test_ort_wheels import require_env, save_held_value_model
 
 WEBGPU = {"ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER": "1"}
-
-
-def save_model(path) -> None:
-    """The model of test_webgpu_recorded_graph_keeps_a_host_value_and_checks_it: y = 2 *
-    reference, and an input `device_type` [1] in host memory that no node reads (held by
-    value)."""
-    import onnx
-    from onnx import TensorProto, helper
-    picture = helper.make_tensor_value_info("reference", TensorProto.FLOAT, [1, 1, "H", "W"])
-    flag = helper.make_tensor_value_info("device_type", TensorProto.FLOAT, [1])
-    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, "H", "W"])
-    graph = helper.make_graph([helper.make_node("Mul", ["reference", "two"], ["y"])], "held",
-                              [picture, flag], [out],
-                              [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, path)
 
 
 #: Runs `frames` ((h, w, device_type) each) on one session; per frame "ok" and whether y is
@@ -61,11 +44,11 @@ RUN_FRAMES = textwrap.dedent("""
 
 
 def run_in_webgpu(script: str, tmp_path, extra_env=None) -> dict:
-    """`script` (after save_model's model, saved to PATH, and RUN_FRAMES) in the webgpu-plugin environment;
-    it prints one JSON object, which is returned. Skips where no WebGPU adapter binds."""
+    """`script` (after save_held_value_model's model, saved to PATH, and RUN_FRAMES) in the
+    webgpu-plugin environment; it prints one JSON object, which is returned. Skips where no WebGPU adapter binds."""
     env = require_env("webgpu-plugin")
     path = tmp_path / "held.onnx"
-    save_model(path)
+    save_held_value_model(path)
     # The script's last act is os._exit: Mesa's lavapipe may still be compiling a shader for
     # Dawn on a thread of its own when the interpreter exits, and the exit handlers then free
     # LLVM's pass registry under that thread (seen once in CI: a segfault after the output,

@@ -904,12 +904,9 @@ def test_webgpu_recording_that_fails_is_run_again_without_capture(name):
             assert d <= 1e-6 + 1e-5 * peaks[output], (frame, output, result)
 
 
-def test_webgpu_recorded_graph_keeps_a_host_value_and_checks_it(tmp_path):
-    """A captured session's input in host memory (here `device_type`, which the graph does not
-    read, as in VMAF's accelerator form; or a shape a node of the EP reads on the host) is
-    held by value: the graph is recorded and replayed while the value stays, and the run that
-    brings another value makes that shape's session again without capture (a replay would
-    have kept the old one), scoring as the CPU EP throughout."""
+def save_held_value_model(path) -> None:
+    """y = 2 * reference, and an input `device_type` [1] that no node reads, so ORT keeps it
+    in host memory and a captured session holds it by value (as VMAF's accelerator form's)."""
     import onnx
     from onnx import TensorProto, helper
     picture = helper.make_tensor_value_info("reference", TensorProto.FLOAT, [1, 1, "H", "W"])
@@ -920,8 +917,17 @@ def test_webgpu_recorded_graph_keeps_a_host_value_and_checks_it(tmp_path):
                               [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    path = tmp_path / "held.onnx"
     onnx.save(model, path)
+
+
+def test_webgpu_recorded_graph_keeps_a_host_value_and_checks_it(tmp_path):
+    """A captured session's input in host memory (here `device_type`, which the graph does not
+    read, as in VMAF's accelerator form; or a shape a node of the EP reads on the host) is
+    held by value: the graph is recorded and replayed while the value stays, and the run that
+    brings another value makes that shape's session again without capture (a replay would
+    have kept the old one), scoring as the CPU EP throughout."""
+    path = tmp_path / "held.onnx"
+    save_held_value_model(path)
     env = require_env("webgpu-plugin")
     frames = [(48, 64, 0), (48, 64, 1), (48, 64, 2), (48, 64, 3), (48, 64, 4)]
     steps = [{"op": "frames", "path": str(path), "device": "webgpu", "device_io": "auto",
