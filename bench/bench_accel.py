@@ -17,6 +17,10 @@ With --batch B > 1 a fourth run, accel_batchB, scores B frames per ONNX Runtime 
 accelerator form (static shapes as the library's default for the EP: auto), the first batched
 Run checked against one Run per frame as the library always does.
 
+A samples_static run (where the model has a samples form, `<name>_samples.onnx`: the form the
+library picks on CUDA) specialises the form taking the pictures' own UINT16 samples and bpc,
+half the bytes of float32 planes to copy to the device.
+
 A third run, accel_static, specialises the accelerator form to the clip's size (static_shapes
 on: every shape computation folds away when the session is created; the library's default on
 every EP but ORT's CPU EP). It prints, for each, the EP it attached and how many of its nodes that EP runs after ORT's
@@ -50,6 +54,9 @@ def contenders(name, batch):
     accel = os.path.join(os.path.dirname(own), f"{name}_accel.onnx")
     runs = [("today", own, "0", "off", 0), ("accel", accel, "1", "off", 0),
             ("accel_static", accel, "1", "on", 0)]
+    samples = os.path.join(os.path.dirname(own), f"{name}_samples.onnx")
+    if os.path.exists(samples):  # CUDA's form: UINT16 samples and bpc, specialised
+        runs.append(("samples_static", samples, "1", "on", 0))
     if batch > 1:
         runs.append((f"accel_batch{batch}", accel, "1", "auto", batch))
     return runs

@@ -4,7 +4,9 @@
                                     [--models psnr_y,ssim_y,float_ssim,sharpness_nr,vmaf_features]
                                     [--batch 1]
 
-For each built-in's accelerator form, size and device, two sessions of the form specialised to
+For each built-in's accelerator form (and, with --forms accel,samples, its samples form: UINT16
+samples and bpc in, half the bytes to copy; CUDA's form), size and device, two sessions of the
+form specialised to
 the size (static_shapes on) score the same frames in turns: device_io off (ORT copies the
 inputs to the device inside every Run, and the outputs back) and device_io auto (device tensors
 bound at fixed addresses, filled by CopyTensors; graph capture where the EP records graphs).
@@ -40,7 +42,7 @@ def feeds(session, width, height, batch, seed):
     for info in session.inputs:
         if info.name in planes:
             plane = planes[info.name].astype(np.float32)
-            out[info.name] = plane if info.dtype == np.uint16 else plane / 255.0
+            out[info.name] = plane.astype(np.uint16) if info.dtype == np.uint16 else plane / 255.0
         else:
             out[info.name] = np.array([8.0 if info.name == "bpc" else 1.0], np.float32)
     return out
@@ -64,12 +66,16 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--models", default="psnr_y,ssim_y,float_ssim,sharpness_nr,vmaf_features")
+    ap.add_argument("--forms", default="accel,samples",
+                    help="which forms: accel (float32 planes), samples (where a model has one)")
     args = ap.parse_args(argv)
     print(f"ONNX Runtime {vmafdnn.ort_version()} from {vmafdnn.ort_library_path()}")
     for size in args.sizes.split(","):
         width, height = map(int, size.split("x"))
-        for name in args.models.split(","):
-            path = str(builtin.path(name)).replace(".onnx", "_accel.onnx")
+        for name, form in ((n, f) for n in args.models.split(",") for f in args.forms.split(",")):
+            path = str(builtin.path(name)).replace(".onnx", f"_{form}.onnx")
+            if not os.path.exists(path):
+                continue
             with vmafdnn.Session(path, device=args.device, static_shapes="on",
                                  device_io="off") as copies, \
                     vmafdnn.Session(path, device=args.device, static_shapes="on",
@@ -86,7 +92,7 @@ def main(argv=None):
                 got = (f"device_io {runs.device_io}/{runs.fixed} runs, captured "
                        f"{runs.captured}" + (f" ({runs.device_io_reason})"
                                              if runs.device_io_reason else ""))
-                print(f"{size} N={args.batch} {bound.attached_ep} {name}: copies "
+                print(f"{size} N={args.batch} {bound.attached_ep} {name}_{form}: copies "
                       f"{ms_copies:.3f} ms, bound {ms_bound:.3f} ms per Run, "
                       f"{ms_copies / ms_bound:.2f}x; {got}; max |d| {diff:.2g}")
 

@@ -1079,10 +1079,28 @@ static bool same_values(const VdnnOnnxValue *a, const VdnnOnnxValue *b, size_t n
     return true;
 }
 
+/* An input a form may declare beyond its model's: one number (FLOAT or
+ * FLOAT16, rank 0..4, every dim 1), which the model's sidecar feeds
+ * ("input_sources" "value": a samples form's bpc). */
+static bool value_input(const VdnnOnnxValue *v)
+{
+    if ((v->elem_type != ONNX_FLOAT && v->elem_type != ONNX_FLOAT16) || v->rank < 0 || v->rank > 4)
+        return false;
+    for (int d = 0; d < v->rank; d++)
+        if (v->dims[d] != 1)
+            return false;
+    return true;
+}
+
 static int interfaces_match(const VdnnOnnxInterface *a, const VdnnOnnxInterface *b, bool form)
 {
-    return a && b && a->n_inputs == b->n_inputs && a->n_outputs == b->n_outputs &&
-           same_values(a->inputs, b->inputs, a->n_inputs, form, false) &&
+    if (!a || !b || a->n_outputs != b->n_outputs || b->n_inputs < a->n_inputs ||
+        (!form && b->n_inputs != a->n_inputs))
+        return false;
+    for (size_t i = a->n_inputs; i < b->n_inputs; i++)
+        if (!value_input(&b->inputs[i]))
+            return false;
+    return same_values(a->inputs, b->inputs, a->n_inputs, form, false) &&
            same_values(a->outputs, b->outputs, a->n_outputs, form, true);
 }
 

@@ -197,9 +197,12 @@ int vdnn_onnx_interface_equal(const VdnnOnnxInterface *a, const VdnnOnnxInterfac
 /* Whether `form` declares the interface of `model` as a form of it must
  * (sidecar "forms"): equal, except that a picture input (rank 4) the model
  * declares FLOAT or FLOAT16 may be UINT16 in the form, which then takes the
- * picture's own samples instead of normalised values, and that the first
+ * picture's own samples instead of normalised values, that the first
  * dim of a picture input or an output that the model declares 1 may be
- * symbolic in the form, which can then score several frames per Run. */
+ * symbolic in the form, which can then score several frames per Run, and
+ * that the form may declare more inputs after the model's, each one number
+ * (FLOAT or FLOAT16, every dim 1) for the model's sidecar to feed (a
+ * samples form's "bpc"). */
 int vdnn_onnx_form_fits(const VdnnOnnxInterface *model, const VdnnOnnxInterface *form);
 
 #endif

@@ -57,7 +57,8 @@
  *                       fused CPU kernels); at most 16 entries. The key "*"
  *                       names the form for every EP other than ORT's CPU EP
  *                       ("CPU") that has no key of its own (the built-ins'
- *                       accelerator forms: static, Loop-free graphs)
+ *                       accelerator forms: static, Loop-free graphs; their
+ *                       samples forms under "CUDA")
  * Model files named by "requires" and "forms" must be paths inside the
  * model's directory (vdnn_sidecar_path_inside).
  *

@@ -213,18 +213,58 @@ static const VdnnSidecarSource *source_of(const VdnnTinyModel *m, const char *na
     return NULL;
 }
 
+/* Whether the file at `path` (read and scanned under the policy) declares
+ * an input `name`: 1 or 0, -1 when it cannot be read. */
+static int file_declares_input(const char *path, const VmafDnnModelPolicy *policy,
+                               const char *name)
+{
+    VdnnOnnxInterface *io = NULL;
+    if (!path || vdnn_model_interface(path, policy, &io) != 0)
+        return -1;
+    int found = 0;
+    for (size_t i = 0; i < io->n_inputs && !found; i++)
+        found = strcmp(io->inputs[i].name, name) == 0;
+    vdnn_onnx_interface_free(io);
+    return found;
+}
+
+/* Whether the model at m->path, or a form its sidecar names, may declare an
+ * input `name`: one does, or a form cannot be read (a model copied without
+ * its forms still scores where none is used; a form that is used fails its
+ * open saying why). */
+static int some_form_declares(const VdnnTinyModel *m, const VmafDnnModelPolicy *policy,
+                              const char *name)
+{
+    if (m->form_path && file_declares_input(m->path, policy, name) == 1)
+        return 1; /* the scoring file is a form: the model itself may */
+    for (size_t f = 0; f < m->sc->form_files.count; f++) {
+        char *path = vdnn_sidecar_beside(m->path, m->sc->form_files.items[f]);
+        const int found = file_declares_input(path, policy, name);
+        free(path);
+        if (found)
+            return 1;
+    }
+    return 0;
+}
+
 /* Every "input_sources" entry names an input: a misspelt one would leave
- * the input it meant to the default rules. */
-static int check_sources_exist(const VdnnTinyModel *m)
+ * the input it meant to the default rules. A "value" entry may name an
+ * input that only another form of the model reads (a samples form's bpc,
+ * which the model and its accelerator form do not take). */
+static int check_sources_exist(const VdnnTinyModel *m, const VmafDnnModelPolicy *policy)
 {
     const size_t n = vmaf_dnn_session_input_count(m->session);
     for (size_t e = 0; e < m->sc->n_sources; e++) {
+        const VdnnSidecarSource *src = &m->sc->sources[e];
         size_t i = 0;
-        while (i < n && strcmp(input_info(m, i).name, m->sc->sources[e].input) != 0)
+        while (i < n && strcmp(input_info(m, i).name, src->input) != 0)
             i++;
-        if (i == n)
-            return vdnn_fail(-EINVAL, "model %s: sidecar \"input_sources\" names \"%s\", which "
-                             "is not an input of the model", m->path, m->sc->sources[e].input);
+        if (i < n || (src->kind == VDNN_SOURCE_VALUE && some_form_declares(m, policy, src->input)))
+            continue;
+        return vdnn_fail(-EINVAL, "model %s: sidecar \"input_sources\" names \"%s\", which "
+                         "is not an input of the model%s", m->path, src->input,
+                         src->kind == VDNN_SOURCE_VALUE && m->sc->form_files.count
+                             ? " nor of its forms" : "");
     }
     return 0;
 }
@@ -282,13 +322,14 @@ static int add_image(VdnnTinyModel *m, size_t slot, const VdnnSidecarSource *src
 /* Sorts the inputs into sourced ones ("input_sources"), unbound images
  * (model order, at most two) and at most one vector, and applies the
  * per-input shape rules. Unbound images come first in image_*[]. */
-static int classify_inputs(VdnnTinyModel *m, size_t *vector_slot, size_t *n_vector)
+static int classify_inputs(VdnnTinyModel *m, const VmafDnnModelPolicy *policy,
+                           size_t *vector_slot, size_t *n_vector)
 {
     const size_t n = vmaf_dnn_session_input_count(m->session);
     *n_vector = 0;
     if (n == 0)
         return vdnn_fail(-ENOTSUP, "model %s has no inputs", m->path);
-    int rc = check_sources_exist(m);
+    int rc = check_sources_exist(m, policy);
     if (rc)
         return rc;
     m->image_name = calloc(n, sizeof(*m->image_name));
@@ -488,11 +529,11 @@ static int check_fp16(const VdnnTinyModel *m, const VmafDnnTensorInfo *t, const 
                      "its session config", m->path, what, t->name);
 }
 
-static int check_inputs(VdnnTinyModel *m, int no_reference)
+static int check_inputs(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
 {
     size_t n_vector, vector_slot = 0;
-    int rc = classify_inputs(m, &vector_slot, &n_vector);
-    if (rc || (rc = decide_kind(m, m->n_image, no_reference)))
+    int rc = classify_inputs(m, opt->policy, &vector_slot, &n_vector);
+    if (rc || (rc = decide_kind(m, m->n_image, opt->no_reference)))
         return rc;
     if ((rc = bind_images(m)) || (m->n_image && (rc = decide_image_size(m))))
         return rc;
@@ -1003,6 +1044,13 @@ static const char *form_file(const VdnnTinyModel *m, const char *attached)
     return vdnn_sidecar_form(m->sc, m->forms_ep ? m->forms_ep : attached);
 }
 
+/* The EP whose form is used, as messages name it: VMAFDNN_MODEL_FORMS's
+ * when it names one, else the attached `ep`. */
+static const char *form_key(const VdnnTinyModel *m, const char *ep)
+{
+    return m->forms_ep ? m->forms_ep : ep;
+}
+
 /* Opens the form the sidecar names for `ep` (m->form_path set): 0 with
  * *form bound to that EP, -EAGAIN when it bound another (its creation failed
  * there and was retried on the CPU; the form is closed), or the failure,
@@ -1020,14 +1068,14 @@ static int open_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, const ch
         snprintf(why, sizeof(why), "%s", vmaf_dnn_last_error());
         return vdnn_fail(rc, "model %s: its form for %s, %s, cannot be used: %s (with "
                          "VMAFDNN_MODEL_FORMS=0 the model scores with its own file)", m->path,
-                         ep, m->form_path, why);
+                         form_key(m, ep), m->form_path, why);
     }
     if (strcmp(vmaf_dnn_session_attached_ep(*form), ep) != 0) {
         vmaf_dnn_session_close(*form);
         *form = NULL;
         return -EAGAIN;
     }
-    if ((rc = check_form_interface(m, opt, ep, model_io))) {
+    if ((rc = check_form_interface(m, opt, form_key(m, ep), model_io))) {
         vmaf_dnn_session_close(*form);
         *form = NULL;
     }
@@ -1048,7 +1096,7 @@ static int use_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
     int rc = open_form(m, opt, ep, file, NULL, &form);
     if (rc == -EAGAIN)
         rc = vdnn_fail(-EINVAL, "model %s: its form for %s, %s, attached another execution "
-                       "provider", m->path, ep, m->form_path);
+                       "provider", m->path, form_key(m, ep), m->form_path);
     if (rc)
         return rc;
     vmaf_dnn_session_close(m->session);
@@ -1145,7 +1193,7 @@ int vdnn_tiny_model_open(VdnnTinyModel **out, const VdnnTinyModelOptions *opt)
             rc = use_form(m, opt);
     }
     if (!rc)
-        rc = check_inputs(m, opt->no_reference);
+        rc = check_inputs(m, opt);
     if (!rc)
         rc = setup_outputs(m);
     if (!rc)

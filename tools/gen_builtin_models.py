@@ -759,9 +759,57 @@ ACCEL_BUILDERS = {
 }
 
 
-def accel_sidecar(meta):
-    """The sidecar of an accelerator form attached by its own name: the model's, without forms."""
-    return {k: v for k, v in meta.items() if k != "forms"}
+# Samples forms (issue 23, "raw samples in"): the accelerator form taking the pictures' own
+# samples (UINT16, 0..2^bpc - 1) and the clip's bit depth (input "bpc", FLOAT [1], fed by the
+# sidecar's input_sources), normalised in the graph, so that a 1080p pair sends 8.3 MB to the
+# device instead of 16.6 MB of float32 planes. The normalisation is the library's own: the sample
+# (exact in float32) divided by 2^bpc - 1, one correctly rounded division (csrc/resize.c
+# vdnn_plane_normalise rounds sample * (1 / max) in double to the same float), so the form gives
+# the accelerator form's values bit for bit. 2^bpc - 1 comes from a table, not Pow (whose float
+# result an EP need not give exactly). Named for CUDA only: on a lent H200 psnr_y's Run was its
+# host-to-device copy (docs/execution_providers.md); WebGPU has no 16-bit integers (the Cast would
+# run on ORT's CPU EP and refuse graph capture), and TensorRT takes no UINT16.
+SAMPLES_SUFFIX = "_samples"
+SAMPLES_EPS = ("CUDA",)
+SAMPLES_BPC = {"bpc": {"value": "bpc"}}
+
+
+def samples_form(model):
+    """`model` (an accelerator form) taking UINT16 samples and "bpc" for its FLOAT pictures."""
+    form = onnx.ModelProto()
+    form.CopyFrom(model)
+    graph = form.graph
+    pictures = [v.name for v in graph.input if len(v.type.tensor_type.shape.dim) == 4]
+    front = Graph("samples_")
+    peaks = front.const([2.0 ** b - 1.0 for b in range(17)], np.float32)
+    peak = front.op("Gather", peaks, front.op("Cast", "bpc", to=TensorProto.INT64), axis=0)
+    normalised = {p: front.op("Div", front.op("Cast", p, to=TensorProto.FLOAT), peak)
+                  for p in pictures}
+    body = list(graph.node)
+    for node in body:
+        _rename_inputs(node, normalised)
+    del graph.node[:]
+    graph.node.extend(front.nodes + body)
+    graph.initializer.extend(front.inits)
+    for v in graph.input:
+        if v.name in normalised:
+            v.type.tensor_type.elem_type = TensorProto.UINT16
+    graph.input.append(helper.make_tensor_value_info("bpc", TensorProto.FLOAT, [1]))
+    graph.doc_string = ("Samples form: the pictures' own samples (UINT16) and their bit depth "
+                        "bpc, normalised in the graph by 2^bpc - 1. " + graph.doc_string)
+    onnx.checker.check_model(form, full_check=True)
+    return form
+
+
+def form_sidecar(meta, samples=False):
+    """The sidecar of a form attached by its own name: the model's, without forms, and with the
+    "bpc" source only where the form reads it (a samples form)."""
+    side = {k: v for k, v in meta.items() if k != "forms"}
+    sources = {k: v for k, v in side.pop("input_sources", {}).items()
+               if samples or k not in SAMPLES_BPC}
+    if sources:
+        side["input_sources"] = sources
+    return side
 
 
 def write_bytes(path, data):
@@ -779,18 +827,24 @@ def main(argv):
     os.makedirs(outdir, exist_ok=True)
     meta = sidecars()
     meta.update(libvmaf_sidecars(meta))
-    for name, build in BUILDERS.items():
-        accel = name + ACCEL_SUFFIX
-        if name in ACCEL_BUILDERS:
-            meta[name]["forms"] = {"*": accel + ".onnx"}
-        write_bytes(os.path.join(outdir, name + ".onnx"), build().SerializeToString())
-        text = json.dumps(meta[name], indent=2) + "\n"
+    def write_model(name, model, sidecar):
+        write_bytes(os.path.join(outdir, name + ".onnx"), model.SerializeToString())
+        text = json.dumps(sidecar, indent=2) + "\n"
         write_bytes(os.path.join(outdir, name + ".json"), text.encode("utf-8"))
+
+    for name, build in BUILDERS.items():
+        accel, samples = name + ACCEL_SUFFIX, name + SAMPLES_SUFFIX
         if name in ACCEL_BUILDERS:
-            write_bytes(os.path.join(outdir, accel + ".onnx"),
-                        ACCEL_BUILDERS[name]().SerializeToString())
-            text = json.dumps(accel_sidecar(meta[name]), indent=2) + "\n"
-            write_bytes(os.path.join(outdir, accel + ".json"), text.encode("utf-8"))
+            # the samples forms read "bpc", which the model and its accelerator form do not
+            # (a value source may name an input of a form only: csrc/tiny_model.c)
+            meta[name]["input_sources"] = {**meta[name].get("input_sources", {}), **SAMPLES_BPC}
+            meta[name]["forms"] = {**{ep: samples + ".onnx" for ep in SAMPLES_EPS},
+                                   "*": accel + ".onnx"}
+        write_model(name, build(), meta[name])
+        if name in ACCEL_BUILDERS:
+            accel_model = ACCEL_BUILDERS[name]()
+            write_model(accel, accel_model, form_sidecar(meta[name]))
+            write_model(samples, samples_form(accel_model), form_sidecar(meta[name], True))
     return 0
 
 

@@ -459,7 +459,12 @@ VMAF_DNN_API const char *vmaf_dnn_tiny_model_attached_ep(const VmafDnnContext *c
  * outputs (except that a FLOAT or FLOAT16 image input may be UINT16 in the
  * form, which then takes the samples: see vmaf_dnn_use_tiny_model, and that
  * an image input's or output's first dim the model declares 1 may be
- * symbolic in the form: see VmafDnnBatching), else the
+ * symbolic in the form: see VmafDnnBatching, and that the form may
+ * declare more inputs after the model's, each one number (FLOAT or FLOAT16,
+ * every dim 1) that the sidecar's "input_sources" feeds as a "value": the
+ * built-ins' samples forms, named for CUDA, take the samples and "bpc"; a
+ * "value" entry may name an input that only a form declares, and is refused
+ * (-EINVAL) when neither the model nor any readable form declares it), else the
  * attach fails (-EINVAL, or the form's open error) saying why; the model's own file is then read and checked under the policy but
  * needs no ONNX Runtime session of its own. EP
  * names are compared without case. The environment variable

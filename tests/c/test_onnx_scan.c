@@ -1251,9 +1251,37 @@ static VdnnOnnxInterface *relu_interface(int x_type, int x_rank, int y_type)
     return iface;
 }
 
+/* relu_interface's with a second input "bpc" of `type` and shape [dim]
+ * (rank 1), or a rank-0 one when dim is 0. */
+static VdnnOnnxInterface *with_value_input(int type, int dim)
+{
+    Buf g = { 0 }, shape = { 0 }, tensor_type = { 0 }, vtype = { 0 }, vi = { 0 };
+    add_msg(&g, G_NODE, node(NULL, "Relu"));
+    add_msg(&g, G_INPUT, typed_value_info("x", 4, 4)); /* UINT16 samples */
+    if (dim) {
+        Buf d = { 0 };
+        add_int(&d, 1, (uint64_t)dim);
+        add_msg(&shape, 1, d);
+    }
+    add_int(&tensor_type, 1, (uint64_t)type);
+    add_msg(&tensor_type, 2, shape);
+    add_msg(&vtype, 1, tensor_type);
+    add_str(&vi, 1, "bpc");
+    add_msg(&vi, 2, vtype);
+    add_msg(&g, G_INPUT, vi);
+    add_msg(&g, G_OUTPUT, typed_value_info("y", 1, 4));
+    Buf m = model_of(g);
+    VdnnOnnxInterface *iface = NULL;
+    CHECK_EQ_INT(vdnn_onnx_interface(m.p, m.n, &iface), 0);
+    free(m.p);
+    return iface;
+}
+
 /* A form fits its model when it declares the same interface, except that a
  * FLOAT or FLOAT16 picture input (rank 4) may take samples (UINT16) in the
- * form: not the other way round, not for other ranks, not for outputs. */
+ * form: not the other way round, not for other ranks, not for outputs; and
+ * a form may add inputs after the model's that each hold one number (FLOAT
+ * or FLOAT16, every dim 1), which a model may not. */
 static void test_form_fits(void)
 {
     enum { FLOAT = 1, UINT16 = 4, FLOAT16 = 10 };
@@ -1272,7 +1300,17 @@ static void test_form_fits(void)
     CHECK(!vdnn_onnx_form_fits(model, out16));
     CHECK(!vdnn_onnx_form_fits(vec, vec16));
     CHECK(!vdnn_onnx_form_fits(model, NULL));
-    VdnnOnnxInterface *all[] = { model, half, samples, out16, vec, vec16 };
+    VdnnOnnxInterface *bpc = with_value_input(FLOAT, 1), *bpc0 = with_value_input(FLOAT16, 0);
+    VdnnOnnxInterface *wide = with_value_input(FLOAT, 2), *int_bpc = with_value_input(UINT16, 1);
+    CHECK(vdnn_onnx_form_fits(model, bpc));
+    CHECK(vdnn_onnx_form_fits(model, bpc0));
+    CHECK(!vdnn_onnx_interface_equal(samples, bpc));
+    CHECK(!vdnn_onnx_form_fits(bpc, samples)); /* the model's inputs stay */
+    CHECK(!vdnn_onnx_form_fits(model, wide));  /* two numbers */
+    CHECK(!vdnn_onnx_form_fits(model, int_bpc));
+    CHECK(!vdnn_onnx_form_fits(vec, bpc));     /* "x" is another input */
+    VdnnOnnxInterface *all[] = { model, half, samples, out16, vec, vec16, bpc, bpc0, wide,
+                                 int_bpc };
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         vdnn_onnx_interface_free(all[i]);
 }

@@ -55,6 +55,11 @@ SUFFIX = gen_builtin_models.ACCEL_SUFFIX
 # tensors to ORT's CPU EP and back in the middle of the graph (docs/execution_providers.md).
 NODE_CAPS = {"psnr_y": 12, "psnr_cb": 12, "psnr": 12, "ssim_y": 40, "sharpness_nr": 20,
              "float_ssim": 48, "vmaf_features": 296, "vmaf_features_neg": 294}
+# The samples forms (gen_builtin_models.samples_form: UINT16 pictures and bpc, for CUDA) add the
+# normalisation: 2^bpc - 1 from a table (Cast, Gather), then a Cast and a Div per picture.
+SAMPLES = gen_builtin_models.SAMPLES_SUFFIX
+for _name in gen_builtin_models.ACCEL_BUILDERS:
+    NODE_CAPS[_name + SAMPLES] = NODE_CAPS[_name] + (4 if _name == "sharpness_nr" else 6)
 SIZES = [(1080, 1920), (2160, 3840)]
 BATCHES = [1, 4]
 # The library's batch check: a batched value within this of the frame's own (N = 1) value
@@ -72,8 +77,12 @@ def forms(tmp_path_factory):
         if name in gen_builtin_models.ACCEL_BUILDERS:
             pure, accel = out / f"{name}.onnx", out / f"{name}{SUFFIX}.onnx"
             pure.write_bytes(build().SerializeToString())
-            accel.write_bytes(gen_builtin_models.ACCEL_BUILDERS[name]().SerializeToString())
+            accel_model = gen_builtin_models.ACCEL_BUILDERS[name]()
+            accel.write_bytes(accel_model.SerializeToString())
             paths[name] = (str(pure), str(accel))
+            samples = out / f"{name}{SAMPLES}.onnx"
+            samples.write_bytes(gen_builtin_models.samples_form(accel_model).SerializeToString())
+            paths[name + SAMPLES] = (str(pure), str(samples))
     for gain, name in ((100.0, "vmaf_features"), (1.0, "vmaf_features_neg")):
         pure, accel = out / f"{name}.onnx", out / f"{name}{SUFFIX}.onnx"
         pure.write_bytes(gen_vmaf_models.build_features(gain, name).SerializeToString())
@@ -114,12 +123,15 @@ def interface(model):
 
 def test_every_accelerator_form_is_linted():
     names = set(gen_builtin_models.ACCEL_BUILDERS) | {"vmaf_features", "vmaf_features_neg"}
+    names |= {name + SAMPLES for name in gen_builtin_models.ACCEL_BUILDERS}
     assert names == set(NODE_CAPS)
 
 
 # The forms that take the pictures' own samples (UINT16) where the model takes normalised
-# FLOAT pictures, as a sidecar form may (vdnn_onnx_form_fits).
-SAMPLE_FORMS = {"vmaf_features", "vmaf_features_neg"}
+# FLOAT pictures, as a sidecar form may (vdnn_onnx_form_fits); the samples forms also take "bpc"
+# after the model's inputs (one FLOAT, as a form may add).
+SAMPLE_FORMS = {"vmaf_features", "vmaf_features_neg"} | {
+    name + SAMPLES for name in gen_builtin_models.ACCEL_BUILDERS}
 
 
 @pytest.mark.parametrize("name", sorted(NODE_CAPS))
@@ -134,6 +146,8 @@ def test_accelerator_form_declares_the_models_interface(name, forms):
     ins = [(n, t, ("N",) + dims[1:] if n in ("reference", "distorted") else dims)
            for n, t, dims in ins]
     outs = [(n, t, ("N",) + dims[1:]) for n, t, dims in outs]
+    if name.endswith(SAMPLES):
+        ins.append(("bpc", onnx.TensorProto.FLOAT, (1,)))
     assert interface(accel) == (ins, outs)
     assert not [n for n in all_nodes(accel.graph) if n.op_type in ("Loop", "If", "Scan")]
 
@@ -229,6 +243,28 @@ def test_accelerator_form_agrees_with_the_model(name, forms, clips):
             worst = max(worst, abs(float(a) - float(b)))
             assert abs(float(a) - float(b)) <= 1e-5, f"{name}: {a} vs {b}"
     print(f"{name}: max |accelerator - model| {worst:.3g}")
+
+
+@pytest.mark.parametrize("name", sorted(gen_builtin_models.ACCEL_BUILDERS))
+def test_samples_form_gives_the_accelerator_forms_values(name, forms, clips):
+    """The samples form, fed the clips' own samples and bpc, gives bit for bit what the
+    accelerator form gives fed the planes the library normalises (8, 10, 12 and 16 bits, one
+    frame and four per Run)."""
+    accel, samples = session(forms[name][1]), session(forms[name + SAMPLES][1])
+    inputs = [i.name for i in accel.get_inputs()]
+    pairs = [(r, d, bpc) for r, d, bpc, _, _ in clips.values()]
+    pairs += [synthetic_pair(404, 719, bpc, bpc) + (bpc,) for bpc in (8, 16)]
+    for refs, dists, bpc in pairs:
+        refs, dists = (v[None] if v.ndim == 2 else v for v in (refs, dists))
+        for sl in [slice(i, i + 1) for i in range(len(refs))] + [slice(0, 4)]:
+            own = dict(zip(inputs, [dists[sl]] if len(inputs) == 1 else [refs[sl], dists[sl]]))
+            own = {k: v[:, None].astype(np.uint16) for k, v in own.items()}
+            # the library's normalisation: sample * (1 / (2^bpc - 1)) in double, to float32
+            scale = 1.0 / ((1 << bpc) - 1)
+            normalised = {k: (v * scale).astype(np.float32) for k, v in own.items()}
+            want = accel.run(None, normalised)[0]
+            got = samples.run(None, {**own, "bpc": np.array([bpc], np.float32)})[0]
+            np.testing.assert_array_equal(got, want, err_msg=f"{name}, {bpc} bits")
 
 
 def features_per_frame(sess, refs, dists, bpc):

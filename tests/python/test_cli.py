@@ -203,7 +203,7 @@ def test_tiny_specialisation_settings(synth, tmp_path, what, extra):
 def test_summary_says_where_runs_bound_device_io(synth, monkeypatch):
     """The summary says how many runs bound their inputs and outputs (device_io), over the
     context's session and the copies scoring frames in flight: every run with --tiny-device-io
-    on (the accelerator form, run on ORT's CPU EP through VMAFDNN_MODEL_FORMS=CUDA), none
+    on (CUDA's form, the samples form, run on ORT's CPU EP through VMAFDNN_MODEL_FORMS=CUDA), none
     mentioned with off."""
     monkeypatch.setenv("VMAFDNN_MODEL_FORMS", "CUDA")
     for setting, threads in (("on", "1"), ("on", "3"), ("off", "3")):
@@ -214,7 +214,7 @@ def test_summary_says_where_runs_bound_device_io(synth, monkeypatch):
         frames = int(re.search(r"^frames: (\d+)$", proc.stdout, re.M).group(1))
         [line] = [line for line in proc.stdout.splitlines() if line.startswith("model ")]
         bound = f", device-resident I/O on {frames} of {frames} runs"
-        assert line.endswith("as psnr_y_accel.onnx" + (bound if setting == "on" else "")), line
+        assert line.endswith("as psnr_y_samples.onnx" + (bound if setting == "on" else "")), line
         assert "device I/O:" not in proc.stdout  # reasons are printed for accelerators only
 
 

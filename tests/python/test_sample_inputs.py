@@ -250,6 +250,120 @@ def test_a_form_taking_fp32_where_its_model_takes_samples_is_refused(tmp_path):
         vmafdnn.Context(device="cpu").use_model(model)
 
 
+def normalised_mean_model(tmp_path, name, samples, sidecar):
+    """score = mean of the normalised picture: from FLOAT x (the model: no bpc input), or from
+    UINT16 samples and bpc, divided by 2^bpc - 1 in the graph (a samples form, as the built-ins'
+    gen_builtin_models.samples_form makes them)."""
+    nodes, inputs = [], [picture("x", U16 if samples else F32)]
+    x = "x"
+    if samples:
+        peaks = helper.make_tensor("peaks", F32, [17], [2.0 ** b - 1 for b in range(17)])
+        nodes += [helper.make_node("Constant", [], ["peaks"], value=peaks),
+                  helper.make_node("Cast", ["bpc"], ["bpc_i"], to=TensorProto.INT64),
+                  helper.make_node("Gather", ["peaks", "bpc_i"], ["peak"], axis=0),
+                  helper.make_node("Cast", ["x"], ["xf"], to=F32),
+                  helper.make_node("Div", ["xf", "peak"], ["xn"])]
+        inputs.append(helper.make_tensor_value_info("bpc", F32, [1]))
+        x = "xn"
+    nodes += [helper.make_node("ReduceMean", [x], ["m"], keepdims=0),
+              helper.make_node("Reshape", ["m", "one"], ["score"])]
+    return save(tmp_path, name, nodes, inputs,
+                [helper.make_tensor_value_info("score", F32, [1])], sidecar)
+
+
+def bpc_form_pair(tmp_path, sources=None, forms=None):
+    """A FLOAT model without bpc and its samples form, which adds bpc; the model's sidecar
+    feeds bpc (sources) and names the form for the CPU (forms)."""
+    sidecar = {"native_resolution": True, "output_keys": ["m"],
+               "input_sources": sources or {"bpc": {"value": "bpc"}},
+               "forms": forms or {"CPU": "m_samples.onnx"}}
+    model = normalised_mean_model(tmp_path, "m", False, sidecar)
+    form = normalised_mean_model(tmp_path, "m_samples", True,
+                                 {"native_resolution": True, "output_keys": ["m"],
+                                  "input_sources": {"bpc": {"value": "bpc"}}})
+    return model, form
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_form_may_add_the_bpc_its_model_does_not_take(tmp_path, monkeypatch, threads):
+    """The form reads bpc, which the model does not declare: the model's sidecar feeds it
+    (a "value" source may name an input of a form only), across a change of bit depth, and the
+    form gives the model's values (one correctly rounded division, as the library's)."""
+    model, form = bpc_form_pair(tmp_path)
+    clip = frames(3, 10, 12, 8, seed=5) + frames(3, 10, 12, 10, seed=6)
+
+    def run():
+        with vmafdnn.Context(threads=threads, device="cpu") as ctx:
+            info = ctx.use_model(model)
+            for i, d in enumerate(clip):
+                ctx.read_pictures(None, d, i, bitdepth=8 if i < 3 else 10)
+            ctx.flush()
+            return info.form, [ctx.feature("m", i) for i in range(len(clip))]
+
+    used, got = run()
+    assert used == form
+    monkeypatch.setenv("VMAFDNN_MODEL_FORMS", "0")
+    used, own = run()
+    assert used is None
+    assert got == own
+    assert got[0] == pytest.approx(float(np.mean(clip[0] / 255.0)), rel=1e-6)
+    assert got[5] == pytest.approx(float(np.mean(clip[5] / 1023.0)), rel=1e-6)
+
+
+def test_a_value_source_no_form_reads_is_refused(tmp_path):
+    """A misspelt "value" source is still caught where a sidecar names forms: neither the
+    model nor any form declares it."""
+    model, _ = bpc_form_pair(tmp_path, sources={"bpc": {"value": "bpc"},
+                                                "bcp": {"value": "bpc"}})
+    for forms in ("0", "1"):
+        with pytest.raises(vmafdnn.InvalidArgumentError,
+                           match='names "bcp", which is not an input of the model nor of its '
+                                 'forms') as e:
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("VMAFDNN_MODEL_FORMS", forms)
+                vmafdnn.Context(device="cpu").use_model(model)
+        assert e.value.errno == errno.EINVAL
+
+
+def test_a_model_copied_without_its_forms_scores_where_none_is_used(tmp_path, monkeypatch):
+    """The bpc source is taken on trust for a form that cannot be read: the model scores where
+    no form is used (ORT's CPU EP here), and fails saying why where that form would score."""
+    model, _ = bpc_form_pair(tmp_path, forms={"CUDA": "gone.onnx"})
+    with vmafdnn.Context(device="cpu") as ctx:
+        assert ctx.use_model(model).form is None
+        ctx.read_pictures(None, frames(1, 10, 12, 8)[0], 0)
+        ctx.flush()
+        assert 0.0 < ctx.feature("m", 0) < 1.0
+    monkeypatch.setenv("VMAFDNN_MODEL_FORMS", "CUDA")
+    with pytest.raises(vmafdnn.DnnError, match="its form for CUDA, .*gone.onnx, cannot be used"):
+        vmafdnn.Context(device="cpu").use_model(model)
+
+
+def test_a_form_may_add_only_inputs_the_sidecar_feeds_one_number(tmp_path):
+    """Inputs a form adds after its model's must each be one number the sidecar feeds: another
+    picture does not fit the model, and a number no source feeds is refused by name."""
+    model, _ = bpc_form_pair(tmp_path)
+    # a second picture after the model's
+    nodes = [helper.make_node("Add", ["x", "y"], ["s"]),
+             helper.make_node("ReduceMean", ["s"], ["m"], keepdims=0),
+             helper.make_node("Reshape", ["m", "one"], ["score"])]
+    save(tmp_path, "m_samples", nodes, [picture("x", F32), picture("y", F32)],
+         [helper.make_tensor_value_info("score", F32, [1])])
+    with pytest.raises(vmafdnn.InvalidArgumentError, match="other inputs or outputs"):
+        vmafdnn.Context(device="cpu").use_model(model)
+    # one number, but "gain", which no source feeds
+    nodes = [helper.make_node("Mul", ["x", "gain"], ["s"]),
+             helper.make_node("Mul", ["s", "bpc"], ["t"]),
+             helper.make_node("ReduceMean", ["t"], ["m"], keepdims=0),
+             helper.make_node("Reshape", ["m", "one"], ["score"])]
+    save(tmp_path, "m_samples", nodes,
+         [picture("x", F32), helper.make_tensor_value_info("bpc", F32, [1]),
+          helper.make_tensor_value_info("gain", F32, [1])],
+         [helper.make_tensor_value_info("score", F32, [1])])
+    with pytest.raises(vmafdnn.DnnError, match='"gain"'):
+        vmafdnn.Context(device="cpu").use_model(model)
+
+
 # --- a clip whose bit depth changes ---------------------------------------------------------
 
 def rescaled(samples, from_bpc, to_bpc):
