@@ -33,6 +33,12 @@ int vdnn_config_check(const VmafDnnConfig *in, VmafDnnConfig *out, const char *w
  * from any thread while it runs). (dnn_api.c) */
 void vdnn_session_add_run_counts(const VmafDnnSession *s, VmafDnnStaticRuns *sum);
 
+/* vdnn_ort_host_alloc / vdnn_ort_host_free of the session: memory for the
+ * data its runs copy to the device, from the EP device's host-accessible
+ * (pinned) memory where it offers it, else malloc'ed. (dnn_api.c) */
+void *vdnn_session_host_alloc(VmafDnnSession *s, size_t bytes);
+void vdnn_session_host_free(VmafDnnSession *s, void *p);
+
 /* The kind of hardware the session's EP runs on: 0 CPU, 1 GPU, 2 NPU (ORT's
  * OrtHardwareDeviceType values), what a sidecar's {"value": "device_type"}
  * input is fed. */

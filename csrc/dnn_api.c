@@ -472,6 +472,17 @@ void vdnn_session_add_run_counts(const VmafDnnSession *s, VmafDnnStaticRuns *sum
     vdnn_ort_add_run_counts(s->ort, sum);
 }
 
+void *vdnn_session_host_alloc(VmafDnnSession *s, size_t bytes)
+{
+    return vdnn_ort_host_alloc(s->ort, bytes);
+}
+
+void vdnn_session_host_free(VmafDnnSession *s, void *p)
+{
+    if (p) /* a model that failed to attach may have no session */
+        vdnn_ort_host_free(s->ort, p);
+}
+
 int vmaf_dnn_session_ep_nodes(const VmafDnnSession *s, size_t *on_ep, size_t *total)
 {
     if (!s || !on_ep || !total)

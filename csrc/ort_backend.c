@@ -1329,6 +1329,12 @@ typedef struct Watch {
     VdnnOrtSession *session;
 } Watch;
 
+/* A block of host-accessible memory handed out by vdnn_ort_host_alloc. */
+typedef struct HostBlock {
+    void *data;
+    size_t bytes;
+} HostBlock;
+
 struct VdnnOrtSession {
     OrtSession *session;
     OrtMemoryInfo *cpu_memory;
@@ -1378,7 +1384,13 @@ struct VdnnOrtSession {
         unsigned runs_done;      /* runs that succeeded, up to CAPTURE_RUNS */
     } fixed[VMAF_DNN_MAX_STATIC_SHAPES];
     size_t n_fixed;
-    _Atomic uint64_t runs_fixed, runs_as_opened, runs_device_io, runs_captured;
+    _Atomic uint64_t runs_fixed, runs_as_opened, runs_device_io, runs_captured, runs_pinned;
+    /* Host memory the caller's pictures live in (vdnn_ort_host_alloc): the
+     * EP device's host-accessible memory, or NULL (malloc). */
+    OrtAllocator *host_alloc;
+    pthread_mutex_t host_lock;   /* the blocks, allocated and freed by any thread */
+    HostBlock *blocks;
+    size_t n_blocks, cap_blocks;
     /* Why a specialised session keeps ORT's copies or records no graph (the
      * last one made): NULL, "" or a static string or one of whys. */
     _Atomic(const char *) io_reason;
@@ -2515,6 +2527,7 @@ void vdnn_ort_add_run_counts(const VdnnOrtSession *s, VmafDnnStaticRuns *sum)
     sum->as_opened += atomic_load(&s->runs_as_opened);
     sum->device_io += atomic_load(&s->runs_device_io);
     sum->captured += atomic_load(&s->runs_captured);
+    sum->pinned += atomic_load(&s->runs_pinned);
 }
 
 void vdnn_ort_static_runs(const VdnnOrtSession *s, VmafDnnStaticRuns *out)
@@ -2529,6 +2542,115 @@ void vdnn_ort_static_runs(const VdnnOrtSession *s, VmafDnnStaticRuns *out)
                             : !out->specialised ? "no specialised session (device I/O binds only "
                                                   "those; see reason)"
                                                 : "";
+}
+
+/* ------------------------------------------------------------------------ */
+/* Host-accessible memory for the pictures                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The allocator of the host-accessible memory (ORT 1.23's
+ * OrtDeviceMemoryType_HOST_ACCESSIBLE: CUDA's pinned memory) of the EP
+ * device that holds the session's inputs, or NULL where it has none (ORT's
+ * CPU EP, WebGPU, ORT before 1.23). A copy to the device from such memory
+ * is one DMA; from malloc'ed memory the driver stages it through a buffer of
+ * its own (about 5 GB/s measured on an H200, where psnr_y's Run was its
+ * copy). VMAFDNN_TEST_HOST_ACCESSIBLE=1 takes ORT's CPU allocator where the
+ * device has none: a test hook, so that the blocks' path runs on machines
+ * without a GPU. */
+static OrtAllocator *host_accessible_allocator(OrtSession *session, size_t n_inputs)
+{
+    const OrtApi *a = api();
+    OrtAllocator *alloc = NULL;
+    const OrtEpDevice **devices = NULL;
+    if (ort_api_version >= ORT_SESSION_EP_DEVICE_API && n_inputs &&
+        (devices = calloc(n_inputs, sizeof(*devices)))) {
+        OrtStatus *st = a->SessionGetEpDeviceForInputs(session, devices, n_inputs);
+        for (size_t i = 0; !st && !alloc && i < n_inputs; i++) {
+            const OrtMemoryInfo *mem =
+                devices[i] ? a->EpDevice_MemoryInfo(devices[i], OrtDeviceMemoryType_HOST_ACCESSIBLE)
+                           : NULL;
+            if (mem && (st = a->GetSharedAllocator(env, mem, &alloc)))
+                alloc = NULL;
+        }
+        if (st)
+            a->ReleaseStatus(st);
+        free((void *)devices);
+    }
+    const char *hook = getenv("VMAFDNN_TEST_HOST_ACCESSIBLE");
+    if (!alloc && hook && strcmp(hook, "1") == 0) {
+        OrtStatus *st = a->GetAllocatorWithDefaultOptions(&alloc);
+        if (st) {
+            a->ReleaseStatus(st);
+            alloc = NULL;
+        }
+    }
+    return alloc;
+}
+
+void *vdnn_ort_host_alloc(VdnnOrtSession *s, size_t bytes)
+{
+    if (!bytes)
+        return NULL;
+    if (!s->host_alloc)
+        return malloc(bytes);
+    pthread_mutex_lock(&s->host_lock);
+    void *p = NULL;
+    if (s->n_blocks == s->cap_blocks) {
+        const size_t cap = s->cap_blocks ? 2 * s->cap_blocks : 8;
+        HostBlock *grown = realloc(s->blocks, cap * sizeof(*grown));
+        if (grown) {
+            s->blocks = grown;
+            s->cap_blocks = cap;
+        }
+    }
+    if (s->n_blocks < s->cap_blocks && (p = s->host_alloc->Alloc(s->host_alloc, bytes)))
+        s->blocks[s->n_blocks++] = (HostBlock){p, bytes};
+    pthread_mutex_unlock(&s->host_lock);
+    return p ? p : malloc(bytes); /* pinned memory is scarce: plain memory still works */
+}
+
+void vdnn_ort_host_free(VdnnOrtSession *s, void *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&s->host_lock);
+    size_t k = 0;
+    while (k < s->n_blocks && s->blocks[k].data != p)
+        k++;
+    if (k < s->n_blocks) {
+        s->host_alloc->Free(s->host_alloc, p);
+        s->blocks[k] = s->blocks[--s->n_blocks];
+        p = NULL;
+    }
+    pthread_mutex_unlock(&s->host_lock);
+    free(p);
+}
+
+/* Whether every input the run copies to the device (device I/O) comes from
+ * a block of vdnn_ort_host_alloc, and at least one does. */
+static int fed_from_host_blocks(VdnnOrtSession *s, VdnnDeviceIo *io, const VdnnOrtFeed *feeds)
+{
+    if (!s->host_alloc)
+        return 0;
+    int copied = 0, inside = 1;
+    pthread_mutex_lock(&s->host_lock);
+    for (size_t i = 0; inside && i < s->n_inputs; i++) {
+        if (!vdnn_device_io_copies_input(io, i))
+            continue;
+        size_t bytes = element_size(feeds[i].type);
+        for (size_t d = 0; d < feeds[i].rank; d++)
+            bytes *= (size_t)feeds[i].shape[d];
+        const uintptr_t at = (uintptr_t)feeds[i].data;
+        size_t k = 0;
+        while (k < s->n_blocks && !(at >= (uintptr_t)s->blocks[k].data &&
+                                    bytes <= s->blocks[k].bytes &&
+                                    at - (uintptr_t)s->blocks[k].data <= s->blocks[k].bytes - bytes))
+            k++;
+        inside = k < s->n_blocks;
+        copied = 1;
+    }
+    pthread_mutex_unlock(&s->host_lock);
+    return copied && inside;
 }
 
 int vdnn_ort_session_create(const void *model, size_t len, const char *model_path,
@@ -2549,6 +2671,7 @@ int vdnn_ort_session_create(const void *model, size_t len, const char *model_pat
         return vdnn_fail(-ENOMEM, "out of memory");
     }
     pthread_mutex_init(&s->stop_lock, NULL);
+    pthread_mutex_init(&s->host_lock, NULL);
     acct->limit = budget->max_memory_bytes;
     atomic_init(&acct->refs, 1);
     acct->serial = atomic_fetch_add(&next_serial, 1) + 1;
@@ -2586,6 +2709,8 @@ int vdnn_ort_session_create(const void *model, size_t len, const char *model_pat
         rc = describe_session(s);
     if (!rc)
         rc = setup_static(s, model, len, model_path, model_dir, cfg, attached);
+    if (!rc)
+        s->host_alloc = host_accessible_allocator(s->session, s->n_inputs);
     if (!rc && !log.text && !(log.text = strdup("")))
         rc = vdnn_fail(-ENOMEM, "out of memory");
     if (rc) {
@@ -2646,6 +2771,10 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
     if (serial)
         vdnn_block_cache_session_closed(serial);
     pthread_mutex_destroy(&s->stop_lock);
+    for (size_t k = 0; k < s->n_blocks; k++) /* the owner's contract: none is left */
+        s->host_alloc->Free(s->host_alloc, s->blocks[k].data);
+    free(s->blocks);
+    pthread_mutex_destroy(&s->host_lock);
     for (size_t i = 0; s->inputs && i < s->n_inputs; i++)
         free(s->inputs[i].name);
     for (size_t i = 0; s->outputs && i < s->n_outputs; i++)
@@ -2824,6 +2953,8 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
      * the open's. */
     size_t slot;
     OrtSession *session = session_for_run(s, feeds, &io, &slot);
+    if (io && fed_from_host_blocks(s, io, feeds))
+        atomic_fetch_add(&s->runs_pinned, 1);
     const int recording = slot != NO_SLOT && s->fixed[slot].captured &&
                           s->fixed[slot].runs_done < CAPTURE_RUNS;
     if (captures && recording) { /* no upgrade in place: let the others' runs end */

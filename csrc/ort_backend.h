@@ -143,6 +143,17 @@ void vdnn_ort_add_run_counts(const VdnnOrtSession *s, VmafDnnStaticRuns *sum);
 /* NULL-safe. Also releases any outputs still held from the last run. */
 void vdnn_ort_session_destroy(VdnnOrtSession *s);
 
+/* Host memory for data the session's runs copy to its EP's device: a block
+ * of the device's host-accessible memory (CUDA: pinned) where the EP offers
+ * it (ORT 1.23+), else malloc'ed memory; NULL for 0 bytes or out of memory.
+ * Contents undefined. Free it with vdnn_ort_host_free on the same session,
+ * before the session is destroyed (which frees what is left). Thread-safe.
+ * Runs with device-resident I/O whose device inputs all lie in such blocks
+ * are counted (VmafDnnStaticRuns.pinned). */
+void *vdnn_ort_host_alloc(VdnnOrtSession *s, size_t bytes);
+/* NULL-safe. */
+void vdnn_ort_host_free(VdnnOrtSession *s, void *p);
+
 /* The nodes ORT assigned to the attached EP (*on_ep) and in all (*total),
  * counted once at creation after ORT's basic optimisation. 0, or -ENOTSUP
  * when ORT cannot tell (before 1.24). */

@@ -353,6 +353,11 @@ int vdnn_device_io_stage(VdnnDeviceIo *io, OrtValue *const *inputs, const size_t
     return 0;
 }
 
+int vdnn_device_io_copies_input(const VdnnDeviceIo *io, size_t index)
+{
+    return io->in[index].dev && !io->in[index].held;
+}
+
 OrtIoBinding *vdnn_device_io_binding(VdnnDeviceIo *io)
 {
     return io->binding;

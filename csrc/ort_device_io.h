@@ -70,6 +70,10 @@ int vdnn_device_io_create(const VdnnDeviceIoSpec *spec, VdnnDeviceIo **out, cons
 int vdnn_device_io_stage(VdnnDeviceIo *io, OrtValue *const *inputs, const size_t *output_slots,
                          size_t n_outputs, OrtValue *const *out_values);
 
+/* Whether input `index` is copied into a device tensor of the binding each
+ * run (not bound as host memory, not held by value). */
+int vdnn_device_io_copies_input(const VdnnDeviceIo *io, size_t index);
+
 /* The binding to run (OrtApi::RunWithBinding) after vdnn_device_io_stage. */
 OrtIoBinding *vdnn_device_io_binding(VdnnDeviceIo *io);
 

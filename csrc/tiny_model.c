@@ -1226,20 +1226,20 @@ void vdnn_tiny_model_close(VdnnTinyModel *m)
     free(m->value);
     free(m->vector);
     for (size_t k = 0; m->resized && k < m->n_image; k++)
-        free(m->resized[k]);
+        vdnn_session_host_free(m->session, m->resized[k]);
     free(m->resized);
     for (size_t k = 0; m->sample_plane && k < m->n_image; k++)
-        free(m->sample_plane[k]);
+        vdnn_session_host_free(m->session, m->sample_plane[k]);
     free(m->sample_plane);
     free(m->sample_fp32);
     free(m->feed_samples);
     for (size_t k = 0; m->batch_in && k < m->n_image; k++)
-        free(m->batch_in[k]);
+        vdnn_session_host_free(m->session, m->batch_in[k]);
     free(m->batch_in);
     free(m->batch_value);
     for (int p = 0; p < 2; p++)
         for (unsigned k = 0; k < m->history[p].depth; k++)
-            free(m->history[p].plane[k]);
+            vdnn_session_host_free(m->session, m->history[p].plane[k]);
     free(m->image_name);
     free(m->image_slot);
     free(m->image_src);
@@ -1403,16 +1403,30 @@ static int target_size(VdnnTinyModel *m, const VdnnTinyFrame *f, unsigned *tw, u
                      f->index, w, h, m->path, *tw, *th);
 }
 
+/* *buf (of `had` bytes) grown to `bytes`, its contents kept: a buffer the
+ * session's runs copy to the device, so it comes from the session's host
+ * memory (vdnn_session_host_alloc: the EP device's pinned memory where it
+ * has some). 0 or -ENOMEM (*buf unchanged). */
+static int grow_fed(VdnnTinyModel *m, void **buf, size_t had, size_t bytes)
+{
+    void *grown = vdnn_session_host_alloc(m->session, bytes);
+    if (!grown)
+        return -ENOMEM;
+    if (*buf && had)
+        memcpy(grown, *buf, had < bytes ? had : bytes);
+    vdnn_session_host_free(m->session, *buf);
+    *buf = grown;
+    return 0;
+}
+
 static int grow_resized(VdnnTinyModel *m, size_t n)
 {
     if (n <= m->resized_cap)
         return 0;
-    for (size_t k = 0; k < m->n_image; k++) {
-        float *grown = realloc(m->resized[k], n * sizeof(float));
-        if (!grown)
+    for (size_t k = 0; k < m->n_image; k++)
+        if (grow_fed(m, (void **)&m->resized[k], m->resized_cap * sizeof(float),
+                     n * sizeof(float)))
             return vdnn_fail(-ENOMEM, "out of memory for a %zu-sample plane", n);
-        m->resized[k] = grown;
-    }
     m->resized_cap = n;
     return 0;
 }
@@ -1427,12 +1441,10 @@ static int grow_sample_planes(VdnnTinyModel *m, size_t n)
 {
     if (n <= m->sample_cap)
         return 0;
-    for (size_t k = 0; k < m->n_image; k++) {
-        uint16_t *grown = realloc(m->sample_plane[k], n * sizeof(uint16_t));
-        if (!grown)
+    for (size_t k = 0; k < m->n_image; k++)
+        if (grow_fed(m, (void **)&m->sample_plane[k], m->sample_cap * sizeof(uint16_t),
+                     n * sizeof(uint16_t)))
             return vdnn_fail(-ENOMEM, "out of memory for a %zu-sample plane", n);
-        m->sample_plane[k] = grown;
-    }
     m->sample_cap = n;
     return 0;
 }
@@ -1604,13 +1616,9 @@ int vdnn_tiny_model_remember(VdnnTinyModel *m, const VdnnTinyFrame *f)
         rc = grow_resized(m, n);
     for (int p = 0; p < 2 && !rc; p++) {
         TinyHistory *h = &m->history[p];
-        for (unsigned k = 0; k < h->depth && !rc && n > m->history_cap; k++) {
-            void *grown = realloc(h->plane[k], n * element);
-            if (!grown)
+        for (unsigned k = 0; k < h->depth && !rc && n > m->history_cap; k++)
+            if (grow_fed(m, &h->plane[k], m->history_cap * element, n * element))
                 rc = vdnn_fail(-ENOMEM, "model %s: out of memory for its past frames", m->path);
-            else
-                h->plane[k] = grown;
-        }
     }
     if (rc) {
         forget_history(m);
@@ -1798,12 +1806,10 @@ static int grow_batch(VdnnTinyModel *m, size_t floats, size_t values)
     if (!m->batch_in && !(m->batch_in = calloc(m->n_image, sizeof(*m->batch_in))))
         return -ENOMEM;
     if (floats > m->batch_cap) {
-        for (size_t k = 0; k < m->n_image; k++) {
-            float *grown = realloc(m->batch_in[k], floats * sizeof(float));
-            if (!grown)
+        for (size_t k = 0; k < m->n_image; k++)
+            if (grow_fed(m, (void **)&m->batch_in[k], m->batch_cap * sizeof(float),
+                         floats * sizeof(float)))
                 return -ENOMEM;
-            m->batch_in[k] = grown;
-        }
         m->batch_cap = floats;
     }
     if (values > m->batch_value_cap) {
@@ -1970,6 +1976,7 @@ static void add_counts(VmafDnnStaticRuns *sum, const VmafDnnStaticRuns *part)
     sum->as_opened += part->as_opened;
     sum->device_io += part->device_io;
     sum->captured += part->captured;
+    sum->pinned += part->pinned;
 }
 
 void vdnn_tiny_model_add_run_counts(const VdnnTinyModel *m, VmafDnnStaticRuns *sum)

@@ -574,6 +574,12 @@ typedef struct VmafDnnStaticRuns {
                             I/O (VmafDnnDeviceIo) */
     uint64_t captured;   /* of those, runs on a session created with graph
                             capture (CUDA graphs, WebGPU graph capture) */
+    uint64_t pinned;     /* of the device_io runs, those whose every input
+                            copied to the device came from the EP device's
+                            host-accessible memory (CUDA: pinned; a copy from
+                            it is one DMA, not staged by the driver): the
+                            pictures a context's models feed are kept there
+                            where the EP offers it (ORT 1.23+) */
     const char *device_io_reason; /* "" while every specialised session binds
                             its I/O and captures its graph; else one line on
                             the last that does not: device_io OFF, slots in

@@ -63,6 +63,7 @@ class StaticRuns(NamedTuple):
     device_io: int
     captured: int
     device_io_reason: str
+    pinned: int
 
 
 def static_runs(handle) -> StaticRuns:
@@ -76,7 +77,8 @@ def static_runs_from(out) -> StaticRuns:
     return StaticRuns(int(out.fixed), int(out.as_opened),
                       ffi.string(out.reason).decode("utf-8", "replace"), int(out.specialised),
                       int(out.device_io), int(out.captured),
-                      ffi.string(out.device_io_reason).decode("utf-8", "replace"))
+                      ffi.string(out.device_io_reason).decode("utf-8", "replace"),
+                      int(out.pinned))
 
 
 def ep_nodes(handle) -> Optional[Tuple[int, int]]:
@@ -375,7 +377,10 @@ class Session(NativeHandle):
         made with device-resident inputs and outputs (``device_io``) and, of
         those, on a captured graph (``captured``), and why a specialised
         session does not bind or capture (``device_io_reason``, "" while
-        every one does)."""
+        every one does); of the device_io runs, those whose every input
+        copied to the device came from the EP's host-accessible (pinned)
+        memory (``pinned``: a context's models keep their pictures there
+        where the EP offers it; a Session's caller's arrays are not)."""
         with self._using() as handle:
             return static_runs(handle)
 

@@ -266,6 +266,27 @@ def _concurrent(vmafdnn, step):
             "scored": scored[step["device"]], "scored_cpu": scored["cpu"]}
 
 
+def _score(vmafdnn, step):
+    """score() of ``count`` synthetic 8-bit frames of ``height`` x ``width`` with the model file
+    ``path`` on ``device`` (``device_io``, ``threads``) and on ORT's CPU EP: each frame's
+    metrics from both, the device's attached EP and the model's static runs."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    shape = (step["height"], step["width"])
+    refs = [rng.integers(0, 256, shape, dtype=np.uint8) for _ in range(step["count"])]
+    dists = [np.clip(r.astype(int) + rng.integers(-9, 10, shape), 0, 255).astype(np.uint8)
+             for r in refs]
+    reports = {device: vmafdnn.score(iter(refs), iter(dists), [step["path"]], device=device,
+                                     threads=step.get("threads", 1),
+                                     device_io=step["device_io"] if device != "cpu" else None)
+               for device in (step["device"], "cpu")}
+    model = reports[step["device"]]["models"][0]
+    return {"attached_ep": model["attached_ep"], "static_runs": model["static_runs"],
+            "metrics": [f["metrics"] for f in reports[step["device"]]["frames"]],
+            "metrics_cpu": [f["metrics"] for f in reports["cpu"]["frames"]]}
+
+
 def _eps(vmafdnn, step):
     """Plugin EP libraries, EP devices, the chain of ``device`` (explain)."""
     return {"libraries": vmafdnn.ep_libraries(), "devices": vmafdnn.ep_devices(),
@@ -286,7 +307,7 @@ def _probe_main() -> None:
     import vmafdnn
 
     ops = {"info": _info, "open": _open, "eps": _eps, "register": _register, "frames": _frames,
-           "concurrent": _concurrent}
+           "concurrent": _concurrent, "score": _score}
     results = []
     for step in steps:
         result, text = _capturing_stderr(lambda: ops[step["op"]](vmafdnn, step))

@@ -177,3 +177,32 @@ def test_a_contexts_counts_take_in_the_copies_scoring_frames_in_flight(monkeypat
         assert runs.specialised >= 1 and runs.reason == "", runs
         assert runs.device_io_reason.startswith("the EP records no graphs"), runs
         assert ctx.report()["models"][0]["static_runs"] == runs._asdict()
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+def test_pictures_in_host_accessible_memory_score_as_in_malloced(monkeypatch, batch):
+    """The pictures a context's models feed (this frame's samples, the previous reference,
+    resized planes, batched stacks) come from the session's host memory (vdnn_ort_host_alloc:
+    the EP device's pinned memory where it has some). VMAFDNN_TEST_HOST_ACCESSIBLE=1 puts them
+    in ORT's CPU allocator's blocks on ORT's CPU EP, whose inputs all live in host memory: the
+    same bits as malloc'ed planes, across a change of size (the planes grow, their contents
+    kept), and no run counted as fed from pinned memory (nothing is copied to a device)."""
+    monkeypatch.setenv("VMAFDNN_MODEL_FORMS", "CUDA")
+    clips = [noisy_pairs(5, 37, 53, seed=batch), noisy_pairs(6, 61, 90, seed=batch + 1)]
+    scores = {}
+    for hook in ("0", "1"):
+        monkeypatch.setenv("VMAFDNN_TEST_HOST_ACCESSIBLE", hook)
+        with vmafdnn.Context(static_shapes="on", device_io="on", threads=2, batch=batch) as ctx:
+            for name in ("vmaf", "psnr_y", "ssim_y"):
+                ctx.use_model(name)
+            for clip in clips:  # the second clip: larger planes in the same buffers' place
+                ctx.reset()
+                for i, (r, d) in enumerate(clip):
+                    ctx.read_pictures(r, d, i)
+                ctx.flush()
+                scores.setdefault(hook, []).append(
+                    {k: [ctx.feature(k, i) for i in range(len(clip))] for k in ctx.features})
+            runs = [ctx.static_runs(m) for m in range(len(ctx.models))]
+            # the picture models bound (VMAF's SVM stage takes features, fixed in size)
+            assert sum(r.device_io > 0 for r in runs) == 3 and not any(r.pinned for r in runs)
+    assert scores["1"] == scores["0"]

@@ -920,6 +920,50 @@ def save_held_value_model(path) -> None:
     onnx.save(model, path)
 
 
+def save_resized_error_model(path) -> None:
+    """d = mean((reference - distorted)^2) over [N, 1, 32, 48] pictures, which the library
+    resizes every frame to (sidecar "resize"): the planes it feeds are its own buffers."""
+    import json
+
+    import onnx
+    from onnx import TensorProto, helper
+    pictures = [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 1, 32, 48])
+                for n in ("reference", "distorted")]
+    out = helper.make_tensor_value_info("d", TensorProto.FLOAT, ["N"])
+    nodes = [helper.make_node("Sub", ["reference", "distorted"], ["e"]),
+             helper.make_node("Mul", ["e", "e"], ["e2"]),
+             helper.make_node("ReduceMean", ["e2"], ["d"], axes=[1, 2, 3], keepdims=0)]
+    graph = helper.make_graph(nodes, "resized", pictures, [out])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    path.with_suffix(".json").write_text(json.dumps({"kind": "fr", "output_keys": ["d"],
+                                                      "resize": "bilinear"}))
+
+
+def test_webgpu_pictures_fed_from_host_accessible_memory_are_counted(tmp_path):
+    """A context's models keep the pictures they feed in the host-accessible memory of the EP's
+    device (CUDA: pinned; vdnn_ort_host_alloc), and static runs count the device-I/O runs fed
+    from it. WebGPU offers none: pinned stays 0, and with VMAFDNN_TEST_HOST_ACCESSIBLE=1 (ORT's
+    CPU allocator standing in) every device-I/O run counts, scoring as the CPU EP does."""
+    path = tmp_path / "resized.onnx"
+    save_resized_error_model(path)
+    env = require_env("webgpu-plugin")
+    step = {"op": "score", "path": str(path), "device": "webgpu", "device_io": "auto",
+            "count": 5, "height": 45, "width": 70, "threads": 2}
+    runs = {}
+    for hook in ("0", "1"):
+        [result] = env.probe([step], env={"ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER": "1",
+                                          "VMAFDNN_TEST_HOST_ACCESSIBLE": hook}, timeout=900)
+        if result["attached_ep"] != "WebGpu:CPU":
+            pytest.skip("no WebGPU adapter on this machine")
+        runs[hook] = result["static_runs"]
+        for got, want in zip(result["metrics"], result["metrics_cpu"]):
+            assert got["d"] == pytest.approx(want["d"], rel=1e-5, abs=1e-9)
+    assert runs["0"]["device_io"] == 5 and runs["0"]["pinned"] == 0, runs
+    assert runs["1"]["device_io"] == 5 and runs["1"]["pinned"] == 5, runs
+
+
 def test_webgpu_recorded_graph_keeps_a_host_value_and_checks_it(tmp_path):
     """A captured session's input in host memory (here `device_type`, which the graph does not
     read, as in VMAF's accelerator form; or a shape a node of the EP reads on the host) is
