@@ -243,7 +243,7 @@ static int to_samples(const float *restrict x, uint16_t *restrict out, size_t n,
 static OrtStatus *compute_samples(const Kernel *k, OrtKernelContext *ctx)
 {
     Tensor x, b;
-    unsigned bpc;
+    unsigned bpc = 0;
     OrtStatus *st;
     if ((st = read_input(k, ctx, 0, &x)) || (st = read_input(k, ctx, 1, &b)) ||
         (st = read_bpc(k, &b, 1, &bpc)))
@@ -285,7 +285,7 @@ static OrtStatus *kernel_failed(const Kernel *k, int rc, unsigned w, unsigned h,
 static OrtStatus *compute_pair(const Kernel *k, OrtKernelContext *ctx)
 {
     Tensor a, b, depth;
-    unsigned wa, ha, wb, hb, bpc;
+    unsigned wa, ha, wb, hb, bpc = 0;
     OrtStatus *st;
     if ((st = read_input(k, ctx, 0, &a)) || (st = read_input(k, ctx, 1, &b)) ||
         (st = read_input(k, ctx, 2, &depth)) || (st = plane_size(k, &a, 0, &wa, &ha)) ||
