@@ -203,6 +203,12 @@ static int hold_host_input(VdnnDeviceIo *io, size_t index)
     int rc = slot_shape(io, index, 0, dims, &rank, &type);
     if (rc)
         return rc;
+    uint64_t elements = 1; /* each at least a byte: a picture is refused unallocated */
+    for (size_t d = 0; d < rank && elements <= MAX_HELD_BYTES; d++)
+        elements = dims[d] > MAX_HELD_BYTES ? MAX_HELD_BYTES + 1 : elements * (uint64_t)dims[d];
+    if (elements > MAX_HELD_BYTES)
+        return vdnn_fail(-EAGAIN, "device I/O: input \"%s\" lives in host memory (more than "
+                         "the %d bytes a recorded graph may keep by value)", name, MAX_HELD_BYTES);
     OrtAllocator *host = NULL;
     OrtStatus *st = a->GetAllocatorWithDefaultOptions(&host);
     if (!st)
