@@ -955,6 +955,26 @@ static int decide_batchable(const VdnnTinyModel *m)
     return 1;
 }
 
+/* Every input the form declares after the model's is fed a "value" by the
+ * sidecar ("input_sources"): vdnn_onnx_form_fits lets a form add one number
+ * each but cannot read the sidecar, and an added input left to the default
+ * rules would be read as a feature vector or a picture, or one fed a picture
+ * or a feature would read what the model does not: no drop-in. */
+static int check_added_inputs(const VdnnTinyModel *m, const char *ep,
+                              const VdnnOnnxInterface *model_io,
+                              const VdnnOnnxInterface *form_io)
+{
+    for (size_t i = model_io->n_inputs; i < form_io->n_inputs; i++) {
+        const VdnnSidecarSource *src = source_of(m, form_io->inputs[i].name);
+        if (!src || src->kind != VDNN_SOURCE_VALUE)
+            return vdnn_fail(-EINVAL, "model %s: its form for %s, %s, adds input \"%s\", which "
+                             "the sidecar's \"input_sources\" does not feed a \"value\" (a form "
+                             "may add only numbers the sidecar feeds, such as \"bpc\")", m->path,
+                             ep, m->form_path, form_io->inputs[i].name);
+    }
+    return 0;
+}
+
 /* Whether the form at m->form_path declares the inputs and outputs of the
  * model at opt->onnx_path (names, element types, shapes; vdnn_onnx_form_fits:
  * a picture input may take samples instead): a form must be a drop-in for
@@ -972,6 +992,8 @@ static int check_form_interface(const VdnnTinyModel *m, const VdnnTinyModelOptio
     if (!rc && !vdnn_onnx_form_fits(model_io ? model_io : read, form_io))
         rc = vdnn_fail(-EINVAL, "model %s: its form for %s, %s, has other inputs or outputs "
                        "than the model", m->path, ep, m->form_path);
+    if (!rc)
+        rc = check_added_inputs(m, ep, model_io ? model_io : read, form_io);
     vdnn_onnx_interface_free(read);
     vdnn_onnx_interface_free(form_io);
     return rc;
