@@ -219,8 +219,10 @@ static int file_declares_input(const char *path, const VmafDnnModelPolicy *polic
                                const char *name)
 {
     VdnnOnnxInterface *io = NULL;
-    if (!path || vdnn_model_interface(path, policy, &io) != 0)
+    if (!path || vdnn_model_interface(path, policy, &io) != 0) {
+        vdnn_clear_error(); /* the attach goes on: no stale message after its success */
         return -1;
+    }
     int found = 0;
     for (size_t i = 0; i < io->n_inputs && !found; i++)
         found = strcmp(io->inputs[i].name, name) == 0;

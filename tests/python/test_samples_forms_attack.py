@@ -104,7 +104,10 @@ def scores(forms, cfg):
 
 @pytest.mark.parametrize("context", [
     {"threads": 1, "batch": 4, "static_shapes": "on", "device_io": "on"},
-    {"threads": 3, "batch": 2, "static_shapes": "off", "device_io": "off"},
+    # one frame per Run: with frames in flight which frames share a batched Run follows the
+    # thread schedule, and a frame in a batch may differ by an ulp from itself alone
+    # (test_accel_forms: the library's batch check allows 1e-6 + 1e-5 relative)
+    {"threads": 3, "batch": 0, "static_shapes": "off", "device_io": "off"},
 ], ids=["batch4", "threads3"])
 def test_builtin_samples_forms_agree_bit_for_bit_through_the_library(context):
     """8 -> 10 -> 16 -> 8 bits mid-clip, an odd 4:2:0 size: the samples forms (UINT16 samples
