@@ -96,11 +96,14 @@ def test_builtins_are_what_the_generator_makes():
     accel = re.search(r"builtin_accel_names = \[([^\]]*)\]", meson).group(1)
     accel = sorted(re.findall(r"'(\w+)'", accel))
     assert accel == sorted(n + gen.ACCEL_SUFFIX for n in gen.ACCEL_BUILDERS)
+    # ... and their samples forms, named from the accelerator forms' names
+    assert "builtin_samples_names += [name.replace('_accel', '_samples')]" in meson
+    samples = sorted(n + gen.SAMPLES_SUFFIX for n in gen.ACCEL_BUILDERS)
     # VMAF's models are built when libvmaf's parameters could be fetched.
     vmaf = re.search(r"vmaf_model_names = \[([^\]]*)\]", meson).group(1)
     vmaf = re.findall(r"'(\w+)'", vmaf)
-    assert list(models.MODEL_NAMES) in (sorted(generated + accel),
-                                        sorted(generated + accel + vmaf))
+    assert list(models.MODEL_NAMES) in (sorted(generated + accel + samples),
+                                        sorted(generated + accel + samples + vmaf))
     by_name = {e.name: e for e in models.catalog()}
     for name in generated:
         entry = by_name[name]
@@ -239,7 +242,8 @@ def test_c_only_install_scores_builtin_models_by_name(tmp_path):
     gen = _generator()
     assert sorted(p.name for p in models_dir.glob("*.onnx")) == \
         sorted([f"{n}.onnx" for n in gen.BUILDERS] +
-               [f"{n}{gen.ACCEL_SUFFIX}.onnx" for n in gen.ACCEL_BUILDERS])
+               [f"{n}{suffix}.onnx" for n in gen.ACCEL_BUILDERS
+                for suffix in (gen.ACCEL_SUFFIX, gen.SAMPLES_SUFFIX)])
     assert (prefix / "include" / "vmafdnn" / "catalog.h").is_file()
 
     src = tmp_path / "prog.c"
