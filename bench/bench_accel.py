@@ -67,7 +67,10 @@ def nodes_text(report):
     for m in report["models"]:
         nodes = m.get("ep_nodes")
         share = f" {nodes[0]}/{nodes[1]} nodes" if nodes else ""
-        parts.append(f"{os.path.basename(m['path'])} on {m['attached_ep']}{share}")
+        runs = m.get("static_runs") or {}
+        bound = (f", device I/O {runs['device_io']} (pinned {runs.get('pinned', 0)}, captured "
+                 f"{runs['captured']})" if runs.get("device_io") else "")
+        parts.append(f"{os.path.basename(m['path'])} on {m['attached_ep']}{share}{bound}")
     return "; ".join(parts)
 
 
