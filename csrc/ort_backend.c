@@ -1329,8 +1329,11 @@ typedef struct Watch {
     VdnnOrtSession *session;
 } Watch;
 
-/* A block of host-accessible memory handed out by vdnn_ort_host_alloc. */
+/* A block of host-accessible memory handed out by vdnn_ort_host_alloc: the
+ * data of a tensor of `bytes` bytes made with the host allocator (see
+ * host_block_new for why a tensor). */
 typedef struct HostBlock {
+    OrtValue *tensor;
     void *data;
     size_t bytes;
 } HostBlock;
@@ -2587,6 +2590,33 @@ static OrtAllocator *host_accessible_allocator(OrtSession *session, size_t n_inp
     return alloc;
 }
 
+/* A block of `bytes` bytes from `alloc`, as the data of a UINT8 tensor that
+ * owns it, or {NULL} when the allocator cannot give it. Not alloc->Alloc:
+ * ORT's allocators throw C++ exceptions where they run out (std::bad_alloc
+ * from its CPU allocator, CUDA's pinned allocator and arenas throw too), and
+ * one unwinding through this C code terminates the process; an ORT API call
+ * catches them and returns a status, so the caller can fall back to malloc. */
+static HostBlock host_block_new(OrtAllocator *alloc, size_t bytes)
+{
+    const OrtApi *a = api();
+    HostBlock b = {NULL, NULL, bytes};
+    if (bytes > (size_t)INT64_MAX)
+        return (HostBlock){NULL, NULL, 0};
+    const int64_t shape[1] = {(int64_t)bytes};
+    OrtStatus *st = a->CreateTensorAsOrtValue(alloc, shape, 1,
+                                              ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8, &b.tensor);
+    if (!st)
+        st = a->GetTensorMutableData(b.tensor, &b.data);
+    if (st || !b.data) {
+        if (st)
+            a->ReleaseStatus(st);
+        if (b.tensor)
+            a->ReleaseValue(b.tensor);
+        return (HostBlock){NULL, NULL, 0};
+    }
+    return b;
+}
+
 void *vdnn_ort_host_alloc(VdnnOrtSession *s, size_t bytes)
 {
     if (!bytes)
@@ -2603,8 +2633,11 @@ void *vdnn_ort_host_alloc(VdnnOrtSession *s, size_t bytes)
             s->cap_blocks = cap;
         }
     }
-    if (s->n_blocks < s->cap_blocks && (p = s->host_alloc->Alloc(s->host_alloc, bytes)))
-        s->blocks[s->n_blocks++] = (HostBlock){p, bytes};
+    if (s->n_blocks < s->cap_blocks) {
+        const HostBlock b = host_block_new(s->host_alloc, bytes);
+        if ((p = b.data))
+            s->blocks[s->n_blocks++] = b;
+    }
     pthread_mutex_unlock(&s->host_lock);
     return p ? p : malloc(bytes); /* pinned memory is scarce: plain memory still works */
 }
@@ -2618,7 +2651,7 @@ void vdnn_ort_host_free(VdnnOrtSession *s, void *p)
     while (k < s->n_blocks && s->blocks[k].data != p)
         k++;
     if (k < s->n_blocks) {
-        s->host_alloc->Free(s->host_alloc, p);
+        api()->ReleaseValue(s->blocks[k].tensor);
         s->blocks[k] = s->blocks[--s->n_blocks];
         p = NULL;
     }
@@ -2772,7 +2805,7 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
         vdnn_block_cache_session_closed(serial);
     pthread_mutex_destroy(&s->stop_lock);
     for (size_t k = 0; k < s->n_blocks; k++) /* the owner's contract: none is left */
-        s->host_alloc->Free(s->host_alloc, s->blocks[k].data);
+        api()->ReleaseValue(s->blocks[k].tensor);
     free(s->blocks);
     pthread_mutex_destroy(&s->host_lock);
     for (size_t i = 0; s->inputs && i < s->n_inputs; i++)
