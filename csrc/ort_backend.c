@@ -2986,8 +2986,6 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
      * the open's. */
     size_t slot;
     OrtSession *session = session_for_run(s, feeds, &io, &slot);
-    if (io && fed_from_host_blocks(s, io, feeds))
-        atomic_fetch_add(&s->runs_pinned, 1);
     const int recording = slot != NO_SLOT && s->fixed[slot].captured &&
                           s->fixed[slot].runs_done < CAPTURE_RUNS;
     if (captures && recording) { /* no upgrade in place: let the others' runs end */
@@ -3038,6 +3036,10 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
     } else if (!st && !rc && recording) {
         s->fixed[slot].runs_done++;
     }
+    /* counted on the binding the run ended on, as runs_device_io is (uncapture
+     * takes back a device-I/O run whose session it makes without) */
+    if (io && fed_from_host_blocks(s, io, feeds))
+        atomic_fetch_add(&s->runs_pinned, 1);
     unlock_capture(captures);
     unlock_if(locked);
     current_account = NULL;

@@ -39,7 +39,6 @@ typedef struct TinyScalar {
     const VdnnSidecarSource *src;  /* owned by the sidecar */
     int64_t shape[4];              /* all 1 */
     size_t rank;
-    float value;
 } TinyScalar;
 
 /* Past planes of one picture at the model's input size, newest last. */
@@ -100,6 +99,7 @@ struct VdnnTinyModel {
 
     TinyScalar *scalar;            /* n_scalar "value" and "feature" inputs */
     size_t n_scalar;
+    float *scalar_value;           /* their values, fed (grow_fed's memory) */
     VmafDnnInput *feed;            /* one per model input, filled per run */
 
     /* Attached outputs, in slot order. */
@@ -508,7 +508,8 @@ static int setup_vector(VdnnTinyModel *m, size_t vector_slot, size_t n_vector)
     m->vector_name = in.name;
     m->vector_shape[0] = 1;
     m->vector_shape[1] = (int64_t)features->count;
-    if (!(m->vector = calloc(features->count, sizeof(*m->vector))))
+    /* fed: the session's host memory (vdnn_session_host_alloc), as the pictures */
+    if (!(m->vector = vdnn_session_host_alloc(m->session, features->count * sizeof(float))))
         return vdnn_fail(-ENOMEM, "out of memory");
     return 0;
 }
@@ -1248,7 +1249,8 @@ void vdnn_tiny_model_close(VdnnTinyModel *m)
     free(m->key);
     free(m->outputs);
     free(m->value);
-    free(m->vector);
+    vdnn_session_host_free(m->session, m->vector);
+    vdnn_session_host_free(m->session, m->scalar_value);
     for (size_t k = 0; m->resized && k < m->n_image; k++)
         vdnn_session_host_free(m->session, m->resized[k]);
     free(m->resized);
@@ -1697,6 +1699,9 @@ static int read_feature(const VdnnTinyModel *m, const VdnnFeatureCollector *fc,
 static int feed_scalars(VdnnTinyModel *m, const VdnnFeatureCollector *fc, const VdnnTinyFrame *f,
                         unsigned tw, unsigned th, VmafDnnInput *in, size_t *n)
 {
+    if (m->n_scalar && !m->scalar_value &&
+        grow_fed(m, (void **)&m->scalar_value, 0, m->n_scalar * sizeof(float)))
+        return vdnn_fail(-ENOMEM, "out of memory");
     for (size_t i = 0; i < m->n_scalar; i++) {
         TinyScalar *sc = &m->scalar[i];
         const VdnnSidecarSource *src = sc->src;
@@ -1710,8 +1715,8 @@ static int feed_scalars(VdnnTinyModel *m, const VdnnFeatureCollector *fc, const 
         } else {
             v = src->value == VDNN_VALUE_BPC ? f->bpc : src->value == VDNN_VALUE_WIDTH ? tw : th;
         }
-        sc->value = (float)v;
-        in[(*n)++] = (VmafDnnInput){sc->name, &sc->value, sc->shape, sc->rank};
+        m->scalar_value[i] = (float)v;
+        in[(*n)++] = (VmafDnnInput){sc->name, &m->scalar_value[i], sc->shape, sc->rank};
     }
     return 0;
 }

@@ -268,16 +268,20 @@ def _concurrent(vmafdnn, step):
 
 def _score(vmafdnn, step):
     """score() of ``count`` synthetic 8-bit frames of ``height`` x ``width`` with the model file
-    ``path`` on ``device`` (``device_io``, ``threads``) and on ORT's CPU EP: each frame's
-    metrics from both, the device's attached EP and the model's static runs."""
+    ``path`` (or the environment's built-in ``model``) on ``device`` (``device_io``,
+    ``threads``) and on ORT's CPU EP: each frame's metrics from both, the device's attached EP
+    and the model's static runs."""
     import numpy as np
+    from vmafdnn import models
+
+    path = step.get("path") or str(models.path(step["model"]))
 
     rng = np.random.default_rng(3)
     shape = (step["height"], step["width"])
     refs = [rng.integers(0, 256, shape, dtype=np.uint8) for _ in range(step["count"])]
     dists = [np.clip(r.astype(int) + rng.integers(-9, 10, shape), 0, 255).astype(np.uint8)
              for r in refs]
-    reports = {device: vmafdnn.score(iter(refs), iter(dists), [step["path"]], device=device,
+    reports = {device: vmafdnn.score(iter(refs), iter(dists), [path], device=device,
                                      threads=step.get("threads", 1),
                                      device_io=step["device_io"] if device != "cpu" else None)
                for device in (step["device"], "cpu")}

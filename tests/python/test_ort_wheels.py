@@ -949,19 +949,25 @@ def test_webgpu_pictures_fed_from_host_accessible_memory_are_counted(tmp_path):
     path = tmp_path / "resized.onnx"
     save_resized_error_model(path)
     env = require_env("webgpu-plugin")
-    step = {"op": "score", "path": str(path), "device": "webgpu", "device_io": "auto",
-            "count": 5, "height": 45, "width": 70, "threads": 2}
+    # the resized planes; and psnr_y's CUDA form (VMAFDNN_MODEL_FORMS=CUDA), whose UINT16
+    # pictures WebGPU leaves in host memory while its bpc, a value input, goes to the device
+    steps = [{"op": "score", **model, "device": "webgpu", "device_io": "auto", "count": 5,
+              "height": 45, "width": 70, "threads": 2}
+             for model in ({"path": str(path)}, {"model": "psnr_y"})]
     runs = {}
     for hook in ("0", "1"):
-        [result] = env.probe([step], env={"ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER": "1",
-                                          "VMAFDNN_TEST_HOST_ACCESSIBLE": hook}, timeout=900)
-        if result["attached_ep"] != "WebGpu:CPU":
+        results = env.probe(steps, env={"ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER": "1",
+                                        "VMAFDNN_TEST_HOST_ACCESSIBLE": hook,
+                                        "VMAFDNN_MODEL_FORMS": "CUDA"}, timeout=900)
+        if results[0]["attached_ep"] != "WebGpu:CPU":
             pytest.skip("no WebGPU adapter on this machine")
-        runs[hook] = result["static_runs"]
-        for got, want in zip(result["metrics"], result["metrics_cpu"]):
-            assert got["d"] == pytest.approx(want["d"], rel=1e-5, abs=1e-9)
-    assert runs["0"]["device_io"] == 5 and runs["0"]["pinned"] == 0, runs
-    assert runs["1"]["device_io"] == 5 and runs["1"]["pinned"] == 5, runs
+        runs[hook] = [r["static_runs"] for r in results]
+        for result in results:
+            for got, want in zip(result["metrics"], result["metrics_cpu"]):
+                assert got == pytest.approx(want, rel=1e-5, abs=1e-9)
+    for model in range(2):
+        assert runs["0"][model]["device_io"] == 5 and runs["0"][model]["pinned"] == 0, runs
+        assert runs["1"][model]["device_io"] == 5 and runs["1"][model]["pinned"] == 5, runs
 
 
 def test_webgpu_recorded_graph_keeps_a_host_value_and_checks_it(tmp_path):
