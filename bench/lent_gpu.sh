@@ -144,7 +144,8 @@ PY
 step cli_cuda 90 python3 -m vmafdnn -r "$work/ref.yuv" -d "$work/dist.yuv" -w "${hd%x*}" \
     -h "${hd#*x}" -p 420 -b 8 --tiny-model vmaf --tiny-model psnr_y --tiny-device cuda \
     --tiny-threads 2 -o "$work/cli.json"
-step cuda_device_io 60 python3 "$repo/bench/bench_device_io.py" --device cuda --sizes "$sizes" \
+# the accelerator and samples forms of psnr_y and ssim_y (half the bytes), VMAF's features
+step cuda_device_io 75 python3 "$repo/bench/bench_device_io.py" --device cuda --sizes "$sizes" \
     --runs 30 --models "$models"
 accel cuda_uhd 100 "$uhd" 48 2 4 cuda
 accel cpu_hd 60 "$hd" 16 8 0 cpu
