@@ -13,6 +13,9 @@ For every device, size and built-in, `vmafdnn.score()` scores the same synthetic
          whole-frame tensors; what the library picks on every EP but the CPU (sidecar "forms":
          {"*": ...}) once it is selected for that model.
 
+With --together psnr_y,ssim_y, those models are also scored in one call (the issue's "psnr_y +
+ssim_y" figure): today's forms against the library's own choice for the EP.
+
 With --batch B > 1 a fourth run, accel_batchB, scores B frames per ONNX Runtime Run with the
 accelerator form (static shapes as the library's default for the EP: auto), the first batched
 Run checked against one Run per frame as the library always does.
@@ -74,6 +77,42 @@ def nodes_text(report):
     return "; ".join(parts)
 
 
+def print_diffs(values):
+    """Each label's models and its largest per-frame difference from today's."""
+    for label in values:
+        diffs = {k: float(np.max(np.abs(v - values["today"][0][k])))
+                 for k, v in values[label][0].items() if k in values["today"][0]}
+        print(f"    {label}: {values[label][1]}; max |d| from today: " +
+              ", ".join(f"{k} {d:.2g}" for k, d in sorted(diffs.items())))
+
+
+def together(args, size, device, refs, dists):
+    """The --together models in one score() call (one decode, the frames' uploads per model):
+    today's forms (VMAFDNN_MODEL_FORMS=0, static shapes off) against the library's own choice
+    for the EP (its sidecar's form, static shapes and device I/O auto), best of --rounds."""
+    names = args.together.split(",")
+    paths = [str(builtin.path(n)) for n in names]
+    ref_frames = None if names == ["sharpness_nr"] else refs
+    best, values = {}, {}
+    for _ in range(args.rounds):
+        for label, forms, static in (("today", "0", "off"), ("library", "1", "auto")):
+            os.environ["VMAFDNN_MODEL_FORMS"] = forms
+            try:
+                if label not in best:
+                    run_once(None if ref_frames is None else refs[:3], dists[:3], paths, device,
+                             args.threads, False, 8, static, 0)
+                report, _, steady = run_once(ref_frames, dists, paths, device, args.threads,
+                                             False, 8, static, 0)
+            except vmafdnn.DnnError as e:
+                print(f"{size} {device} {'+'.join(names)} {label}: failed: {e}")
+                return
+            best[label] = max(steady, best.get(label, 0.0))
+            values[label] = (per_frame(report), nodes_text(report))
+    print(f"{size} {device} {'+'.join(names)} in one call: today {best['today']:.2f} fps; "
+          f"library {best['library']:.2f} fps, {best['library'] / best['today']:.2f}x")
+    print_diffs(values)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--devices", default="cpu")
@@ -84,6 +123,10 @@ def main(argv=None):
     ap.add_argument("--models", default="psnr_y,ssim_y,float_ssim,sharpness_nr,vmaf_features")
     ap.add_argument("--batch", type=int, default=0,
                     help="also the accelerator form with this many frames per Run")
+    ap.add_argument("--together", default="",
+                    help="also score these models (comma-separated) in one call: today's forms "
+                         "against what the library picks for the EP (the issue's psnr_y + "
+                         "ssim_y figure)")
     ap.add_argument("--unique", type=int, default=0,
                     help="make only this many frames and repeat them up to --frames (making a "
                          "2160p frame takes longer than a GPU scores it)")
@@ -125,11 +168,9 @@ def main(argv=None):
                     print(f"{size} {device} {name}: today {best['today']:.2f} fps; " + "; ".join(
                         f"{label} {best[label]:.2f} fps, {best[label] / best['today']:.2f}x"
                         for label in values if label != "today"))
-                    for label in values:
-                        diffs = {k: float(np.max(np.abs(v - values["today"][0][k])))
-                                 for k, v in values[label][0].items() if k in values["today"][0]}
-                        print(f"    {label}: {values[label][1]}; max |d| from today: " +
-                              ", ".join(f"{k} {d:.2g}" for k, d in sorted(diffs.items())))
+                    print_diffs(values)
+                if args.together:
+                    together(args, size, device, refs, dists)
     finally:
         if saved is None:
             os.environ.pop("VMAFDNN_MODEL_FORMS", None)

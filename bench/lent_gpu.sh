@@ -109,7 +109,8 @@ frames=${LENT_GPU_FRAMES:-240}
 models=psnr_y,ssim_y,vmaf_features
 accel() { # name seconds size frames threads batch devices
     step "$1" "$2" python3 "$repo/bench/bench_accel.py" --devices "$7" --sizes "$3" \
-        --frames "$4" --unique 16 --rounds 2 --models "$models" --threads "$5" --batch "$6"
+        --frames "$4" --unique 16 --rounds 2 --models "$models" --threads "$5" --batch "$6" \
+        --together psnr_y,ssim_y
 }
 profile() { # name seconds: ORT's profile of the specialised sessions on CUDA, summed by operator
     rm -rf "$work/prof" && mkdir -p "$work/prof"
@@ -124,7 +125,7 @@ CUDA_LAUNCH_BLOCKING=1 profile cuda_profile_blocking 60 # a node's time is then 
 step cuda_capture_log 40 sh -c "VMAFDNN_ORT_LOG_LEVEL=1 python3 '$repo/bench/bench_device_io.py' \
     --device cuda --sizes '$hd' --runs 4 --models psnr_y 2>&1 |
     grep -i -E 'captur|graph|error|warn|psnr_y' | cut -c1-600 | head -n 60"
-accel cuda_hd 110 "$hd" "$frames" 2 16 cuda
+accel cuda_hd 130 "$hd" "$frames" 2 16 cuda
 # The command line on CUDA, as a user runs it: VMAF of a raw 4:2:0 clip pair (made here: a
 # texture panning, the distorted side noised), and the summary saying which form ran where
 python3 - "$work" "$hd" <<'PY'
