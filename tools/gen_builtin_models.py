@@ -452,15 +452,21 @@ def build_float_ssim(build=None, decimate=None, note=""):
         out = (decimate or libvmaf_decimate)(pre, name)
         scaled[name] = f"{name}_scaled"
         pre.nodes.append(helper.make_node("Identity", [out], [scaled[name]], name=f"dec_{name}"))
-    body = list(graph.node)
-    for node in body:
-        _rename_inputs(node, scaled)
-    del graph.node[:]
-    graph.node.extend(pre.nodes + body)
-    graph.initializer.extend(pre.inits)
+    prepend(graph, pre, scaled)
     return renamed(model, "float_ssim", "float_ssim",
                    "libvmaf float_ssim: frames decimated by max(1, round(min(w,h)/256)) (box "
                    "filter, iqa's taps), then ssim_y's SSIM." + note)
+
+
+def prepend(graph, front, names):
+    """`front` (a Graph) placed before graph's nodes, which then read names[x] wherever they
+    read x (what front makes of the graph input x)."""
+    body = list(graph.node)
+    for node in body:
+        _rename_inputs(node, names)
+    del graph.node[:]
+    graph.node.extend(front.nodes + body)
+    graph.initializer.extend(front.inits)
 
 
 def _rename_inputs(node, names):
@@ -785,12 +791,7 @@ def samples_form(model):
     peak = front.op("Gather", peaks, front.op("Cast", "bpc", to=TensorProto.INT64), axis=0)
     normalised = {p: front.op("Div", front.op("Cast", p, to=TensorProto.FLOAT), peak)
                   for p in pictures}
-    body = list(graph.node)
-    for node in body:
-        _rename_inputs(node, normalised)
-    del graph.node[:]
-    graph.node.extend(front.nodes + body)
-    graph.initializer.extend(front.inits)
+    prepend(graph, front, normalised)
     for v in graph.input:
         if v.name in normalised:
             v.type.tensor_type.elem_type = TensorProto.UINT16
