@@ -99,7 +99,7 @@ struct VdnnTinyModel {
 
     TinyScalar *scalar;            /* n_scalar "value" and "feature" inputs */
     size_t n_scalar;
-    float *scalar_value;           /* their values, fed (grow_fed's memory) */
+    float *scalar_value;           /* their values, fed (the session's host memory) */
     VmafDnnInput *feed;            /* one per model input, filled per run */
 
     /* Attached outputs, in slot order. */
@@ -542,6 +542,10 @@ static int check_inputs(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
         return rc;
     if ((rc = setup_vector(m, vector_slot, n_vector)))
         return rc;
+    /* the values fed, like the pictures, from the session's host memory */
+    if (m->n_scalar &&
+        !(m->scalar_value = vdnn_session_host_alloc(m->session, m->n_scalar * sizeof(float))))
+        return vdnn_fail(-ENOMEM, "out of memory");
     for (size_t i = 0; i < vmaf_dnn_session_input_count(m->session); i++) {
         VmafDnnTensorInfo in = input_info(m, i);
         if ((rc = check_fp16(m, &in, "input")))
@@ -1699,9 +1703,6 @@ static int read_feature(const VdnnTinyModel *m, const VdnnFeatureCollector *fc,
 static int feed_scalars(VdnnTinyModel *m, const VdnnFeatureCollector *fc, const VdnnTinyFrame *f,
                         unsigned tw, unsigned th, VmafDnnInput *in, size_t *n)
 {
-    if (m->n_scalar && !m->scalar_value &&
-        grow_fed(m, (void **)&m->scalar_value, 0, m->n_scalar * sizeof(float)))
-        return vdnn_fail(-ENOMEM, "out of memory");
     for (size_t i = 0; i < m->n_scalar; i++) {
         TinyScalar *sc = &m->scalar[i];
         const VdnnSidecarSource *src = sc->src;
