@@ -335,8 +335,10 @@ def test_a_model_copied_without_its_forms_scores_where_none_is_used(tmp_path, mo
         ctx.flush()
         assert 0.0 < ctx.feature("m", 0) < 1.0
     monkeypatch.setenv("VMAFDNN_MODEL_FORMS", "CUDA")
-    with pytest.raises(vmafdnn.DnnError, match="its form for CUDA, .*gone.onnx, cannot be used"):
+    with pytest.raises(vmafdnn.DnnError, match="its form for CUDA, .*gone.onnx, cannot be used") \
+            as e:
         vmafdnn.Context(device="cpu").use_model(model)
+    assert e.value.errno == errno.ENOENT
 
 
 def test_a_form_may_add_only_inputs_the_sidecar_feeds_one_number(tmp_path):
@@ -349,8 +351,9 @@ def test_a_form_may_add_only_inputs_the_sidecar_feeds_one_number(tmp_path):
              helper.make_node("Reshape", ["m", "one"], ["score"])]
     save(tmp_path, "m_samples", nodes, [picture("x", F32), picture("y", F32)],
          [helper.make_tensor_value_info("score", F32, [1])])
-    with pytest.raises(vmafdnn.InvalidArgumentError, match="other inputs or outputs"):
+    with pytest.raises(vmafdnn.InvalidArgumentError, match="other inputs or outputs") as e:
         vmafdnn.Context(device="cpu").use_model(model)
+    assert e.value.errno == errno.EINVAL
     # one number, but "gain", which no source feeds
     nodes = [helper.make_node("Mul", ["x", "gain"], ["s"]),
              helper.make_node("Mul", ["s", "bpc"], ["t"]),
@@ -360,8 +363,10 @@ def test_a_form_may_add_only_inputs_the_sidecar_feeds_one_number(tmp_path):
          [picture("x", F32), helper.make_tensor_value_info("bpc", F32, [1]),
           helper.make_tensor_value_info("gain", F32, [1])],
          [helper.make_tensor_value_info("score", F32, [1])])
-    with pytest.raises(vmafdnn.DnnError, match='"gain"'):
+    with pytest.raises(vmafdnn.InvalidArgumentError, match='adds input "gain", which the '
+                       'sidecar\'s "input_sources" does not feed a "value"') as e:
         vmafdnn.Context(device="cpu").use_model(model)
+    assert e.value.errno == errno.EINVAL
 
 
 # --- a clip whose bit depth changes ---------------------------------------------------------

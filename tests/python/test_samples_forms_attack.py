@@ -9,6 +9,7 @@ read. And the built-ins' samples forms (VMAFDNN_MODEL_FORMS=CUDA, run on
 ORT's CPU EP) give every frame's scores bit for bit as the fp32 accelerator
 forms do (OpenVINO:CPU), across bit-depth changes, batches and threads.
 """
+import errno
 import json
 import os
 import subprocess
@@ -51,8 +52,9 @@ def test_a_form_adding_an_input_not_fed_a_value_is_refused(tmp_path, added, side
     scoring them would score what the model cannot: the attach names the input."""
     model = model_with_added_input(tmp_path, added, sidecar_extra)
     with pytest.raises(vmafdnn.InvalidArgumentError, match='adds input "g", which the '
-                       'sidecar\'s "input_sources" does not feed a "value"'):
+                       'sidecar\'s "input_sources" does not feed a "value"') as e:
         vmafdnn.Context(device="cpu").use_model(model)
+    assert e.value.errno == errno.EINVAL
 
 
 def test_a_form_adding_a_value_fed_input_attaches(tmp_path):
