@@ -6,7 +6,13 @@
 #     vmaf_v0.6.1neg) and their licence.
 # Both come as wheels through pip's ordinary client (binary only, no dependencies, nothing
 # installed). Progress goes to stderr; stdout carries KEY=PATH lines:
-#   FFMPEG=...  VMAF_MODELS=...  VMAF_LICENSE=...
+#   FFMPEG=...  VMAF_MODELS=...  VMAF_LICENSE=...  LIBVMAF=...
+# LIBVMAF is the command that scores with the reference libvmaf (the tests' "real libvmaf"):
+# that FFmpeg, except on a CPU with AVX-512, where libvmaf's AVX-512 ADM gives other values
+# than its portable C and AVX2 code on odd sizes (measured on FFmpeg 9.0.2's libvmaf: adm2
+# 5.2e-4 and adm_scale3 1.1e-3 apart on a 322x178 clip, every other feature equal): there it
+# is a script in the cache that runs the same FFmpeg under qemu-x86_64 as a Haswell (AVX2, no
+# AVX-512), so that every machine checks against the same libvmaf results.
 # Running it again only prints the paths.
 #
 #   tools/fetch_vmaf_reference.sh               both (tests, benchmarks)
@@ -39,8 +45,28 @@ licence() {
     return 1
 }
 
+# The reference scorer (LIBVMAF above).
+libvmaf_runner() {
+    if ! grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
+        echo "$ffmpeg"
+        return
+    fi
+    local qemu runner="$dest/ffmpeg-without-avx512"
+    if ! qemu=$(command -v qemu-x86_64); then
+        echo "fetch_vmaf_reference: AVX-512 CPU and no qemu-x86_64 (Debian: qemu-user):" \
+            "libvmaf's ADM will differ from its portable results" >&2
+        echo "$ffmpeg"
+        return
+    fi
+    printf '#!/bin/sh\nexec %s -cpu Haswell,-pcid,-x2apic,-tsc-deadline,-hle,-invpcid,-rtm %s "$@"\n' "$qemu" "$ffmpeg" >"$runner.tmp"
+    chmod +x "$runner.tmp"
+    mv "$runner.tmp" "$runner"
+    echo "$runner"
+}
+
 print_paths() {
     [ "$models_only" = 1 ] || echo "FFMPEG=$ffmpeg"
+    [ "$models_only" = 1 ] || echo "LIBVMAF=$(libvmaf_runner)"
     echo "VMAF_MODELS=$models"
     echo "VMAF_LICENSE=$(licence)"
 }

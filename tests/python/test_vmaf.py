@@ -61,7 +61,7 @@ def test_library_vmaf_matches_libvmaf(clip, form, reference, models, tmp_path, m
     (VMAFDNN_MODEL_FORMS=CUDA runs it on ORT's CPU EP here)."""
     monkeypatch.setenv("VMAFDNN_MODEL_FORMS", {"kernels": "1", "onnx": "0", "accel": "CUDA"}[form])
     ref, dist = make_clip(reference["FFMPEG"], clip, str(tmp_path))
-    theirs = run_libvmaf(reference["FFMPEG"], ref, dist, str(tmp_path / "log.json"))
+    theirs = run_libvmaf(reference["LIBVMAF"], ref, dist, str(tmp_path / "log.json"))
     result = vmafdnn.score(ref, dist, models=[os.path.join(models, "vmaf_v0.6.1.onnx")])
     features = result["models"][0]
     want = {"kernels": "vmaf_features_cpu.onnx", "onnx": None, "accel": "vmaf_features_accel.onnx"}
@@ -92,7 +92,7 @@ def test_variants_side_by_side(reference, models, tmp_path):
                                ("vmaf_4k", "version=vmaf_4k_v0.6.1", ""),
                                ("vmaf_neg", "version=vmaf_v0.6.1neg", "_egl_1")):
         log = tmp_path / f"{key}.json"
-        subprocess.run([reference["FFMPEG"], "-hide_banner", "-loglevel", "error", "-i", dist,
+        subprocess.run([reference["LIBVMAF"], "-hide_banner", "-loglevel", "error", "-i", dist,
                         "-i", ref, "-lavfi", f"[0:v][1:v]libvmaf=model={model}:log_fmt=json:"
                         f"log_path={log}", "-f", "null", "-"], check=True)
         theirs = np.array([f["metrics"]["vmaf"] for f in json.loads(log.read_text())["frames"]])

@@ -200,7 +200,7 @@ def compare(ours, theirs):
 @pytest.mark.parametrize("clip", sorted(CLIPS))
 def test_features_and_score_match_libvmaf(clip, reference, models, tmp_path):
     ref, dist = make_clip(reference["FFMPEG"], clip, str(tmp_path))
-    theirs = run_libvmaf(reference["FFMPEG"], ref, dist, str(tmp_path / "log.json"))
+    theirs = run_libvmaf(reference["LIBVMAF"], ref, dist, str(tmp_path / "log.json"))
     refs, bpc = read_y4m_luma(ref)
     dists, _ = read_y4m_luma(dist)
     ours = VmafGraphs(models).score(refs, dists, bpc)

@@ -78,7 +78,7 @@ def reference():
 def test_kernels_equal_libvmaf(clip, reference, tmp_path, monkeypatch):
     monkeypatch.setattr("test_vmaf_graphs.CLIPS", KERNEL_CLIPS)
     ref, dist = make_clip(reference["FFMPEG"], clip, str(tmp_path))
-    theirs = libvmaf_features(reference["FFMPEG"], ref, dist, str(tmp_path))
+    theirs = libvmaf_features(reference["LIBVMAF"], ref, dist, str(tmp_path))
     ours = kernel_features(ref, dist)
     assert len(ours["integer_adm2"]) == KERNEL_CLIPS[clip][2]
     d = differences(ours, theirs)
@@ -89,11 +89,12 @@ def main(names):
     import tempfile
     import test_vmaf_graphs
     test_vmaf_graphs.CLIPS = KERNEL_CLIPS
-    ffmpeg = fetch_reference()["FFMPEG"]
+    tools = fetch_reference()
     for name in names or sorted(KERNEL_CLIPS):
         with tempfile.TemporaryDirectory() as tmp:
-            ref, dist = make_clip(ffmpeg, name, tmp)
-            d = differences(kernel_features(ref, dist), libvmaf_features(ffmpeg, ref, dist, tmp))
+            ref, dist = make_clip(tools["FFMPEG"], name, tmp)
+            d = differences(kernel_features(ref, dist),
+                            libvmaf_features(tools["LIBVMAF"], ref, dist, tmp))
             bad = {k: f"{v:.3g}" for k, v in d.items() if not v <= EXACT}
             print(f"{name}: {'EQUAL' if not bad else bad}")
 
