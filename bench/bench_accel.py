@@ -73,6 +73,8 @@ def nodes_text(report):
         runs = m.get("static_runs") or {}
         bound = (f", device I/O {runs['device_io']} (pinned {runs.get('pinned', 0)}, captured "
                  f"{runs['captured']})" if runs.get("device_io") else "")
+        if runs.get("uint8"):
+            bound += f", UINT8 on {runs['uint8']}"
         parts.append(f"{os.path.basename(m['path'])} on {m['attached_ep']}{share}{bound}")
     return "; ".join(parts)
 

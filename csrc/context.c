@@ -902,6 +902,7 @@ int vmaf_dnn_tiny_model_static_runs(const VmafDnnContext *locked_ctx, size_t mod
         if (!out->fixed && !out->as_opened && ctx->pool)
             vdnn_frame_pool_static_runs(ctx->pool, model, out);
         out->fixed = out->as_opened = out->device_io = out->captured = out->pinned = 0;
+        out->uint8 = 0;
         vdnn_tiny_model_add_run_counts(m, out);
         if (ctx->pool)
             vdnn_frame_pool_add_run_counts(ctx->pool, model, out);

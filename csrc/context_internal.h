@@ -72,13 +72,27 @@ int vdnn_session_first_ep(const VmafDnnConfig *cfg, const char **attached);
  * that lands before that session's run began still stops it. (dnn_api.c) */
 void vdnn_session_watch_stop_flag(const atomic_int *flag);
 
+/* What vdnn_session_run_samples' flags say an input's data holds. */
+enum {
+    VDNN_SAMPLES_UINT16 = 1, /* uint16_t values */
+    VDNN_SAMPLES_UINT8 = 2,  /* uint8_t values: 8-bit samples, which the
+                                session feeds as UINT8 where it narrows
+                                (vdnn_session_narrows) and widens otherwise */
+};
+
 /* vmaf_dnn_session_run where samples[i] non-zero (samples: NULL, or one flag
- * per input) says that inputs[i].data points to uint16_t values for a UINT16
- * slot, fed as they are: a picture's own samples, without the fp32 round
- * trip (and its whole-number check) of the public call. -EINVAL for samples
- * given to a slot of another type. (dnn_api.c) */
+ * per input, VDNN_SAMPLES_*) says that inputs[i].data points to samples for
+ * a UINT16 slot, fed as they are: a picture's own samples, without the fp32
+ * round trip (and its whole-number check) of the public call. -EINVAL for
+ * samples given to a slot of another type. (dnn_api.c) */
 int vdnn_session_run_samples(VmafDnnSession *s, const VmafDnnInput *inputs,
                              const unsigned char *samples, size_t n_inputs,
                              VmafDnnOutput *outputs, size_t n_outputs);
+
+/* Whether the session's model can take 8-bit samples as UINT8 on its
+ * specialised sessions (its UINT16 pictures only moved and cast; see
+ * vdnn_onnx_narrow_samples), so that a caller with 8-bit pictures gains by
+ * feeding them as VDNN_SAMPLES_UINT8. Fixed at open. (dnn_api.c) */
+int vdnn_session_narrows(const VmafDnnSession *s);
 
 #endif

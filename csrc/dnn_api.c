@@ -627,8 +627,9 @@ static int to_uint16(const char *name, const float *src, uint16_t *dst, size_t c
 
 /* Points s->feeds[slot] at the caller's data: fp32 as it is for FLOAT slots,
  * cast to fp16 scratch for FLOAT16 ones (fp16_io), converted to uint16
- * scratch for UINT16 ones; `samples` data (uint16_t) goes to a UINT16 slot
- * as it is. */
+ * scratch for UINT16 ones; `samples` data (VDNN_SAMPLES_*) goes to a UINT16
+ * slot as it is, 8-bit samples as UINT8 (the backend widens them for a
+ * session that takes UINT16). */
 static int bind_input(VmafDnnSession *s, size_t slot, const VmafDnnInput *in, size_t count,
                       int samples)
 {
@@ -641,6 +642,8 @@ static int bind_input(VmafDnnSession *s, size_t slot, const VmafDnnInput *in, si
         return vdnn_fail(-EINVAL, "input \"%s\" is %s; it cannot take samples", info->name,
                          type_name(info->type));
     if (info->type == VMAF_DNN_TYPE_FLOAT || samples) {
+        if (samples == VDNN_SAMPLES_UINT8)
+            f->type = VMAF_DNN_TYPE_UINT8;
         f->data = in->data;
         return 0;
     }
@@ -660,7 +663,7 @@ static int bind_input(VmafDnnSession *s, size_t slot, const VmafDnnInput *in, si
     return 0;
 }
 
-/* samples: NULL, or n_inputs flags: inputs[i].data holds uint16_t samples. */
+/* samples: NULL, or n_inputs flags: what inputs[i].data holds (VDNN_SAMPLES_*). */
 static int bind_inputs(VmafDnnSession *s, const VmafDnnInput *inputs,
                        const unsigned char *samples, size_t n_inputs)
 {
@@ -676,7 +679,7 @@ static int bind_inputs(VmafDnnSession *s, const VmafDnnInput *inputs,
             return vdnn_fail(-EINVAL, "input \"%s\" is given twice", s->input_info[slot].name);
         size_t count = 0;
         int rc = check_input_shape(&s->input_info[slot], &inputs[i], &count);
-        if (rc || (rc = bind_input(s, slot, &inputs[i], count, samples && samples[i])))
+        if (rc || (rc = bind_input(s, slot, &inputs[i], count, samples ? samples[i] : 0)))
             return rc;
     }
     for (size_t i = 0; i < s->n_inputs; i++)
@@ -802,6 +805,11 @@ int vdnn_session_run_samples(VmafDnnSession *s, const VmafDnnInput *inputs,
     rc = run_reserved(s, inputs, samples, n_inputs, outputs, n_outputs);
     release(s);
     return rc;
+}
+
+int vdnn_session_narrows(const VmafDnnSession *s)
+{
+    return vdnn_ort_narrows(s->ort);
 }
 
 int vmaf_dnn_session_run(VmafDnnSession *s, const VmafDnnInput *inputs, size_t n_inputs,

@@ -1113,3 +1113,270 @@ int vdnn_onnx_form_fits(const VdnnOnnxInterface *model, const VdnnOnnxInterface 
 {
     return interfaces_match(model, form, true);
 }
+
+/* ------------------------------------------------------------------------ */
+/* 8-bit samples: a samples model's pictures retyped UINT8                  */
+/* ------------------------------------------------------------------------ */
+
+enum { ONNX_UINT8 = 2 };
+
+/* Operators that move their data input without reading its values, so
+ * that they take UINT8 as they take UINT16: Concat (every input), and the
+ * others at input 0 only (their other inputs are shapes and indices). */
+static const char *const moving_ops[] = {"Slice",   "Reshape",   "Squeeze", "Unsqueeze",
+                                         "Flatten", "Transpose", "Identity", "Split"};
+
+/* A node of the main graph as the narrowing follows values through it. */
+typedef struct FlowNode {
+    Span op, domain;
+    size_t first_in, n_in, first_out, n_out; /* into Flow.names */
+} FlowNode;
+
+typedef struct Flow {
+    FlowNode *node;
+    size_t n_nodes, cap_nodes;
+    NameList names;    /* every node's inputs and outputs, in order */
+    NameList declared; /* value_info and graph outputs: their types are declared */
+    NameList narrow;   /* the values that become UINT8 */
+} Flow;
+
+static bool listed(const NameList *l, Span name)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (span_order(&l->v[i], &name) == 0)
+            return true;
+    return false;
+}
+
+static int add_name(NameList *l, Span name)
+{
+    int r = grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v), SIZE_MAX);
+    if (!r)
+        l->v[l->n++] = name;
+    return r;
+}
+
+/* The name (1) of a ValueInfoProto. */
+static int value_name(const Scan *s, Span m, Span *name)
+{
+    Field f = {0};
+    int r;
+    while ((r = next_field(s, &m, &f)) > 0)
+        if (f.num == 1 && (r = expect(s, &f, WT_LEN)) == 0)
+            *name = f.len;
+        else if (r < 0)
+            return r;
+    return r;
+}
+
+/* NodeProto: op_type (4), domain (7), inputs (1), outputs (2); -ENOTSUP
+ * for an attribute holding a graph (AttributeProto g 6, graphs 11): a
+ * subgraph may read any value of the graph around it. */
+static int read_flow_node(const Scan *s, Span m, Flow *flow)
+{
+    int r = grow((void **)&flow->node, &flow->cap_nodes, flow->n_nodes, sizeof(*flow->node),
+                 SIZE_MAX);
+    if (r)
+        return r;
+    FlowNode *n = &flow->node[flow->n_nodes++];
+    *n = (FlowNode){.first_in = flow->names.n};
+    Field f = {0}, g = {0};
+    /* inputs first, then outputs: two walks keep each run of names whole */
+    for (unsigned want = 1; want <= 2; want++) {
+        Span node = m;
+        if (want == 2)
+            n->first_out = flow->names.n;
+        while ((r = next_field(s, &node, &f)) > 0) {
+            if (f.num == want) {
+                if ((r = expect(s, &f, WT_LEN)) < 0 || (r = add_name(&flow->names, f.len)))
+                    return r;
+                *(want == 1 ? &n->n_in : &n->n_out) += 1;
+            } else if (want == 1 && (f.num == 4 || f.num == 7)) {
+                if ((r = expect(s, &f, WT_LEN)) < 0)
+                    return r;
+                *(f.num == 4 ? &n->op : &n->domain) = f.len;
+            } else if (want == 1 && f.num == 5 && f.wt == WT_LEN) {
+                Span a = f.len;
+                while ((r = next_field(s, &a, &g)) > 0)
+                    if (g.num == 6 || g.num == 11)
+                        return vdnn_fail(-ENOTSUP, "the model has a subgraph");
+                if (r < 0)
+                    return r;
+            }
+        }
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* GraphProto: nodes (1), outputs (12) and value_info (13). */
+static int read_flow(const Scan *s, Span g, Flow *flow)
+{
+    Field f = {0};
+    int r;
+    while ((r = next_field(s, &g, &f)) > 0) {
+        if (f.num != 1 && f.num != 12 && f.num != 13)
+            continue;
+        if ((r = expect(s, &f, WT_LEN)) < 0)
+            return r;
+        Span name = {NULL, 0};
+        if (f.num == 1)
+            r = read_flow_node(s, f.len, flow);
+        else if ((r = value_name(s, f.len, &name)) >= 0)
+            r = add_name(&flow->declared, name);
+        if (r < 0)
+            return r;
+    }
+    return r;
+}
+
+static const char *shown(char (*dst)[VDNN_SCAN_OP_NAME_MAX], Span s)
+{
+    return printable(*dst, sizeof(*dst), s);
+}
+
+/* Follows the narrowed values through the nodes that read them until none
+ * is added (nodes may be listed out of order). -ENOTSUP when a node would
+ * read UINT8 in a way it cannot. */
+static int follow_narrow(Flow *flow)
+{
+    char op[VDNN_SCAN_OP_NAME_MAX], value[VDNN_SCAN_OP_NAME_MAX];
+    for (size_t added = 1; added;) {
+        added = 0;
+        for (size_t k = 0; k < flow->n_nodes; k++) {
+            const FlowNode *n = &flow->node[k];
+            const Span *in = &flow->names.v[n->first_in];
+            size_t reads = 0, at = 0;
+            for (size_t i = 0; i < n->n_in; i++)
+                if (listed(&flow->narrow, in[i]) && !reads++)
+                    at = i;
+            if (!reads)
+                continue;
+            const bool standard = n->domain.n == 0 || span_is(n->domain, "ai.onnx");
+            if (standard && span_is(n->op, "Cast"))
+                continue;
+            const bool moves =
+                standard && (span_is(n->op, "Concat")
+                                 ? reads == n->n_in
+                                 : reads == 1 && at == 0 &&
+                                       on_list(moving_ops, sizeof(moving_ops) /
+                                                               sizeof(moving_ops[0]), n->op));
+            if (!moves)
+                return vdnn_fail(-ENOTSUP, "a %s reads the samples \"%s\" as numbers",
+                                 shown(&op, n->op), shown(&value, in[at]));
+            const Span *out = &flow->names.v[n->first_out];
+            for (size_t o = 0; o < n->n_out; o++) {
+                if (!out[o].n || listed(&flow->narrow, out[o]))
+                    continue;
+                int r = add_name(&flow->narrow, out[o]);
+                if (r)
+                    return r;
+                added++;
+            }
+        }
+    }
+    for (size_t i = 0; i < flow->narrow.n; i++)
+        if (listed(&flow->declared, flow->narrow.v[i]))
+            return vdnn_fail(-ENOTSUP, "the model declares the type of \"%s\"",
+                             shown(&value, flow->narrow.v[i]));
+    return 0;
+}
+
+/* The byte after the tag of field f. */
+static const uint8_t *field_value(const Field *f)
+{
+    const uint8_t *p = f->at;
+    uint64_t tag;
+    read_varint(&p, p + 10, &tag); /* read once already: well formed */
+    return p;
+}
+
+/* In copy (bytes' twin), turns the elem_type of the graph inputs (11) named
+ * in narrow from UINT16 into UINT8: ValueInfoProto type (2) -> TypeProto
+ * tensor_type (1) -> elem_type (1). Every occurrence that says UINT16 is
+ * rewritten (a parser keeps the last); the varint keeps its length, as the
+ * value 4 and the value 2 differ in their first byte only. */
+static int retype_inputs(const Scan *s, Span g, const NameList *narrow, uint8_t *copy)
+{
+    Field f = {0}, t = {0}, tt = {0}, e = {0};
+    int r;
+    while ((r = next_field(s, &g, &f)) > 0) {
+        Span name = {NULL, 0};
+        if (f.num != 11 || f.wt != WT_LEN || (r = value_name(s, f.len, &name)) < 0 ||
+            !listed(narrow, name)) {
+            if (r < 0)
+                return r;
+            continue;
+        }
+        Span vi = f.len;
+        while ((r = next_field(s, &vi, &t)) > 0) {
+            if (t.num != 2 || t.wt != WT_LEN)
+                continue;
+            Span type = t.len;
+            while ((r = next_field(s, &type, &tt)) > 0) {
+                if (tt.num != 1 || tt.wt != WT_LEN)
+                    continue;
+                Span tensor = tt.len;
+                while ((r = next_field(s, &tensor, &e)) > 0)
+                    if (e.num == 1 && e.wt == WT_VARINT && e.varint == ONNX_UINT16) {
+                        uint8_t *b = copy + (field_value(&e) - s->base);
+                        *b = (uint8_t)((*b & 0x80) | ONNX_UINT8);
+                    }
+                if (r < 0)
+                    return r;
+            }
+            if (r < 0)
+                return r;
+        }
+        if (r < 0)
+            return r;
+    }
+    return r;
+}
+
+int vdnn_onnx_narrow_samples(const uint8_t *bytes, size_t len, uint8_t **out)
+{
+    if (!bytes || !out)
+        return vdnn_fail(-EINVAL, "onnx_narrow_samples: %s is NULL", !bytes ? "bytes" : "out");
+    *out = NULL;
+    VdnnOnnxInterface *iface = NULL;
+    int r = vdnn_onnx_interface(bytes, len, &iface);
+    if (r)
+        return r;
+    Scan s = {.base = bytes};
+    Flow flow = {0};
+    for (size_t i = 0; !r && i < iface->n_inputs; i++)
+        if (iface->inputs[i].elem_type == ONNX_UINT16)
+            r = add_name(&flow.narrow, (Span){(const uint8_t *)iface->inputs[i].name,
+                                              strlen(iface->inputs[i].name)});
+    if (!r && !flow.narrow.n)
+        r = vdnn_fail(-ENOTSUP, "the model takes no UINT16 input");
+    Span m = {bytes, len};
+    Field f = {0};
+    while (!r && (r = next_field(&s, &m, &f)) > 0)
+        r = f.num == 7 ? read_flow(&s, f.len, &flow) : 0; /* a graph: well formed, scanned */
+    if (!r)
+        r = follow_narrow(&flow);
+    uint8_t *copy = NULL;
+    if (!r && !(copy = malloc(len ? len : 1)))
+        r = vdnn_fail(-ENOMEM, "out of memory");
+    if (!r) {
+        memcpy(copy, bytes, len);
+        m = (Span){bytes, len};
+        while ((r = next_field(&s, &m, &f)) > 0)
+            if (f.num == 7 && f.wt == WT_LEN && (r = retype_inputs(&s, f.len, &flow.narrow, copy)) < 0)
+                break;
+    }
+    if (r) {
+        free(copy);
+    } else {
+        *out = copy;
+    }
+    free(flow.node);
+    free(flow.names.v);
+    free(flow.declared.v);
+    free(flow.narrow.v);
+    vdnn_onnx_interface_free(iface);
+    return r;
+}

@@ -205,4 +205,23 @@ int vdnn_onnx_interface_equal(const VdnnOnnxInterface *a, const VdnnOnnxInterfac
  * samples form's "bpc"). */
 int vdnn_onnx_form_fits(const VdnnOnnxInterface *model, const VdnnOnnxInterface *form);
 
+/* The model in bytes[0..len) (bytes that vdnn_onnx_scan() accepted;
+ * borrowed for the call) with its UINT16 inputs, the pictures of a samples
+ * model, declared UINT8: what it becomes for a clip of 8-bit samples, which
+ * then go to the EP at half the bytes. Only where that changes no value:
+ * every node of the main graph that reads such an input (or what the
+ * following nodes make of it) is a Cast, a Concat of such values only, or
+ * Slice, Reshape, Squeeze, Unsqueeze, Flatten, Transpose, Identity or
+ * Split at their data input, the model holds no subgraph, and neither its
+ * value_info nor its outputs declare the type of a value that changes.
+ * The inputs' elem_type fields are rewritten in place of a copy of the
+ * bytes, which keep their length and every other byte.
+ *
+ * Returns 0 with *out the copy (malloc'ed, len bytes; the caller frees it),
+ * or, with *out NULL and a message: -ENOTSUP (the model takes no UINT16
+ * input, or a rule above fails: "a Conv reads the samples \"x\" as
+ * numbers"), -EINVAL (NULL argument), -EBADMSG (malformed, no graph),
+ * -E2BIG, -ENOMEM. Thread-safe. */
+int vdnn_onnx_narrow_samples(const uint8_t *bytes, size_t len, uint8_t **out);
+
 #endif

@@ -24,6 +24,7 @@
 #include "ort_backend.h"
 #include "ort_custom_ops.h"
 #include "ort_device_io.h"
+#include "onnx_scan.h"
 
 /* Oldest ORT release whose API has every member this file calls. */
 #define ORT_MIN_MINOR 20
@@ -1372,6 +1373,13 @@ struct VdnnOrtSession {
     size_t n_whys;
     void *model;                 /* owned copy while static_on can be set */
     size_t model_len;
+    /* The model with its UINT16 pictures taking UINT8 (vdnn_onnx_narrow_samples),
+     * for the runs fed 8-bit samples: owned and charged beside model, NULL
+     * where the model cannot take them so. narrowable: it could, at
+     * creation (never cleared: runs fed UINT8 are widened after). */
+    void *model8;
+    int narrowable;
+    int run_narrow;              /* the session being made takes UINT8 */
     char *model_path, *model_dir;
     int dir_fd, dir_fd_held;     /* owned: the directory model_dir names */
     VmafDnnConfig cfg;
@@ -1385,9 +1393,11 @@ struct VdnnOrtSession {
         VdnnDeviceIo *io;        /* its device-resident I/O; NULL: ORT copies */
         int captured;            /* created with graph capture */
         unsigned runs_done;      /* runs that succeeded, up to CAPTURE_RUNS */
+        int narrow;              /* made from model8: its pictures are UINT8 */
     } fixed[VMAF_DNN_MAX_STATIC_SHAPES];
     size_t n_fixed;
     _Atomic uint64_t runs_fixed, runs_as_opened, runs_device_io, runs_captured, runs_pinned;
+    _Atomic uint64_t runs_uint8;
     /* Host memory the caller's pictures live in (vdnn_ort_host_alloc): the
      * EP device's host-accessible memory, or NULL (malloc). */
     OrtAllocator *host_alloc;
@@ -1400,6 +1410,8 @@ struct VdnnOrtSession {
     _Atomic size_t specialised;  /* n_fixed, for other threads */
     /* Per-run scratch, sized once at creation so runs do not allocate. */
     OrtValue **input_values;     /* n_inputs */
+    uint16_t **widened;          /* n_inputs: UINT8 feeds widened for a UINT16 session */
+    size_t *widened_cap;
     OrtValue **output_values;    /* n_outputs: results held until the next run */
     const char **run_output_names; /* n_outputs */
     size_t n_held;
@@ -1778,10 +1790,12 @@ static int describe_session(VdnnOrtSession *s)
     s->input_names = calloc(ni, sizeof(*s->input_names));
     s->output_names = calloc(no, sizeof(*s->output_names));
     s->input_values = calloc(ni, sizeof(*s->input_values));
+    s->widened = calloc(ni, sizeof(*s->widened));
+    s->widened_cap = calloc(ni, sizeof(*s->widened_cap));
     s->output_values = calloc(no, sizeof(*s->output_values));
     s->run_output_names = calloc(no, sizeof(*s->run_output_names));
     if (!s->inputs || !s->outputs || !s->input_names || !s->output_names || !s->input_values ||
-        !s->output_values || !s->run_output_names)
+        !s->output_values || !s->run_output_names || !s->widened || !s->widened_cap)
         return vdnn_fail(-ENOMEM, "out of memory");
 
     for (size_t i = 0; i < s->n_inputs; i++) {
@@ -2166,6 +2180,33 @@ static void drop_model_dir(VdnnOrtSession *s)
     s->dir_fd_held = 0;
 }
 
+/* The model for runs fed 8-bit samples, where it has UINT16 pictures that
+ * its graph only moves and casts: s->model8, charged to the budget as the
+ * copy is. Where it cannot be had (another model, no memory), those runs
+ * take the widened samples, as runs as opened do. */
+static void keep_narrowed(VdnnOrtSession *s)
+{
+    uint8_t *narrow = NULL;
+    if (vdnn_onnx_narrow_samples(s->model, s->model_len, &narrow)) {
+        vdnn_clear_error(); /* -ENOTSUP: not such a model; -ENOMEM: the same */
+        return;
+    }
+    if (account_charge(s->account, s->model_len)) {
+        free(narrow);
+        return;
+    }
+    s->model8 = narrow;
+    s->narrowable = 1;
+}
+
+static void drop_narrowed(VdnnOrtSession *s)
+{
+    if (s->model8)
+        account_release(s->account, s->model_len);
+    free(s->model8);
+    s->model8 = NULL;
+}
+
 /* Decides at creation whether runs may be specialised, and keeps what
  * creating the model again needs. */
 static int setup_static(VdnnOrtSession *s, const void *model, size_t len, const char *model_path,
@@ -2208,6 +2249,7 @@ static int setup_static(VdnnOrtSession *s, const void *model, size_t len, const 
     memcpy(s->model, model, len);
     s->static_on = 1;
     s->static_reason = "";
+    keep_narrowed(s);
     return 0;
 }
 
@@ -2250,6 +2292,7 @@ static void give_up_static(VdnnOrtSession *s, const char *fmt, const char *a1, c
         account_release(s->account, s->model_len);
     free(s->model);
     s->model = NULL;
+    drop_narrowed(s);
     drop_model_dir(s);
 }
 
@@ -2300,7 +2343,8 @@ static void make_fixed(VdnnOrtSession *s, int capture, OrtSession **out, char **
         Account *outer = current_account;
         atomic_store(&s->account->refused, 0);
         current_account = s->account; /* run_guarded holds one_at_a_time where needed */
-        st = a->CreateSessionFromArray(env, s->model, s->model_len, opts, out);
+        st = a->CreateSessionFromArray(env, s->run_narrow ? s->model8 : s->model, s->model_len,
+                                       opts, out);
         current_account = outer;
     }
     a->ReleaseSessionOptions(opts);
@@ -2459,15 +2503,27 @@ static void unlock_capture(int locked)
 
 #define NO_SLOT ((size_t)-1)
 
+/* Whether the run feeds 8-bit samples (UINT8) to UINT16 pictures. */
+static int feeds_narrow(const VdnnOrtSession *s, const VdnnOrtFeed *feeds)
+{
+    for (size_t i = 0; i < s->n_inputs; i++)
+        if (feeds[i].type == VMAF_DNN_TYPE_UINT8 && s->inputs[i].type == VMAF_DNN_TYPE_UINT16)
+            return 1;
+    return 0;
+}
+
 /* The session a run with these feeds uses: one specialised to their shapes
- * (created now if need be), else the session as opened. *io: the
- * specialised session's device-resident I/O, NULL where ORT copies. *slot:
- * the specialised session's index in fixed, NO_SLOT for the one as opened. */
+ * and to their samples' width where they are 8-bit ones and the model can
+ * take them so (model8), created now if need be; else the session as
+ * opened. *io: the specialised session's device-resident I/O, NULL where
+ * ORT copies. *slot: the specialised session's index in fixed, NO_SLOT for
+ * the one as opened. */
 static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds,
                                    VdnnDeviceIo **io, size_t *slot)
 {
     *io = NULL;
     *slot = NO_SLOT;
+    const int narrow = s->narrowable && feeds_narrow(s, feeds);
     /* Once it stops specialising, a session keeps using those it made. */
     if (!s->static_on && !s->n_fixed)
         goto as_opened;
@@ -2486,7 +2542,8 @@ static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds,
         }
     }
     size_t f = 0;
-    while (f < s->n_fixed && memcmp(s->fixed[f].dims, s->run_dims, s->n_dims * sizeof(int64_t)))
+    while (f < s->n_fixed && (s->fixed[f].narrow != narrow ||
+                              memcmp(s->fixed[f].dims, s->run_dims, s->n_dims * sizeof(int64_t))))
         f++;
     if (f < s->n_fixed)
         goto fixed;
@@ -2496,6 +2553,7 @@ static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds,
     OrtSession *made = NULL;
     VdnnDeviceIo *made_io = NULL;
     int captured = 0;
+    s->run_narrow = narrow;
     if (dims)
         create_fixed(s, &made, &made_io, &captured);
     if (!made) {
@@ -2510,6 +2568,7 @@ static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds,
     s->fixed[f].io = made_io;
     s->fixed[f].captured = captured;
     s->fixed[f].runs_done = 0;
+    s->fixed[f].narrow = narrow;
 fixed:
     *slot = f;
     atomic_fetch_add(&s->runs_fixed, 1);
@@ -2524,6 +2583,11 @@ as_opened:
     return s->session;
 }
 
+int vdnn_ort_narrows(const VdnnOrtSession *s)
+{
+    return s->narrowable;
+}
+
 void vdnn_ort_add_run_counts(const VdnnOrtSession *s, VmafDnnStaticRuns *sum)
 {
     sum->fixed += atomic_load(&s->runs_fixed);
@@ -2531,6 +2595,7 @@ void vdnn_ort_add_run_counts(const VdnnOrtSession *s, VmafDnnStaticRuns *sum)
     sum->device_io += atomic_load(&s->runs_device_io);
     sum->captured += atomic_load(&s->runs_captured);
     sum->pinned += atomic_load(&s->runs_pinned);
+    sum->uint8 += atomic_load(&s->runs_uint8);
 }
 
 void vdnn_ort_static_runs(const VdnnOrtSession *s, VmafDnnStaticRuns *out)
@@ -2789,6 +2854,11 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
     free(s->dim_names);
     free(s->run_dims);
     free(s->model);
+    free(s->model8);
+    for (size_t i = 0; s->widened && i < s->n_inputs; i++)
+        free(s->widened[i]);
+    free(s->widened);
+    free(s->widened_cap);
     free(s->model_path);
     free(s->model_dir);
     drop_model_dir(s);
@@ -2905,6 +2975,7 @@ static OrtSession *uncapture(VdnnOrtSession *s, size_t f, const char *what, cons
     s->fixed[f].io = *io = NULL;
     s->fixed[f].captured = 0;
     memcpy(s->run_dims, s->fixed[f].dims, s->n_dims * sizeof(int64_t));
+    s->run_narrow = s->fixed[f].narrow;
     OrtSession *made = NULL;
     /* Once specialising stopped (another shape's session could not be
      * made), the model is gone (give_up_static) and static_reason says why:
@@ -2970,6 +3041,46 @@ static OrtStatus *run_once(VdnnOrtSession *s, OrtSession *session, VdnnDeviceIo 
  * (cancel, time budget), a refused allocation (memory budget), or the model
  * failing on this data. The caller's arguments were checked before ORT saw
  * them, so no Run failure is the caller's: the rest is -ENOEXEC. */
+/* Fits the run's input values to `session`: where it takes UINT16 pictures
+ * and the run feeds 8-bit samples (UINT8), they are widened into scratch,
+ * as the model as opened takes them. Returns 1 when it widened, 0 when
+ * nothing needed it, or -errno. */
+static int fit_feeds(VdnnOrtSession *s, OrtSession *session, size_t slot,
+                     const VdnnOrtFeed *feeds)
+{
+    if (!feeds_narrow(s, feeds) ||
+        (slot < s->n_fixed && session == s->fixed[slot].session && s->fixed[slot].narrow))
+        return 0;
+    const OrtApi *a = api();
+    for (size_t i = 0; i < s->n_inputs; i++) {
+        const VdnnOrtFeed *f = &feeds[i];
+        if (f->type != VMAF_DNN_TYPE_UINT8 || s->inputs[i].type != VMAF_DNN_TYPE_UINT16)
+            continue;
+        size_t count = 1;
+        for (size_t d = 0; d < f->rank; d++)
+            count *= (size_t)f->shape[d];
+        if (count > s->widened_cap[i]) {
+            uint16_t *grown = realloc(s->widened[i], count * sizeof(uint16_t));
+            if (!grown)
+                return vdnn_fail(-ENOMEM, "out of memory for input \"%s\"", s->inputs[i].name);
+            s->widened[i] = grown;
+            s->widened_cap[i] = count;
+        }
+        const uint8_t *src = f->data;
+        for (size_t k = 0; k < count; k++)
+            s->widened[i][k] = src[k];
+        OrtValue *value = NULL;
+        OrtStatus *st = a->CreateTensorWithDataAsOrtValue(
+            s->cpu_memory, s->widened[i], count * sizeof(uint16_t), f->shape, f->rank,
+            ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16, &value);
+        if (st)
+            return status_error(st, -EINVAL, "cannot wrap an input tensor");
+        a->ReleaseValue(s->input_values[i]);
+        s->input_values[i] = value;
+    }
+    return 1;
+}
+
 static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t *output_slots,
                        size_t n_outputs)
 {
@@ -2986,6 +3097,13 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
      * the open's. */
     size_t slot;
     OrtSession *session = session_for_run(s, feeds, &io, &slot);
+    int widened = fit_feeds(s, session, slot, feeds);
+    if (widened < 0) {
+        end_run(s);
+        unlock_capture(captures);
+        unlock_if(locked);
+        return widened;
+    }
     const int recording = slot != NO_SLOT && s->fixed[slot].captured &&
                           s->fixed[slot].runs_done < CAPTURE_RUNS;
     if (captures && recording) { /* no upgrade in place: let the others' runs end */
@@ -3029,7 +3147,10 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
         session = uncapture(s, slot, what, why ? why : "out of memory", &io);
         free(why);
         atomic_store(&s->account->refused, 0);
-        if (watched && (rc = watch_add(s)))
+        if (!widened && (widened = fit_feeds(s, session, slot, feeds)) < 0) {
+            rc = widened; /* the session as opened after all, UINT16: no memory to widen */
+            watched = 0;
+        } else if (watched && (rc = watch_add(s)))
             watched = 0;
         else
             st = run_once(s, session, io, 0, output_slots, n_outputs, &rc);
@@ -3038,8 +3159,10 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
     }
     /* counted on the binding the run ended on, as runs_device_io is (uncapture
      * takes back a device-I/O run whose session it makes without) */
-    if (io && fed_from_host_blocks(s, io, feeds))
+    if (io && !widened && fed_from_host_blocks(s, io, feeds))
         atomic_fetch_add(&s->runs_pinned, 1);
+    if (!widened && feeds_narrow(s, feeds))
+        atomic_fetch_add(&s->runs_uint8, 1);
     unlock_capture(captures);
     unlock_if(locked);
     current_account = NULL;

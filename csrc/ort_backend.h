@@ -154,6 +154,13 @@ void *vdnn_ort_host_alloc(VdnnOrtSession *s, size_t bytes);
 /* NULL-safe. */
 void vdnn_ort_host_free(VdnnOrtSession *s, void *p);
 
+/* Whether runs that feed 8-bit samples (VdnnOrtFeed type UINT8 for a UINT16
+ * input) get a specialised session whose pictures are UINT8: the model's
+ * pictures are only moved and cast (vdnn_onnx_narrow_samples) and it was
+ * opened to be specialised (static shapes). Such feeds are widened to
+ * UINT16 for any other session. Fixed at creation. */
+int vdnn_ort_narrows(const VdnnOrtSession *s);
+
 /* The nodes ORT assigned to the attached EP (*on_ep) and in all (*total),
  * counted once at creation after ORT's basic optimisation. 0, or -ENOTSUP
  * when ORT cannot tell (before 1.24). */
@@ -165,8 +172,9 @@ size_t vdnn_ort_output_count(const VdnnOrtSession *s);
 const VdnnTensorMeta *vdnn_ort_input_meta(const VdnnOrtSession *s, size_t index);
 const VdnnTensorMeta *vdnn_ort_output_meta(const VdnnOrtSession *s, size_t index);
 
-/* One bound input: `data` holds product(shape) elements of `type` (FLOAT or
- * FLOAT16), read during the call only. */
+/* One bound input: `data` holds product(shape) elements of `type` (FLOAT,
+ * FLOAT16, UINT16; UINT8 for a UINT16 input: 8-bit samples, see
+ * vdnn_ort_narrows), read during the call only. */
 typedef struct VdnnOrtFeed {
     const void *data;
     VmafDnnElementType type;

@@ -44,6 +44,19 @@ void vdnn_plane_samples(const void *data, ptrdiff_t stride, unsigned w, unsigned
     }
 }
 
+void vdnn_plane_samples8(const void *data, ptrdiff_t stride, unsigned w, unsigned h,
+                         uint8_t *dst)
+{
+    for (unsigned y = 0; y < h; y++)
+        memcpy(dst + (size_t)y * w, (const unsigned char *)data + (ptrdiff_t)y * stride, w);
+}
+
+void vdnn_samples_narrow(const uint16_t *src, size_t n, uint8_t *dst)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (uint8_t)src[i];
+}
+
 void vdnn_fp32_to_samples(const float *src, size_t n, unsigned bpc, uint16_t *dst)
 {
     const float max = (float)((1u << bpc) - 1u);

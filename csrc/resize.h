@@ -37,6 +37,16 @@ void vdnn_plane_normalise(const void *data, ptrdiff_t stride, unsigned w, unsign
 void vdnn_plane_samples(const void *data, ptrdiff_t stride, unsigned w, unsigned h,
                         unsigned bpc, uint16_t *dst);
 
+/* vdnn_plane_samples for a plane of 8-bit samples (one byte each), kept
+ * as bytes: what a samples model's session that narrows (UINT8 pictures)
+ * is fed. Never fails. */
+void vdnn_plane_samples8(const void *data, ptrdiff_t stride, unsigned w, unsigned h,
+                         uint8_t *dst);
+
+/* n samples of at most 8 bits held as uint16_t, as bytes (a past picture
+ * of an 8-bit clip, for a session that narrows). Never fails. */
+void vdnn_samples_narrow(const uint16_t *src, size_t n, uint8_t *dst);
+
 /* Turns n normalised fp32 values (a resized plane) back into `bpc`-bit
  * samples: v * (2^bpc - 1) rounded half up, after clamping v to [0, 1] (a
  * cubic filter overshoots at edges; NaN gives 0), as a scaler hands libvmaf

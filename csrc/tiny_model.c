@@ -84,7 +84,11 @@ struct VdnnTinyModel {
     float *sample_fp32;            /* a frame's plane normalised for the resizer when
                                       the frame carries samples only */
     size_t sample_fp32_cap;
-    unsigned char *feed_samples;   /* per fed input: it is given uint16_t samples */
+    unsigned char *feed_samples;   /* per fed input: VDNN_SAMPLES_* or 0 */
+    /* An 8-bit clip's samples go to the session as they are (uint8_t in the
+     * same buffers), where the session narrows (vdnn_session_narrows): half
+     * the bytes to the device. fed_narrow: the last frame fed so. */
+    int narrows, fed_narrow;
     int64_t model_h, model_w;      /* -1: symbolic, the first frame's size */
     unsigned locked_h, locked_w;   /* that size; 0 before the first frame */
     int64_t image_shape[4];        /* {1, 1, H, W} of the current frame */
@@ -555,7 +559,8 @@ static int check_inputs(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
                              "(rank 4) take samples, the others take fp32", m->path, in.name);
     }
     for (size_t k = 0; m->samples && k < m->n_image; k++)
-        m->feed_samples[k] = 1; /* feed_images puts the images first */
+        m->feed_samples[k] = VDNN_SAMPLES_UINT16; /* feed_images puts the images first */
+    m->narrows = m->samples && vdnn_session_narrows(m->session);
     return 0;
 }
 
@@ -1479,16 +1484,21 @@ static int grow_sample_planes(VdnnTinyModel *m, size_t n)
     return 0;
 }
 
-/* Picture p of frame f as a samples model takes it, at tw x th, into dst:
- * the frame's own samples, or, when the frame is resized (the resizer
- * prepared, m->resized grown), its fp32 plane resized and rounded back to
- * samples, as a scaler hands libvmaf whole samples. */
+/* Picture p of frame f as a samples model takes it, at tw x th, into dst
+ * (uint16_t; uint8_t where `narrow`, which an 8-bit frame not resized
+ * asks): the frame's own samples, or, when the frame is resized (the
+ * resizer prepared, m->resized grown), its fp32 plane resized and rounded
+ * back to samples, as a scaler hands libvmaf whole samples. */
 static int samples_of(VdnnTinyModel *m, const VdnnTinyFrame *f, VdnnSourcePicture p,
-                      int resize, uint16_t *dst)
+                      int resize, int narrow, void *dst)
 {
     const unsigned w = f->w[m->plane], h = f->h[m->plane];
     const void *samples = f->samples[p][m->plane];
     const ptrdiff_t stride = f->sample_stride[p][m->plane];
+    if (narrow) {
+        vdnn_plane_samples8(samples, stride, w, h, dst);
+        return 0;
+    }
     if (!resize) {
         vdnn_plane_samples(samples, stride, w, h, f->bpc, dst);
         return 0;
@@ -1524,9 +1534,26 @@ static const void *past_plane(const VdnnTinyModel *m, VdnnSourcePicture p, unsig
     return h->plane[slot];
 }
 
-/* Adds the image inputs of this frame to in[], resized when needed. */
+/* Whether frame f's pictures go to the session as 8-bit samples: an 8-bit
+ * frame not resized, whose past pictures the model reads are 8-bit too
+ * (a clip that changed its depth feeds UINT16, rescaled). */
+static int feeds_narrow(const VdnnTinyModel *m, const VdnnTinyFrame *f, int resize)
+{
+    if (!m->narrows || f->bpc != 8 || resize)
+        return 0;
+    for (size_t k = 0; k < m->n_image; k++) {
+        unsigned past_bpc = 0;
+        if (past_plane(m, m->image_src[k].picture, m->image_src[k].back, &past_bpc) &&
+            past_bpc != 8)
+            return 0;
+    }
+    return 1;
+}
+
+/* Adds the image inputs of this frame to in[], resized when needed;
+ * may_narrow: 8-bit samples may go as they are (feeds_narrow). */
 static int feed_images(VdnnTinyModel *m, const VdnnTinyFrame *f, VmafDnnInput *in, size_t *n,
-                       unsigned *tw, unsigned *th)
+                       unsigned *tw, unsigned *th, int may_narrow)
 {
     int resize = 0, rc = target_size(m, f, tw, th, &resize);
     if (rc)
@@ -1540,18 +1567,26 @@ static int feed_images(VdnnTinyModel *m, const VdnnTinyFrame *f, VmafDnnInput *i
     m->image_shape[0] = m->image_shape[1] = 1; /* batch folded to 1, one luma plane */
     m->image_shape[2] = *th;
     m->image_shape[3] = *tw;
+    const int narrow = m->fed_narrow = may_narrow && feeds_narrow(m, f, resize);
     for (size_t k = 0; k < m->n_image; k++) {
         unsigned past_bpc = 0;
         const void *data =
             past_plane(m, m->image_src[k].picture, m->image_src[k].back, &past_bpc);
-        if (data && m->samples && past_bpc != f->bpc) {
+        if (m->samples)
+            m->feed_samples[k] = narrow ? VDNN_SAMPLES_UINT8 : VDNN_SAMPLES_UINT16;
+        if (data && narrow) {
+            /* the history keeps uint16_t: this frame's samples are 8-bit */
+            vdnn_samples_narrow(data, (size_t)*tw * *th, (uint8_t *)m->sample_plane[k]);
+            data = m->sample_plane[k];
+        } else if (data && m->samples && past_bpc != f->bpc) {
             /* A past picture of another depth (the clip changed it): its
              * samples at this frame's, as the normalised plane a FLOAT model
              * keeps reads at any depth. */
             vdnn_samples_rescale(data, (size_t)*tw * *th, past_bpc, f->bpc, m->sample_plane[k]);
             data = m->sample_plane[k];
         } else if (!data && m->samples) {
-            if ((rc = samples_of(m, f, m->image_src[k].picture, resize, m->sample_plane[k])))
+            if ((rc = samples_of(m, f, m->image_src[k].picture, resize, narrow,
+                                 m->sample_plane[k])))
                 return rc;
             data = m->sample_plane[k];
         } else if (!data) {
@@ -1661,7 +1696,7 @@ int vdnn_tiny_model_remember(VdnnTinyModel *m, const VdnnTinyFrame *f)
         if (!h->depth)
             continue;
         if (m->samples) {
-            if ((rc = samples_of(m, f, (VdnnSourcePicture)p, resize, h->plane[h->next]))) {
+            if ((rc = samples_of(m, f, (VdnnSourcePicture)p, resize, 0, h->plane[h->next]))) {
                 forget_history(m);
                 return rc;
             }
@@ -1791,7 +1826,7 @@ int vdnn_tiny_model_run(VdnnTinyModel *m, const VdnnTinyFrame *f, VdnnFeatureCol
     if (too_small(m, f))
         return store_scores(m, f, fc, 1);
     if (m->n_image)
-        rc = feed_images(m, f, in, &n, &tw, &th);
+        rc = feed_images(m, f, in, &n, &tw, &th, 1);
     if (!rc && m->vector_name)
         rc = feed_vector(m, fc, f, in, &n);
     if (!rc)
@@ -1898,7 +1933,10 @@ int vdnn_tiny_model_batch_run(VdnnTinyModel *m, const VdnnTinyFrame *const *f,
      * by the batch's, stacked (samples as uint16_t in the same buffers). */
     size_t n_in = 0;
     unsigned fw = 0, fh = 0;
-    if (feed_images(m, f[0], m->feed, &n_in, &fw, &fh) ||
+    int may_narrow = 1; /* every frame of the batch 8-bit, or none narrowed */
+    for (size_t b = 0; b < n; b++)
+        may_narrow &= f[b]->bpc == 8;
+    if (feed_images(m, f[0], m->feed, &n_in, &fw, &fh, may_narrow) ||
         feed_scalars(m, NULL, f[0], fw, fh, m->feed, &n_in))
         return 1;
     for (size_t k = 0; k < m->n_image; k++) {
@@ -1906,12 +1944,15 @@ int vdnn_tiny_model_batch_run(VdnnTinyModel *m, const VdnnTinyFrame *const *f,
             continue;
         /* The first frame's plane is the one feed_images prepared (converted
          * or resized already). */
-        const size_t element = m->samples ? sizeof(uint16_t) : sizeof(float);
+        const size_t element = m->fed_narrow ? sizeof(uint8_t)
+                               : m->samples  ? sizeof(uint16_t)
+                                             : sizeof(float);
         memcpy(m->batch_in[k], m->feed[k].data, plane * element);
         for (size_t b = 1; b < n; b++) {
             const VdnnSourcePicture pic = m->image_src[k].picture;
             if (m->samples) {
-                if (samples_of(m, f[b], pic, resize, (uint16_t *)m->batch_in[k] + b * plane))
+                if (samples_of(m, f[b], pic, resize, m->fed_narrow,
+                               (unsigned char *)m->batch_in[k] + b * plane * element))
                     return 1;
                 continue;
             }
@@ -2007,6 +2048,7 @@ static void add_counts(VmafDnnStaticRuns *sum, const VmafDnnStaticRuns *part)
     sum->device_io += part->device_io;
     sum->captured += part->captured;
     sum->pinned += part->pinned;
+    sum->uint8 += part->uint8;
 }
 
 void vdnn_tiny_model_add_run_counts(const VdnnTinyModel *m, VmafDnnStaticRuns *sum)

@@ -587,6 +587,12 @@ typedef struct VmafDnnStaticRuns {
                             without graph capture or one that runs only part
                             of the graph, or ORT's refusal. Owned by the
                             session, valid until it is closed */
+    uint64_t uint8;      /* of the fixed runs, those whose pictures went to
+                            the session as 8-bit samples (UINT8), half the
+                            bytes of UINT16: a context's samples model
+                            (UINT16 pictures that its graph only moves and
+                            casts) scoring an 8-bit clip gets a session
+                            specialised with its pictures declared UINT8 */
 } VmafDnnStaticRuns;
 
 /* Fills *out (see VmafDnnStaticRuns). Returns 0 or -EINVAL (a NULL

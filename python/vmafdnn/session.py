@@ -64,6 +64,7 @@ class StaticRuns(NamedTuple):
     captured: int
     device_io_reason: str
     pinned: int
+    uint8: int
 
 
 def static_runs(handle) -> StaticRuns:
@@ -78,7 +79,7 @@ def static_runs_from(out) -> StaticRuns:
                       ffi.string(out.reason).decode("utf-8", "replace"), int(out.specialised),
                       int(out.device_io), int(out.captured),
                       ffi.string(out.device_io_reason).decode("utf-8", "replace"),
-                      int(out.pinned))
+                      int(out.pinned), int(out.uint8))
 
 
 def ep_nodes(handle) -> Optional[Tuple[int, int]]:
@@ -380,7 +381,9 @@ class Session(NativeHandle):
         every one does); of the device_io runs, those whose every input
         copied to the device came from the EP's host-accessible (pinned)
         memory (``pinned``: a context's models keep their pictures there
-        where the EP offers it; a Session's caller's arrays are not)."""
+        where the EP offers it; a Session's caller's arrays are not); of the
+        fixed runs, those fed 8-bit samples as UINT8 (``uint8``: a context's
+        samples model on an 8-bit clip, half the bytes of UINT16)."""
         with self._using() as handle:
             return static_runs(handle)
 

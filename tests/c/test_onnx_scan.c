@@ -1315,10 +1315,132 @@ static void test_form_fits(void)
         vdnn_onnx_interface_free(all[i]);
 }
 
+
+/* A node op(in...) -> out. */
+static Buf flow_node(const char *op, const char *in0, const char *in1, const char *out)
+{
+    Buf n = { 0 };
+    add_str(&n, N_INPUT, in0);
+    if (in1)
+        add_str(&n, N_INPUT, in1);
+    add_str(&n, N_OUTPUT, out);
+    add_str(&n, N_OP, op);
+    return n;
+}
+
+/* A samples model: UINT16 pictures "a" and "b" and a FLOAT "s" ([1,8,8]),
+ * the nodes given, output "y" (FLOAT), and a value_info for `declared`
+ * when not NULL. */
+static Buf samples_model(const Buf *nodes, size_t n, const char *declared)
+{
+    Buf g = { 0 };
+    for (size_t i = 0; i < n; i++)
+        add_msg(&g, G_NODE, nodes[i]);
+    add_msg(&g, G_INPUT, typed_value_info("a", 4, 4));
+    add_msg(&g, G_INPUT, typed_value_info("b", 4, 4));
+    add_msg(&g, G_INPUT, typed_value_info("s", 1, 3));
+    add_msg(&g, G_OUTPUT, typed_value_info("y", 1, 4));
+    if (declared)
+        add_msg(&g, 13, typed_value_info(declared, 4, 4)); /* value_info */
+    return model_of(g);
+}
+
+/* The element types the model's inputs a, b and s declare. */
+static void input_types(const uint8_t *m, size_t n, int *types)
+{
+    VdnnOnnxInterface *iface = NULL;
+    CHECK_EQ_INT(vdnn_onnx_interface(m, n, &iface), 0);
+    CHECK_EQ_INT((int)iface->n_inputs, 3);
+    for (size_t i = 0; i < 3; i++)
+        types[i] = iface->inputs[i].elem_type;
+    vdnn_onnx_interface_free(iface);
+}
+
+/* Narrowed: the copy has the same length, declares a and b UINT8 and s
+ * still FLOAT, and differs from the model in two bytes only. Refused:
+ * -ENOTSUP naming what stops it, no copy. */
+static void check_narrowed(Buf m)
+{
+    uint8_t *copy = (uint8_t *)"untouched";
+    CHECK_EQ_INT(vdnn_onnx_narrow_samples(m.p, m.n, &copy), 0);
+    CHECK(copy != NULL);
+    int types[3];
+    input_types(copy, m.n, types);
+    CHECK_EQ_INT(types[0], 2);
+    CHECK_EQ_INT(types[1], 2);
+    CHECK_EQ_INT(types[2], 1);
+    size_t differ = 0;
+    for (size_t i = 0; i < m.n; i++)
+        differ += copy[i] != m.p[i];
+    CHECK_EQ_INT((int)differ, 2);
+    CHECK_EQ_INT(vdnn_onnx_scan(copy, m.n, -1, NULL, NULL), 0);
+    free(copy);
+    free(m.p);
+}
+
+static void check_refused(Buf m, const char *why)
+{
+    uint8_t *copy = (uint8_t *)"untouched";
+    CHECK_EQ_INT(vdnn_onnx_narrow_samples(m.p, m.n, &copy), -ENOTSUP);
+    CHECK(copy == NULL);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), why);
+    free(m.p);
+}
+
+/* A samples model's pictures become UINT8 where the graph only casts and
+ * moves them (vdnn_onnx_narrow_samples). */
+static void test_narrow_samples(void)
+{
+    Buf cast[] = { flow_node("Cast", "a", NULL, "ca"), flow_node("Cast", "b", NULL, "cb"),
+                   flow_node("Sub", "ca", "cb", "y") };
+    check_narrowed(samples_model(cast, 3, NULL));
+    /* as VMAF's accelerator form: stacked and sliced before the cast, the
+     * nodes listed out of order */
+    Buf moved[] = { flow_node("Cast", "sl", NULL, "y"), flow_node("Slice", "ab", "s", "sl"),
+                    flow_node("Concat", "a", "b", "ab") };
+    check_narrowed(samples_model(moved, 3, NULL));
+
+    Buf read[] = { flow_node("Sub", "a", "b", "y") };
+    check_refused(samples_model(read, 1, NULL), "a Sub reads the samples \"a\"");
+    Buf mixed[] = { flow_node("Concat", "a", "s", "as"), flow_node("Cast", "as", NULL, "y") };
+    check_refused(samples_model(mixed, 2, NULL), "a Concat reads");
+    Buf as_index[] = { flow_node("Cast", "a", NULL, "ca"), flow_node("Slice", "s", "b", "y") };
+    check_refused(samples_model(as_index, 2, NULL), "a Slice reads the samples \"b\"");
+    Buf later[] = { flow_node("Concat", "a", "b", "ab"), flow_node("Mul", "ab", "s", "y") };
+    check_refused(samples_model(later, 2, NULL), "a Mul reads the samples \"ab\"");
+    Buf declared[] = { flow_node("Concat", "a", "b", "ab"), flow_node("Cast", "ab", NULL, "y") };
+    check_refused(samples_model(declared, 2, "ab"), "declares the type of \"ab\"");
+    Buf passed[] = { flow_node("Identity", "a", NULL, "y"), flow_node("Cast", "b", NULL, "cb") };
+    check_refused(samples_model(passed, 2, NULL), "declares the type of \"y\"");
+    Buf sub[] = { with_graph(flow_node("Cast", "a", NULL, "y"), A_G, "body",
+                             graph_of(node(NULL, "Relu"))) };
+    check_refused(samples_model(sub, 1, NULL), "subgraph");
+    check_refused(model_with_node(NULL, "Relu"), "no UINT16 input");
+
+    /* the model's bytes cut anywhere: an error and no copy, or (cut after
+     * its graph) a copy; never a read past the cut (ASan) */
+    Buf again[] = { flow_node("Cast", "a", NULL, "ca"), flow_node("Cast", "b", NULL, "cb"),
+                    flow_node("Sub", "ca", "cb", "y") };
+    Buf m = samples_model(again, 3, NULL);
+    for (size_t cut = 0; cut < m.n; cut++) {
+        uint8_t *copy = NULL;
+        uint8_t *bytes = malloc(cut ? cut : 1);
+        memcpy(bytes, m.p, cut);
+        int rc = vdnn_onnx_narrow_samples(bytes, cut, &copy);
+        CHECK(rc == 0 ? copy != NULL : rc < 0 && copy == NULL);
+        free(copy);
+        free(bytes);
+    }
+    free(m.p);
+    uint8_t *copy = NULL;
+    CHECK_EQ_INT(vdnn_onnx_narrow_samples(NULL, 0, &copy), -EINVAL);
+}
+
 int main(void)
 {
     test_interface();
     test_form_fits();
+    test_narrow_samples();
     test_allowed_model();
     test_custom_domain();
     test_disallowed_ops();
