@@ -21,8 +21,11 @@ accelerator form (static shapes as the library's default for the EP: auto), the 
 Run checked against one Run per frame as the library always does.
 
 A samples_static run (where the model has a samples form, `<name>_samples.onnx`: the form the
-library picks on CUDA) specialises the form taking the pictures' own UINT16 samples and bpc,
-half the bytes of float32 planes to copy to the device.
+library picks on CUDA) specialises the form taking the pictures' own samples and bpc: the clip is
+8-bit, so its pictures go as UINT8 (a quarter of the bytes of float32 planes to copy to the
+device), and samples16_static runs the same with VMAFDNN_UINT8=0 (UINT16, half of them).
+vmaf_features' accelerator form takes samples itself: its accel_static goes as UINT8 and
+accel16_static as UINT16.
 
 A third run, accel_static, specialises the accelerator form to the clip's size (static_shapes
 on: every shape computation folds away when the session is created; the library's default on
@@ -52,14 +55,18 @@ def contenders(name, batch):
     """(label, model path, VMAFDNN_MODEL_FORMS value, static_shapes, batch) of today's form and
     the accelerator one as opened (symbolic sizes), the accelerator form specialised to the
     clip's size (what the library does on every EP but the CPU's: static_shapes auto), and with
-    batch > 1 the accelerator form scoring that many frames per Run."""
+    batch > 1 the accelerator form scoring that many frames per Run. A label ending in
+    "16_static" runs with VMAFDNN_UINT8=0."""
     own = str(builtin.path(name))
     accel = os.path.join(os.path.dirname(own), f"{name}_accel.onnx")
     runs = [("today", own, "0", "off", 0), ("accel", accel, "1", "off", 0),
             ("accel_static", accel, "1", "on", 0)]
     samples = os.path.join(os.path.dirname(own), f"{name}_samples.onnx")
-    if os.path.exists(samples):  # CUDA's form: UINT16 samples and bpc, specialised
-        runs.append(("samples_static", samples, "1", "on", 0))
+    if os.path.exists(samples):  # CUDA's form: samples and bpc, specialised
+        runs += [("samples_static", samples, "1", "on", 0),
+                 ("samples16_static", samples, "1", "on", 0)]
+    elif name.startswith("vmaf_features"):  # its accelerator form takes samples
+        runs.append(("accel16_static", accel, "1", "on", 0))
     if batch > 1:
         runs.append((f"accel_batch{batch}", accel, "1", "auto", batch))
     return runs
@@ -99,6 +106,7 @@ def together(args, size, device, refs, dists):
     for _ in range(args.rounds):
         for label, forms, static in (("today", "0", "off"), ("library", "1", "auto")):
             os.environ["VMAFDNN_MODEL_FORMS"] = forms
+            os.environ.pop("VMAFDNN_UINT8", None)
             try:
                 if label not in best:
                     run_once(None if ref_frames is None else refs[:3], dists[:3], paths, device,
@@ -136,6 +144,7 @@ def main(argv=None):
 
     print(f"ONNX Runtime {vmafdnn.ort_version()} from {vmafdnn.ort_library_path()}")
     saved = os.environ.get("VMAFDNN_MODEL_FORMS")
+    saved_uint8 = os.environ.pop("VMAFDNN_UINT8", None)
     try:
         for size in args.sizes.split(","):
             width, height = map(int, size.split("x"))
@@ -151,6 +160,8 @@ def main(argv=None):
                     for _ in range(args.rounds):
                         for label, path, forms, static, batch in contenders(name, args.batch):
                             os.environ["VMAFDNN_MODEL_FORMS"] = forms
+                            os.environ["VMAFDNN_UINT8"] = "0" if label.endswith("16_static") \
+                                else "1"
                             try:
                                 if label not in best:  # warm-up call
                                     run_once(None if nr else refs[:3], dists[:3], [path],
@@ -178,6 +189,9 @@ def main(argv=None):
             os.environ.pop("VMAFDNN_MODEL_FORMS", None)
         else:
             os.environ["VMAFDNN_MODEL_FORMS"] = saved
+        os.environ.pop("VMAFDNN_UINT8", None)
+        if saved_uint8 is not None:
+            os.environ["VMAFDNN_UINT8"] = saved_uint8
 
 
 if __name__ == "__main__":

@@ -2187,6 +2187,9 @@ static void drop_model_dir(VdnnOrtSession *s)
 static void keep_narrowed(VdnnOrtSession *s)
 {
     uint8_t *narrow = NULL;
+    const char *env = getenv("VMAFDNN_UINT8");
+    if (env && strcmp(env, "0") == 0)
+        return;
     if (vdnn_onnx_narrow_samples(s->model, s->model_len, &narrow)) {
         vdnn_clear_error(); /* -ENOTSUP: not such a model; -ENOMEM: the same */
         return;

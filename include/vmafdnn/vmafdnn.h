@@ -592,7 +592,11 @@ typedef struct VmafDnnStaticRuns {
                             bytes of UINT16: a context's samples model
                             (UINT16 pictures that its graph only moves and
                             casts) scoring an 8-bit clip gets a session
-                            specialised with its pictures declared UINT8 */
+                            specialised with its pictures declared UINT8
+                            (its values bit for bit those of UINT16). The
+                            environment variable VMAFDNN_UINT8=0, read when
+                            a session opens, keeps them UINT16 (a benchmark's
+                            comparison, an EP whose UINT8 Cast misbehaves) */
 } VmafDnnStaticRuns;
 
 /* Fills *out (see VmafDnnStaticRuns). Returns 0 or -EINVAL (a NULL

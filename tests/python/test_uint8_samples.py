@@ -49,10 +49,11 @@ print(json.dumps(out))
 """.replace("import json, sys", "import json, os, sys")
 
 
-def score(forms, context, models, clips):
+def score(forms, context, models, clips, **env):
     """Every feature of every frame of each clip (the context reset between clips), scored in
-    a child with VMAFDNN_MODEL_FORMS=forms, the forms used and each model's run counts."""
-    env = dict(os.environ, VMAFDNN_MODEL_FORMS=forms)
+    a child with VMAFDNN_MODEL_FORMS=forms and `env`, the forms used and each model's run
+    counts."""
+    env = dict(os.environ, VMAFDNN_MODEL_FORMS=forms, **env)
     cfg = {"context": context, "models": models, "clips": clips}
     out = subprocess.run([sys.executable, "-c", SCORE, json.dumps(cfg)], env=env,
                          capture_output=True, text=True)
@@ -136,3 +137,13 @@ def test_more_clip_sizes_than_sessions_widen_the_rest():
     runs = got["runs"][0]
     assert runs["specialised"] == 4 and runs["uint8"] == runs["fixed"] == 8, runs
     assert runs["as_opened"] == 4, runs
+
+
+def test_vmafdnn_uint8_0_keeps_uint16():
+    """VMAFDNN_UINT8=0 (read when a session opens): the same specialised runs, none UINT8."""
+    clips = [{"size": [23, 37], "bpcs": [8, 8, 8]}]
+    got = score("CUDA", {"threads": 1, **NARROW}, ["psnr_y"], clips, VMAFDNN_UINT8="0")
+    on = score("CUDA", {"threads": 1, **NARROW}, ["psnr_y"], clips, VMAFDNN_UINT8="1")
+    assert got["clips"] == on["clips"]
+    assert got["runs"][0]["fixed"] == 3 and got["runs"][0]["uint8"] == 0, got["runs"]
+    assert on["runs"][0]["uint8"] == 3, on["runs"]
