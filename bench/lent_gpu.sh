@@ -13,7 +13,8 @@
 # Environment (for a dry run on a machine without a GPU: LENT_GPU_SIZES=320x180 and
 # ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1, where Mesa's lavapipe then plays the GPU):
 #   LENT_GPU_SIZES     the two sizes, HD then UHD (default 1920x1080,3840x2160)
-#   LENT_GPU_FRAMES    frames per scored clip at the HD size (default 240; UHD gets half)
+#   LENT_GPU_FRAMES    frames per scored clip at the HD size (default 160: bench_accel runs up to
+#                      six contenders per model, UINT8 and UINT16 samples among them)
 #   LENT_GPU_DEADLINE  seconds the whole script may take (default 480)
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -105,7 +106,7 @@ fi
 sizes=${LENT_GPU_SIZES:-1920x1080,3840x2160}
 hd=${sizes%%,*}
 uhd=${sizes##*,}
-frames=${LENT_GPU_FRAMES:-240}
+frames=${LENT_GPU_FRAMES:-160}
 models=psnr_y,ssim_y,vmaf_features
 accel() { # name seconds size frames threads batch devices
     step "$1" "$2" python3 "$repo/bench/bench_accel.py" --devices "$7" --sizes "$3" \
