@@ -615,14 +615,17 @@ def _batched(batching, frames: int) -> str:
 
 
 def _device_io(runs) -> str:
-    """', device-resident I/O on D of R runs (from pinned memory on P), graph recorded on C,
-    8-bit samples on U' where runs bound it."""
-    if not runs or not runs["device_io"]:
+    """', device-resident I/O on D of R runs (from pinned memory on P), graph recorded on C'
+    where runs bound it, and ', UINT8 samples on U of R runs' where runs took an 8-bit clip's
+    samples as they are."""
+    if not runs:
         return ""
     total = runs["fixed"] + runs["as_opened"]
+    narrow = f", UINT8 samples on {runs['uint8']} of {total} runs" if runs.get("uint8") else ""
+    if not runs["device_io"]:
+        return narrow
     pinned = f" (from pinned memory on {runs['pinned']})" if runs.get("pinned") else ""
     captured = f", graph recorded on {runs['captured']}" if runs["captured"] else ""
-    narrow = f", 8-bit samples on {runs['uint8']}" if runs.get("uint8") else ""
     return (f", device-resident I/O on {runs['device_io']} of {total} runs{pinned}{captured}"
             f"{narrow}")
 

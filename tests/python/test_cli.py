@@ -204,7 +204,8 @@ def test_summary_says_where_runs_bound_device_io(synth, monkeypatch):
     """The summary says how many runs bound their inputs and outputs (device_io), over the
     context's session and the copies scoring frames in flight: every run with --tiny-device-io
     on (CUDA's form, the samples form, run on ORT's CPU EP through VMAFDNN_MODEL_FORMS=CUDA), none
-    mentioned with off."""
+    mentioned with off; and, either way, that every run took the 8-bit clip's samples as UINT8
+    (static shapes on), none with VMAFDNN_UINT8=0."""
     monkeypatch.setenv("VMAFDNN_MODEL_FORMS", "CUDA")
     for setting, threads in (("on", "1"), ("on", "3"), ("off", "3")):
         proc = vmafdnn_cli("-r", synth.ref, "-d", synth.dist, "--tiny-model", "psnr_y",
@@ -214,8 +215,16 @@ def test_summary_says_where_runs_bound_device_io(synth, monkeypatch):
         frames = int(re.search(r"^frames: (\d+)$", proc.stdout, re.M).group(1))
         [line] = [line for line in proc.stdout.splitlines() if line.startswith("model ")]
         bound = f", device-resident I/O on {frames} of {frames} runs"
-        assert line.endswith("as psnr_y_samples.onnx" + (bound if setting == "on" else "")), line
+        narrow = f", UINT8 samples on {frames} of {frames} runs"
+        assert line.endswith("as psnr_y_samples.onnx" + (bound if setting == "on" else "") +
+                             narrow), line
         assert "device I/O:" not in proc.stdout  # reasons are printed for accelerators only
+    monkeypatch.setenv("VMAFDNN_UINT8", "0")
+    proc = vmafdnn_cli("-r", synth.ref, "-d", synth.dist, "--tiny-model", "psnr_y",
+                       "--tiny-static-shapes", "on", "--tiny-device-io", "off")
+    assert proc.returncode == 0, proc.stderr
+    [line] = [line for line in proc.stdout.splitlines() if line.startswith("model ")]
+    assert line.endswith("as psnr_y_samples.onnx"), line
 
 
 def test_tiny_batch(synth, models, tmp_path):
