@@ -1210,20 +1210,26 @@ static int read_flow_node(const Scan *s, Span m, Flow *flow)
     return 0;
 }
 
-/* GraphProto: nodes (1), outputs (12) and value_info (13). */
+/* GraphProto: nodes (1), outputs (12) and value_info (13); -ENOTSUP for an
+ * input (11) whose name holds a NUL byte (the interface reads names as C
+ * strings, which would end there: the rule would follow another name). */
 static int read_flow(const Scan *s, Span g, Flow *flow)
 {
     Field f = {0};
     int r;
     while ((r = next_field(s, &g, &f)) > 0) {
-        if (f.num != 1 && f.num != 12 && f.num != 13)
+        if (f.num != 1 && f.num != 11 && f.num != 12 && f.num != 13)
             continue;
         if ((r = expect(s, &f, WT_LEN)) < 0)
             return r;
         Span name = {NULL, 0};
         if (f.num == 1)
             r = read_flow_node(s, f.len, flow);
-        else if ((r = value_name(s, f.len, &name)) >= 0)
+        else if ((r = value_name(s, f.len, &name)) >= 0 && f.num == 11)
+            r = name.n && memchr(name.p, 0, name.n)
+                    ? vdnn_fail(-ENOTSUP, "an input's name holds a NUL byte")
+                    : 0;
+        else if (r >= 0)
             r = add_name(&flow->declared, name);
         if (r < 0)
             return r;

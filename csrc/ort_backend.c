@@ -1373,12 +1373,13 @@ struct VdnnOrtSession {
     size_t n_whys;
     void *model;                 /* owned copy while static_on can be set */
     size_t model_len;
-    /* The model with its UINT16 pictures taking UINT8 (vdnn_onnx_narrow_samples),
-     * for the runs fed 8-bit samples: owned and charged beside model, NULL
-     * where the model cannot take them so. narrowable: it could, at
-     * creation (never cleared: runs fed UINT8 are widened after). */
+    /* narrowable: the model's UINT16 pictures can take UINT8
+     * (vdnn_onnx_narrow_samples), decided at creation. model8: that model,
+     * for the runs fed 8-bit samples, made at the first of them and charged
+     * beside model (narrowed_model); model8_refused: it could not be had,
+     * and those runs take their samples widened. */
+    int narrowable, model8_refused;
     void *model8;
-    int narrowable;
     int run_narrow;              /* the session being made takes UINT8 */
     char *model_path, *model_dir;
     int dir_fd, dir_fd_held;     /* owned: the directory model_dir names */
@@ -2180,26 +2181,42 @@ static void drop_model_dir(VdnnOrtSession *s)
     s->dir_fd_held = 0;
 }
 
-/* The model for runs fed 8-bit samples, where it has UINT16 pictures that
- * its graph only moves and casts: s->model8, charged to the budget as the
- * copy is. Where it cannot be had (another model, no memory), those runs
- * take the widened samples, as runs as opened do. */
-static void keep_narrowed(VdnnOrtSession *s)
+/* Whether the model has UINT16 pictures that its graph only moves and
+ * casts (s->narrowable), so that runs fed 8-bit samples may get sessions
+ * taking UINT8; its copy for them is made at the first such run
+ * (narrowed_model), so that a clip of another depth is charged nothing. */
+static void check_narrowable(VdnnOrtSession *s)
 {
     uint8_t *narrow = NULL;
-    const char *env = getenv("VMAFDNN_UINT8");
-    if (env && strcmp(env, "0") == 0)
+    const char *setting = getenv("VMAFDNN_UINT8");
+    if (setting && strcmp(setting, "0") == 0)
         return;
     if (vdnn_onnx_narrow_samples(s->model, s->model_len, &narrow)) {
         vdnn_clear_error(); /* -ENOTSUP: not such a model; -ENOMEM: the same */
         return;
     }
-    if (account_charge(s->account, s->model_len)) {
+    free(narrow);
+    s->narrowable = 1;
+}
+
+/* s->model8, made and charged to the budget now if need be: 0 when it
+ * cannot be had (specialising stopped, the budget or memory refused it:
+ * then runs fed 8-bit samples take them widened, and it is not tried
+ * again). */
+static int narrowed_model(VdnnOrtSession *s)
+{
+    if (s->model8 || !s->narrowable || !s->model)
+        return s->model8 != NULL;
+    uint8_t *narrow = NULL;
+    if (vdnn_onnx_narrow_samples(s->model, s->model_len, &narrow) ||
+        account_charge(s->account, s->model_len)) {
+        vdnn_clear_error();
         free(narrow);
-        return;
+        s->model8_refused = 1;
+        return 0;
     }
     s->model8 = narrow;
-    s->narrowable = 1;
+    return 1;
 }
 
 static void drop_narrowed(VdnnOrtSession *s)
@@ -2252,7 +2269,7 @@ static int setup_static(VdnnOrtSession *s, const void *model, size_t len, const 
     memcpy(s->model, model, len);
     s->static_on = 1;
     s->static_reason = "";
-    keep_narrowed(s);
+    check_narrowable(s);
     return 0;
 }
 
@@ -2526,7 +2543,8 @@ static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds,
 {
     *io = NULL;
     *slot = NO_SLOT;
-    const int narrow = s->narrowable && feeds_narrow(s, feeds);
+    const int narrow = s->narrowable && !s->model8_refused && feeds_narrow(s, feeds) &&
+                       (s->model8 || !s->static_on || narrowed_model(s));
     /* Once it stops specialising, a session keeps using those it made. */
     if (!s->static_on && !s->n_fixed)
         goto as_opened;

@@ -1416,6 +1416,18 @@ static void test_narrow_samples(void)
                              graph_of(node(NULL, "Relu"))) };
     check_refused(samples_model(sub, 1, NULL), "subgraph");
     check_refused(model_with_node(NULL, "Relu"), "no UINT16 input");
+    /* "a\0x": the interface reads "a"; no node reads that name, so the rule
+     * would pass a model whose input it cannot retype */
+    Buf g = { 0 };
+    add_msg(&g, G_NODE, flow_node("Mul", "a", "a", "y"));
+    add_msg(&g, G_INPUT, typed_value_info("a", 4, 4));
+    Buf nul = { 0 }, v = typed_value_info("a", 4, 4);
+    add_bytes(&nul, 1, "b\0x", 3); /* the name field first, then the type */
+    put(&nul, v.p + 3, v.n - 3);    /* v: name "a" (3 bytes), then its type */
+    free(v.p);
+    add_msg(&g, G_INPUT, nul);
+    add_msg(&g, G_OUTPUT, typed_value_info("y", 1, 4));
+    check_refused(model_of(g), "NUL byte");
 
     /* the model's bytes cut anywhere: an error and no copy, or (cut after
      * its graph) a copy; never a read past the cut (ASan) */

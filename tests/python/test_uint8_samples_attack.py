@@ -298,15 +298,36 @@ def budget_scores(path, budget):
         return None
 
 
-@pytest.mark.xfail(strict=True, reason="model8 is charged to max_memory_bytes at open even "
-                   "for a clip that never narrows, and is not dropped when a run needs the "
-                   "room: a budget that fits with VMAFDNN_UINT8=0 fails")
 def test_a_10bit_clip_scores_in_the_budget_it_scored_in_before(tmp_path, monkeypatch):
     """The smallest budget (in 500-byte steps) in which a 10-bit clip scores with
-    VMAFDNN_UINT8=0 scores it too with UINT8 on: the clip never feeds UINT8."""
+    VMAFDNN_UINT8=0 scores it too with UINT8 on: the clip never feeds UINT8, so the model's
+    UINT8 copy is never made nor charged (it once was, at open)."""
     path = write(tmp_path, "cs", narrowed_models()["concat_self"])
     monkeypatch.setenv("VMAFDNN_UINT8", "0")
     budget = next(b for b in range(4000, 60000, 500) if budget_scores(path, b) is not None)
     want = budget_scores(path, budget)
     monkeypatch.setenv("VMAFDNN_UINT8", "1")
     assert budget_scores(path, budget) == want
+
+
+def test_an_8bit_clip_in_tight_budgets_scores_or_says_so(tmp_path, monkeypatch):
+    """An 8-bit clip in every budget around the smallest in which it scores with
+    VMAFDNN_UINT8=0: with UINT8 on, wherever the room for the model's UINT8 copy, its session
+    or a run is refused, the clip either fails with MemoryBudgetError or scores exactly as
+    UINT16 does (frames widened to the UINT16 sessions where the copy was refused); and from
+    that budget on it scores."""
+    path = write(tmp_path, "cs", narrowed_models()["concat_self"])
+    clips = [{"size": [20, 30], "bpcs": [8, 8, 8, 8]}]
+    monkeypatch.setenv("VMAFDNN_UINT8", "0")
+
+    def at(budget):
+        try:
+            return score(path, clips, {"max_memory_bytes": budget, **NARROW})
+        except vmafdnn.MemoryBudgetError:
+            return None
+    budget = next(b for b in range(4000, 60000, 500) if at(b) is not None)
+    want, _ = at(budget)
+    monkeypatch.setenv("VMAFDNN_UINT8", "1")
+    for room in range(budget - 4000, budget + 4000, 100):
+        got = at(room)
+        assert (got is None and room < budget) or got[0] == want, room
