@@ -336,6 +336,11 @@ typedef enum VmafDnnModelKind {
  *     0..2^bpc - 1, with no fp32 round trip (the VMAF features' CPU form
  *     does: the picture crosses no conversion); a resized plane is rounded
  *     back to samples (half up, clamped), past planes are kept as samples.
+ *     Where the model's session specialises (VmafDnnStaticShapes) and its
+ *     graph only moves and casts those inputs, an 8-bit frame not resized
+ *     goes as UINT8, its samples' own bytes, to a session specialised so:
+ *     the same values, half the bytes to a device (VmafDnnStaticRuns.uint8
+ *     counts those runs; VMAFDNN_UINT8=0 keeps UINT16).
  *     Either every image input of a model is UINT16 or none is (else
  *     -ENOTSUP naming both); other inputs are never UINT16 (-ENOTSUP). Such
  *     a model does not share Runs between frames (VmafDnnContextConfig.batch). 

@@ -399,17 +399,20 @@ def test_device_io_binds_with_the_scores_of_orts_copies(patched, tmp_path, clips
 
 _SUMMARY = re.compile(r"\] model (\S+) ran on (\S+?)(?: as (\S+))?: (\d+) runs, (\d+) specialised "
                       r"to their sizes, (\d+) with device-resident I/O \((\d+) from pinned "
-                      r"memory\), (\d+) on a recorded graph$", re.MULTILINE)
+                      r"memory\), (\d+) on a recorded graph, (\d+) fed UINT8 samples$",
+                      re.MULTILINE)
 
 
 def _summary(stderr: str):
     """{model stem: (EP, form's base name or None, runs, specialised, device-resident I/O,
     recorded graph)} from the filter's model lines at its close; the runs from pinned memory
-    checked 0 (ORT's CPU EP copies nothing to a device)."""
+    checked 0 (ORT's CPU EP copies nothing to a device), and those fed UINT8 samples too (on
+    ORT's CPU EP the built-ins score from their own files or CPU forms, none of which is a
+    samples model the library can narrow)."""
     lines = {}
     for path, ep, form, *counts in _SUMMARY.findall(stderr):
-        runs, fixed, bound, pinned, captured = map(int, counts)
-        assert pinned == 0, (path, counts)
+        runs, fixed, bound, pinned, captured, narrow = map(int, counts)
+        assert pinned == 0 and narrow == 0, (path, counts)
         lines[Path(path).stem] = (ep, form or None, runs, fixed, bound, captured)
     return lines
 
@@ -447,6 +450,25 @@ def test_summary_counts_specialised_and_device_io_runs(patched, tmp_path, clips8
     assert re.search(r"\] model \S+psnr_y\.onnx: device I/O: .*device_io", proc.stderr), \
         proc.stderr[-3000:]
 
+
+
+def test_summary_counts_uint8_runs_of_an_8bit_clip(patched, clips8):
+    """With the CUDA forms taken on ORT's CPU EP (VMAFDNN_MODEL_FORMS=CUDA: psnr_y's samples
+    form) and static shapes on, every run of the 8-bit clip takes its samples as UINT8, and
+    the model line says so; VMAFDNN_UINT8=0 keeps them UINT16 with the same scores."""
+    exe, env = patched
+    got = {}
+    for uint8 in ("1", "0"):
+        proc = run((exe, dict(env, VMAFDNN_MODEL_FORMS="CUDA", VMAFDNN_UINT8=uint8)), "-i",
+                   clips8.dist, "-i", clips8.ref, "-lavfi",
+                   "[0:v][1:v]vmafdnn=model=psnr_y:device=cpu:static_shapes=on:device_io=on",
+                   "-f", "null", "-")
+        [line] = [m for m in _SUMMARY.finditer(proc.stderr) if "psnr_y" in m.group(1)]
+        assert line.group(3) == "psnr_y_samples.onnx", line.group(0)
+        runs, narrow = int(line.group(4)), int(line.group(9))
+        assert runs == clips8.frames and narrow == (runs if uint8 == "1" else 0), line.group(0)
+        got[uint8] = re.findall(r"psnr_y mean: (\S+)", proc.stderr)
+    assert got["1"] == got["0"] and got["1"], got
 
 @pytest.mark.parametrize("filt", ["vmafdnn=no_reference=1", "vmafdnn_pre=model={identity}"])
 def test_device_io_values(patched, tmp_path, models, clips8, filt):
