@@ -121,6 +121,11 @@ profile() { # name seconds: ORT's profile of the specialised sessions on CUDA, s
 }
 profile cuda_profile 60
 CUDA_LAUNCH_BLOCKING=1 profile cuda_profile_blocking 60 # a node's time is then its kernel's
+# Whether cuDNN's algorithm for VMAF's grouped Convs is the 28 ms (the library asks for the
+# heuristic search): the features' Runs with ORT's exhaustive search and with its default
+step cuda_conv_search 70 sh -c "for s in EXHAUSTIVE DEFAULT; do echo \"cudnn_conv_algo_search \$s\";
+    VMAFDNN_CUDNN_CONV_ALGO_SEARCH=\$s python3 '$repo/bench/bench_device_io.py' --device cuda \
+    --sizes '$hd' --runs 20 --models vmaf_features 2>&1 | tail -n 12; done"
 # What spoils ORT's recording of psnr_y's graph with one session (session 14: "operation failed
 # due to a previous error during capture"): ORT's own log around it
 step cuda_capture_log 40 sh -c "VMAFDNN_ORT_LOG_LEVEL=1 python3 '$repo/bench/bench_device_io.py' \

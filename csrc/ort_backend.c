@@ -1060,7 +1060,13 @@ static size_t openvino_options(EpKind ep, const VmafDnnConfig *cfg, int plugin,
 
 /* CUDA's options, for the compiled-in EP and its EP devices alike:
  *   cudnn_conv_algo_search HEURISTIC  exhaustive search costs more than a
- *                                     tiny model's run
+ *                                     tiny model's run (the environment's
+ *                                     VMAFDNN_CUDNN_CONV_ALGO_SEARCH, one of
+ *                                     EXHAUSTIVE, HEURISTIC, DEFAULT, picks
+ *                                     another: VMAF's accelerator form's
+ *                                     grouped 1x17 Convs may run far better
+ *                                     on another algorithm, which the lent
+ *                                     GPU's benchmark asks)
  *   use_tf32 0   the built-ins' filters have 15-bit taps, and the VMAF
  *                features' accelerator form sums integers exactly in fp32
  *                (docs/vmaf.md): TF32 products (10-bit mantissas) would
@@ -1069,8 +1075,11 @@ static size_t openvino_options(EpKind ep, const VmafDnnConfig *cfg, int plugin,
 #define CUDA_OPTIONS 3
 static size_t cuda_options(int capture, const char **keys, const char **values)
 {
+    const char *search = getenv("VMAFDNN_CUDNN_CONV_ALGO_SEARCH");
     keys[0] = "cudnn_conv_algo_search";
-    values[0] = "HEURISTIC";
+    values[0] = search && (strcmp(search, "EXHAUSTIVE") == 0 || strcmp(search, "DEFAULT") == 0)
+                    ? search
+                    : "HEURISTIC";
     keys[1] = "use_tf32";
     values[1] = "0";
     if (!capture)
