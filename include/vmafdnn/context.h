@@ -343,7 +343,8 @@ typedef enum VmafDnnModelKind {
  *     counts those runs; VMAFDNN_UINT8=0 keeps UINT16).
  *     Either every image input of a model is UINT16 or none is (else
  *     -ENOTSUP naming both); other inputs are never UINT16 (-ENOTSUP). Such
- *     a model does not share Runs between frames (VmafDnnContextConfig.batch). 
+ *     a model shares Runs between frames like any other
+ *     (VmafDnnContextConfig.batch: the samples forms take N frames).
  *
  * Frame offsets and other input sources. The sidecar's "input_sources"
  * object maps a model input to what feeds it, instead of the rules above:
