@@ -907,16 +907,26 @@ static int read_value_info(const Scan *s, Span m, VdnnOnnxValue *v)
     return 0;
 }
 
-/* The name (8) of a TensorProto. */
-static int tensor_name(const Scan *s, Span t, Span *name)
+/* The string field `num` of message m (the last one given, as a parser
+ * keeps): a TensorProto's name (8), a ValueInfoProto's (1). */
+static int string_field(const Scan *s, Span m, uint32_t num, Span *out)
 {
     Field f = {0};
     int r;
-    while ((r = next_field(s, &t, &f)) > 0)
-        if (f.num == 8 && (r = expect(s, &f, WT_LEN)) == 0)
-            *name = f.len;
+    while ((r = next_field(s, &m, &f)) > 0)
+        if (f.num == num && (r = expect(s, &f, WT_LEN)) == 0)
+            *out = f.len;
         else if (r < 0)
             return r;
+    return r;
+}
+
+/* Appends name to l. */
+static int add_name(NameList *l, Span name)
+{
+    int r = grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v), SIZE_MAX);
+    if (!r)
+        l->v[l->n++] = name;
     return r;
 }
 
@@ -948,16 +958,15 @@ static int read_graph_interface(const Scan *s, Span g, ValueList *in, ValueList 
         } else {
             Span name = {NULL, 0}, t = f.len;
             if (f.num == 5) {
-                r = tensor_name(s, t, &name);
+                r = string_field(s, t, 8, &name);
             } else {
                 while ((r = next_field(s, &t, &h)) > 0)
                     if (h.num == 1 && ((r = expect(s, &h, WT_LEN)) < 0 ||
-                                       (r = tensor_name(s, h.len, &name)) < 0))
+                                       (r = string_field(s, h.len, 8, &name)) < 0))
                         break;
             }
-            if (r >= 0 && (r = grow((void **)&init->v, &init->cap, init->n, sizeof(*init->v),
-                                    SIZE_MAX)) == 0)
-                init->v[init->n++] = name;
+            if (r >= 0)
+                r = add_name(init, name);
         }
         if (r < 0)
             return r;
@@ -1148,27 +1157,6 @@ static bool listed(const NameList *l, Span name)
     return false;
 }
 
-static int add_name(NameList *l, Span name)
-{
-    int r = grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v), SIZE_MAX);
-    if (!r)
-        l->v[l->n++] = name;
-    return r;
-}
-
-/* The name (1) of a ValueInfoProto. */
-static int value_name(const Scan *s, Span m, Span *name)
-{
-    Field f = {0};
-    int r;
-    while ((r = next_field(s, &m, &f)) > 0)
-        if (f.num == 1 && (r = expect(s, &f, WT_LEN)) == 0)
-            *name = f.len;
-        else if (r < 0)
-            return r;
-    return r;
-}
-
 /* NodeProto: op_type (4), domain (7), inputs (1), outputs (2); -ENOTSUP
  * for an attribute holding a graph (AttributeProto g 6, graphs 11): a
  * subgraph may read any value of the graph around it. */
@@ -1225,7 +1213,7 @@ static int read_flow(const Scan *s, Span g, Flow *flow)
         Span name = {NULL, 0};
         if (f.num == 1)
             r = read_flow_node(s, f.len, flow);
-        else if ((r = value_name(s, f.len, &name)) >= 0 && f.num == 11)
+        else if ((r = string_field(s, f.len, 1, &name)) >= 0 && f.num == 11)
             r = name.n && memchr(name.p, 0, name.n)
                     ? vdnn_fail(-ENOTSUP, "an input's name holds a NUL byte")
                     : 0;
@@ -1309,7 +1297,7 @@ static int retype_inputs(const Scan *s, Span g, const NameList *narrow, uint8_t 
     int r;
     while ((r = next_field(s, &g, &f)) > 0) {
         Span name = {NULL, 0};
-        if (f.num != 11 || f.wt != WT_LEN || (r = value_name(s, f.len, &name)) < 0 ||
+        if (f.num != 11 || f.wt != WT_LEN || (r = string_field(s, f.len, 1, &name)) < 0 ||
             !listed(narrow, name)) {
             if (r < 0)
                 return r;

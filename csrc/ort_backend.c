@@ -2552,8 +2552,9 @@ static OrtSession *session_for_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds,
 {
     *io = NULL;
     *slot = NO_SLOT;
+    /* once specialising stopped, narrow sessions made before may still serve */
     const int narrow = s->narrowable && !s->model8_refused && feeds_narrow(s, feeds) &&
-                       (s->model8 || !s->static_on || narrowed_model(s));
+                       (!s->static_on || narrowed_model(s));
     /* Once it stops specialising, a session keeps using those it made. */
     if (!s->static_on && !s->n_fixed)
         goto as_opened;
@@ -3067,10 +3068,6 @@ static OrtStatus *run_once(VdnnOrtSession *s, OrtSession *session, VdnnDeviceIo 
     return st;
 }
 
-/* ORT's Run under the session's budgets, with its failure told apart: a stop
- * (cancel, time budget), a refused allocation (memory budget), or the model
- * failing on this data. The caller's arguments were checked before ORT saw
- * them, so no Run failure is the caller's: the rest is -ENOEXEC. */
 /* Fits the run's input values to `session`: where it takes UINT16 pictures
  * and the run feeds 8-bit samples (UINT8), they are widened into scratch,
  * as the model as opened takes them. Returns 1 when it widened, 0 when
@@ -3111,6 +3108,10 @@ static int fit_feeds(VdnnOrtSession *s, OrtSession *session, size_t slot,
     return 1;
 }
 
+/* ORT's Run under the session's budgets, with its failure told apart: a stop
+ * (cancel, time budget), a refused allocation (memory budget), or the model
+ * failing on this data. The caller's arguments were checked before ORT saw
+ * them, so no Run failure is the caller's: the rest is -ENOEXEC. */
 static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t *output_slots,
                        size_t n_outputs)
 {

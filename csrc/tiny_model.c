@@ -86,9 +86,9 @@ struct VdnnTinyModel {
     size_t sample_fp32_cap;
     unsigned char *feed_samples;   /* per fed input: VDNN_SAMPLES_* or 0 */
     /* An 8-bit clip's samples go to the session as they are (uint8_t in the
-     * same buffers), where the session narrows (vdnn_session_narrows): half
-     * the bytes to the device. fed_narrow: the last frame fed so. */
-    int narrows, fed_narrow;
+     * same buffers, feed_samples VDNN_SAMPLES_UINT8), where the session
+     * narrows (vdnn_session_narrows): half the bytes to the device. */
+    int narrows;
     int64_t model_h, model_w;      /* -1: symbolic, the first frame's size */
     unsigned locked_h, locked_w;   /* that size; 0 before the first frame */
     int64_t image_shape[4];        /* {1, 1, H, W} of the current frame */
@@ -1567,7 +1567,7 @@ static int feed_images(VdnnTinyModel *m, const VdnnTinyFrame *f, VmafDnnInput *i
     m->image_shape[0] = m->image_shape[1] = 1; /* batch folded to 1, one luma plane */
     m->image_shape[2] = *th;
     m->image_shape[3] = *tw;
-    const int narrow = m->fed_narrow = may_narrow && feeds_narrow(m, f, resize);
+    const int narrow = may_narrow && feeds_narrow(m, f, resize);
     for (size_t k = 0; k < m->n_image; k++) {
         unsigned past_bpc = 0;
         const void *data =
@@ -1944,14 +1944,14 @@ int vdnn_tiny_model_batch_run(VdnnTinyModel *m, const VdnnTinyFrame *const *f,
             continue;
         /* The first frame's plane is the one feed_images prepared (converted
          * or resized already). */
-        const size_t element = m->fed_narrow ? sizeof(uint8_t)
-                               : m->samples  ? sizeof(uint16_t)
-                                             : sizeof(float);
+        const int narrow = m->feed_samples[k] == VDNN_SAMPLES_UINT8;
+        const size_t element = narrow ? sizeof(uint8_t) : m->samples ? sizeof(uint16_t)
+                                                                     : sizeof(float);
         memcpy(m->batch_in[k], m->feed[k].data, plane * element);
         for (size_t b = 1; b < n; b++) {
             const VdnnSourcePicture pic = m->image_src[k].picture;
             if (m->samples) {
-                if (samples_of(m, f[b], pic, resize, m->fed_narrow,
+                if (samples_of(m, f[b], pic, resize, narrow,
                                (unsigned char *)m->batch_in[k] + b * plane * element))
                     return 1;
                 continue;
