@@ -1,0 +1,32 @@
+/* Internal: VMAF's features as GPU programs: the kernels of csrc/gpu/
+ * *_kernels.h launched in order on a backend (backend.h), one frame pair a
+ * call. What each computes is its CPU kernel's (vmaf_kernels.h), to the bit
+ * on the emulator (tests/c/test_gpu_kernels.c).
+ *
+ * Planes are w x h samples of bpc bits (8..16), rows packed (stride w), in
+ * the backend's memory; so are the outputs, written by the last kernel (the
+ * host reads them when the backend's stream is done). A sample above
+ * 2^bpc - 1 cannot be refused before the kernels have run: the outputs are
+ * then NaN (the CPU kernels fail with -EINVAL), which the library's feature
+ * collector refuses as it refuses any NaN.
+ *
+ * Return codes: 0; -EINVAL for a NULL pointer, a bpc outside 8..16 or w, h
+ * below the CPU kernel's minimum (vmaf_kernels.h) or above
+ * VK_MAX_DIMENSION; what the backend's alloc or launch returns. Nothing
+ * allocated is left behind on failure. */
+#ifndef VDNN_GPU_PROGRAMS_H
+#define VDNN_GPU_PROGRAMS_H
+
+#include <stdint.h>
+
+#include "backend.h"
+
+/* The largest side a program takes (int arithmetic on sample indices stays
+ * far from overflow; VMAF_DNN_MAX_DIMENSION is smaller). */
+#define VK_MAX_DIMENSION 32768
+
+/* vdnn_motion_integer: *score (float, the backend's) of cur against prev. */
+int vk_motion(const VkBackend *b, const uint16_t *prev, const uint16_t *cur, int w, int h,
+              int bpc, float *score);
+
+#endif

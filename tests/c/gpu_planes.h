@@ -1,0 +1,75 @@
+/* Plane pairs for the GPU kernels' tests (test_gpu_*.c): each test holds a
+ * program on the emulator (csrc/gpu/programs.h) to its CPU kernel
+ * (vmaf_kernels.h) on these, bit for bit.
+ *
+ * gpu_pair(kind, w, h, bpc, seed, ref, dist) fills two w x h planes:
+ *   GPU_NOISE   independent uniform samples (every code path, no structure)
+ *   GPU_SCENE   a smooth picture with texture, dist a noisy, shifted copy
+ *               (what a clip looks like: small errors, masking, gains)
+ *   GPU_EXTREME samples at 0 and 2^bpc - 1 in blocks, dist inverted in part
+ *   GPU_SAME    dist equal to ref (perfect scores)
+ * The sizes and depths every test runs: GPU_SIZES (odd, even, small, wide,
+ * 1080p-like) x 8, 10, 12, 16 bits. */
+#ifndef VMAFDNN_TEST_GPU_PLANES_H
+#define VMAFDNN_TEST_GPU_PLANES_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+enum { GPU_NOISE, GPU_SCENE, GPU_EXTREME, GPU_SAME, GPU_KINDS };
+
+static const char *const gpu_kind_names[GPU_KINDS] = {"noise", "scene", "extreme", "same"};
+
+static const int gpu_sizes[][2] = {{33, 33}, {64, 36}, {97, 61}, {322, 178}, {480, 270},
+                                   {641, 37}, {40, 300}, {1920, 1080}};
+#define GPU_N_SIZES (int)(sizeof(gpu_sizes) / sizeof(gpu_sizes[0]))
+static const int gpu_depths[] = {8, 10, 12, 16};
+#define GPU_N_DEPTHS (int)(sizeof(gpu_depths) / sizeof(gpu_depths[0]))
+
+static uint32_t gpu_rand(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*s >> 33);
+}
+
+static void gpu_pair(int kind, int w, int h, int bpc, uint64_t seed, uint16_t *ref,
+                     uint16_t *dist)
+{
+    const int peak = (1 << bpc) - 1;
+    uint64_t s = seed * 2654435761u + 1;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            const size_t i = (size_t)y * w + x;
+            int r, d;
+            switch (kind) {
+            case GPU_NOISE:
+                r = (int)(gpu_rand(&s) % (uint32_t)(peak + 1));
+                d = (int)(gpu_rand(&s) % (uint32_t)(peak + 1));
+                break;
+            case GPU_SCENE: {
+                const double v = 0.5 + 0.3 * sin(x / 7.0 + y / 23.0) * cos(y / 11.0) +
+                                 0.1 * sin(x * y / 300.0);
+                const double n = ((double)(gpu_rand(&s) % 1001) - 500.0) / 500.0;
+                r = (int)lround(v * peak + 0.02 * peak * n);
+                const double m = ((double)(gpu_rand(&s) % 1001) - 500.0) / 500.0;
+                const double vs = 0.5 + 0.3 * sin((x + 1) / 7.0 + y / 23.0) * cos(y / 11.0) +
+                                  0.1 * sin((x + 1) * y / 300.0);
+                d = (int)lround(vs * peak + 0.05 * peak * m);
+                break;
+            }
+            case GPU_EXTREME:
+                r = ((x / 5 + y / 3) & 1) ? peak : 0;
+                d = (x < w / 2) ? peak - r : r;
+                break;
+            default:
+                r = (int)(gpu_rand(&s) % (uint32_t)(peak + 1));
+                d = r;
+                break;
+            }
+            ref[i] = (uint16_t)(r < 0 ? 0 : r > peak ? peak : r);
+            dist[i] = (uint16_t)(d < 0 ? 0 : d > peak ? peak : d);
+        }
+}
+
+#endif

@@ -1,0 +1,77 @@
+/* The motion program (csrc/gpu/motion_program.c) on the emulator against the
+ * CPU kernel vdnn_motion_integer: the same float on every plane pair of
+ * gpu_planes.h, NaN where a sample is out of range, its arguments refused. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "gpu/programs.h"
+#include "gpu_planes.h"
+#include "vmaf_kernels.h"
+
+static int same_as_cpu(const uint16_t *prev, const uint16_t *cur, int w, int h, int bpc,
+                       const char *what)
+{
+    const VdnnPlane p = {prev, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    const VdnnPlane c = {cur, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    double want = -1;
+    float got = -1;
+    const int rc_cpu = vdnn_motion_integer(&vdnn_kernel_env_malloc, &p, &c, &want);
+    const int rc_gpu = vk_motion(&vk_emulator, prev, cur, w, h, bpc, &got);
+    if (rc_cpu || rc_gpu || got != (float)want) {
+        fprintf(stderr, "motion %s %dx%d %d-bit: cpu %.9g (rc %d), gpu %.9g (rc %d)\n", what, w,
+                h, bpc, want, rc_cpu, (double)got, rc_gpu);
+        return 0;
+    }
+    return 1;
+}
+
+int main(void)
+{
+    const size_t most = 1920 * 1080;
+    uint16_t *a = malloc(most * sizeof(uint16_t)), *b = malloc(most * sizeof(uint16_t));
+    if (!a || !b)
+        return 1;
+    int cases = 0;
+    for (int s = 0; s < GPU_N_SIZES; s++)
+        for (int d = 0; d < GPU_N_DEPTHS; d++)
+            for (int kind = 0; kind < GPU_KINDS; kind++) {
+                const int w = gpu_sizes[s][0], h = gpu_sizes[s][1], bpc = gpu_depths[d];
+                gpu_pair(kind, w, h, bpc, (uint64_t)(s * 31 + d * 7 + kind), a, b);
+                CHECK(same_as_cpu(a, b, w, h, bpc, gpu_kind_names[kind]));
+                CHECK(same_as_cpu(b, a, w, h, bpc, gpu_kind_names[kind]));
+                cases++;
+            }
+    /* the smallest frame, and a first frame (prev = cur: 0) */
+    gpu_pair(GPU_NOISE, 3, 3, 8, 1, a, b);
+    CHECK(same_as_cpu(a, b, 3, 3, 8, "3x3"));
+    float zero = -1;
+    CHECK_EQ_INT(vk_motion(&vk_emulator, a, a, 3, 3, 8, &zero), 0);
+    CHECK(zero == 0.0f);
+
+    /* a sample above 2^bpc - 1: the CPU kernel refuses, the program gives NaN */
+    gpu_pair(GPU_SCENE, 64, 36, 10, 3, a, b);
+    b[64 * 20 + 7] = 1024;
+    double cpu = 0;
+    const VdnnPlane pa = {a, 64, 64, 36, 10}, pb = {b, 64, 64, 36, 10};
+    CHECK_EQ_INT(vdnn_motion_integer(&vdnn_kernel_env_malloc, &pa, &pb, &cpu), -EINVAL);
+    float got = 0;
+    CHECK_EQ_INT(vk_motion(&vk_emulator, a, b, 64, 36, 10, &got), 0);
+    CHECK(isnan(got));
+
+    /* arguments */
+    CHECK_EQ_INT(vk_motion(&vk_emulator, a, b, 2, 36, 10, &got), -EINVAL);
+    CHECK_EQ_INT(vk_motion(&vk_emulator, a, b, 64, 2, 10, &got), -EINVAL);
+    CHECK_EQ_INT(vk_motion(&vk_emulator, a, b, 64, 36, 7, &got), -EINVAL);
+    CHECK_EQ_INT(vk_motion(&vk_emulator, a, b, 64, 36, 17, &got), -EINVAL);
+    CHECK_EQ_INT(vk_motion(&vk_emulator, NULL, b, 64, 36, 10, &got), -EINVAL);
+    CHECK_EQ_INT(vk_motion(&vk_emulator, a, b, 64, 36, 10, NULL), -EINVAL);
+    CHECK_EQ_INT(vk_motion(NULL, a, b, 64, 36, 10, &got), -EINVAL);
+    CHECK_EQ_INT(vk_motion(&vk_emulator, a, b, VK_MAX_DIMENSION + 1, 3, 10, &got), -EINVAL);
+    printf("%d plane pairs, both orders\n", cases);
+    free(a);
+    free(b);
+    return check_report();
+}
