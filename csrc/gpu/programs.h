@@ -29,4 +29,14 @@
 int vk_motion(const VkBackend *b, const uint16_t *prev, const uint16_t *cur, int w, int h,
               int bpc, float *score);
 
+/* vdnn_vif_integer: scores[0..3] (floats, the backend's), scales 0..3;
+ * enhn_gain_limit 1..100. */
+int vk_vif(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w, int h, int bpc,
+           double enhn_gain_limit, float *scores);
+
+/* vdnn_adm_integer: out[0] adm2, out[1..4] the scales' scores (floats, the
+ * backend's); enhn_gain_limit 1..100. */
+int vk_adm(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w, int h, int bpc,
+           double enhn_gain_limit, float *out);
+
 #endif
