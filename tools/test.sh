@@ -3,7 +3,8 @@
 # It builds libvmafdnn and the Python package from this checkout and runs, in
 # an order where every step's prerequisites exist before it starts:
 #
-#   system tools       valgrind, pkg-config, npm: apt-get, only when missing
+#   system tools       valgrind, pkg-config, npm, Mesa's Vulkan drivers (the
+#                      WebGPU tests' software adapter): apt-get, only when missing
 #   test environment   a virtual environment in the cache (never the system
 #                      Python) with the build and test requirements, the
 #                      package installed editable, and imageio-ffmpeg's static
@@ -140,6 +141,45 @@ if [ ${#missing[@]} -gt 0 ]; then
         "${missing[@]}" >/dev/null
 else
     echo "all present"
+fi
+# Mesa's Vulkan drivers, 23 or newer: lavapipe is the software adapter the
+# WebGPU plugin's tests run on where there is no GPU (Dawn refuses Debian 12's
+# Mesa 22.3.6, and those tests then skip). Debian 12 has Mesa 25 in its
+# backports suite: installed from there, the machine's own mirror
+# (tools/apt_mirror.sh) given to apt for those two commands only (no apt
+# source is added). Elsewhere the release's own package, when missing.
+mesa_major() {
+    dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null | sed 's/^[0-9]*://; s/\..*//'
+}
+mesa=$(mesa_major ||:)
+if command -v dpkg-query >/dev/null && { [ -z "$mesa" ] || [ "$mesa" -lt 23 ]; }; then
+    if [ "$(id -u)" = 0 ]; then SUDO=(); else SUDO=(sudo); fi
+    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+    apt_parts=(-o Dir::Etc::SourceParts=/etc/apt/sources.list.d)
+    apt_target=()
+    if [ "$codename" = bookworm ]; then
+        source tools/apt_mirror.sh
+        mirror=$(machine_mirror | awk 'NR == 1') ||:
+        if [ -n "$mirror" ]; then
+            parts=$(mktemp -d)
+            for f in /etc/apt/sources.list.d/*; do [ -f "$f" ] && ln -s "$f" "$parts/"; done
+            key=${mirror#* }
+            opts="arch=$(dpkg --print-architecture)"
+            [ "$key" != - ] && opts="$opts signed-by=$key"
+            echo "deb [$opts] ${mirror% *} $codename-backports main" > "$parts/vmafdnn-backports.list"
+            apt_parts=(-o Dir::Etc::SourceParts="$parts")
+            apt_target=(-t "$codename-backports")
+        fi
+    fi
+    echo "installing Mesa's Vulkan drivers with apt-get ${apt_target[*]}"
+    if "${SUDO[@]}" apt-get "${apt_parts[@]}" update -qq &&
+       DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get "${apt_parts[@]}" install -y -qq \
+           --no-install-recommends "${apt_target[@]}" mesa-vulkan-drivers libvulkan1 >/dev/null; then
+        echo "Mesa's Vulkan drivers: $(dpkg-query -W -f='${Version}' mesa-vulkan-drivers)"
+    else
+        echo "Mesa's Vulkan drivers could not be installed: the WebGPU tests will skip"
+    fi
+    [ -n "${parts:-}" ] && rm -rf "$parts"
 fi
 
 # --- test environment -----------------------------------------------------
