@@ -13,6 +13,7 @@ with the nvidia-*-cu12 libraries appends CUDA, then fails to create the
 session, and libvmafdnn retries on the CPU.
 """
 import ctypes
+import glob
 import errno
 import json
 import os
@@ -482,6 +483,31 @@ def test_gpu_wheel_finds_cuda_in_the_nvidia_wheels_by_itself(models):
     assert result["attached_ep"] == "CPU"
     [(ep, text)] = tried_eps(result["fallback_reason"])
     assert ep == "CUDA" and text.startswith("session creation failed, retrying on CPU: "), text
+
+
+GPU_NVRTC_TEST = os.environ.get(
+    "VMAFDNN_GPU_NVRTC_TEST",
+    os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                 "build-c", "tests", "c", "test_gpu_nvrtc"))
+
+
+def test_nvrtc_of_the_gpu_wheels_compiles_the_librarys_gpu_kernels():
+    """The library's GPU kernels (csrc/gpu), as it embeds them, compiled by the NVRTC that
+    onnxruntime-gpu's CUDA packages bring (nvidia-cuda-nvrtc), as cuda_kernels.c compiles them
+    on a GPU machine: tests/c/test_gpu_nvrtc.c with that library, no GPU needed."""
+    env = require_env("gpu-cu12")
+    libraries = sorted(path for folder in env.nvidia_library_dirs()
+                       for path in glob.glob(os.path.join(folder, "libnvrtc.so.*"))
+                       if re.search(r"/libnvrtc\.so\.\d+$", path))
+    assert libraries, f"no libnvrtc.so.N in {env.nvidia_library_dirs()}"
+    if not os.access(GPU_NVRTC_TEST, os.X_OK):
+        pytest.fail(f"{GPU_NVRTC_TEST} is not built (meson compile -C build-c)")
+    proc = subprocess.run([GPU_NVRTC_TEST], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "VMAFDNN_NVRTC_LIBRARY": libraries[-1],
+                               "VMAFDNN_TEST_NVRTC_REQUIRED": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    kernels = re.search(r"(\d+) kernels in the PTX", proc.stdout)
+    assert kernels and int(kernels.group(1)) >= 3, proc.stdout
 
 
 def test_gpu_wheel_registers_its_cuda_provider_when_a_chain_reaches_cuda():

@@ -1,0 +1,406 @@
+/* The GPU kernels on CUDA (cuda_kernels.h): the driver API and NVRTC through
+ * dlopen, declared here by the library itself (no CUDA header is needed).
+ *
+ * The launch geometry: blocks of 32 x 8 threads over the kernel's w x h, one
+ * grid layer per z; a kernel returns for indices past its extent (dialect.h).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_kernels.h"
+#include "error.h"
+
+extern const char vdnn_gpu_source[];
+extern const size_t vdnn_gpu_source_size;
+
+/* --- the driver API and NVRTC, as far as used ------------------------------ */
+
+typedef int CUresult; /* 0: CUDA_SUCCESS */
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef unsigned long long CUdeviceptr;
+typedef struct _nvrtcProgram *nvrtcProgram;
+
+enum {
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+    CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+    CU_JIT_ERROR_LOG_BUFFER = 5,
+    CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+};
+
+typedef struct Driver {
+    CUresult (*cuInit)(unsigned);
+    CUresult (*cuDriverGetVersion)(int *);
+    CUresult (*cuDeviceGetCount)(int *);
+    CUresult (*cuDeviceGet)(CUdevice *, int);
+    CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*cuCtxPushCurrent)(CUcontext);
+    CUresult (*cuCtxPopCurrent)(CUcontext *);
+    CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
+    CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               unsigned, unsigned, CUstream, void **, void **);
+    CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+    CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+    CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*cuDeviceGetDefaultMemPool)(CUmemoryPool *, CUdevice);
+    CUresult (*cuMemPoolSetAttribute)(CUmemoryPool, int, void *);
+    CUresult (*cuGetErrorString)(CUresult, const char **);
+} Driver;
+
+typedef struct Nvrtc {
+    int (*nvrtcCreateProgram)(nvrtcProgram *, const char *, const char *, int,
+                              const char *const *, const char *const *);
+    int (*nvrtcCompileProgram)(nvrtcProgram, int, const char *const *);
+    int (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t *);
+    int (*nvrtcGetProgramLog)(nvrtcProgram, char *);
+    int (*nvrtcGetPTXSize)(nvrtcProgram, size_t *);
+    int (*nvrtcGetPTX)(nvrtcProgram, char *);
+    int (*nvrtcDestroyProgram)(nvrtcProgram *);
+    const char *(*nvrtcGetErrorString)(int);
+} Nvrtc;
+
+/* Symbols looked up by name into a struct of function pointers, in order. */
+static int load_symbols(void *lib, const char *const *names, size_t n, void *table,
+                        const char *what)
+{
+    for (size_t i = 0; i < n; i++) {
+        void *sym = dlsym(lib, names[i]);
+        if (!sym)
+            return vdnn_fail(-ENOENT, "%s has no %s", what, names[i]);
+        memcpy((char *)table + i * sizeof(void (*)(void)), &sym, sizeof(sym));
+    }
+    return 0;
+}
+
+static const char *const driver_names[] = {
+    "cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetAttribute",
+    "cuDevicePrimaryCtxRetain", "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2",
+    "cuModuleLoadDataEx", "cuModuleGetFunction", "cuLaunchKernel", "cuMemAllocAsync",
+    "cuMemFreeAsync", "cuMemsetD8Async", "cuDeviceGetDefaultMemPool", "cuMemPoolSetAttribute",
+    "cuGetErrorString"};
+static const char *const nvrtc_names[] = {
+    "nvrtcCreateProgram", "nvrtcCompileProgram", "nvrtcGetProgramLogSize", "nvrtcGetProgramLog",
+    "nvrtcGetPTXSize", "nvrtcGetPTX", "nvrtcDestroyProgram", "nvrtcGetErrorString"};
+_Static_assert(sizeof(Driver) == sizeof(driver_names) / sizeof(driver_names[0]) *
+                                     sizeof(void (*)(void)), "driver_names and Driver differ");
+_Static_assert(sizeof(Nvrtc) == sizeof(nvrtc_names) / sizeof(nvrtc_names[0]) *
+                                    sizeof(void (*)(void)), "nvrtc_names and Nvrtc differ");
+
+#define MAX_DEVICES 64
+#define MAX_KERNELS 64
+
+typedef struct Device {
+    int tried, rc;
+    char why[512];
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule module;
+    const char *names[MAX_KERNELS];
+    CUfunction functions[MAX_KERNELS];
+    size_t n_functions;
+} Device;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int driver_tried, driver_rc, nvrtc_tried, nvrtc_rc;
+static char driver_why[512], nvrtc_why[512];
+static Driver cu;
+static Nvrtc nv;
+static Device devices[MAX_DEVICES];
+
+static const char *cu_error(CUresult r)
+{
+    const char *s = NULL;
+    if (cu.cuGetErrorString && cu.cuGetErrorString(r, &s) == 0 && s)
+        return s;
+    return "unknown CUDA error";
+}
+
+/* Records the outcome of a once-only step: its rc and message. */
+static int remember(int rc, char *why, size_t size)
+{
+    snprintf(why, size, "%s", rc ? vdnn_last_error() : "");
+    return rc;
+}
+
+static int load_driver_locked(void)
+{
+    if (driver_tried)
+        return driver_rc ? vdnn_fail(driver_rc, "%s", driver_why) : 0;
+    driver_tried = 1;
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    int rc;
+    if (!lib)
+        rc = vdnn_fail(-ENOENT, "no CUDA driver (libcuda.so.1: %s)", dlerror());
+    else if (!(rc = load_symbols(lib, driver_names, sizeof(driver_names) / sizeof(*driver_names),
+                                 &cu, "the CUDA driver (libcuda.so.1)"))) {
+        const CUresult r = cu.cuInit(0);
+        if (r)
+            rc = vdnn_fail(-EIO, "CUDA: cuInit failed: %s", cu_error(r));
+    }
+    driver_rc = remember(rc, driver_why, sizeof(driver_why));
+    return rc;
+}
+
+static int load_nvrtc_locked(void)
+{
+    if (nvrtc_tried)
+        return nvrtc_rc ? vdnn_fail(nvrtc_rc, "%s", nvrtc_why) : 0;
+    nvrtc_tried = 1;
+    char names[4][4096];
+    size_t n = 0;
+    const char *env = getenv("VMAFDNN_NVRTC_LIBRARY");
+    int version = 0;
+    if (env && env[0])
+        snprintf(names[n++], sizeof(names[0]), "%s", env);
+    else {
+        if (cu.cuDriverGetVersion && cu.cuDriverGetVersion(&version) == 0 && version >= 1000)
+            snprintf(names[n++], sizeof(names[0]), "libnvrtc.so.%d", version / 1000);
+        static const char *const known[] = {"libnvrtc.so.13", "libnvrtc.so.12",
+                                            "libnvrtc.so.11.2"};
+        for (size_t i = 0; i < 3; i++)
+            snprintf(names[n++], sizeof(names[0]), "%s", known[i]);
+    }
+    void *lib = NULL;
+    char tried[1024] = "";
+    for (size_t i = 0; i < n && !lib; i++) {
+        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!lib)
+            snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), "%s%s",
+                     tried[0] ? ", " : "", names[i]);
+    }
+    int rc;
+    if (!lib)
+        rc = vdnn_fail(-ENOENT, "no NVRTC library (tried %s; VMAFDNN_NVRTC_LIBRARY names one)",
+                       tried);
+    else
+        rc = load_symbols(lib, nvrtc_names, sizeof(nvrtc_names) / sizeof(*nvrtc_names), &nv,
+                          "the NVRTC library");
+    nvrtc_rc = remember(rc, nvrtc_why, sizeof(nvrtc_why));
+    return rc;
+}
+
+static int compile_locked(const char *arch, char **ptx)
+{
+    int rc = load_nvrtc_locked();
+    if (rc)
+        return rc;
+    nvrtcProgram prog = NULL;
+    int r = nv.nvrtcCreateProgram(&prog, vdnn_gpu_source, "vmafdnn_gpu_kernels.cu", 0, NULL,
+                                  NULL);
+    if (r)
+        return vdnn_fail(-EIO, "NVRTC: cannot create the program: %s", nv.nvrtcGetErrorString(r));
+    char arch_opt[64];
+    snprintf(arch_opt, sizeof(arch_opt), "--gpu-architecture=%s", arch);
+    const char *opts[] = {arch_opt, "--fmad=false", "--std=c++14"};
+    r = nv.nvrtcCompileProgram(prog, 3, opts);
+    size_t log_size = 0;
+    char *log = NULL;
+    if (nv.nvrtcGetProgramLogSize(prog, &log_size) == 0 && log_size > 1 &&
+        (log = malloc(log_size)) && nv.nvrtcGetProgramLog(prog, log) != 0)
+        log[0] = 0;
+    size_t size = 0;
+    if (r)
+        rc = vdnn_fail(-EIO, "NVRTC cannot compile the kernels for %s: %s: %.300s", arch,
+                       nv.nvrtcGetErrorString(r), log ? log : "");
+    else if (nv.nvrtcGetPTXSize(prog, &size) || !size || !(*ptx = malloc(size)))
+        rc = vdnn_fail(-EIO, "NVRTC gave no PTX for %s", arch);
+    else if (nv.nvrtcGetPTX(prog, *ptx)) {
+        free(*ptx);
+        *ptx = NULL;
+        rc = vdnn_fail(-EIO, "NVRTC gave no PTX for %s", arch);
+    }
+    free(log);
+    nv.nvrtcDestroyProgram(&prog);
+    return rc;
+}
+
+int vdnn_nvrtc_compile(const char *arch, char **ptx)
+{
+    if (!arch || !ptx)
+        return vdnn_fail(-EINVAL, "vdnn_nvrtc_compile: NULL argument");
+    *ptx = NULL;
+    pthread_mutex_lock(&lock);
+    const int rc = compile_locked(arch, ptx);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+static int open_device_locked(Device *d, int device)
+{
+    int rc, count = 0, major = 0, minor = 0;
+    CUresult r;
+    if ((rc = load_driver_locked()))
+        return rc;
+    if ((r = cu.cuDeviceGetCount(&count)))
+        return vdnn_fail(-EIO, "CUDA: cuDeviceGetCount failed: %s", cu_error(r));
+    if (device >= count)
+        return vdnn_fail(-ENODEV, "CUDA has no device %d (%d devices)", device, count);
+    if ((r = cu.cuDeviceGet(&d->dev, device)) ||
+        (r = cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                     d->dev)) ||
+        (r = cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                     d->dev)) ||
+        (r = cu.cuDevicePrimaryCtxRetain(&d->ctx, d->dev)))
+        return vdnn_fail(-EIO, "CUDA device %d: %s", device, cu_error(r));
+    char arch[32], *ptx = NULL;
+    snprintf(arch, sizeof(arch), "compute_%d%d", major, minor);
+    if ((rc = compile_locked(arch, &ptx)))
+        return rc;
+    char jit_log[1024] = "";
+    int keys[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {jit_log, (void *)(uintptr_t)sizeof(jit_log)};
+    if ((r = cu.cuCtxPushCurrent(d->ctx))) {
+        free(ptx);
+        return vdnn_fail(-EIO, "CUDA device %d: %s", device, cu_error(r));
+    }
+    r = cu.cuModuleLoadDataEx(&d->module, ptx, 2, keys, values);
+    free(ptx);
+    CUmemoryPool pool = NULL;
+    if (!r && !cu.cuDeviceGetDefaultMemPool(&pool, d->dev)) {
+        /* keep what the kernels' scratch took between frames (a pool gives
+         * memory back to the device at every synchronisation otherwise) */
+        unsigned long long keep = UINT64_MAX;
+        cu.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+    }
+    CUcontext popped;
+    cu.cuCtxPopCurrent(&popped);
+    if (r)
+        return vdnn_fail(-EIO, "CUDA device %d cannot load the kernels (%s, PTX from NVRTC): "
+                         "%s %.300s", device, arch, cu_error(r), jit_log);
+    return 0;
+}
+
+int vdnn_cuda_kernels_open(int device)
+{
+    if (device < 0 || device >= MAX_DEVICES)
+        return vdnn_fail(device < 0 ? -EINVAL : -ENODEV, "CUDA device %d is out of range",
+                         device);
+    pthread_mutex_lock(&lock);
+    Device *d = &devices[device];
+    int rc;
+    if (d->tried)
+        rc = d->rc ? vdnn_fail(d->rc, "%s", d->why) : 0;
+    else {
+        d->tried = 1;
+        d->rc = rc = remember(open_device_locked(d, device), d->why, sizeof(d->why));
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* --- the backend ------------------------------------------------------------ */
+
+static int function_of(Device *d, const char *name, CUfunction *f)
+{
+    pthread_mutex_lock(&lock);
+    int rc = 0;
+    size_t i = 0;
+    while (i < d->n_functions && strcmp(d->names[i], name) != 0)
+        i++;
+    if (i < d->n_functions)
+        *f = d->functions[i];
+    else if (i == MAX_KERNELS)
+        rc = vdnn_fail(-EIO, "CUDA: more than %d kernels", MAX_KERNELS);
+    else {
+        const CUresult r = cu.cuModuleGetFunction(f, d->module, name);
+        if (r)
+            rc = vdnn_fail(-EIO, "CUDA: no kernel %s in the module: %s", name, cu_error(r));
+        else {
+            d->names[i] = name;
+            d->functions[i] = *f;
+            d->n_functions++;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* Runs one driver call with the device's context current on this thread. */
+#define IN_CONTEXT(d, call)                                                    \
+    do {                                                                       \
+        CUcontext popped_;                                                     \
+        r = cu.cuCtxPushCurrent((d)->ctx);                                     \
+        if (!r) {                                                              \
+            r = (call);                                                        \
+            cu.cuCtxPopCurrent(&popped_);                                      \
+        }                                                                      \
+    } while (0)
+
+static int cuda_launch(void *self, const VkKernelRef *k, unsigned w, unsigned h, unsigned dz,
+                       void *const *args)
+{
+    const VdnnCudaStream *s = self;
+    Device *d = &devices[s->device];
+    if (!k || !w || !h || !dz)
+        return vdnn_fail(-EINVAL, "CUDA: empty launch");
+    CUfunction f;
+    int rc = function_of(d, k->name, &f);
+    if (rc)
+        return rc;
+    const unsigned bx = 32, by = 8;
+    CUresult r;
+    IN_CONTEXT(d, cu.cuLaunchKernel(f, (w + bx - 1) / bx, (h + by - 1) / by, dz, bx, by, 1, 0,
+                                    (CUstream)s->stream, (void **)(uintptr_t)args, NULL));
+    return r ? vdnn_fail(-EIO, "CUDA: launching %s (%ux%ux%u) failed: %s", k->name, w, h, dz,
+                         cu_error(r))
+             : 0;
+}
+
+static int cuda_alloc(void *self, size_t bytes, void **out)
+{
+    const VdnnCudaStream *s = self;
+    Device *d = &devices[s->device];
+    CUdeviceptr p = 0;
+    CUresult r;
+    *out = NULL;
+    IN_CONTEXT(d, cu.cuMemAllocAsync(&p, bytes ? bytes : 1, (CUstream)s->stream));
+    if (r)
+        return vdnn_fail(-ENOMEM, "CUDA: cannot allocate %zu bytes on device %d: %s", bytes,
+                         s->device, cu_error(r));
+    IN_CONTEXT(d, cu.cuMemsetD8Async(p, 0, bytes, (CUstream)s->stream));
+    if (r) {
+        IN_CONTEXT(d, cu.cuMemFreeAsync(p, (CUstream)s->stream));
+        return vdnn_fail(-EIO, "CUDA: cannot clear %zu bytes on device %d", bytes, s->device);
+    }
+    *out = (void *)(uintptr_t)p;
+    return 0;
+}
+
+static void cuda_release(void *self, void *block)
+{
+    const VdnnCudaStream *s = self;
+    if (!block)
+        return;
+    CUresult r;
+    IN_CONTEXT(&devices[s->device], cu.cuMemFreeAsync((CUdeviceptr)(uintptr_t)block,
+                                                      (CUstream)s->stream));
+    (void)r; /* nothing to do about it: the pool keeps the block */
+}
+
+int vdnn_cuda_stream_init(VdnnCudaStream *holder, int device, void *stream)
+{
+    if (!holder)
+        return vdnn_fail(-EINVAL, "vdnn_cuda_stream_init: NULL holder");
+    int rc = vdnn_cuda_kernels_open(device);
+    if (rc)
+        return rc;
+    holder->device = device;
+    holder->stream = stream;
+    holder->backend.launch = cuda_launch;
+    holder->backend.alloc = cuda_alloc;
+    holder->backend.release = cuda_release;
+    holder->backend.self = holder;
+    return 0;
+}
