@@ -39,4 +39,8 @@ int vk_vif(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w,
 int vk_adm(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w, int h, int bpc,
            double enhn_gain_limit, float *out);
 
+/* dst[i] = src[i] for i < n (1..5): the backend's floats to n separate
+ * places (an ORT op's output tensors). */
+int vk_scatter(const VkBackend *b, const float *src, float *const *dst, int n);
+
 #endif

@@ -70,6 +70,14 @@ int main(void)
     CHECK_EQ_INT(vk_motion(&vk_emulator, a, b, 64, 36, 10, NULL), -EINVAL);
     CHECK_EQ_INT(vk_motion(NULL, a, b, 64, 36, 10, &got), -EINVAL);
     CHECK_EQ_INT(vk_motion(&vk_emulator, a, b, VK_MAX_DIMENSION + 1, 3, 10, &got), -EINVAL);
+    /* the op glue's scatter of a program's scores to separate outputs */
+    const float scores[5] = {1.5f, -2.0f, 3.25f, NAN, 5.0f};
+    float o[5] = {0, 0, 0, 0, 0};
+    float *const dst[5] = {&o[4], &o[3], &o[2], &o[1], &o[0]};
+    CHECK_EQ_INT(vk_scatter(&vk_emulator, scores, dst, 5), 0);
+    CHECK(o[4] == 1.5f && o[3] == -2.0f && o[2] == 3.25f && isnan(o[1]) && o[0] == 5.0f);
+    CHECK_EQ_INT(vk_scatter(&vk_emulator, scores, dst, 6), -EINVAL);
+    CHECK_EQ_INT(vk_scatter(&vk_emulator, scores, dst, 0), -EINVAL);
     printf("%d plane pairs, both orders\n", cases);
     free(a);
     free(b);
