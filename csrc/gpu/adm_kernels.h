@@ -435,58 +435,71 @@ VK_FN uint64_t adm_cube(int32_t q, int32_t x, int64_t add, int sh)
     return (uint64_t)((int64_t)((uint64_t)(uint32_t)q * (uint32_t)x + (uint64_t)add) >> sh);
 }
 
+/* Columns a thread of adm_cm sums before it adds to its row's slots: a
+ * row's threads would otherwise all add to the same six addresses, one
+ * atomic per sample each (integer sums: the same in any grouping). */
+#define ADM_CM_STRIP 32
+
 VK_KERNEL adm_cm(VK_IDX const int32_t *VK_RESTRICT bands, const int32_t *VK_RESTRICT dec,
                  AdmLevel L, uint64_t *VK_RESTRICT rows)
 {
-    const int x = VK_X + L.left, y = VK_Y + L.top;
-    if (x >= L.right || y >= L.bottom)
+    const int x0 = VK_X * ADM_CM_STRIP + L.left, y = VK_Y + L.top;
+    if (x0 >= L.right || y >= L.bottom)
         return;
+    const int x1 = x0 + ADM_CM_STRIP < L.right ? x0 + ADM_CM_STRIP : L.right;
     const int w = L.w, h = L.h;
-    const int64_t plane = (int64_t)h * w, at = (int64_t)y * w + x;
-    /* the neighbourhood: mirrored at the top and left, repeated at the
-     * bottom and right */
-    const int ys[3] = {y == 0 ? 1 : y - 1, y, y == h - 1 ? h - 1 : y + 1};
-    const int xs[3] = {x == 0 ? 1 : x - 1, x, x == w - 1 ? w - 1 : x + 1};
-    const int32_t *fsum = dec + 6 * plane;
-    uint32_t thr = 0;
-    for (int u = 0; u < 3; u++)
-        for (int v = 0; v < 3; v++)
-            thr += (uint32_t)fsum[(int64_t)ys[u] * w + xs[v]];
-    thr -= (uint32_t)fsum[at];
-    for (int c = 0; c < 3; c++) {
-        const int32_t a = dec[(3 + c) * plane + at];
-        thr += L.lev == 0 ? (uint32_t)(int16_t)((8738 * (a < 0 ? -a : a) + 2048) >> 12)
-                          : (uint32_t)adm_mag(286331153, adm_wabs(a));
-    }
-    /* h, v, d: reference bands 2, 1, 3 */
-    const int band[3] = {2, 1, 3};
-    for (int c = 0; c < 3; c++) {
-        const int32_t r = dec[c * plane + at];
-        const int32_t o = bands[band[c] * plane + at];
-        uint64_t num, den;
-        if (L.lev == 0) {
-            const uint32_t m = (uint32_t)adm_wabs((int32_t)((uint32_t)r * (c == 2 ? 49417u : 36453u)));
-            int32_t xv = (int32_t)(m - (thr << (c == 2 ? 12 : 10)));
-            xv = xv < 0 ? 0 : xv;
-            const int32_t q = (int32_t)(((uint64_t)xv * (uint64_t)xv +
-                                         (c == 2 ? (1ull << 29) : (1ull << 28))) >>
-                                        (c == 2 ? 30 : 29));
-            num = c == 2 ? adm_cube(q, xv, L.n_add_d, L.n_sh_d)
-                         : adm_cube(q, xv, L.n_add_hv, L.n_sh_hv);
-            const uint64_t oa = (uint16_t)adm_wabs(o);
-            den = oa * oa * oa;
-        } else {
-            const uint32_t m = (uint32_t)adm_wabs(adm_csf(L.rf[c], r));
-            int32_t xv = (int32_t)(m - thr);
-            xv = xv < 0 ? 0 : xv;
-            const int32_t q = (int32_t)(((uint64_t)xv * (uint64_t)xv + (1ull << 29)) >> 30);
-            num = adm_cube(q, xv, L.n_add_cub, L.n_sh_cub);
-            const uint64_t oa = (uint32_t)adm_wabs(o);
-            den = ((((oa * oa) + L.sq_add) >> L.sq_sh) * oa + L.d_add_cub) >> L.d_sh_cub;
+    const int64_t plane = (int64_t)h * w;
+    uint64_t sums[6] = {0, 0, 0, 0, 0, 0};
+    for (int x = x0; x < x1; x++) {
+        const int64_t at = (int64_t)y * w + x;
+        /* the neighbourhood: mirrored at the top and left, repeated at the
+         * bottom and right */
+        const int ys[3] = {y == 0 ? 1 : y - 1, y, y == h - 1 ? h - 1 : y + 1};
+        const int xs[3] = {x == 0 ? 1 : x - 1, x, x == w - 1 ? w - 1 : x + 1};
+        const int32_t *fsum = dec + 6 * plane;
+        uint32_t thr = 0;
+        for (int u = 0; u < 3; u++)
+            for (int v = 0; v < 3; v++)
+                thr += (uint32_t)fsum[(int64_t)ys[u] * w + xs[v]];
+        thr -= (uint32_t)fsum[at];
+        for (int c = 0; c < 3; c++) {
+            const int32_t a = dec[(3 + c) * plane + at];
+            thr += L.lev == 0 ? (uint32_t)(int16_t)((8738 * (a < 0 ? -a : a) + 2048) >> 12)
+                              : (uint32_t)adm_mag(286331153, adm_wabs(a));
         }
-        VK_ATOMIC_ADD_U64(rows + (int64_t)c * h + y, num);
-        VK_ATOMIC_ADD_U64(rows + (int64_t)(3 + c) * h + y, den);
+        /* h, v, d: reference bands 2, 1, 3 */
+        const int band[3] = {2, 1, 3};
+        for (int c = 0; c < 3; c++) {
+            const int32_t r = dec[c * plane + at];
+            const int32_t o = bands[band[c] * plane + at];
+            uint64_t num, den;
+            if (L.lev == 0) {
+                const uint32_t m =
+                    (uint32_t)adm_wabs((int32_t)((uint32_t)r * (c == 2 ? 49417u : 36453u)));
+                int32_t xv = (int32_t)(m - (thr << (c == 2 ? 12 : 10)));
+                xv = xv < 0 ? 0 : xv;
+                const int32_t q = (int32_t)(((uint64_t)xv * (uint64_t)xv +
+                                             (c == 2 ? (1ull << 29) : (1ull << 28))) >>
+                                            (c == 2 ? 30 : 29));
+                num = c == 2 ? adm_cube(q, xv, L.n_add_d, L.n_sh_d)
+                             : adm_cube(q, xv, L.n_add_hv, L.n_sh_hv);
+                const uint64_t oa = (uint16_t)adm_wabs(o);
+                den = oa * oa * oa;
+            } else {
+                const uint32_t m = (uint32_t)adm_wabs(adm_csf(L.rf[c], r));
+                int32_t xv = (int32_t)(m - thr);
+                xv = xv < 0 ? 0 : xv;
+                const int32_t q = (int32_t)(((uint64_t)xv * (uint64_t)xv + (1ull << 29)) >> 30);
+                num = adm_cube(q, xv, L.n_add_cub, L.n_sh_cub);
+                const uint64_t oa = (uint32_t)adm_wabs(o);
+                den = ((((oa * oa) + L.sq_add) >> L.sq_sh) * oa + L.d_add_cub) >> L.d_sh_cub;
+            }
+            sums[c] += num;
+            sums[3 + c] += den;
+        }
     }
+    for (int c = 0; c < 6; c++)
+        VK_ATOMIC_ADD_U64(rows + (int64_t)c * h + y, sums[c]);
 }
 VK_THUNK(adm_cm, VK_ARG(0, const int32_t *), VK_ARG(1, const int32_t *), VK_ARG(2, AdmLevel),
          VK_ARG(3, uint64_t *))

@@ -165,7 +165,8 @@ int vk_adm(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w,
         void *cargs[] = {&bp, &dp, L, &rp};
         if ((rc = b->launch(b->self, &decouple, (unsigned)(L->chi - L->clo),
                             (unsigned)(L->rhi - L->rlo), 1, dargs)) ||
-            (rc = b->launch(b->self, &cm, (unsigned)(L->right - L->left),
+            (rc = b->launch(b->self, &cm,
+                            (unsigned)((L->right - L->left + ADM_CM_STRIP - 1) / ADM_CM_STRIP),
                             (unsigned)(L->bottom - L->top), 1, cargs)))
             goto done;
         rp += (size_t)6 * L->h;

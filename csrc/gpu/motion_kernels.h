@@ -7,8 +7,9 @@
  *                      flag where a sample is above 2^bpc - 1
  *   motion_horizontal  the horizontal pass of V, as the CPU kernel splits
  *                      it, |.| added to its row's uint32 sum (wrapping, as
- *                      libvmaf's per-row sum does; an atomic add modulo 2^32
- *                      gives the same sum in any order)
+ *                      libvmaf's per-row sum does; sums modulo 2^32, a
+ *                      strip's then the row's by an atomic add, are the
+ *                      same in any order)
  *   motion_finish      one thread: the rows' sums in 64 bits, the score,
  *                      NaN where a sample was out of range */
 #ifndef VDNN_GPU_DIALECT_H
@@ -37,22 +38,31 @@ VK_THUNK(motion_vertical, VK_ARG(0, const uint16_t *), VK_ARG(1, const uint16_t 
          VK_ARG(2, int32_t *), VK_ARG(3, int), VK_ARG(4, int), VK_ARG(5, int),
          VK_ARG(6, uint32_t *))
 
+/* Columns a thread of motion_horizontal sums before it adds to its row's
+ * slot (a row's threads would otherwise all add to one address). */
+#define MOTION_STRIP 32
+
 VK_KERNEL motion_horizontal(VK_IDX const int32_t *VK_RESTRICT v, int w, int h,
                             uint32_t *VK_RESTRICT row_sums)
 {
-    const int x = VK_X, y = VK_Y;
-    if (x >= w || y >= h)
+    const int x0 = VK_X * MOTION_STRIP, y = VK_Y;
+    if (x0 >= w || y >= h)
         return;
+    const int x1 = x0 + MOTION_STRIP < w ? x0 + MOTION_STRIP : w;
     const int32_t *row = v + (int64_t)y * w;
-    const int32_t a0 = row[vk_mirror(x - 2, w)], a1 = row[vk_mirror(x - 1, w)], a2 = row[x];
-    const int32_t a3 = row[vk_mirror(x + 1, w)], a4 = row[vk_mirror(x + 2, w)];
-    /* high and low parts, a = 256 (a >> 8) + (a & 255), as vmaf_motion.c */
-    const int32_t hi = 3571 * ((a0 >> 8) + (a4 >> 8)) + 16004 * ((a1 >> 8) + (a3 >> 8)) +
-                       26386 * (a2 >> 8);
-    const int32_t lo = 3571 * ((a0 & 255) + (a4 & 255)) + 16004 * ((a1 & 255) + (a3 & 255)) +
-                       26386 * (a2 & 255);
-    const int32_t val = (hi + ((lo + 32768) >> 8)) >> 8;
-    VK_ATOMIC_ADD_U32(row_sums + y, (uint32_t)(val < 0 ? -val : val));
+    uint32_t sum = 0;
+    for (int x = x0; x < x1; x++) {
+        const int32_t a0 = row[vk_mirror(x - 2, w)], a1 = row[vk_mirror(x - 1, w)], a2 = row[x];
+        const int32_t a3 = row[vk_mirror(x + 1, w)], a4 = row[vk_mirror(x + 2, w)];
+        /* high and low parts, a = 256 (a >> 8) + (a & 255), as vmaf_motion.c */
+        const int32_t hi = 3571 * ((a0 >> 8) + (a4 >> 8)) + 16004 * ((a1 >> 8) + (a3 >> 8)) +
+                           26386 * (a2 >> 8);
+        const int32_t lo = 3571 * ((a0 & 255) + (a4 & 255)) +
+                           16004 * ((a1 & 255) + (a3 & 255)) + 26386 * (a2 & 255);
+        const int32_t val = (hi + ((lo + 32768) >> 8)) >> 8;
+        sum += (uint32_t)(val < 0 ? -val : val);
+    }
+    VK_ATOMIC_ADD_U32(row_sums + y, sum);
 }
 VK_THUNK(motion_horizontal, VK_ARG(0, const int32_t *), VK_ARG(1, int), VK_ARG(2, int),
          VK_ARG(3, uint32_t *))

@@ -27,7 +27,8 @@ int vk_motion(const VkBackend *b, const uint16_t *prev, const uint16_t *cur, int
     void *horizontal_args[] = {&vs, &w, &h, &row_sums};
     void *finish_args[] = {&row_sums, &w, &h, &flag, &score};
     if ((rc = b->launch(b->self, &vertical, (unsigned)w, (unsigned)h, 1, vertical_args)) ||
-        (rc = b->launch(b->self, &horizontal, (unsigned)w, (unsigned)h, 1, horizontal_args)))
+        (rc = b->launch(b->self, &horizontal, (unsigned)((w + MOTION_STRIP - 1) / MOTION_STRIP),
+                        (unsigned)h, 1, horizontal_args)))
         goto done;
     rc = b->launch(b->self, &finish, 1, 1, 1, finish_args);
 done:
