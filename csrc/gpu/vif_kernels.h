@@ -13,11 +13,12 @@
  *                     32-bit, shifted and rounded as the CPU kernel's) into
  *                     five planes; at scale 0 a flag where a sample is above
  *                     2^bpc - 1
- *   vif_horizontal    one thread per sample of scale s: the horizontal pass
- *                     of the five planes, the sigmas and the statistic,
- *                     added to its row's four int64 sums (num_log, den_log,
- *                     num_non_log, den_non_log: integers, so 64-bit atomic
- *                     adds give the CPU kernel's sums in any order)
+ *   vif_horizontal    one thread per VIF_STRIP samples of a row of scale s:
+ *                     the horizontal pass of the five planes, the sigmas
+ *                     and the statistic, summed, then added to its row's
+ *                     four int64 sums (num_log, den_log, num_non_log,
+ *                     den_non_log: integers, so 64-bit atomic adds give the
+ *                     CPU kernel's sums in any order)
  *   vif_subsample     one thread per sample of scale s + 1: the next
  *                     scale's filter, vertical then horizontal (only the
  *                     columns the even output columns need), as the CPU
@@ -197,37 +198,23 @@ VK_FN VifSums vif_horizontal_at(const uint16_t *VK_RESTRICT mu1, const uint16_t 
     return r;
 }
 
-/* Horizontal pass at (x, y) of scale s and the statistic; sums: four int64
- * a row (num_log, den_log, num_non_log, den_non_log). */
-VK_KERNEL vif_horizontal(VK_IDX const uint16_t *VK_RESTRICT mu1, const uint16_t *VK_RESTRICT mu2,
-                         const uint32_t *VK_RESTRICT xx, const uint32_t *VK_RESTRICT yy,
-                         const uint32_t *VK_RESTRICT xy, int w, int h, int s,
-                         const uint16_t *VK_RESTRICT log2_table, double egl,
-                         int64_t *VK_RESTRICT sums)
+/* The statistic of one sample from the horizontal pass's sums, added to
+ * acc[0..3]: num_log, den_log, num_non_log, den_non_log. */
+VK_FN void vif_statistic(VifSums r, const uint16_t *VK_RESTRICT log2_table, double egl,
+                         int64_t *acc)
 {
-    const int x = VK_X, y = VK_Y;
-    if (x >= w || y >= h)
-        return;
-    const VifSums r = s == 0   ? vif_horizontal_at(mu1, mu2, xx, yy, xy, x, y, w, 0)
-                      : s == 1 ? vif_horizontal_at(mu1, mu2, xx, yy, xy, x, y, w, 1)
-                      : s == 2 ? vif_horizontal_at(mu1, mu2, xx, yy, xy, x, y, w, 2)
-                               : vif_horizontal_at(mu1, mu2, xx, yy, xy, x, y, w, 3);
     /* uint32 differences read as int32, as vmaf_vif.c's hstat_body */
     const int32_t s1 = (int32_t)((uint32_t)((r.xx + 32768) >> 16) - vif_mu_sq(r.m1, r.m1));
     int32_t s2 = (int32_t)((uint32_t)((r.yy + 32768) >> 16) - vif_mu_sq(r.m2, r.m2));
     const int32_t s12 = (int32_t)((uint32_t)((r.xy + 32768) >> 16) - vif_mu_sq(r.m1, r.m2));
-    int64_t *out = sums + 4 * (int64_t)y;
     if (s1 < 131072) { /* sigma_nsq, 2.0 in 1/65536 */
-        if (s2 > 0)
-            VK_ATOMIC_ADD_U64(out + 2, (uint64_t)s2);
-        VK_ATOMIC_ADD_U64(out + 3, 1u);
+        acc[2] += s2 > 0 ? s2 : 0;
+        acc[3] += 1;
         return;
     }
     if (s2 < 0)
         s2 = 0;
-    VK_ATOMIC_ADD_U64(out + 1, (uint64_t)(int64_t)(vif_log2_fixed(log2_table,
-                                                                 131072u + (uint32_t)s1) -
-                                                  2048 * 17));
+    acc[1] += vif_log2_fixed(log2_table, 131072u + (uint32_t)s1) - 2048 * 17;
     if (s12 > 0 && s2 > 0) {
         const double eps = 65536 * 1.0e-10;
         double g = s12 / (s1 + eps);
@@ -239,10 +226,40 @@ VK_KERNEL vif_horizontal(VK_IDX const uint16_t *VK_RESTRICT mu1, const uint16_t 
             g = egl;
         const uint32_t numer1 = (uint32_t)sv_sq + 131072u;
         const int64_t numer1_tmp = (int64_t)(g * g * s1) + numer1;
-        const int32_t gain = vif_log2_fixed(log2_table, (uint64_t)numer1_tmp) -
-                             vif_log2_fixed(log2_table, numer1);
-        VK_ATOMIC_ADD_U64(out, (uint64_t)(int64_t)gain);
+        acc[0] += vif_log2_fixed(log2_table, (uint64_t)numer1_tmp) -
+                  vif_log2_fixed(log2_table, numer1);
     }
+}
+
+/* Columns a thread of vif_horizontal takes before it adds to its row's
+ * slots (a row's threads would otherwise all add to the same four). */
+#define VIF_STRIP 32
+
+/* The horizontal pass and the statistic at the columns VIF_STRIP x .. of
+ * row y of scale s; sums: four int64 a row (num_log, den_log, num_non_log,
+ * den_non_log), integers: the same in any order. */
+VK_KERNEL vif_horizontal(VK_IDX const uint16_t *VK_RESTRICT mu1, const uint16_t *VK_RESTRICT mu2,
+                         const uint32_t *VK_RESTRICT xx, const uint32_t *VK_RESTRICT yy,
+                         const uint32_t *VK_RESTRICT xy, int w, int h, int s,
+                         const uint16_t *VK_RESTRICT log2_table, double egl,
+                         int64_t *VK_RESTRICT sums)
+{
+    const int x0 = VK_X * VIF_STRIP, y = VK_Y;
+    if (x0 >= w || y >= h)
+        return;
+    const int x1 = x0 + VIF_STRIP < w ? x0 + VIF_STRIP : w;
+    int64_t acc[4] = {0, 0, 0, 0};
+    for (int x = x0; x < x1; x++) {
+        const VifSums r = s == 0   ? vif_horizontal_at(mu1, mu2, xx, yy, xy, x, y, w, 0)
+                          : s == 1 ? vif_horizontal_at(mu1, mu2, xx, yy, xy, x, y, w, 1)
+                          : s == 2 ? vif_horizontal_at(mu1, mu2, xx, yy, xy, x, y, w, 2)
+                                   : vif_horizontal_at(mu1, mu2, xx, yy, xy, x, y, w, 3);
+        vif_statistic(r, log2_table, egl, acc);
+    }
+    int64_t *out = sums + 4 * (int64_t)y;
+    for (int q = 0; q < 4; q++)
+        if (acc[q])
+            VK_ATOMIC_ADD_U64(out + q, (uint64_t)acc[q]);
 }
 VK_THUNK(vif_horizontal, VK_ARG(0, const uint16_t *), VK_ARG(1, const uint16_t *),
          VK_ARG(2, const uint32_t *), VK_ARG(3, const uint32_t *), VK_ARG(4, const uint32_t *),

@@ -68,8 +68,8 @@ int vk_vif(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w,
                                    &sw,  &sh,  &scale, &table, &enhn_gain_limit,
                                    &row_sums};
         if ((rc = b->launch(b->self, &vertical, (unsigned)sw, (unsigned)sh, 1, vertical_args)) ||
-            (rc = b->launch(b->self, &horizontal, (unsigned)sw, (unsigned)sh, 1,
-                            horizontal_args)))
+            (rc = b->launch(b->self, &horizontal, (unsigned)(sw + VIF_STRIP - 1) / VIF_STRIP,
+                            (unsigned)sh, 1, horizontal_args)))
             goto done;
         row_sums += (size_t)sh * 4;
         if (s == 3)
