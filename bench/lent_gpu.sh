@@ -121,6 +121,12 @@ profile() { # name seconds: ORT's profile of the specialised sessions on CUDA, s
 }
 profile cuda_profile 60
 CUDA_LAUNCH_BLOCKING=1 profile cuda_profile_blocking 60 # a node's time is then its kernel's
+# VMAF's fused kernels on CUDA (csrc/gpu, compiled there by NVRTC: never run on a GPU before)
+# against the same ops on ORT's CPU EP: every feature's difference (0 expected) and the fps,
+# with the kernels and with ORT copying the planes to its CPU EP for the ops
+step nvrtc 20 sh -c "find / -xdev -name 'libnvrtc*.so*' 2>/dev/null | head -n 8"
+step cuda_kernels 100 python3 "$repo/bench/check_cuda_kernels.py" --device cuda --sizes "$hd" \
+    --frames 32 --depths 8,10
 # Whether cuDNN's algorithm for VMAF's grouped Convs is the 28 ms (the library asks for the
 # heuristic search): the features' Runs with ORT's exhaustive search and with its default
 step cuda_conv_search 70 sh -c "for s in EXHAUSTIVE DEFAULT; do echo \"cudnn_conv_algo_search \$s\";

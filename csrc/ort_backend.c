@@ -22,6 +22,7 @@
 #include "block_cache.h"
 #include "error.h"
 #include "ort_backend.h"
+#include "cuda_kernels.h"
 #include "ort_custom_ops.h"
 #include "ort_device_io.h"
 #include "onnx_scan.h"
@@ -240,6 +241,11 @@ static OrtEnv *env;
 /* The library's own operators, added to every session's options (created
  * at load, kept for the process: see ort_custom_ops.h). */
 static OrtCustomOpDomain *custom_ops;
+/* The same with VMAF's ops on CUDA too (the GPU kernels of csrc/gpu), made
+ * when a session first goes to CUDA and the kernels are ready on its device
+ * (ops_for_ep); kept for the process like custom_ops. */
+static pthread_mutex_t cuda_ops_lock = PTHREAD_MUTEX_INITIALIZER;
+static OrtCustomOpDomain *custom_ops_cuda;
 static const char *ort_version_string;
 static int ort_api_version;
 static int ort_minor; /* the release's: 1.<ort_minor>; ort_api_version is at
@@ -372,7 +378,7 @@ static int load_locked(const char *path)
         return rc;
     }
 
-    if ((rc_ops = vdnn_ort_custom_ops_create(a, api_version, &custom_ops))) {
+    if ((rc_ops = vdnn_ort_custom_ops_create(a, api_version, 0, &custom_ops))) {
         a->ReleaseEnv(new_env);
         dlclose(handle);
         return rc_ops;
@@ -1271,10 +1277,59 @@ static int spin_allowed(void)
     return v && strcmp(v, "1") == 0;
 }
 
-/* Session options with everything but the EP: threads and the folder for
- * external data (needed because ORT gets bytes, not a path). With a memory
- * budget, ORT releases that fold constants outside it do not fold. */
-static int make_options(const VmafDnnConfig *cfg, const char *model_dir, int budgeted,
+/* The library's operators for a session about to go to `ep`: on CUDA with
+ * the GPU kernels ready on the configured device, the domain that also runs
+ * VMAF's ops there (their planes then never leave the device); else the CPU
+ * EP's, where ORT copies a CUDA session's planes to the host and back. A
+ * device where the kernels cannot be made (no NVRTC, an old driver) is
+ * asked once (cuda_kernels.c keeps the answer); VMAFDNN_CUDA_KERNELS=0 keeps
+ * the CPU EP's ops everywhere. */
+static OrtCustomOpDomain *cuda_ops_domain(void)
+{
+    pthread_mutex_lock(&cuda_ops_lock);
+    if (!custom_ops_cuda &&
+        vdnn_ort_custom_ops_create(api(), ort_api_version, 1, &custom_ops_cuda))
+        custom_ops_cuda = NULL;
+    OrtCustomOpDomain *domain = custom_ops_cuda;
+    pthread_mutex_unlock(&cuda_ops_lock);
+    return domain;
+}
+
+static OrtCustomOpDomain *ops_for_ep(EpKind ep, const VmafDnnConfig *cfg)
+{
+    const char *off = getenv("VMAFDNN_CUDA_KERNELS");
+    /* Tests: the domain with the CUDA variants on every session, whose CPU
+     * EP must still take the CPU variants (ORT picks by EP). */
+    const char *test = getenv("VMAFDNN_TEST_CUDA_OPS_EVERYWHERE");
+    if (test && strcmp(test, "1") == 0) {
+        OrtCustomOpDomain *both = cuda_ops_domain();
+        return both ? both : custom_ops;
+    }
+    if (ep != EP_CUDA || (off && strcmp(off, "0") == 0))
+        return custom_ops;
+    const int saved_errno = errno;
+    char saved[512]; /* a refusal here is no error of the caller's */
+    snprintf(saved, sizeof(saved), "%s", vdnn_last_error());
+    OrtCustomOpDomain *domain = custom_ops;
+    if (vdnn_cuda_kernels_open(cfg->device_index) == 0) {
+        OrtCustomOpDomain *both = cuda_ops_domain();
+        if (both)
+            domain = both;
+    }
+    if (saved[0])
+        vdnn_fail(-EIO, "%s", saved);
+    else
+        vdnn_clear_error();
+    errno = saved_errno;
+    return domain;
+}
+
+/* Session options with everything but the EP (`ep`: the library's
+ * operators are added here, but CUDA's by choose_ep): threads and the
+ * folder for external data (needed because ORT gets bytes, not a path).
+ * With a memory budget, ORT releases that fold constants outside it do not
+ * fold. */
+static int make_options(const VmafDnnConfig *cfg, const char *model_dir, int budgeted, EpKind ep,
                         OrtSessionOptions **out)
 {
     const OrtApi *a = api();
@@ -1299,7 +1354,9 @@ static int make_options(const VmafDnnConfig *cfg, const char *model_dir, int bud
     /* CPU tensors come from the budget allocator (see Memory budget). */
     if ((st = a->AddSessionConfigEntry(opts, "session.use_env_allocators", "1")))
         goto fail;
-    if ((st = a->AddCustomOpDomain(opts, custom_ops)))
+    /* CUDA's step adds its operators once its EP appended (choose_ep): the
+     * GPU kernels are not made for a step that goes no further */
+    if (ep != EP_CUDA && (st = a->AddCustomOpDomain(opts, ops_for_ep(ep, cfg))))
         goto fail;
     if (budgeted && ort_minor < ORT_FOLDS_WITH_SESSION_ALLOCATOR &&
         (st = a->AddSessionConfigEntry(opts, "optimization.disable_specified_optimizers",
@@ -1848,10 +1905,12 @@ static int choose_ep(const VmafDnnConfig *cfg, const char *model_dir, int budget
                  "ONNX Runtime before 1.22 has no EP selection policy; using the AUTO chain");
     *opts = NULL;
     for (size_t i = 0; i < n; i++) {
-        if ((rc = make_options(cfg, model_dir, budgeted, opts)))
+        if ((rc = make_options(cfg, model_dir, budgeted, order[i], opts)))
             return rc;
         OrtStatus *st = append_ep(*opts, order[i], cfg, capture, attached, ort_name, how,
                                   how_size);
+        if (!st && order[i] == EP_CUDA)
+            st = a->AddCustomOpDomain(*opts, ops_for_ep(EP_CUDA, cfg));
         if (!st) {
             *chosen = order[i];
             return 0;
@@ -1981,7 +2040,7 @@ static int create_with_fallback(const void *model, size_t len, const char *model
         chosen = EP_CPU;
         *attached = ep_kinds[EP_CPU].name;
         *ort_name = cpu_ep_name;
-        if ((rc = make_options(cfg, model_dir, budgeted, &opts)))
+        if ((rc = make_options(cfg, model_dir, budgeted, EP_CPU, &opts)))
             return rc;
         st = a->CreateSessionFromArray(env, model, len, opts, out);
         a->ReleaseSessionOptions(opts);
@@ -2349,7 +2408,7 @@ static void make_fixed(VdnnOrtSession *s, int capture, OrtSession **out, char **
     char how[256];
     *out = NULL;
     int rc = strcmp(s->attached, ep_kinds[EP_CPU].name) == 0
-                 ? make_options(&s->cfg, s->model_dir, budgeted, &opts)
+                 ? make_options(&s->cfg, s->model_dir, budgeted, EP_CPU, &opts)
                  : choose_ep(&s->cfg, s->model_dir, budgeted, capture, &opts, &chosen,
                              &attached, &ort_name, how, sizeof(how), &log);
     free(log.text);

@@ -16,8 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_kernels.h"
 #include "custom_ops.h"
 #include "error.h"
+#include "gpu/programs.h"
 #include "ort_custom_ops.h"
 #include "vectorize.h"
 #include "vmaf_kernels.h"
@@ -32,6 +34,7 @@ typedef struct OpDef {
     OrtCustomOp op; /* first: ORT hands &op back to every callback */
     OpKind kind;
     const char *name;
+    int cuda; /* on ORT's CUDA EP (the kernels of csrc/gpu), else its CPU EP */
     size_t n_in, n_out;
     ONNXTensorElementDataType in[MAX_IN], out[MAX_OUT];
 } OpDef;
@@ -49,6 +52,19 @@ static OpDef ops[] = {
      .out = {F32}},
 };
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
+
+/* The same ops on ORT's CUDA EP, for the sessions whose EP is CUDA when the
+ * GPU kernels are ready there (cuda_kernels.h): the planes stay on the
+ * device, bpc comes from host memory. */
+static OpDef cuda_ops[] = {
+    {.kind = OP_VIF, .name = "VifInteger", .cuda = 1, .n_in = 3, .n_out = 4,
+     .in = {U16, U16, F32}, .out = {F32, F32, F32, F32}},
+    {.kind = OP_ADM, .name = "AdmInteger", .cuda = 1, .n_in = 3, .n_out = 5,
+     .in = {U16, U16, F32}, .out = {F32, F32, F32, F32, F32}},
+    {.kind = OP_MOTION, .name = "MotionInteger", .cuda = 1, .n_in = 3, .n_out = 1,
+     .in = {U16, U16, F32}, .out = {F32}},
+};
+#define N_CUDA_OPS (sizeof(cuda_ops) / sizeof(cuda_ops[0]))
 
 /* One node of a session: the op and its attribute. */
 typedef struct Kernel {
@@ -314,6 +330,70 @@ static OrtStatus *compute_pair(const Kernel *k, OrtKernelContext *ctx)
     return write_scalars(k, ctx, v, k->def->n_out);
 }
 
+/* The same on ORT's CUDA EP: the planes are device memory on the stream ORT
+ * computes on; the program's scores go to the outputs, all in stream order
+ * (nothing waits here). Where a sample is above 2^bpc - 1 the scores are NaN
+ * (programs.h), which the feature collector refuses. */
+static OrtStatus *compute_pair_cuda(const Kernel *k, OrtKernelContext *ctx)
+{
+    const OrtApi *a = k->api;
+    Tensor ta, tb, depth;
+    unsigned wa, ha, wb, hb, bpc = 0;
+    OrtStatus *st;
+    if ((st = read_input(k, ctx, 0, &ta)) || (st = read_input(k, ctx, 1, &tb)) ||
+        (st = read_input(k, ctx, 2, &depth)) || (st = plane_size(k, &ta, 0, &wa, &ha)) ||
+        (st = plane_size(k, &tb, 1, &wb, &hb)) || (st = read_bpc(k, &depth, 2, &bpc)))
+        return st;
+    if (wa != wb || ha != hb)
+        return failure(k, ORT_INVALID_ARGUMENT, "its planes differ in size (%ux%u and %ux%u)", wa,
+                       ha, wb, hb);
+    /* the device: the one the first plane is on */
+    const OrtValue *v = NULL;
+    const OrtMemoryInfo *mem = NULL;
+    int device = 0;
+    void *stream = NULL;
+    if ((st = a->KernelContext_GetInput(ctx, 0, &v)) || (st = a->GetTensorMemoryInfo(v, &mem)) ||
+        (st = a->MemoryInfoGetId(mem, &device)) ||
+        (st = a->KernelContext_GetGPUComputeStream(ctx, &stream)))
+        return st;
+    VdnnCudaStream cs;
+    vdnn_clear_error();
+    int rc = vdnn_cuda_stream_init(&cs, device, stream);
+    if (rc)
+        return failure(k, ORT_FAIL, "the CUDA kernels cannot run on device %d: %s", device,
+                       vdnn_last_error());
+    static const int64_t one[1] = {1};
+    float *outs[MAX_OUT];
+    for (size_t i = 0; i < k->def->n_out; i++) {
+        void *data = NULL;
+        if ((st = output(k, ctx, i, one, 1, &data)))
+            return st;
+        outs[i] = data;
+    }
+    void *scores = NULL;
+    if ((rc = cs.backend.alloc(cs.backend.self, MAX_OUT * sizeof(float), &scores)))
+        return failure(k, ORT_FAIL, "%s", vdnn_last_error());
+    const uint16_t *pa = ta.data, *pb = tb.data;
+    switch (k->def->kind) {
+    case OP_VIF:
+        rc = vk_vif(&cs.backend, pa, pb, (int)wa, (int)ha, (int)bpc, k->enhn_gain_limit, scores);
+        break;
+    case OP_ADM:
+        rc = vk_adm(&cs.backend, pa, pb, (int)wa, (int)ha, (int)bpc, k->enhn_gain_limit, scores);
+        break;
+    default:
+        rc = vk_motion(&cs.backend, pa, pb, (int)wa, (int)ha, (int)bpc, scores);
+        break;
+    }
+    if (!rc)
+        rc = vk_scatter(&cs.backend, scores, outs, (int)k->def->n_out);
+    cs.backend.release(cs.backend.self, scores);
+    if (rc == -EINVAL)
+        return failure(k, ORT_INVALID_ARGUMENT, "cannot score a %ux%u plane of %u bits: %s", wa,
+                       ha, bpc, kernel_limits(k->def->kind));
+    return rc ? failure(k, ORT_FAIL, "CUDA: %s", vdnn_last_error()) : NULL;
+}
+
 /* --- OrtCustomOp callbacks ------------------------------------------------ */
 
 static const OpDef *def_of(const OrtCustomOp *op)
@@ -349,7 +429,9 @@ static OrtStatus *ORT_API_CALL create_kernel(const OrtCustomOp *op, const OrtApi
 static OrtStatus *ORT_API_CALL compute(void *kernel, OrtKernelContext *ctx)
 {
     const Kernel *k = kernel;
-    return k->def->kind == OP_SAMPLES ? compute_samples(k, ctx) : compute_pair(k, ctx);
+    if (k->def->kind == OP_SAMPLES)
+        return compute_samples(k, ctx);
+    return k->def->cuda ? compute_pair_cuda(k, ctx) : compute_pair(k, ctx);
 }
 
 static void ORT_API_CALL destroy_kernel(void *kernel)
@@ -364,8 +446,7 @@ static const char *ORT_API_CALL op_name(const OrtCustomOp *op)
 
 static const char *ORT_API_CALL op_ep(const OrtCustomOp *op)
 {
-    (void)op;
-    return NULL; /* ORT's CPU EP */
+    return def_of(op)->cuda ? "CUDAExecutionProvider" : NULL; /* NULL: ORT's CPU EP */
 }
 
 static ONNXTensorElementDataType ORT_API_CALL input_type(const OrtCustomOp *op, size_t i)
@@ -396,11 +477,10 @@ static OrtCustomOpInputOutputCharacteristic ORT_API_CALL required(const OrtCusto
     return INPUT_OUTPUT_REQUIRED;
 }
 
+/* On CUDA, bpc (input 2) is read on the host. */
 static OrtMemType ORT_API_CALL input_memory(const OrtCustomOp *op, size_t i)
 {
-    (void)op;
-    (void)i;
-    return OrtMemTypeDefault;
+    return def_of(op)->cuda && i == 2 ? OrtMemTypeCPUInput : OrtMemTypeDefault;
 }
 
 static int ORT_API_CALL variadic_min_arity(const OrtCustomOp *op)
@@ -447,7 +527,41 @@ static const char *const listed_names[] = {VDNN_CUSTOM_OPS(OP_NAME_STRING)};
 _Static_assert(sizeof(listed_names) / sizeof(listed_names[0]) == N_OPS,
                "custom_ops.h and ops[] list different operators");
 
-int vdnn_ort_custom_ops_create(const OrtApi *a, int api_version, OrtCustomOpDomain **out)
+/* Fills an op's callbacks, once (an op added to a second domain keeps
+ * them). ORT refuses ops that claim a newer API than its own. */
+static void fill_op(OpDef *d, int api_version)
+{
+    if (d->op.version)
+        return;
+    d->op = (OrtCustomOp){
+        .version = (uint32_t)api_version,
+        .GetName = op_name,
+        .GetExecutionProviderType = op_ep,
+        .GetInputType = input_type,
+        .GetInputTypeCount = input_count,
+        .GetOutputType = output_type,
+        .GetOutputTypeCount = output_count,
+        .KernelDestroy = destroy_kernel,
+        .GetInputCharacteristic = required,
+        .GetOutputCharacteristic = required,
+        .GetInputMemoryType = input_memory,
+        .GetVariadicInputMinArity = variadic_min_arity,
+        .GetVariadicInputHomogeneity = variadic_homogeneous,
+        .GetVariadicOutputMinArity = variadic_min_arity,
+        .GetVariadicOutputHomogeneity = variadic_homogeneous,
+        .CreateKernelV2 = create_kernel,
+        .KernelComputeV2 = compute,
+        .GetStartVersion = start_version,
+        .GetEndVersion = end_version,
+        .GetMayInplace = no_index_map,
+        .ReleaseMayInplace = release_index_map,
+        .GetAliasMap = no_index_map,
+        .ReleaseAliasMap = release_index_map,
+    };
+}
+
+int vdnn_ort_custom_ops_create(const OrtApi *a, int api_version, int with_cuda,
+                               OrtCustomOpDomain **out)
 {
     for (size_t i = 0; i < N_OPS; i++)
         if (strcmp(ops[i].name, listed_names[i]) != 0)
@@ -456,33 +570,12 @@ int vdnn_ort_custom_ops_create(const OrtApi *a, int api_version, OrtCustomOpDoma
     OrtCustomOpDomain *domain = NULL;
     OrtStatus *st = a->CreateCustomOpDomain(VDNN_CUSTOM_OP_DOMAIN, &domain);
     for (size_t i = 0; !st && i < N_OPS; i++) {
-        /* ORT refuses ops that claim a newer API than its own. */
-        ops[i].op = (OrtCustomOp){
-            .version = (uint32_t)api_version,
-            .GetName = op_name,
-            .GetExecutionProviderType = op_ep,
-            .GetInputType = input_type,
-            .GetInputTypeCount = input_count,
-            .GetOutputType = output_type,
-            .GetOutputTypeCount = output_count,
-            .KernelDestroy = destroy_kernel,
-            .GetInputCharacteristic = required,
-            .GetOutputCharacteristic = required,
-            .GetInputMemoryType = input_memory,
-            .GetVariadicInputMinArity = variadic_min_arity,
-            .GetVariadicInputHomogeneity = variadic_homogeneous,
-            .GetVariadicOutputMinArity = variadic_min_arity,
-            .GetVariadicOutputHomogeneity = variadic_homogeneous,
-            .CreateKernelV2 = create_kernel,
-            .KernelComputeV2 = compute,
-            .GetStartVersion = start_version,
-            .GetEndVersion = end_version,
-            .GetMayInplace = no_index_map,
-            .ReleaseMayInplace = release_index_map,
-            .GetAliasMap = no_index_map,
-            .ReleaseAliasMap = release_index_map,
-        };
+        fill_op(&ops[i], api_version);
         st = a->CustomOpDomain_Add(domain, &ops[i].op);
+    }
+    for (size_t i = 0; !st && with_cuda && i < N_CUDA_OPS; i++) {
+        fill_op(&cuda_ops[i], api_version);
+        st = a->CustomOpDomain_Add(domain, &cuda_ops[i].op);
     }
     if (st) {
         int rc = vdnn_fail(-ENOMEM, "ONNX Runtime refused the library's operators (%s): %s",

@@ -10,12 +10,17 @@
 #include <onnxruntime_c_api.h>
 
 /* Creates the domain VDNN_CUSTOM_OP_DOMAIN with every operator, for API
- * `api` of version `api_version` (the ops declare that version to ORT).
- * Called once, when ORT is loaded; the domain lives as long as the process,
- * since every session's options are given it (AddCustomOpDomain) and a
- * domain must outlive the sessions made with it. 0 or a negative errno with
- * a message. */
-int vdnn_ort_custom_ops_create(const OrtApi *api, int api_version, OrtCustomOpDomain **out);
+ * `api` of version `api_version` (the ops declare that version to ORT), on
+ * ORT's CPU EP and, with with_cuda, VifInteger, AdmInteger and
+ * MotionInteger also on its CUDA EP (the kernels of csrc/gpu through
+ * cuda_kernels.h, which the caller has found ready). Called once when ORT is
+ * loaded (without CUDA) and once when a session first goes to CUDA with the
+ * kernels ready (with); a domain lives as long as the process, since every
+ * session's options are given one (AddCustomOpDomain) and a domain must
+ * outlive the sessions made with it. 0 or a negative errno with a
+ * message. */
+int vdnn_ort_custom_ops_create(const OrtApi *api, int api_version, int with_cuda,
+                               OrtCustomOpDomain **out);
 
 /* What the ops need from the backend, for the session whose Run is on the
  * calling thread (ORT's sequential executor computes every node on the

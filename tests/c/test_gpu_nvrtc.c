@@ -2,7 +2,7 @@
  * compiled by NVRTC as cuda_kernels.c compiles it on a GPU machine: no
  * error, no warning, and every kernel of the source (each VK_KERNEL) an entry
  * of the PTX. No GPU is needed; NVRTC is: VMAFDNN_NVRTC_LIBRARY names it
- * (tests/python/test_gpu_kernels.py passes the one of the gpu-cu12
+ * (tests/python/test_ort_wheels.py passes the one of the gpu-cu12
  * environment). Without one the test is skipped (exit 77), unless
  * VMAFDNN_TEST_NVRTC_REQUIRED=1.
  *
