@@ -435,22 +435,24 @@ VK_FN uint64_t adm_cube(int32_t q, int32_t x, int64_t add, int sh)
     return (uint64_t)((int64_t)((uint64_t)(uint32_t)q * (uint32_t)x + (uint64_t)add) >> sh);
 }
 
-/* Columns a thread of adm_cm sums before it adds to its row's slots: a
- * row's threads would otherwise all add to the same six addresses, one
- * atomic per sample each (integer sums: the same in any grouping). */
+/* Columns a thread of adm_cm sums (about; every n-th of the row) before it
+ * adds to its row's slots: a row's threads would otherwise all add to the
+ * same six addresses, one atomic per sample each (integer sums: the same in
+ * any grouping). */
 #define ADM_CM_STRIP 32
 
 VK_KERNEL adm_cm(VK_IDX const int32_t *VK_RESTRICT bands, const int32_t *VK_RESTRICT dec,
                  AdmLevel L, uint64_t *VK_RESTRICT rows)
 {
-    const int x0 = VK_X * ADM_CM_STRIP + L.left, y = VK_Y + L.top;
-    if (x0 >= L.right || y >= L.bottom)
+    /* the row's threads take columns in turn (thread t: left + t, + n, ...)
+     * so that a warp reads adjacent columns at each step */
+    const int n = (L.right - L.left + ADM_CM_STRIP - 1) / ADM_CM_STRIP, y = VK_Y + L.top;
+    if (VK_X >= n || y >= L.bottom)
         return;
-    const int x1 = x0 + ADM_CM_STRIP < L.right ? x0 + ADM_CM_STRIP : L.right;
     const int w = L.w, h = L.h;
     const int64_t plane = (int64_t)h * w;
     uint64_t sums[6] = {0, 0, 0, 0, 0, 0};
-    for (int x = x0; x < x1; x++) {
+    for (int x = L.left + VK_X; x < L.right; x += n) {
         const int64_t at = (int64_t)y * w + x;
         /* the neighbourhood: mirrored at the top and left, repeated at the
          * bottom and right */

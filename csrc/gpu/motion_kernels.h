@@ -38,20 +38,22 @@ VK_THUNK(motion_vertical, VK_ARG(0, const uint16_t *), VK_ARG(1, const uint16_t 
          VK_ARG(2, int32_t *), VK_ARG(3, int), VK_ARG(4, int), VK_ARG(5, int),
          VK_ARG(6, uint32_t *))
 
-/* Columns a thread of motion_horizontal sums before it adds to its row's
- * slot (a row's threads would otherwise all add to one address). */
+/* Columns a thread of motion_horizontal sums (about; every n-th of the row)
+ * before it adds to its row's slot (a row's threads would otherwise all add
+ * to one address). */
 #define MOTION_STRIP 32
 
 VK_KERNEL motion_horizontal(VK_IDX const int32_t *VK_RESTRICT v, int w, int h,
                             uint32_t *VK_RESTRICT row_sums)
 {
-    const int x0 = VK_X * MOTION_STRIP, y = VK_Y;
-    if (x0 >= w || y >= h)
+    /* the row's threads take columns in turn (thread t: t, t + n, t + 2n, ...)
+     * so that a warp reads adjacent columns at each step */
+    const int n = (w + MOTION_STRIP - 1) / MOTION_STRIP, y = VK_Y;
+    if (VK_X >= n || y >= h)
         return;
-    const int x1 = x0 + MOTION_STRIP < w ? x0 + MOTION_STRIP : w;
     const int32_t *row = v + (int64_t)y * w;
     uint32_t sum = 0;
-    for (int x = x0; x < x1; x++) {
+    for (int x = VK_X; x < w; x += n) {
         const int32_t a0 = row[vk_mirror(x - 2, w)], a1 = row[vk_mirror(x - 1, w)], a2 = row[x];
         const int32_t a3 = row[vk_mirror(x + 1, w)], a4 = row[vk_mirror(x + 2, w)];
         /* high and low parts, a = 256 (a >> 8) + (a & 255), as vmaf_motion.c */

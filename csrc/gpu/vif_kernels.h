@@ -13,7 +13,8 @@
  *                     32-bit, shifted and rounded as the CPU kernel's) into
  *                     five planes; at scale 0 a flag where a sample is above
  *                     2^bpc - 1
- *   vif_horizontal    one thread per VIF_STRIP samples of a row of scale s:
+ *   vif_horizontal    one thread per VIF_STRIP samples of a row of scale s
+ *                     (every n-th column, so a warp reads adjacent ones):
  *                     the horizontal pass of the five planes, the sigmas
  *                     and the statistic, summed, then added to its row's
  *                     four int64 sums (num_log, den_log, num_non_log,
@@ -235,8 +236,8 @@ VK_FN void vif_statistic(VifSums r, const uint16_t *VK_RESTRICT log2_table, doub
  * slots (a row's threads would otherwise all add to the same four). */
 #define VIF_STRIP 32
 
-/* The horizontal pass and the statistic at the columns VIF_STRIP x .. of
- * row y of scale s; sums: four int64 a row (num_log, den_log, num_non_log,
+/* The horizontal pass and the statistic at every n-th column of row y of
+ * scale s from column x (n: the row's threads, w / VIF_STRIP rounded up); sums: four int64 a row (num_log, den_log, num_non_log,
  * den_non_log), integers: the same in any order. */
 VK_KERNEL vif_horizontal(VK_IDX const uint16_t *VK_RESTRICT mu1, const uint16_t *VK_RESTRICT mu2,
                          const uint32_t *VK_RESTRICT xx, const uint32_t *VK_RESTRICT yy,
@@ -244,12 +245,13 @@ VK_KERNEL vif_horizontal(VK_IDX const uint16_t *VK_RESTRICT mu1, const uint16_t 
                          const uint16_t *VK_RESTRICT log2_table, double egl,
                          int64_t *VK_RESTRICT sums)
 {
-    const int x0 = VK_X * VIF_STRIP, y = VK_Y;
-    if (x0 >= w || y >= h)
+    /* the row's threads take columns in turn (thread t: t, t + n, t + 2n, ...)
+     * so that a warp reads adjacent columns at each step */
+    const int n = (w + VIF_STRIP - 1) / VIF_STRIP, y = VK_Y;
+    if (VK_X >= n || y >= h)
         return;
-    const int x1 = x0 + VIF_STRIP < w ? x0 + VIF_STRIP : w;
     int64_t acc[4] = {0, 0, 0, 0};
-    for (int x = x0; x < x1; x++) {
+    for (int x = VK_X; x < w; x += n) {
         const VifSums r = s == 0   ? vif_horizontal_at(mu1, mu2, xx, yy, xy, x, y, w, 0)
                           : s == 1 ? vif_horizontal_at(mu1, mu2, xx, yy, xy, x, y, w, 1)
                           : s == 2 ? vif_horizontal_at(mu1, mu2, xx, yy, xy, x, y, w, 2)
