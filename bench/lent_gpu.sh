@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs on a lent GPU machine (the device tool), in this checkout, with .carry and .gl carried
 # (tools/gpu_bundle.sh makes them here): builds the library there with the image's Python,
-# compiler, meson and ninja, then measures the library's own accelerator path on the GPU
-# through ONNX Runtime's CUDA EP (onnxruntime-gpu 1.31.1's libraries from the bundle, CUDA 13's
+# compiler, meson and ninja, then checks VMAF's GPU kernels there (NVRTC compiles them on the
+# machine; bench/check_cuda_kernels.py: their features against the CPU EP's, and their fps) and
+# measures the library's own accelerator path on the GPU through ONNX Runtime's CUDA EP (onnxruntime-gpu 1.31.1's libraries from the bundle, CUDA 13's
 # from the image's PyTorch wheels) and through WebGPU on the GPU's Vulkan driver, with ORT's
 # CPU EP on the same machine for the ratio. Writes its tables into $OUT. Every step has a time
 # limit, and a step that would end past LENT_GPU_DEADLINE seconds is cut to fit or skipped, so
@@ -113,6 +114,12 @@ accel() { # name seconds size frames threads batch devices
         --frames "$4" --unique 16 --rounds 2 --models "$models" --threads "$5" --batch "$6" \
         --together psnr_y,ssim_y
 }
+# VMAF's fused kernels on CUDA (csrc/gpu, compiled there by NVRTC: never run on a GPU before)
+# against the same ops on ORT's CPU EP: every feature's difference (0 expected) and the fps,
+# with the kernels and with ORT copying the planes to its CPU EP for the ops
+step nvrtc 20 sh -c "find / -xdev -name 'libnvrtc*.so*' 2>/dev/null | head -n 8"
+step cuda_kernels 100 python3 "$repo/bench/check_cuda_kernels.py" --device cuda --sizes "$hd" \
+    --frames 32 --depths 8,10
 profile() { # name seconds: ORT's profile of the specialised sessions on CUDA, summed by operator
     rm -rf "$work/prof" && mkdir -p "$work/prof"
     step "$1" "$2" env VMAFDNN_ORT_PROFILE="$work/prof/p" python3 "$repo/bench/bench_device_io.py" \
@@ -121,12 +128,6 @@ profile() { # name seconds: ORT's profile of the specialised sessions on CUDA, s
 }
 profile cuda_profile 60
 CUDA_LAUNCH_BLOCKING=1 profile cuda_profile_blocking 60 # a node's time is then its kernel's
-# VMAF's fused kernels on CUDA (csrc/gpu, compiled there by NVRTC: never run on a GPU before)
-# against the same ops on ORT's CPU EP: every feature's difference (0 expected) and the fps,
-# with the kernels and with ORT copying the planes to its CPU EP for the ops
-step nvrtc 20 sh -c "find / -xdev -name 'libnvrtc*.so*' 2>/dev/null | head -n 8"
-step cuda_kernels 100 python3 "$repo/bench/check_cuda_kernels.py" --device cuda --sizes "$hd" \
-    --frames 32 --depths 8,10
 # Whether cuDNN's algorithm for VMAF's grouped Convs is the 28 ms (the library asks for the
 # heuristic search): the features' Runs with ORT's exhaustive search and with its default
 step cuda_conv_search 70 sh -c "for s in EXHAUSTIVE DEFAULT; do echo \"cudnn_conv_algo_search \$s\";
