@@ -32,7 +32,12 @@ VK_KERNEL motion_vertical(VK_IDX const uint16_t *VK_RESTRICT prev,
         const int64_t at = (int64_t)vk_mirror(y - 2 + k, h) * w + x;
         acc += taps[k] * ((int64_t)prev[at] - (int64_t)cur[at]);
     }
-    v[(int64_t)y * w + x] = (int32_t)((acc + ((int64_t)1 << (bpc - 1))) >> bpc);
+    /* |V| <= 65535 for samples within bpc bits; a sample above them (the
+     * score is NaN then) could make V up to 2^24, and the horizontal pass's
+     * int32 sums overflow (undefined behaviour): clamped, a no-op otherwise */
+    int64_t val = (acc + ((int64_t)1 << (bpc - 1))) >> bpc;
+    val = val > 65535 ? 65535 : val < -65535 ? -65535 : val;
+    v[(int64_t)y * w + x] = (int32_t)val;
 }
 VK_THUNK(motion_vertical, VK_ARG(0, const uint16_t *), VK_ARG(1, const uint16_t *),
          VK_ARG(2, int32_t *), VK_ARG(3, int), VK_ARG(4, int), VK_ARG(5, int),

@@ -60,6 +60,19 @@ int main(void)
     float got = 0;
     CHECK_EQ_INT(vk_motion(&vk_emulator, a, b, 64, 36, 10, &got), 0);
     CHECK(isnan(got));
+    /* every sample at 65535 against 0 at 8 bits: the vertical pass's values
+     * reach 2^24, where the horizontal pass's int32 sums overflowed (the
+     * sanitizer build's UBSan caught it); still NaN, in either order */
+    for (int i = 0; i < 64 * 36; i++)
+        a[i] = 0, b[i] = 65535;
+    for (int bpc = 8; bpc <= 15; bpc++) {
+        got = 0;
+        CHECK_EQ_INT(vk_motion(&vk_emulator, a, b, 64, 36, bpc, &got), 0);
+        CHECK(isnan(got));
+        got = 0;
+        CHECK_EQ_INT(vk_motion(&vk_emulator, b, a, 64, 36, bpc, &got), 0);
+        CHECK(isnan(got));
+    }
 
     /* arguments */
     CHECK_EQ_INT(vk_motion(&vk_emulator, a, b, 2, 36, 10, &got), -EINVAL);
