@@ -69,7 +69,17 @@ typedef struct Nvrtc {
     int (*nvrtcGetPTX)(nvrtcProgram, char *);
     int (*nvrtcDestroyProgram)(nvrtcProgram *);
     const char *(*nvrtcGetErrorString)(int);
+    int (*nvrtcVersion)(int *, int *);
 } Nvrtc;
+
+/* NVRTC's entry points that older releases lack (NULL there): CUBIN since
+ * 11.1, the list of architectures since 11.2. */
+typedef struct NvrtcOptional {
+    int (*nvrtcGetCUBINSize)(nvrtcProgram, size_t *);
+    int (*nvrtcGetCUBIN)(nvrtcProgram, char *);
+    int (*nvrtcGetNumSupportedArchs)(int *);
+    int (*nvrtcGetSupportedArchs)(int *);
+} NvrtcOptional;
 
 /* Symbols looked up by name into a struct of function pointers, in order. */
 static int load_symbols(void *lib, const char *const *names, size_t n, void *table,
@@ -92,11 +102,18 @@ static const char *const driver_names[] = {
     "cuGetErrorString"};
 static const char *const nvrtc_names[] = {
     "nvrtcCreateProgram", "nvrtcCompileProgram", "nvrtcGetProgramLogSize", "nvrtcGetProgramLog",
-    "nvrtcGetPTXSize", "nvrtcGetPTX", "nvrtcDestroyProgram", "nvrtcGetErrorString"};
+    "nvrtcGetPTXSize", "nvrtcGetPTX", "nvrtcDestroyProgram", "nvrtcGetErrorString",
+    "nvrtcVersion"};
+static const char *const nvrtc_optional_names[] = {
+    "nvrtcGetCUBINSize", "nvrtcGetCUBIN", "nvrtcGetNumSupportedArchs", "nvrtcGetSupportedArchs"};
 _Static_assert(sizeof(Driver) == sizeof(driver_names) / sizeof(driver_names[0]) *
                                      sizeof(void (*)(void)), "driver_names and Driver differ");
 _Static_assert(sizeof(Nvrtc) == sizeof(nvrtc_names) / sizeof(nvrtc_names[0]) *
                                     sizeof(void (*)(void)), "nvrtc_names and Nvrtc differ");
+_Static_assert(sizeof(NvrtcOptional) == sizeof(nvrtc_optional_names) /
+                                            sizeof(nvrtc_optional_names[0]) *
+                                            sizeof(void (*)(void)),
+               "nvrtc_optional_names and NvrtcOptional differ");
 
 #define MAX_DEVICES 64
 #define MAX_KERNELS 64
@@ -117,6 +134,7 @@ static int driver_tried, driver_rc, nvrtc_tried, nvrtc_rc;
 static char driver_why[512], nvrtc_why[512];
 static Driver cu;
 static Nvrtc nv;
+static NvrtcOptional nvo;
 static Device devices[MAX_DEVICES];
 
 static const char *cu_error(CUresult r)
@@ -184,18 +202,28 @@ static int load_nvrtc_locked(void)
     if (!lib)
         rc = vdnn_fail(-ENOENT, "no NVRTC library (tried %s; VMAFDNN_NVRTC_LIBRARY names one)",
                        tried);
-    else
-        rc = load_symbols(lib, nvrtc_names, sizeof(nvrtc_names) / sizeof(*nvrtc_names), &nv,
-                          "the NVRTC library");
+    else if (!(rc = load_symbols(lib, nvrtc_names, sizeof(nvrtc_names) / sizeof(*nvrtc_names),
+                                 &nv, "the NVRTC library")))
+        for (size_t i = 0; i < sizeof(nvrtc_optional_names) / sizeof(*nvrtc_optional_names); i++) {
+            void *sym = dlsym(lib, nvrtc_optional_names[i]);
+            memcpy((char *)&nvo + i * sizeof(void (*)(void)), &sym, sizeof(sym));
+        }
     nvrtc_rc = remember(rc, nvrtc_why, sizeof(nvrtc_why));
     return rc;
 }
 
-static int compile_locked(const char *arch, char **ptx)
+/* "compute_XY": PTX (NUL-terminated); "sm_XY": a CUBIN. */
+static int compile_locked(const char *arch, char **image, size_t *image_size)
 {
     int rc = load_nvrtc_locked();
     if (rc)
         return rc;
+    const int cubin = strncmp(arch, "sm_", 3) == 0;
+    if (cubin && !(nvo.nvrtcGetCUBINSize && nvo.nvrtcGetCUBIN))
+        return vdnn_fail(-EIO, "NVRTC gives no CUBIN (before CUDA 11.1) for %s", arch);
+    int (*get_size)(nvrtcProgram, size_t *) = cubin ? nvo.nvrtcGetCUBINSize : nv.nvrtcGetPTXSize;
+    int (*get)(nvrtcProgram, char *) = cubin ? nvo.nvrtcGetCUBIN : nv.nvrtcGetPTX;
+    const char *what = cubin ? "CUBIN" : "PTX";
     nvrtcProgram prog = NULL;
     int r = nv.nvrtcCreateProgram(&prog, vdnn_gpu_source, "vmafdnn_gpu_kernels.cu", 0, NULL,
                                   NULL);
@@ -214,25 +242,72 @@ static int compile_locked(const char *arch, char **ptx)
     if (r)
         rc = vdnn_fail(-EIO, "NVRTC cannot compile the kernels for %s: %s: %.300s", arch,
                        nv.nvrtcGetErrorString(r), log ? log : "");
-    else if (nv.nvrtcGetPTXSize(prog, &size) || !size || !(*ptx = malloc(size)))
-        rc = vdnn_fail(-EIO, "NVRTC gave no PTX for %s", arch);
-    else if (nv.nvrtcGetPTX(prog, *ptx)) {
-        free(*ptx);
-        *ptx = NULL;
-        rc = vdnn_fail(-EIO, "NVRTC gave no PTX for %s", arch);
-    }
+    else if (get_size(prog, &size) || !size || !(*image = malloc(size)))
+        rc = vdnn_fail(-EIO, "NVRTC gave no %s for %s", what, arch);
+    else if (get(prog, *image)) {
+        free(*image);
+        *image = NULL;
+        rc = vdnn_fail(-EIO, "NVRTC gave no %s for %s", what, arch);
+    } else
+        *image_size = size;
     free(log);
     nv.nvrtcDestroyProgram(&prog);
     return rc;
 }
 
-int vdnn_nvrtc_compile(const char *arch, char **ptx)
+int vdnn_nvrtc_compile(const char *arch, char **image, size_t *size)
 {
-    if (!arch || !ptx)
+    if (!arch || !image || !size)
         return vdnn_fail(-EINVAL, "vdnn_nvrtc_compile: NULL argument");
-    *ptx = NULL;
+    *image = NULL;
+    *size = 0;
     pthread_mutex_lock(&lock);
-    const int rc = compile_locked(arch, ptx);
+    const int rc = compile_locked(arch, image, size);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* What to compile for a device of compute capability cc (major * 10 +
+ * minor): its own SASS ("sm_XY", a CUBIN) where NVRTC knows the
+ * architecture. A CUBIN loads on any driver of NVRTC's major release (CUDA's
+ * minor version compatibility), where PTX needs a driver at least as new as
+ * NVRTC (PTX ISA 8.8 from the CUDA 12.9 wheels: CUDA_ERROR_UNSUPPORTED_PTX_
+ * VERSION under a 535 or 550 driver). A device newer than NVRTC knows: PTX
+ * for the newest architecture below it, which the driver (as new as the
+ * device) compiles. */
+static int target_locked(int cc, char *arch, size_t size)
+{
+    int rc = load_nvrtc_locked();
+    if (rc)
+        return rc;
+    int n = 0, best = 0;
+    int *archs = NULL;
+    if (nvo.nvrtcGetNumSupportedArchs && nvo.nvrtcGetSupportedArchs &&
+        !nvo.nvrtcGetNumSupportedArchs(&n) && n > 0 && (archs = calloc((size_t)n, sizeof(int))) &&
+        !nvo.nvrtcGetSupportedArchs(archs)) {
+        for (int i = 0; i < n; i++)
+            if (archs[i] <= cc && archs[i] > best)
+                best = archs[i];
+        free(archs);
+        if (!best)
+            return vdnn_fail(-ENODEV, "NVRTC compiles for no architecture up to sm_%d", cc);
+    } else {
+        free(archs);
+        best = cc; /* NVRTC before 11.2: try the device's own */
+    }
+    if (best == cc && nvo.nvrtcGetCUBIN)
+        snprintf(arch, size, "sm_%d", cc);
+    else
+        snprintf(arch, size, "compute_%d", best);
+    return 0;
+}
+
+int vdnn_nvrtc_target(int major, int minor, char *arch, size_t size)
+{
+    if (major < 1 || minor < 0 || minor > 9 || !arch || size < 16)
+        return vdnn_fail(-EINVAL, "vdnn_nvrtc_target: bad argument");
+    pthread_mutex_lock(&lock);
+    const int rc = target_locked(major * 10 + minor, arch, size);
     pthread_mutex_unlock(&lock);
     return rc;
 }
@@ -255,8 +330,15 @@ static int open_device_locked(Device *d, int device)
         (r = cu.cuDevicePrimaryCtxRetain(&d->ctx, d->dev)))
         return vdnn_fail(-EIO, "CUDA device %d: %s", device, cu_error(r));
     char arch[32], *ptx = NULL;
-    snprintf(arch, sizeof(arch), "compute_%d%d", major, minor);
-    if ((rc = compile_locked(arch, &ptx)))
+    size_t ptx_size = 0;
+    if ((rc = target_locked(major * 10 + minor, arch, sizeof(arch))))
+        return rc;
+    if ((rc = compile_locked(arch, &ptx, &ptx_size)) && strncmp(arch, "sm_", 3) == 0) {
+        /* no CUBIN: PTX, for a driver at least as new as NVRTC */
+        snprintf(arch, sizeof(arch), "compute_%d%d", major, minor);
+        rc = compile_locked(arch, &ptx, &ptx_size);
+    }
+    if (rc)
         return rc;
     char jit_log[1024] = "";
     int keys[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
@@ -276,9 +358,14 @@ static int open_device_locked(Device *d, int device)
     }
     CUcontext popped;
     cu.cuCtxPopCurrent(&popped);
-    if (r)
-        return vdnn_fail(-EIO, "CUDA device %d cannot load the kernels (%s, PTX from NVRTC): "
-                         "%s %.300s", device, arch, cu_error(r), jit_log);
+    if (r) {
+        int driver = 0, nv_major = 0, nv_minor = 0;
+        cu.cuDriverGetVersion(&driver);
+        nv.nvrtcVersion(&nv_major, &nv_minor);
+        return vdnn_fail(-EIO, "CUDA device %d cannot load the kernels (%s from NVRTC %d.%d, "
+                         "driver %d.%d): %s %.300s", device, arch, nv_major, nv_minor,
+                         driver / 1000, driver % 1000 / 10, cu_error(r), jit_log);
+    }
     return 0;
 }
 

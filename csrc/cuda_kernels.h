@@ -43,11 +43,19 @@ typedef struct VdnnCudaStream {
 
 int vdnn_cuda_stream_init(VdnnCudaStream *holder, int device, void *stream);
 
-/* NVRTC alone (no GPU needed): compiles the embedded source for virtual
- * architecture `arch` ("compute_90") and gives the PTX (*ptx, malloc'ed,
- * NUL-terminated: the caller frees it). 0, -ENOENT (no NVRTC library), or
- * -EIO with NVRTC's log as the message. For the tests and for
- * vdnn_cuda_kernels_open. */
-int vdnn_nvrtc_compile(const char *arch, char **ptx);
+/* NVRTC alone (no GPU needed): compiles the embedded source for `arch`:
+ * "compute_XY" gives PTX (NUL-terminated), "sm_XY" a CUBIN (the device's
+ * SASS, what vdnn_cuda_kernels_open loads where NVRTC knows the device);
+ * *image malloc'ed (the caller frees it), *size its bytes. 0, -ENOENT (no
+ * NVRTC library), or -EIO with NVRTC's log as the message. For the tests and
+ * for vdnn_cuda_kernels_open. */
+int vdnn_nvrtc_compile(const char *arch, char **image, size_t *size);
+
+/* The arch vdnn_cuda_kernels_open compiles for on a device of compute
+ * capability major.minor (into arch, at least 16 bytes): "sm_XY" where the
+ * loaded NVRTC knows it, else "compute_" the newest architecture below it
+ * that NVRTC knows (PTX, which the driver compiles). 0, -ENOENT (no NVRTC),
+ * -ENODEV (NVRTC knows nothing up to it), -EINVAL. */
+int vdnn_nvrtc_target(int major, int minor, char *arch, size_t size);
 
 #endif

@@ -39,7 +39,8 @@ int main(void)
     CHECK_EQ_INT(vdnn_cuda_kernels_open(-1), -EINVAL);
 
     char *ptx = NULL;
-    const int rc = vdnn_nvrtc_compile("compute_90", &ptx);
+    size_t ptx_size = 0;
+    const int rc = vdnn_nvrtc_compile("compute_90", &ptx, &ptx_size);
     const char *required = getenv("VMAFDNN_TEST_NVRTC_REQUIRED");
     if (rc == -ENOENT && !(required && strcmp(required, "1") == 0)) {
         printf("skipped: %s\n", vdnn_last_error());
@@ -60,10 +61,48 @@ int main(void)
     }
     printf("%d kernels in the PTX for compute_90\n", kernels);
     CHECK(kernels >= 3);
+    CHECK(ptx && ptx_size == strlen(ptx) + 1);
+
+    /* SASS for sm_90, what a device of that capability loads: PTX of the
+     * wheels' NVRTC (ISA 8.8 from 12.9) needs a driver as new as NVRTC, a
+     * CUBIN any of its major release. An ELF image with every kernel. */
+    char *cubin = NULL;
+    size_t cubin_size = 0;
+    CHECK_EQ_INT(vdnn_nvrtc_compile("sm_90", &cubin, &cubin_size), 0);
+    CHECK(cubin && cubin_size > 4 && memcmp(cubin, "\x7f" "ELF", 4) == 0);
+    int in_cubin = 0;
+    for (const char *p = vdnn_gpu_source; cubin && (p = strstr(p, "\nVK_KERNEL ")); p++) {
+        char name[128];
+        if (sscanf(p + 11, "%127[A-Za-z0-9_]", name) != 1)
+            continue;
+        const size_t n = strlen(name) + 1; /* the symbol, NUL-terminated */
+        int found = 0;
+        for (size_t i = 0; i + n <= cubin_size && !found; i++)
+            found = memcmp(cubin + i, name, n) == 0;
+        CHECK(found);
+        in_cubin += found;
+    }
+    CHECK_EQ_INT(in_cubin, kernels);
+    free(cubin);
     free(ptx);
+
+    /* what a device gets: its own SASS where NVRTC knows it, else PTX for
+     * the newest architecture below it */
+    char arch[32];
+    CHECK_EQ_INT(vdnn_nvrtc_target(9, 0, arch, sizeof(arch)), 0);
+    CHECK(strcmp(arch, "sm_90") == 0);
+    CHECK_EQ_INT(vdnn_nvrtc_target(8, 6, arch, sizeof(arch)), 0);
+    CHECK(strcmp(arch, "sm_86") == 0);
+    CHECK_EQ_INT(vdnn_nvrtc_target(99, 9, arch, sizeof(arch)), 0); /* a device from the future */
+    CHECK(strncmp(arch, "compute_", 8) == 0 && atoi(arch + 8) >= 90 && atoi(arch + 8) < 999);
+    CHECK_EQ_INT(vdnn_nvrtc_target(1, 0, arch, sizeof(arch)), -ENODEV); /* older than any */
+    CHECK_EQ_INT(vdnn_nvrtc_target(9, 10, arch, sizeof(arch)), -EINVAL);
+
     /* an architecture NVRTC does not know: its words come back */
-    CHECK_EQ_INT(vdnn_nvrtc_compile("compute_1", &ptx), -EIO);
+    CHECK_EQ_INT(vdnn_nvrtc_compile("compute_1", &ptx, &ptx_size), -EIO);
     CHECK_STR_CONTAINS(vdnn_last_error(), "NVRTC");
+    CHECK(ptx == NULL);
+    CHECK_EQ_INT(vdnn_nvrtc_compile("sm_1", &ptx, &ptx_size), -EIO);
     CHECK(ptx == NULL);
     return check_report();
 }
