@@ -118,7 +118,13 @@ _Static_assert(sizeof(NvrtcOptional) == sizeof(nvrtc_optional_names) /
 #define MAX_DEVICES 64
 #define MAX_KERNELS 64
 
+/* A device's entry: tried, rc, why, dev, ctx and module are written once,
+ * under `lock`, before `ready` is set (release); a reader that sees ready
+ * (acquire) reads them without the lock. functions[i] and names[i] are
+ * written, under `functions_lock`, before n_functions counts them (release):
+ * a launch finds a kernel already looked up without a lock. */
 typedef struct Device {
+    int ready;
     int tried, rc;
     char why[512];
     CUdevice dev;
@@ -129,7 +135,10 @@ typedef struct Device {
     size_t n_functions;
 } Device;
 
+/* The driver, NVRTC and the devices' opening (an NVRTC compile takes
+ * seconds: nothing on a launch's path waits for it). */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t functions_lock = PTHREAD_MUTEX_INITIALIZER;
 static int driver_tried, driver_rc, nvrtc_tried, nvrtc_rc;
 static char driver_why[512], nvrtc_why[512];
 static Driver cu;
@@ -374,14 +383,17 @@ int vdnn_cuda_kernels_open(int device)
     if (device < 0 || device >= MAX_DEVICES)
         return vdnn_fail(device < 0 ? -EINVAL : -ENODEV, "CUDA device %d is out of range",
                          device);
-    pthread_mutex_lock(&lock);
     Device *d = &devices[device];
+    if (__atomic_load_n(&d->ready, __ATOMIC_ACQUIRE)) /* every frame: no lock */
+        return d->rc ? vdnn_fail(d->rc, "%s", d->why) : 0;
+    pthread_mutex_lock(&lock);
     int rc;
     if (d->tried)
         rc = d->rc ? vdnn_fail(d->rc, "%s", d->why) : 0;
     else {
         d->tried = 1;
         d->rc = rc = remember(open_device_locked(d, device), d->why, sizeof(d->why));
+        __atomic_store_n(&d->ready, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&lock);
     return rc;
@@ -389,28 +401,39 @@ int vdnn_cuda_kernels_open(int device)
 
 /* --- the backend ------------------------------------------------------------ */
 
+/* The kernels looked up so far: entries 0..n-1 of d (see Device). */
+static int known_function(Device *d, size_t n, const char *name, CUfunction *f)
+{
+    for (size_t i = 0; i < n; i++)
+        if (d->names[i] == name || strcmp(d->names[i], name) == 0) {
+            *f = d->functions[i];
+            return 1;
+        }
+    return 0;
+}
+
 static int function_of(Device *d, const char *name, CUfunction *f)
 {
-    pthread_mutex_lock(&lock);
+    if (known_function(d, __atomic_load_n(&d->n_functions, __ATOMIC_ACQUIRE), name, f))
+        return 0;
+    pthread_mutex_lock(&functions_lock);
     int rc = 0;
-    size_t i = 0;
-    while (i < d->n_functions && strcmp(d->names[i], name) != 0)
-        i++;
-    if (i < d->n_functions)
-        *f = d->functions[i];
-    else if (i == MAX_KERNELS)
+    const size_t n = d->n_functions;
+    if (known_function(d, n, name, f))
+        ;
+    else if (n == MAX_KERNELS)
         rc = vdnn_fail(-EIO, "CUDA: more than %d kernels", MAX_KERNELS);
     else {
         const CUresult r = cu.cuModuleGetFunction(f, d->module, name);
         if (r)
             rc = vdnn_fail(-EIO, "CUDA: no kernel %s in the module: %s", name, cu_error(r));
         else {
-            d->names[i] = name;
-            d->functions[i] = *f;
-            d->n_functions++;
+            d->names[n] = name;
+            d->functions[n] = *f;
+            __atomic_store_n(&d->n_functions, n + 1, __ATOMIC_RELEASE);
         }
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&functions_lock);
     return rc;
 }
 
