@@ -33,7 +33,9 @@ typedef struct _nvrtcProgram *nvrtcProgram;
 enum {
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+    CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
     CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+    CUDA_ERROR_NO_DEVICE = 100,
     CU_JIT_ERROR_LOG_BUFFER = 5,
     CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 };
@@ -45,6 +47,7 @@ typedef struct Driver {
     CUresult (*cuDeviceGet)(CUdevice *, int);
     CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
     CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
     CUresult (*cuCtxPushCurrent)(CUcontext);
     CUresult (*cuCtxPopCurrent)(CUcontext *);
     CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
@@ -96,7 +99,7 @@ static int load_symbols(void *lib, const char *const *names, size_t n, void *tab
 
 static const char *const driver_names[] = {
     "cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetAttribute",
-    "cuDevicePrimaryCtxRetain", "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2",
+    "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2",
     "cuModuleLoadDataEx", "cuModuleGetFunction", "cuLaunchKernel", "cuMemAllocAsync",
     "cuMemFreeAsync", "cuMemsetD8Async", "cuDeviceGetDefaultMemPool", "cuMemPoolSetAttribute",
     "cuGetErrorString"};
@@ -173,7 +176,9 @@ static int load_driver_locked(void)
     else if (!(rc = load_symbols(lib, driver_names, sizeof(driver_names) / sizeof(*driver_names),
                                  &cu, "the CUDA driver (libcuda.so.1)"))) {
         const CUresult r = cu.cuInit(0);
-        if (r)
+        if (r == CUDA_ERROR_NO_DEVICE) /* a driver, no GPU (or none visible) */
+            rc = vdnn_fail(-ENODEV, "CUDA has no device: %s", cu_error(r));
+        else if (r)
             rc = vdnn_fail(-EIO, "CUDA: cuInit failed: %s", cu_error(r));
     }
     driver_rc = remember(rc, driver_why, sizeof(driver_why));
@@ -321,9 +326,11 @@ int vdnn_nvrtc_target(int major, int minor, char *arch, size_t size)
     return rc;
 }
 
+static int load_module_locked(Device *d, int device, int major, int minor);
+
 static int open_device_locked(Device *d, int device)
 {
-    int rc, count = 0, major = 0, minor = 0;
+    int rc, count = 0, major = 0, minor = 0, pools = 0;
     CUresult r;
     if ((rc = load_driver_locked()))
         return rc;
@@ -336,8 +343,26 @@ static int open_device_locked(Device *d, int device)
                                      d->dev)) ||
         (r = cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
                                      d->dev)) ||
-        (r = cu.cuDevicePrimaryCtxRetain(&d->ctx, d->dev)))
+        (r = cu.cuDeviceGetAttribute(&pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, d->dev)))
         return vdnn_fail(-EIO, "CUDA device %d: %s", device, cu_error(r));
+    /* the backend's scratch is cuMemAllocAsync's: refused at open, rather
+     * than every frame failing */
+    if (!pools)
+        return vdnn_fail(-ENODEV, "CUDA device %d has no stream-ordered memory pools "
+                         "(cuMemAllocAsync)", device);
+    if ((r = cu.cuDevicePrimaryCtxRetain(&d->ctx, d->dev)))
+        return vdnn_fail(-EIO, "CUDA device %d: %s", device, cu_error(r));
+    if ((rc = load_module_locked(d, device, major, minor))) {
+        cu.cuDevicePrimaryCtxRelease(d->dev); /* the retain above: nothing of ours runs there */
+        d->ctx = NULL;
+    }
+    return rc;
+}
+
+static int load_module_locked(Device *d, int device, int major, int minor)
+{
+    int rc;
+    CUresult r;
     char arch[32], *ptx = NULL;
     size_t ptx_size = 0;
     if ((rc = target_locked(major * 10 + minor, arch, sizeof(arch))))

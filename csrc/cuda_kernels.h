@@ -24,7 +24,8 @@
  *            names one; else libnvrtc.so.<the driver's major>, 13, 12, 11.2
  *            are tried by name, so a copy already loaded by its soname, as
  *            the Python package loads the pip wheels', is found)
- *   -ENODEV  no such device
+ *   -ENODEV  no such device (none at all: cuInit's CUDA_ERROR_NO_DEVICE), or
+ *            one without stream-ordered memory pools
  *   -EIO     the driver or NVRTC failed (the message quotes it: a compile
  *            log, an unsupported PTX version)
  *   -EINVAL  device < 0 */
