@@ -35,10 +35,26 @@ enum {
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
     CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
     CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+    CU_MEM_ALLOCATION_TYPE_PINNED = 1,
+    CU_MEM_LOCATION_TYPE_DEVICE = 1,
     CUDA_ERROR_NO_DEVICE = 100,
     CU_JIT_ERROR_LOG_BUFFER = 5,
     CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 };
+
+/* CUmemPoolProps (88 bytes since CUDA 11.2: later members took reserved
+ * bytes, zero meaning their default). */
+typedef struct CUmemPoolProps {
+    int allocType;
+    int handleTypes;
+    struct {
+        int type;
+        int id;
+    } location;
+    void *win32SecurityAttributes;
+    unsigned char reserved[64];
+} CUmemPoolProps;
+_Static_assert(sizeof(CUmemPoolProps) == 88, "CUmemPoolProps is 88 bytes");
 
 typedef struct Driver {
     CUresult (*cuInit)(unsigned);
@@ -54,10 +70,10 @@ typedef struct Driver {
     CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
     CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                                unsigned, unsigned, CUstream, void **, void **);
-    CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
     CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
     CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
-    CUresult (*cuDeviceGetDefaultMemPool)(CUmemoryPool *, CUdevice);
+    CUresult (*cuMemAllocFromPoolAsync)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+    CUresult (*cuMemPoolCreate)(CUmemoryPool *, const CUmemPoolProps *);
     CUresult (*cuMemPoolSetAttribute)(CUmemoryPool, int, void *);
     CUresult (*cuGetErrorString)(CUresult, const char **);
 } Driver;
@@ -99,10 +115,10 @@ static int load_symbols(void *lib, const char *const *names, size_t n, void *tab
 
 static const char *const driver_names[] = {
     "cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetAttribute",
-    "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2",
-    "cuModuleLoadDataEx", "cuModuleGetFunction", "cuLaunchKernel", "cuMemAllocAsync",
-    "cuMemFreeAsync", "cuMemsetD8Async", "cuDeviceGetDefaultMemPool", "cuMemPoolSetAttribute",
-    "cuGetErrorString"};
+    "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxPushCurrent_v2",
+    "cuCtxPopCurrent_v2", "cuModuleLoadDataEx", "cuModuleGetFunction", "cuLaunchKernel",
+    "cuMemFreeAsync", "cuMemsetD8Async", "cuMemAllocFromPoolAsync", "cuMemPoolCreate",
+    "cuMemPoolSetAttribute", "cuGetErrorString"};
 static const char *const nvrtc_names[] = {
     "nvrtcCreateProgram", "nvrtcCompileProgram", "nvrtcGetProgramLogSize", "nvrtcGetProgramLog",
     "nvrtcGetPTXSize", "nvrtcGetPTX", "nvrtcDestroyProgram", "nvrtcGetErrorString",
@@ -133,6 +149,7 @@ typedef struct Device {
     CUdevice dev;
     CUcontext ctx;
     CUmodule module;
+    CUmemoryPool pool; /* the backend's scratch */
     const char *names[MAX_KERNELS];
     CUfunction functions[MAX_KERNELS];
     size_t n_functions;
@@ -345,11 +362,11 @@ static int open_device_locked(Device *d, int device)
                                      d->dev)) ||
         (r = cu.cuDeviceGetAttribute(&pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, d->dev)))
         return vdnn_fail(-EIO, "CUDA device %d: %s", device, cu_error(r));
-    /* the backend's scratch is cuMemAllocAsync's: refused at open, rather
-     * than every frame failing */
+    /* the backend's scratch is stream-ordered (cuMemAllocFromPoolAsync):
+     * refused at open, rather than every frame failing */
     if (!pools)
         return vdnn_fail(-ENODEV, "CUDA device %d has no stream-ordered memory pools "
-                         "(cuMemAllocAsync)", device);
+                         "(cuMemAllocFromPoolAsync)", device);
     if ((r = cu.cuDevicePrimaryCtxRetain(&d->ctx, d->dev)))
         return vdnn_fail(-EIO, "CUDA device %d: %s", device, cu_error(r));
     if ((rc = load_module_locked(d, device, major, minor))) {
@@ -383,12 +400,20 @@ static int load_module_locked(Device *d, int device, int major, int minor)
     }
     r = cu.cuModuleLoadDataEx(&d->module, ptx, 2, keys, values);
     free(ptx);
-    CUmemoryPool pool = NULL;
-    if (!r && !cu.cuDeviceGetDefaultMemPool(&pool, d->dev)) {
-        /* keep what the kernels' scratch took between frames (a pool gives
-         * memory back to the device at every synchronisation otherwise) */
+    CUresult rp = 0;
+    if (!r) {
+        /* the scratch's own pool, which keeps what it took between frames
+         * (a pool gives memory back to the device at every synchronisation
+         * otherwise); the device's default pool, which ORT or the
+         * application may use, keeps its own release threshold */
+        CUmemPoolProps props;
+        memset(&props, 0, sizeof(props));
+        props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        props.location.id = device; /* the ordinal */
         unsigned long long keep = UINT64_MAX;
-        cu.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+        if (!(rp = cu.cuMemPoolCreate(&d->pool, &props)))
+            rp = cu.cuMemPoolSetAttribute(d->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
     }
     CUcontext popped;
     cu.cuCtxPopCurrent(&popped);
@@ -400,6 +425,9 @@ static int load_module_locked(Device *d, int device, int major, int minor)
                          "driver %d.%d): %s %.300s", device, arch, nv_major, nv_minor,
                          driver / 1000, driver % 1000 / 10, cu_error(r), jit_log);
     }
+    if (rp) /* the module stays: the context's, unloaded with it */
+        return vdnn_fail(-EIO, "CUDA device %d: no memory pool for the kernels: %s", device,
+                         cu_error(rp));
     return 0;
 }
 
@@ -500,7 +528,8 @@ static int cuda_alloc(void *self, size_t bytes, void **out)
     CUdeviceptr p = 0;
     CUresult r;
     *out = NULL;
-    IN_CONTEXT(d, cu.cuMemAllocAsync(&p, bytes ? bytes : 1, (CUstream)s->stream));
+    IN_CONTEXT(d, cu.cuMemAllocFromPoolAsync(&p, bytes ? bytes : 1, d->pool,
+                                             (CUstream)s->stream));
     if (r)
         return vdnn_fail(-ENOMEM, "CUDA: cannot allocate %zu bytes on device %d: %s", bytes,
                          s->device, cu_error(r));

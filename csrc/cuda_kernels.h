@@ -33,7 +33,9 @@ int vdnn_cuda_kernels_open(int device);
 
 /* A backend (backend.h) that launches on `stream` (a CUstream, which is a
  * cudaStream_t) of an open device, its memory stream-ordered
- * (cuMemAllocAsync from the device's default pool, kept between frames).
+ * (cuMemAllocFromPoolAsync from a pool of the library's own on the device,
+ * which keeps what it took between frames; the device's default pool is
+ * left as it is).
  * Errors of a launch come back from it as -EIO with the driver's words.
  * `holder` is the storage of the backend's state, valid while it is used. */
 typedef struct VdnnCudaStream {
