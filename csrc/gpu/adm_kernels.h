@@ -13,15 +13,18 @@
  *   adm_decouple      one thread per coefficient the masking reads: the angle
  *                     test, the restored values r (h, v, d), the CSF-weighted
  *                     additive values a, the sum of the three magnitudes
- *   adm_cm            one thread per coefficient inside the border: the 3x3
- *                     masking threshold, the numerator's three cube terms
- *                     and the denominator's three (reference bands), added
- *                     to their row's uint64 sums (integer atomics: wrapping
- *                     sums, the same in any order)
- *   adm_finish        one thread: the rows' shifted sums per level in the
- *                     CPU kernel's order, the levels' float scores (glibc's
- *                     powf(x, 1/3) as adm_cbrtf), adm2 and the scales; NaN
- *                     where a sample was out of range
+ *   adm_cm            one thread per ADM_CM_STRIP coefficients of a row
+ *                     inside the border: the 3x3 masking threshold, the
+ *                     numerator's three cube terms and the denominator's
+ *                     three (reference bands), added to their row's uint64
+ *                     sums (integer atomics: wrapping sums, the same in any
+ *                     order)
+ *   adm_rows          one thread per row of each level: its sums rounded and
+ *                     shifted as libvmaf accumulates a row, into the level's
+ *                     six totals (wrapping again)
+ *   adm_finish        one thread: the levels' float scores from the totals
+ *                     (glibc's powf(x, 1/3) as adm_cbrtf), adm2 and the
+ *                     scales; NaN where a sample was out of range
  *
  * The arithmetic is libvmaf's, written as vmaf_adm.c's generic paths
  * (decouple_csf0, decouple_csf_s, cm_row0, cm_row_s) in int64 where it
@@ -508,25 +511,44 @@ VK_THUNK(adm_cm, VK_ARG(0, const int32_t *), VK_ARG(1, const int32_t *), VK_ARG(
 
 /* ------------------------------------------------------------------------ */
 
-/* rows: the four levels' row sums, one after the other (6 h each). */
-VK_KERNEL adm_finish(VK_IDX const uint64_t *VK_RESTRICT rows, const uint32_t *VK_RESTRICT flags,
-                     AdmLevels levels, float *VK_RESTRICT out)
+/* One thread per row of a level (z: the level): the row's six sums, each
+ * rounded and shifted as libvmaf accumulates a row, added into the level's
+ * totals[6 z .. 6 z + 5] (wrapping uint64 adds, as libvmaf's: the same in
+ * any order), so that the finish reads 24 values, not every row's. rows:
+ * the four levels' row sums, one after the other (6 h each). */
+VK_KERNEL adm_rows(VK_IDX const uint64_t *VK_RESTRICT rows, AdmLevels levels,
+                   uint64_t *VK_RESTRICT totals)
+{
+    const int s = VK_Z;
+    if (s >= 4 || VK_Y != 0)
+        return;
+    const AdmLevel *L = &levels.l[s];
+    const int y = L->top + VK_X;
+    if (y >= L->bottom)
+        return;
+    const uint64_t *rs = rows;
+    for (int t = 0; t < s; t++)
+        rs += (int64_t)6 * levels.l[t].h;
+    for (int c = 0; c < 3; c++) {
+        VK_ATOMIC_ADD_U64(totals + 6 * s + c,
+                          (uint64_t)((int64_t)(rs[(int64_t)c * L->h + y] +
+                                               (uint64_t)L->n_add_acc) >>
+                                     L->n_sh_acc));
+        VK_ATOMIC_ADD_U64(totals + 6 * s + 3 + c,
+                          (rs[(int64_t)(3 + c) * L->h + y] + L->d_add_acc) >> L->d_sh_acc);
+    }
+}
+VK_THUNK(adm_rows, VK_ARG(0, const uint64_t *), VK_ARG(1, AdmLevels), VK_ARG(2, uint64_t *))
+
+VK_KERNEL adm_finish(VK_IDX const uint64_t *VK_RESTRICT totals,
+                     const uint32_t *VK_RESTRICT flags, AdmLevels levels, float *VK_RESTRICT out)
 {
     if (VK_X != 0 || VK_Y != 0 || VK_Z != 0)
         return;
     float lnum[4], lden[4];
-    const uint64_t *rs = rows;
     for (int s = 0; s < 4; s++) {
         const AdmLevel *L = &levels.l[s];
-        uint64_t num_acc[3] = {0, 0, 0}, den_acc[3] = {0, 0, 0}; /* wrapping, as libvmaf's */
-        for (int y = L->top; y < L->bottom; y++)
-            for (int c = 0; c < 3; c++) {
-                num_acc[c] += (uint64_t)((int64_t)(rs[(int64_t)c * L->h + y] +
-                                                   (uint64_t)L->n_add_acc) >>
-                                         L->n_sh_acc);
-                den_acc[c] += (rs[(int64_t)(3 + c) * L->h + y] + L->d_add_acc) >> L->d_sh_acc;
-            }
-        rs += (int64_t)6 * L->h;
+        const uint64_t *num_acc = totals + 6 * s, *den_acc = totals + 6 * s + 3;
         float nsc[3], dsc[3];
         if (s == 0) {
             /* libvmaf's AVX2 code: h's sum to float before the division,

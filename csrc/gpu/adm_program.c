@@ -1,5 +1,6 @@
 /* vk_adm (programs.h): adm_kernels.h's kernels in order, per level
- * vertical, horizontal, decouple, cm, then one finish. The level constants
+ * vertical, horizontal, decouple, cm, then the rows' totals and the
+ * finish. The level constants
  * (geometry, shifts, CSF factors, noise terms) are vmaf_adm.c's run_level's,
  * computed here with the same libm calls and handed to the kernels by
  * value. */
@@ -24,6 +25,7 @@ static const VkKernelRef horizontal0 = VK_REF(adm_horizontal0);
 static const VkKernelRef horizontal = VK_REF(adm_horizontal);
 static const VkKernelRef decouple = VK_REF(adm_decouple);
 static const VkKernelRef cm = VK_REF(adm_cm);
+static const VkKernelRef row_totals = VK_REF(adm_rows);
 static const VkKernelRef finish = VK_REF(adm_finish);
 
 /* Watson's model for Y and the 7/9 basis amplitudes (vmaf_adm.c). */
@@ -139,7 +141,7 @@ int vk_adm(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w,
     if ((rc = b->alloc(b->self, 4 * vplane * sizeof(int32_t), &vert)) ||
         (rc = b->alloc(b->self, 8 * bplane * sizeof(int32_t), &bands)) ||
         (rc = b->alloc(b->self, 7 * bplane * sizeof(int32_t), &dec)) ||
-        (rc = b->alloc(b->self, nrows * sizeof(uint64_t), &rows)) ||
+        (rc = b->alloc(b->self, (nrows + 24) * sizeof(uint64_t), &rows)) || /* + totals */
         (rc = b->alloc(b->self, sizeof(uint32_t), &flags)))
         goto done;
     int32_t *vp = vert, *bp = bands, *dp = dec;
@@ -172,8 +174,12 @@ int vk_adm(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w,
         rp += (size_t)6 * L->h;
     }
     rp = rows;
-    void *fargs[] = {&rp, &fp, &lv, &out};
-    rc = b->launch(b->self, &finish, 1, 1, 1, fargs);
+    uint64_t *totals = rp + nrows;
+    void *rargs[] = {&rp, &lv, &totals};
+    void *fargs[] = {&totals, &fp, &lv, &out};
+    if (!(rc = b->launch(b->self, &row_totals, (unsigned)(lv.l[0].bottom - lv.l[0].top), 1, 4,
+                         rargs)))
+        rc = b->launch(b->self, &finish, 1, 1, 1, fargs);
 done:
     b->release(b->self, flags);
     b->release(b->self, rows);

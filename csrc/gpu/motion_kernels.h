@@ -10,8 +10,10 @@
  *                      libvmaf's per-row sum does; sums modulo 2^32, a
  *                      strip's then the row's by an atomic add, are the
  *                      same in any order)
- *   motion_finish      one thread: the rows' sums in 64 bits, the score,
- *                      NaN where a sample was out of range */
+ *   motion_rows        one thread per row: its sum into the frame's uint64
+ *                      total (an atomic add)
+ *   motion_finish      one thread: the score from the total, NaN where a
+ *                      sample was out of range */
 #ifndef VDNN_GPU_DIALECT_H
 #include "dialect.h"
 #endif
@@ -74,16 +76,25 @@ VK_KERNEL motion_horizontal(VK_IDX const int32_t *VK_RESTRICT v, int w, int h,
 VK_THUNK(motion_horizontal, VK_ARG(0, const int32_t *), VK_ARG(1, int), VK_ARG(2, int),
          VK_ARG(3, uint32_t *))
 
-VK_KERNEL motion_finish(VK_IDX const uint32_t *VK_RESTRICT row_sums, int w, int h,
+/* One thread per row: the row's (wrapped) uint32 sum into the frame's
+ * uint64 total, as the CPU kernel adds them (the same in any order). */
+VK_KERNEL motion_rows(VK_IDX const uint32_t *VK_RESTRICT row_sums, int h,
+                      uint64_t *VK_RESTRICT total)
+{
+    const int y = VK_X;
+    if (y >= h || VK_Y != 0)
+        return;
+    VK_ATOMIC_ADD_U64(total, (uint64_t)row_sums[y]);
+}
+VK_THUNK(motion_rows, VK_ARG(0, const uint32_t *), VK_ARG(1, int), VK_ARG(2, uint64_t *))
+
+VK_KERNEL motion_finish(VK_IDX const uint64_t *VK_RESTRICT total, int w, int h,
                         const uint32_t *VK_RESTRICT flags, float *VK_RESTRICT score)
 {
     if (VK_X != 0 || VK_Y != 0)
         return;
-    uint64_t total = 0;
-    for (int y = 0; y < h; y++)
-        total += row_sums[y];
-    const double s = (double)total / 256. / ((double)w * h);
+    const double s = (double)*total / 256. / ((double)w * h);
     *score = *flags ? VK_NAN : (float)(s < 10000.0 ? s : 10000.0);
 }
-VK_THUNK(motion_finish, VK_ARG(0, const uint32_t *), VK_ARG(1, int), VK_ARG(2, int),
+VK_THUNK(motion_finish, VK_ARG(0, const uint64_t *), VK_ARG(1, int), VK_ARG(2, int),
          VK_ARG(3, const uint32_t *), VK_ARG(4, float *))

@@ -24,9 +24,11 @@
  *                     scale's filter, vertical then horizontal (only the
  *                     columns the even output columns need), as the CPU
  *                     kernel rounds it
- *   vif_finish        one thread: the rows' sums of each scale, the four
- *                     scores as the CPU kernel makes them (float num / den),
- *                     NaN where a sample was out of range
+ *   vif_rows          one thread per row of every scale: its sums into its
+ *                     scale's four totals (64-bit atomic adds again)
+ *   vif_finish        one thread: the four scores from the totals as the CPU
+ *                     kernel makes them (float num / den), NaN where a
+ *                     sample was out of range
  *
  * The squares' vertical sum may need 48 bits: it is made in 64 bits and
  * shifted, the integer the CPU kernel makes from its 32-bit halves; so is
@@ -317,25 +319,39 @@ VK_THUNK(vif_subsample, VK_ARG(0, const uint16_t *), VK_ARG(1, const uint16_t *)
 
 /* sums: the four scales' row sums one after the other (h, h / 2, h / 4,
  * h / 8 rows of four). */
-VK_KERNEL vif_finish(VK_IDX const int64_t *VK_RESTRICT sums, int h,
+/* One thread per row of every scale (rows: h, h / 2, h / 4, h / 8 of them,
+ * in that order): its four sums into its scale's totals[4 s .. 4 s + 3]
+ * (int64: the same in any order), so that the finish reads 16 values, not
+ * every row's. */
+VK_KERNEL vif_rows(VK_IDX const int64_t *VK_RESTRICT sums, int h, int rows,
+                   int64_t *VK_RESTRICT totals)
+{
+    const int r = VK_X;
+    if (r >= rows || VK_Y != 0)
+        return;
+    int s = 0, first = 0;
+    for (int hs = h; s < 4 && r >= first + hs; hs /= 2, s++)
+        first += hs;
+    if (s == 4)
+        return;
+    for (int q = 0; q < 4; q++)
+        VK_ATOMIC_ADD_U64(totals + 4 * s + q, (uint64_t)sums[4 * (int64_t)r + q]);
+}
+VK_THUNK(vif_rows, VK_ARG(0, const int64_t *), VK_ARG(1, int), VK_ARG(2, int),
+         VK_ARG(3, int64_t *))
+
+VK_KERNEL vif_finish(VK_IDX const int64_t *VK_RESTRICT totals,
                      const uint32_t *VK_RESTRICT flags, float *VK_RESTRICT scores)
 {
     if (VK_X != 0 || VK_Y != 0)
         return;
-    const int64_t *row = sums;
-    for (int s = 0; s < 4; s++, h /= 2) {
-        int64_t num_log = 0, den_log = 0, num_non_log = 0, den_non_log = 0;
-        for (int y = 0; y < h; y++, row += 4) {
-            num_log += row[0];
-            den_log += row[1];
-            num_non_log += row[2];
-            den_non_log += row[3];
-        }
+    for (int s = 0; s < 4; s++) {
+        const int64_t num_log = totals[4 * s], den_log = totals[4 * s + 1];
+        const int64_t num_non_log = totals[4 * s + 2], den_non_log = totals[4 * s + 3];
         const float num =
             (float)(num_log / 2048.0 + (den_non_log - (num_non_log / 16384.0) / 65025.0));
         const float den = (float)(den_log / 2048.0 + den_non_log);
         scores[s] = *flags ? VK_NAN : num / den;
     }
 }
-VK_THUNK(vif_finish, VK_ARG(0, const int64_t *), VK_ARG(1, int), VK_ARG(2, const uint32_t *),
-         VK_ARG(3, float *))
+VK_THUNK(vif_finish, VK_ARG(0, const int64_t *), VK_ARG(1, const uint32_t *), VK_ARG(2, float *))

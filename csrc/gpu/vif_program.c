@@ -1,8 +1,8 @@
 /* vk_vif (programs.h): vif_kernels.h's kernels in order. The log2 table;
  * then each scale: its vertical pass, its horizontal pass with the
- * statistic, and (scales 0..2) the next scale's samples; the finish. The
- * vertical pass's five planes are sized for scale 0 and reused by every
- * scale. */
+ * statistic, and (scales 0..2) the next scale's samples; the rows' sums
+ * into each scale's totals; the finish. The vertical pass's five planes are
+ * sized for scale 0 and reused by every scale. */
 #include <errno.h>
 #include <stddef.h>
 
@@ -13,6 +13,7 @@ static const VkKernelRef log2_table = VK_REF(vif_log2_table);
 static const VkKernelRef vertical = VK_REF(vif_vertical);
 static const VkKernelRef horizontal = VK_REF(vif_horizontal);
 static const VkKernelRef subsample = VK_REF(vif_subsample);
+static const VkKernelRef row_totals = VK_REF(vif_rows);
 static const VkKernelRef finish = VK_REF(vif_finish);
 
 enum { PLANES = 5, SCALED = 6, BLOCKS = PLANES + SCALED + 3 };
@@ -40,7 +41,7 @@ int vk_vif(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w,
         bytes[PLANES + 2 * (s - 1)] = bytes[PLANES + 2 * (s - 1) + 1] =
             (size_t)ws[s] * hs[s] * sizeof(uint16_t);
     bytes[PLANES + SCALED] = 32768 * sizeof(uint16_t);
-    bytes[PLANES + SCALED + 1] = (size_t)rows * 4 * sizeof(int64_t);
+    bytes[PLANES + SCALED + 1] = ((size_t)rows + 4) * 4 * sizeof(int64_t); /* + totals */
     bytes[PLANES + SCALED + 2] = sizeof(uint32_t);
     void *block[BLOCKS] = {NULL};
     int rc = 0;
@@ -83,8 +84,11 @@ int vk_vif(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w,
         src_ref = next_ref;
         src_dis = next_dis;
     }
-    void *finish_args[] = {&sums, &h, &flags, &scores};
-    rc = b->launch(b->self, &finish, 1, 1, 1, finish_args);
+    int64_t *totals = sums + (size_t)rows * 4;
+    void *rows_args[] = {&sums, &h, &rows, &totals};
+    void *finish_args[] = {&totals, &flags, &scores};
+    if (!(rc = b->launch(b->self, &row_totals, (unsigned)rows, 1, 1, rows_args)))
+        rc = b->launch(b->self, &finish, 1, 1, 1, finish_args);
 done:
     for (int q = BLOCKS - 1; q >= 0; q--)
         b->release(b->self, block[q]);
