@@ -485,6 +485,24 @@ def test_gpu_wheel_finds_cuda_in_the_nvidia_wheels_by_itself(models):
     assert ep == "CUDA" and text.startswith("session creation failed, retrying on CPU: "), text
 
 
+def test_gpu_wheel_scores_vmafs_kernel_form_on_the_cpu_where_cuda_cannot_run():
+    """VMAF's features through their kernels' form (VMAFDNN_MODEL_FORMS=CPU: the library's
+    VifInteger, AdmInteger and MotionInteger) on device cuda in onnxruntime-gpu with no GPU: the
+    CUDA step appends, the library's operators for it are asked for once it has (ops_for_ep:
+    with no driver, the CPU variants), the session cannot be made and is made again on the
+    CPU, and the features are the CPU EP's."""
+    env = require_env("gpu-cu12")
+    if cuda_driver_present():
+        pytest.skip("a CUDA driver is present: the session may bind")
+    step = {"op": "score", "model": "vmaf_features", "device": "cuda", "device_io": "auto",
+            "count": 3, "height": 48, "width": 64}
+    result = assert_opened(env.probe([step], env={**cuda_loader_path(env),
+                                                  "VMAFDNN_MODEL_FORMS": "CPU"})[0])
+    assert result["attached_ep"] == "CPU"
+    assert result["metrics"] == result["metrics_cpu"]
+    assert all(m["vif_scale0"] > 0 for m in result["metrics"]), result["metrics"]
+
+
 GPU_NVRTC_TEST = os.environ.get(
     "VMAFDNN_GPU_NVRTC_TEST",
     os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
