@@ -66,6 +66,7 @@ typedef struct Driver {
     CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
     CUresult (*cuCtxPushCurrent)(CUcontext);
     CUresult (*cuCtxPopCurrent)(CUcontext *);
+    CUresult (*cuCtxGetCurrent)(CUcontext *);
     CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
     CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
     CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -116,7 +117,7 @@ static int load_symbols(void *lib, const char *const *names, size_t n, void *tab
 static const char *const driver_names[] = {
     "cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetAttribute",
     "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxPushCurrent_v2",
-    "cuCtxPopCurrent_v2", "cuModuleLoadDataEx", "cuModuleGetFunction", "cuLaunchKernel",
+    "cuCtxPopCurrent_v2", "cuCtxGetCurrent", "cuModuleLoadDataEx", "cuModuleGetFunction", "cuLaunchKernel",
     "cuMemFreeAsync", "cuMemsetD8Async", "cuMemAllocFromPoolAsync", "cuMemPoolCreate",
     "cuMemPoolSetAttribute", "cuGetErrorString"};
 static const char *const nvrtc_names[] = {
@@ -490,10 +491,17 @@ static int function_of(Device *d, const char *name, CUfunction *f)
     return rc;
 }
 
-/* Runs one driver call with the device's context current on this thread. */
+/* Runs one driver call with the device's context current on this thread:
+ * pushed and popped around it, unless it is current already (ORT's threads
+ * have the primary context current, as the runtime API makes it: two driver
+ * calls saved a launch and an allocation). */
 #define IN_CONTEXT(d, call)                                                    \
     do {                                                                       \
-        CUcontext popped_;                                                     \
+        CUcontext current_ = NULL, popped_;                                    \
+        if (cu.cuCtxGetCurrent(&current_) == 0 && current_ == (d)->ctx) {      \
+            r = (call);                                                        \
+            break;                                                             \
+        }                                                                      \
         r = cu.cuCtxPushCurrent((d)->ctx);                                     \
         if (!r) {                                                              \
             r = (call);                                                        \
