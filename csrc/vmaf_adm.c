@@ -66,6 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/adm_level.h"
 #include "vmaf_kernels.h"
 
 /* The row loops are written for the vectoriser; GCC's -O2 cost model
@@ -109,17 +110,17 @@ static float quant_step(int lambda, int theta)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Per-level geometry. */
+/* Per-level constants (gpu/adm_level.h: the GPU kernels take the same). */
 
-typedef struct Level {
-    int win, hin;       /* input size */
-    int w, h;           /* band size */
-    int top, bottom, left, right; /* masking / denominator region */
-    int rlo, rhi, clo, chi;       /* rows / columns decoupled and CSF-weighted */
-} Level;
-
-static void level_geometry(Level *L, int win, int hin)
+static inline unsigned ceil_log2_u(double x)
 {
+    return (unsigned)ceil(log2(x));
+}
+
+void vdnn_adm_level(AdmLevel *L, int lev, int win, int hin)
+{
+    *L = (AdmLevel){0};
+    L->lev = lev;
     L->win = win, L->hin = hin;
     L->w = (win + 1) / 2, L->h = (hin + 1) / 2;
     L->left = (int)(L->w * ADM_BORDER - 0.5);
@@ -130,6 +131,59 @@ static void level_geometry(Level *L, int win, int hin)
     L->rhi = L->bottom + 1 < L->h ? L->bottom + 1 : L->h;
     L->clo = L->left > 0 ? L->left - 1 : 0;
     L->chi = L->right + 1 < L->w ? L->right + 1 : L->w;
+    const int w = L->w, h = L->h;
+
+    float rfl[3];
+    const float f1 = 1.0f / quant_step(lev, 1), f2 = 1.0f / quant_step(lev, 2);
+    rfl[0] = f1, rfl[1] = f1, rfl[2] = f2;
+    for (int c = 0; c < 3; c++) {
+        L->rf[c] = (uint32_t)(rfl[c] * pow(2, 32));
+        L->pow3[c] = pow(rfl[c], 3);
+    }
+    L->vadd = lev == 1 ? 0 : 32768, L->hadd = lev == 2 ? 32768 : 16384;
+    L->vsh = lev == 1 ? 0 : 16, L->hsh = lev == 2 ? 16 : 15;
+
+    const int area_w = L->right - L->left, area_h = L->bottom - L->top;
+    static const int SQ_SH[3] = {31, 30, 31};
+    static const unsigned CONV[3] = {32, 27, 23};
+    unsigned dsh_cub = 0, dsh_acc = 0;
+    if (lev == 0) {
+        int den_acc_sh = (int)ceil(log2((double)(area_h * area_w)) - 20);
+        den_acc_sh = den_acc_sh > 0 ? den_acc_sh : 0;
+        L->d_sh_acc = den_acc_sh;
+        L->d_add_acc = den_acc_sh > 0 ? (uint64_t)1 << (den_acc_sh - 1) : 0;
+        L->shc = pow(2, 18 - den_acc_sh);
+    } else {
+        dsh_cub = ceil_log2_u(area_w);
+        L->d_sh_cub = (int)dsh_cub;
+        L->d_add_cub = (uint64_t)(uint32_t)pow(2, (double)dsh_cub - 1);
+        dsh_acc = ceil_log2_u(area_h);
+        L->d_sh_acc = (int)dsh_acc;
+        L->d_add_acc = (uint64_t)(uint32_t)pow(2, (double)dsh_acc - 1);
+        L->sq_sh = SQ_SH[lev - 1];
+        L->sq_add = (uint64_t)1 << SQ_SH[lev - 1];
+        L->shc = pow(2, (double)(unsigned)(CONV[lev - 1] - dsh_acc - dsh_cub));
+    }
+    unsigned n_sh_hv = 0, n_sh_d = 0, n_sh_cub = 0;
+    const unsigned n_sh_acc = ceil_log2_u(h);
+    L->n_sh_acc = (int)n_sh_acc;
+    L->n_add_acc = (int64_t)(uint32_t)pow(2, (double)n_sh_acc - 1);
+    if (lev == 0) {
+        n_sh_hv = (unsigned)ceil(log2(w) - 4);
+        L->n_add_hv = (uint32_t)pow(2, (double)n_sh_hv - 1);
+        n_sh_d = (unsigned)ceil(log2(w) - 3);
+        L->n_add_d = (uint32_t)pow(2, (double)n_sh_d - 1);
+        L->n_sh_hv = (int)n_sh_hv, L->n_sh_d = (int)n_sh_d;
+        L->p_hv = pow(2, (double)(unsigned)(52u - n_sh_hv - n_sh_acc));
+        L->p_d = pow(2, (double)(unsigned)(57u - n_sh_d - n_sh_acc));
+    } else {
+        n_sh_cub = ceil_log2_u(w);
+        L->n_sh_cub = (int)n_sh_cub;
+        L->n_add_cub = (uint32_t)pow(2, (double)n_sh_cub - 1);
+        static const unsigned FS[3] = {45, 39, 36};
+        L->fs = (float)pow(2, (double)(unsigned)(FS[lev - 1] - n_sh_cub - n_sh_acc));
+    }
+    L->noise = powf((float)(area_h * area_w * NOISE_WEIGHT), 1.0f / 3.0f);
 }
 
 /* libvmaf's mirrored source indices of the 4 taps of output i (n inputs). */
@@ -749,14 +803,9 @@ typedef struct LevelOut {
     float num, den;
 } LevelOut;
 
-static inline unsigned ceil_log2_u(double x)
-{
-    return (unsigned)ceil(log2(x));
-}
-
 /* One level. in_ref/in_dis: level 0 planes (u16) or int32 LL of the level
  * above (stride L->win). ll_ref/ll_dis: this level's LL out (or NULL). */
-static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const VdnnPlane *pref,
+static int run_level(const VdnnKernelEnv *env, int lev, const AdmLevel *L, const VdnnPlane *pref,
                      const VdnnPlane *pdis, const int32_t *in_ref, const int32_t *in_dis,
                      int32_t *ll_ref, int32_t *ll_dis, Work *wk, double egl, LevelOut *out)
 {
@@ -771,50 +820,10 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
         wk->ix3[j] = idx[3];
     }
 
-    /* Level constants. */
-    uint32_t rf[3] = {0, 0, 0};
-    float rfl[3];
-    {
-        const float f1 = 1.0f / quant_step(lev, 1), f2 = 1.0f / quant_step(lev, 2);
-        rfl[0] = f1, rfl[1] = f1, rfl[2] = f2;
-        for (int c = 0; c < 3; c++)
-            rf[c] = (uint32_t)(rfl[c] * pow(2, 32));
-    }
-    const int64_t vadd = lev == 1 ? 0 : 32768, hadd = lev == 2 ? 32768 : 16384;
-    const int vsh = lev == 1 ? 0 : 16, hsh = lev == 2 ? 16 : 15;
-
-    const int area_w = L->right - L->left, area_h = L->bottom - L->top;
-    /* Denominator shifts. */
-    int den_acc_sh = 0;
-    uint64_t den_acc_add = 0;
-    unsigned dsh_cub = 0, dsh_acc = 0;
-    uint64_t dadd_cub = 0, dadd_acc = 0;
-    static const int SQ_SH[3] = {31, 30, 31};
-    static const unsigned CONV[3] = {32, 27, 23};
-    if (lev == 0) {
-        den_acc_sh = (int)ceil(log2((double)(area_h * area_w)) - 20);
-        den_acc_sh = den_acc_sh > 0 ? den_acc_sh : 0;
-        den_acc_add = den_acc_sh > 0 ? (uint64_t)1 << (den_acc_sh - 1) : 0;
-    } else {
-        dsh_cub = ceil_log2_u(area_w);
-        dadd_cub = (uint64_t)(uint32_t)pow(2, (double)dsh_cub - 1);
-        dsh_acc = ceil_log2_u(area_h);
-        dadd_acc = (uint64_t)(uint32_t)pow(2, (double)dsh_acc - 1);
-    }
-    /* Numerator shifts. */
-    unsigned n_sh_hv = 0, n_sh_d = 0, n_sh_cub = 0;
-    int64_t n_add_hv = 0, n_add_d = 0, n_add_cub = 0;
-    const unsigned n_sh_acc = ceil_log2_u(h);
-    const int64_t n_add_acc = (int64_t)(uint32_t)pow(2, (double)n_sh_acc - 1);
-    if (lev == 0) {
-        n_sh_hv = (unsigned)ceil(log2(w) - 4);
-        n_add_hv = (uint32_t)pow(2, (double)n_sh_hv - 1);
-        n_sh_d = (unsigned)ceil(log2(w) - 3);
-        n_add_d = (uint32_t)pow(2, (double)n_sh_d - 1);
-    } else {
-        n_sh_cub = ceil_log2_u(w);
-        n_add_cub = (uint32_t)pow(2, (double)n_sh_cub - 1);
-    }
+    /* Level constants (vdnn_adm_level). */
+    const uint32_t *rf = L->rf;
+    const int64_t vadd = L->vadd, hadd = L->hadd;
+    const int vsh = L->vsh, hsh = L->hsh;
 
     uint64_t den_acc[3] = {0, 0, 0};
     int64_t num_acc[3] = {0, 0, 0};
@@ -876,16 +885,13 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
             sum3(rg[6], rg[7], rg[8], L->clo, L->chi, rg[9]);
         if (i >= L->top && i < L->bottom) {
             uint64_t s[3];
-            if (lev == 0) {
+            if (lev == 0)
                 den_row0(oh, ov, od, L->left, L->right, s);
-                for (int c = 0; c < 3; c++)
-                    den_acc[c] += (s[c] + den_acc_add) >> den_acc_sh;
-            } else {
-                den_row_s(oh, ov, od, L->left, L->right, (uint64_t)1 << SQ_SH[lev - 1],
-                          SQ_SH[lev - 1], dadd_cub, (int)dsh_cub, s);
-                for (int c = 0; c < 3; c++)
-                    den_acc[c] += (s[c] + dadd_acc) >> dsh_acc;
-            }
+            else
+                den_row_s(oh, ov, od, L->left, L->right, L->sq_add, L->sq_sh, L->d_add_cub,
+                          L->d_sh_cub, s);
+            for (int c = 0; c < 3; c++)
+                den_acc[c] += (s[c] + L->d_add_acc) >> L->d_sh_acc;
         }
         /* Masking of row k = i - 1 (and of the last row). */
         for (int k = i - 1; k <= i; k++) {
@@ -906,12 +912,12 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
             /* t[j] .. t[j+2] are columns j-1 .. j+1. */
             if (lev == 0)
                 cm_row0(t, rm[9], rm[3], rm[4], rm[5], rm[0], rm[1], rm[2], mc0,
-                        mc1, (int)n_sh_hv, n_add_hv, (int)n_sh_d, n_add_d, s);
+                        mc1, L->n_sh_hv, L->n_add_hv, L->n_sh_d, L->n_add_d, s);
             else
                 cm_row_s(t, rm[9], rm[3], rm[4], rm[5], rm[0], rm[1], rm[2], mc0,
-                         mc1, rf[0], rf[1], rf[2], (int)n_sh_cub, n_add_cub, s);
+                         mc1, rf[0], rf[1], rf[2], L->n_sh_cub, L->n_add_cub, s);
             for (int c = 0; c < 3; c++)
-                num_acc[c] += (s[c] + n_add_acc) >> n_sh_acc;
+                num_acc[c] += (s[c] + L->n_add_acc) >> L->n_sh_acc;
         }
     }
 
@@ -919,31 +925,20 @@ static int run_level(const VdnnKernelEnv *env, int lev, const Level *L, const Vd
         return -EINVAL; /* a sample above 2^bpc - 1 */
 
     /* Scores of the level, in libvmaf's float/double steps. */
-    const float noise = powf((float)(area_h * area_w * NOISE_WEIGHT), 1.0f / 3.0f);
     float nsc[3], dsc[3];
     if (lev == 0) {
-        const double p_hv = pow(2, (double)(unsigned)(52u - n_sh_hv - n_sh_acc));
-        const double p_d = pow(2, (double)(unsigned)(57u - n_sh_d - n_sh_acc));
         /* libvmaf's AVX2 code (what it runs here) converts h's sum to float
          * before the division, v's and d's not. */
-        nsc[0] = powf((float)((float)num_acc[0] / p_hv), 1.0f / 3.0f) + noise;
-        nsc[1] = powf((float)(num_acc[1] / p_hv), 1.0f / 3.0f) + noise;
-        nsc[2] = powf((float)(num_acc[2] / p_d), 1.0f / 3.0f) + noise;
-        const double shc = pow(2, 18 - den_acc_sh);
-        for (int c = 0; c < 3; c++) {
-            const double csf = (double)(den_acc[c] / shc) * pow(rfl[c], 3);
-            dsc[c] = powf((float)csf, 1.0f / 3.0f) + noise;
-        }
+        nsc[0] = powf((float)((float)num_acc[0] / L->p_hv), 1.0f / 3.0f) + L->noise;
+        nsc[1] = powf((float)(num_acc[1] / L->p_hv), 1.0f / 3.0f) + L->noise;
+        nsc[2] = powf((float)(num_acc[2] / L->p_d), 1.0f / 3.0f) + L->noise;
     } else {
-        static const unsigned FS[3] = {45, 39, 36};
-        const float fs = (float)pow(2, (double)(unsigned)(FS[lev - 1] - n_sh_cub - n_sh_acc));
         for (int c = 0; c < 3; c++)
-            nsc[c] = powf((float)num_acc[c] / fs, 1.0f / 3.0f) + noise;
-        const double shc = pow(2, (double)(unsigned)(CONV[lev - 1] - dsh_acc - dsh_cub));
-        for (int c = 0; c < 3; c++) {
-            const double csf = (double)(den_acc[c] / shc) * pow(rfl[c], 3);
-            dsc[c] = powf((float)csf, 1.0f / 3.0f) + noise;
-        }
+            nsc[c] = powf((float)num_acc[c] / L->fs, 1.0f / 3.0f) + L->noise;
+    }
+    for (int c = 0; c < 3; c++) {
+        const double csf = (double)(den_acc[c] / L->shc) * L->pow3[c];
+        dsc[c] = powf((float)csf, 1.0f / 3.0f) + L->noise;
     }
     out->num = nsc[0] + nsc[1] + nsc[2];
     out->den = dsc[0] + dsc[1] + dsc[2];
@@ -989,10 +984,10 @@ int vdnn_adm_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
         return rc;
 
     const int W = (int)ref->w, H = (int)ref->h;
-    Level lv[4];
-    level_geometry(&lv[0], W, H);
+    AdmLevel lv[4];
+    vdnn_adm_level(&lv[0], 0, W, H);
     for (int s = 1; s < 4; s++)
-        level_geometry(&lv[s], lv[s - 1].w, lv[s - 1].h);
+        vdnn_adm_level(&lv[s], s, lv[s - 1].w, lv[s - 1].h);
 
     const int W2 = lv[0].w;
     const size_t ll0 = al64((size_t)lv[0].w * lv[0].h * 4), ll1 = al64((size_t)lv[1].w * lv[1].h * 4);

@@ -37,33 +37,9 @@
 #include "dialect.h"
 #endif
 
-/* One level's constants, computed on the host (adm_program.c) as
- * vmaf_adm.c's run_level computes them. 8-byte members first: one layout
- * for the host compiler and NVRTC. */
-typedef struct AdmLevel {
-    int64_t vadd, hadd;                    /* DWT rounding terms (levels 1..3) */
-    int64_t n_add_hv, n_add_d, n_add_cub;  /* numerator cube terms */
-    int64_t n_add_acc;                     /* numerator row sums */
-    uint64_t sq_add, d_add_cub, d_add_acc; /* denominator (levels 1..3; d_add_acc all) */
-    double p_hv, p_d;                      /* level 0 numerator scales */
-    double shc;                            /* denominator scale */
-    double pow3[3];                        /* rfl^3 (h, v, d) */
-    uint32_t rf[3];                        /* CSF factors, levels 1..3 */
-    float fs;                              /* levels 1..3 numerator scale */
-    float noise;                           /* (area / 32)^(1/3) */
-    int lev;
-    int win, hin, w, h;                    /* input and band sizes */
-    int top, bottom, left, right;          /* masking / denominator region */
-    int rlo, rhi, clo, chi;                /* decoupled region */
-    int vsh, hsh;                          /* DWT shifts (levels 1..3) */
-    int n_sh_hv, n_sh_d, n_sh_cub, n_sh_acc;
-    int sq_sh, d_sh_cub, d_sh_acc;
-    int pad;
-} AdmLevel;
-
-typedef struct AdmLevels {
-    AdmLevel l[4];
-} AdmLevels;
+#ifndef VDNN_GPU_ADM_LEVEL_H
+#include "adm_level.h"
+#endif
 
 #ifdef __CUDACC_RTC__
 #define ADM_AS_DOUBLE(u) __longlong_as_double((long long)(u))
