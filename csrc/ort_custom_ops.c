@@ -297,20 +297,33 @@ static OrtStatus *kernel_failed(const Kernel *k, int rc, unsigned w, unsigned h,
                    why[0] ? ": " : "", why);
 }
 
-/* VifInteger, AdmInteger, MotionInteger: two planes of one shape, bpc. */
+/* The inputs of VifInteger, AdmInteger and MotionInteger (on either EP): two
+ * planes of one shape (w x h), and bpc. */
+static OrtStatus *read_pair(const Kernel *k, OrtKernelContext *ctx, Tensor *a, Tensor *b,
+                            unsigned *w, unsigned *h, unsigned *bpc)
+{
+    Tensor depth;
+    unsigned wb, hb;
+    OrtStatus *st;
+    if ((st = read_input(k, ctx, 0, a)) || (st = read_input(k, ctx, 1, b)) ||
+        (st = read_input(k, ctx, 2, &depth)) || (st = plane_size(k, a, 0, w, h)) ||
+        (st = plane_size(k, b, 1, &wb, &hb)) || (st = read_bpc(k, &depth, 2, bpc)))
+        return st;
+    if (*w != wb || *h != hb)
+        return failure(k, ORT_INVALID_ARGUMENT, "its planes differ in size (%ux%u and %ux%u)", *w,
+                       *h, wb, hb);
+    return NULL;
+}
+
+/* VifInteger, AdmInteger, MotionInteger on ORT's CPU EP. */
 static OrtStatus *compute_pair(const Kernel *k, OrtKernelContext *ctx)
 {
-    Tensor a, b, depth;
-    unsigned wa, ha, wb, hb, bpc = 0;
-    OrtStatus *st;
-    if ((st = read_input(k, ctx, 0, &a)) || (st = read_input(k, ctx, 1, &b)) ||
-        (st = read_input(k, ctx, 2, &depth)) || (st = plane_size(k, &a, 0, &wa, &ha)) ||
-        (st = plane_size(k, &b, 1, &wb, &hb)) || (st = read_bpc(k, &depth, 2, &bpc)))
+    Tensor a, b;
+    unsigned wa, ha, bpc = 0;
+    OrtStatus *st = read_pair(k, ctx, &a, &b, &wa, &ha, &bpc);
+    if (st)
         return st;
-    if (wa != wb || ha != hb)
-        return failure(k, ORT_INVALID_ARGUMENT, "its planes differ in size (%ux%u and %ux%u)", wa,
-                       ha, wb, hb);
-    const VdnnPlane pa = {a.data, wa, wa, ha, bpc}, pb = {b.data, wb, wb, hb, bpc};
+    const VdnnPlane pa = {a.data, wa, wa, ha, bpc}, pb = {b.data, wa, wa, ha, bpc};
     double v[MAX_OUT];
     int rc;
     vdnn_clear_error();
@@ -333,20 +346,17 @@ static OrtStatus *compute_pair(const Kernel *k, OrtKernelContext *ctx)
 /* The same on ORT's CUDA EP: the planes are device memory on the stream ORT
  * computes on; the program's scores go to the outputs, all in stream order
  * (nothing waits here). Where a sample is above 2^bpc - 1 the scores are NaN
- * (programs.h), which the feature collector refuses. */
+ * (programs.h), where the CPU variants fail the Run: through the library
+ * that cannot happen (a context refuses such a sample when it reads the
+ * frame). */
 static OrtStatus *compute_pair_cuda(const Kernel *k, OrtKernelContext *ctx)
 {
     const OrtApi *a = k->api;
-    Tensor ta, tb, depth;
-    unsigned wa, ha, wb, hb, bpc = 0;
-    OrtStatus *st;
-    if ((st = read_input(k, ctx, 0, &ta)) || (st = read_input(k, ctx, 1, &tb)) ||
-        (st = read_input(k, ctx, 2, &depth)) || (st = plane_size(k, &ta, 0, &wa, &ha)) ||
-        (st = plane_size(k, &tb, 1, &wb, &hb)) || (st = read_bpc(k, &depth, 2, &bpc)))
+    Tensor ta, tb;
+    unsigned wa, ha, bpc = 0;
+    OrtStatus *st = read_pair(k, ctx, &ta, &tb, &wa, &ha, &bpc);
+    if (st)
         return st;
-    if (wa != wb || ha != hb)
-        return failure(k, ORT_INVALID_ARGUMENT, "its planes differ in size (%ux%u and %ux%u)", wa,
-                       ha, wb, hb);
     /* the device: the one the first plane is on */
     const OrtValue *v = NULL;
     const OrtMemoryInfo *mem = NULL;

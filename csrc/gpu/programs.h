@@ -7,8 +7,8 @@
  * the backend's memory; so are the outputs, written by the last kernel (the
  * host reads them when the backend's stream is done). A sample above
  * 2^bpc - 1 cannot be refused before the kernels have run: the outputs are
- * then NaN (the CPU kernels fail with -EINVAL), which the library's feature
- * collector refuses as it refuses any NaN.
+ * then NaN (the CPU kernels fail with -EINVAL). Through the library no such
+ * sample reaches them: a context refuses it when it reads the frame.
  *
  * Return codes: 0; -EINVAL for a NULL pointer, a bpc outside 8..16 or w, h
  * below the CPU kernel's minimum (vmaf_kernels.h) or above
