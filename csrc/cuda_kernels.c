@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cuda_kernels.h"
 #include "error.h"
+#include "loadable.h"
 
 extern const char vdnn_gpu_source[];
 extern const size_t vdnn_gpu_source_size;
@@ -225,10 +227,16 @@ static int load_nvrtc_locked(void)
     void *lib = NULL;
     char tried[1024] = "";
     for (size_t i = 0; i < n && !lib; i++) {
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        struct stat sb;
+        const char *refused = NULL; /* a path dlopen must not open (loadable.h) */
+        if (strchr(names[i], '/') && vdnn_loadable_file(names[i], &sb) != 0)
+            refused = errno == EINVAL || errno == EISDIR ? "not a regular file" : strerror(errno);
+        else
+            lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
         if (!lib)
-            snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), "%s%s",
-                     tried[0] ? ", " : "", names[i]);
+            snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), "%s%s%s%s%s",
+                     tried[0] ? ", " : "", names[i], refused ? " (" : "", refused ? refused : "",
+                     refused ? ")" : "");
     }
     int rc;
     if (!lib)

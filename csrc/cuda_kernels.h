@@ -21,7 +21,7 @@
  * kept for the process: later calls answer at once.
  *   0        ready
  *   -ENOENT  no CUDA driver, or no NVRTC library (VMAFDNN_NVRTC_LIBRARY
- *            names one; else libnvrtc.so.<the driver's major>, 13, 12, 11.2
+ *            names one, a regular file: a FIFO or a folder is not opened; else libnvrtc.so.<the driver's major>, 13, 12, 11.2
  *            are tried by name, so a copy already loaded by its soname, as
  *            the Python package loads the pip wheels', is found)
  *   -ENODEV  no such device (none at all: cuInit's CUDA_ERROR_NO_DEVICE), or

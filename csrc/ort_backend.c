@@ -23,6 +23,7 @@
 #include "error.h"
 #include "ort_backend.h"
 #include "cuda_kernels.h"
+#include "loadable.h"
 #include "ort_custom_ops.h"
 #include "ort_device_io.h"
 #include "onnx_scan.h"
@@ -297,25 +298,10 @@ static OrtLoggingLevel log_level(void)
     return ORT_LOGGING_LEVEL_FATAL;
 }
 
-/* dlopen() opens a path with a blocking open(2) and reads it: a FIFO with no
- * writer would hang it forever, /dev/zero feed it without end. Only a
- * regular file (or a bare name, which the loader searches for itself) is
- * handed over. 0, or -1 with errno set (EINVAL: not a regular file). */
-static int loadable_file(const char *path, struct stat *sb)
-{
-    if (stat(path, sb) != 0)
-        return -1;
-    if (!S_ISREG(sb->st_mode)) {
-        errno = S_ISDIR(sb->st_mode) ? EISDIR : EINVAL;
-        return -1;
-    }
-    return 0;
-}
-
 static int load_locked(const char *path)
 {
     struct stat sb;
-    if (strchr(path, '/') && loadable_file(path, &sb) != 0)
+    if (strchr(path, '/') && vdnn_loadable_file(path, &sb) != 0)
         return vdnn_fail(-ENOSYS, "cannot load ONNX Runtime from %s (%s); " INSTALL_HINT, path,
                          errno == EINVAL ? "not a regular file" : strerror(errno));
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -793,7 +779,7 @@ static int register_locked(const char *name, const char *path, const char *sourc
         rc = vdnn_fail(-ENOTSUP, "plugin EP library %s not registered: ONNX Runtime %s has no "
                        "plugin execution providers (they need 1.22 or newer)", path,
                        ort_version_string);
-    else if (loadable_file(path, &sb) != 0)
+    else if (vdnn_loadable_file(path, &sb) != 0)
         rc = errno == EISDIR || errno == EINVAL
                  ? vdnn_fail(-EISDIR, "plugin EP library %s is not a regular file", path)
                  : vdnn_fail(errno == ENOENT || errno == ENOTDIR ? -ENOENT : -EACCES,
@@ -891,7 +877,7 @@ static void register_cuda_provider_locked(void)
     struct stat sb;
     if (!slash || snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - ort_path), ort_path,
                            provider) >= (int)sizeof(path) ||
-        stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        vdnn_loadable_file(path, &sb) != 0)
         return; /* a CPU build */
     (void)register_locked(ep_kinds[EP_CUDA].ort_ep, path, "ort");
     vdnn_clear_error();

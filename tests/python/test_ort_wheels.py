@@ -509,6 +509,21 @@ GPU_NVRTC_TEST = os.environ.get(
                  "build-c", "tests", "c", "test_gpu_nvrtc"))
 
 
+def test_nvrtc_library_that_is_no_regular_file_is_not_opened(tmp_path):
+    """VMAFDNN_NVRTC_LIBRARY naming a FIFO (dlopen's blocking open would wait for a writer
+    forever) or a folder: refused as no NVRTC library at once, the path and why in the
+    message; nothing is opened (tests/c/test_gpu_nvrtc.c then skips, exit 77)."""
+    if not os.access(GPU_NVRTC_TEST, os.X_OK):
+        pytest.fail(f"{GPU_NVRTC_TEST} is not built (meson compile -C build-c)")
+    fifo = tmp_path / "libnvrtc.so.12"
+    os.mkfifo(fifo)
+    for path in (fifo, tmp_path):
+        proc = subprocess.run([GPU_NVRTC_TEST], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "VMAFDNN_NVRTC_LIBRARY": str(path)})
+        assert proc.returncode == 77, proc.stdout + proc.stderr
+        assert f"no NVRTC library (tried {path} (not a regular file)" in proc.stdout, proc.stdout
+
+
 def test_nvrtc_of_the_gpu_wheels_compiles_the_librarys_gpu_kernels():
     """The library's GPU kernels (csrc/gpu), as it embeds them, compiled by the NVRTC that
     onnxruntime-gpu's CUDA packages bring (nvidia-cuda-nvrtc), as cuda_kernels.c compiles them
