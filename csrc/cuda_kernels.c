@@ -15,6 +15,7 @@
 
 #include "cuda_kernels.h"
 #include "error.h"
+#include "gpu/self_check.h"
 #include "loadable.h"
 
 extern const char vdnn_gpu_source[];
@@ -40,6 +41,7 @@ enum {
     CU_MEM_ALLOCATION_TYPE_PINNED = 1,
     CU_MEM_LOCATION_TYPE_DEVICE = 1,
     CUDA_ERROR_NO_DEVICE = 100,
+    CU_STREAM_NON_BLOCKING = 1,
     CU_JIT_ERROR_LOG_BUFFER = 5,
     CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 };
@@ -79,6 +81,11 @@ typedef struct Driver {
     CUresult (*cuMemPoolCreate)(CUmemoryPool *, const CUmemPoolProps *);
     CUresult (*cuMemPoolSetAttribute)(CUmemoryPool, int, void *);
     CUresult (*cuGetErrorString)(CUresult, const char **);
+    CUresult (*cuStreamCreate)(CUstream *, unsigned);
+    CUresult (*cuStreamDestroy)(CUstream);
+    CUresult (*cuStreamSynchronize)(CUstream);
+    CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
 } Driver;
 
 typedef struct Nvrtc {
@@ -121,7 +128,8 @@ static const char *const driver_names[] = {
     "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxPushCurrent_v2",
     "cuCtxPopCurrent_v2", "cuCtxGetCurrent", "cuModuleLoadDataEx", "cuModuleGetFunction", "cuLaunchKernel",
     "cuMemFreeAsync", "cuMemsetD8Async", "cuMemAllocFromPoolAsync", "cuMemPoolCreate",
-    "cuMemPoolSetAttribute", "cuGetErrorString"};
+    "cuMemPoolSetAttribute", "cuGetErrorString", "cuStreamCreate", "cuStreamDestroy_v2",
+    "cuStreamSynchronize", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2"};
 static const char *const nvrtc_names[] = {
     "nvrtcCreateProgram", "nvrtcCompileProgram", "nvrtcGetProgramLogSize", "nvrtcGetProgramLog",
     "nvrtcGetPTXSize", "nvrtcGetPTX", "nvrtcDestroyProgram", "nvrtcGetErrorString",
@@ -353,6 +361,7 @@ int vdnn_nvrtc_target(int major, int minor, char *arch, size_t size)
 }
 
 static int load_module_locked(Device *d, int device, int major, int minor);
+static int self_check_locked(Device *d, int device);
 
 static int open_device_locked(Device *d, int device)
 {
@@ -378,8 +387,11 @@ static int open_device_locked(Device *d, int device)
                          "(cuMemAllocFromPoolAsync)", device);
     if ((r = cu.cuDevicePrimaryCtxRetain(&d->ctx, d->dev)))
         return vdnn_fail(-EIO, "CUDA device %d: %s", device, cu_error(r));
-    if ((rc = load_module_locked(d, device, major, minor))) {
-        cu.cuDevicePrimaryCtxRelease(d->dev); /* the retain above: nothing of ours runs there */
+    if ((rc = load_module_locked(d, device, major, minor)) ||
+        (rc = self_check_locked(d, device))) {
+        /* the retain above: nothing of ours runs there (the module is the
+         * context's, unloaded with it) */
+        cu.cuDevicePrimaryCtxRelease(d->dev);
         d->ctx = NULL;
     }
     return rc;
@@ -569,6 +581,42 @@ static void cuda_release(void *self, void *block)
     (void)r; /* nothing to do about it: the pool keeps the block */
 }
 
+static int cuda_upload(void *self, void *dst, const void *src, size_t bytes)
+{
+    const VdnnCudaStream *s = self;
+    CUresult r;
+    IN_CONTEXT(&devices[s->device],
+               cu.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, bytes, (CUstream)s->stream));
+    return r ? vdnn_fail(-EIO, "CUDA: copying %zu bytes to device %d failed: %s", bytes,
+                         s->device, cu_error(r))
+             : 0;
+}
+
+static int cuda_download(void *self, void *dst, const void *src, size_t bytes)
+{
+    const VdnnCudaStream *s = self;
+    CUresult r;
+    IN_CONTEXT(&devices[s->device],
+               cu.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, bytes, (CUstream)s->stream));
+    if (!r)
+        IN_CONTEXT(&devices[s->device], cu.cuStreamSynchronize((CUstream)s->stream));
+    return r ? vdnn_fail(-EIO, "CUDA: copying %zu bytes from device %d failed: %s", bytes,
+                         s->device, cu_error(r))
+             : 0;
+}
+
+static void stream_backend(VdnnCudaStream *holder, int device, void *stream)
+{
+    holder->device = device;
+    holder->stream = stream;
+    holder->backend.launch = cuda_launch;
+    holder->backend.alloc = cuda_alloc;
+    holder->backend.release = cuda_release;
+    holder->backend.upload = cuda_upload;
+    holder->backend.download = cuda_download;
+    holder->backend.self = holder;
+}
+
 int vdnn_cuda_stream_init(VdnnCudaStream *holder, int device, void *stream)
 {
     if (!holder)
@@ -576,11 +624,40 @@ int vdnn_cuda_stream_init(VdnnCudaStream *holder, int device, void *stream)
     int rc = vdnn_cuda_kernels_open(device);
     if (rc)
         return rc;
-    holder->device = device;
-    holder->stream = stream;
-    holder->backend.launch = cuda_launch;
-    holder->backend.alloc = cuda_alloc;
-    holder->backend.release = cuda_release;
-    holder->backend.self = holder;
+    stream_backend(holder, device, stream);
+    return 0;
+}
+
+/* The frames a device's kernels are held to before they score anything
+ * (self_check.h): the common size at 10 bits, an odd one at 8 bits with
+ * vmaf_v0.6.1neg's gain limit, a small one at 16 bits. About 60 ms of the
+ * CPU kernels, once per device and process. */
+static const struct {
+    int w, h, bpc;
+    double gain_limit;
+} self_checks[] = {{1920, 1080, 10, 100.0}, {353, 199, 8, 1.0}, {64, 36, 16, 100.0}};
+
+static int self_check_locked(Device *d, int device)
+{
+    CUstream stream = NULL;
+    CUresult r;
+    IN_CONTEXT(d, cu.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    if (r)
+        return vdnn_fail(-EIO, "CUDA device %d: no stream for the self-check: %s", device,
+                         cu_error(r));
+    VdnnCudaStream holder;
+    stream_backend(&holder, device, stream);
+    int rc = 0;
+    for (size_t i = 0; !rc && i < sizeof(self_checks) / sizeof(self_checks[0]); i++)
+        rc = vk_self_check(&holder.backend, self_checks[i].w, self_checks[i].h,
+                           self_checks[i].bpc, self_checks[i].gain_limit);
+    IN_CONTEXT(d, cu.cuStreamSynchronize(stream));
+    IN_CONTEXT(d, cu.cuStreamDestroy(stream));
+    if (rc) {
+        char why[400];
+        snprintf(why, sizeof(why), "%s", vdnn_last_error());
+        return vdnn_fail(rc == -ENOMEM ? -ENOMEM : -EIO, "CUDA device %d failed the kernels' "
+                         "self-check: %s", device, why);
+    }
     return 0;
 }

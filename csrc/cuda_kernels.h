@@ -17,7 +17,8 @@
 /* Makes the kernels ready on CUDA device `device` (an ordinal, as ORT's
  * device_id): the driver and NVRTC loaded, the source compiled for the
  * device's compute capability, the module loaded in the device's primary
- * context (the one ORT's CUDA EP runs in). The outcome, success or not, is
+ * context (the one ORT's CUDA EP runs in), and its VMAF programs held to the
+ * CPU kernels before anything is scored with them. The outcome, success or not, is
  * kept for the process: later calls answer at once.
  *   0        ready
  *   -ENOENT  no CUDA driver, or no NVRTC library (VMAFDNN_NVRTC_LIBRARY
@@ -27,7 +28,11 @@
  *   -ENODEV  no such device (none at all: cuInit's CUDA_ERROR_NO_DEVICE), or
  *            one without stream-ordered memory pools
  *   -EIO     the driver or NVRTC failed (the message quotes it: a compile
- *            log, an unsupported PTX version)
+ *            log, an unsupported PTX version), or the device failed the
+ *            self-check (gpu/self_check.h: three synthetic frames whose
+ *            scores must be the CPU kernels' to the bit; the message names
+ *            the first that differs)
+ *   -ENOMEM  the device had no memory for the self-check
  *   -EINVAL  device < 0 */
 int vdnn_cuda_kernels_open(int device);
 

@@ -12,8 +12,8 @@
  * (the backend reuses it only after them). Pointers handed to kernels are
  * the backend's (device memory on CUDA).
  *
- * Return codes: 0, -ENOMEM (alloc), or what the backend's launch fails with
- * (-EIO for a CUDA error, the message recorded with vdnn_fail). */
+ * Return codes: 0, -ENOMEM (alloc), or what the backend's launch or copies
+ * fail with (-EIO for a CUDA error, the message recorded with vdnn_fail). */
 #ifndef VDNN_GPU_BACKEND_H
 #define VDNN_GPU_BACKEND_H
 
@@ -41,6 +41,12 @@ typedef struct VkBackend {
     int (*alloc)(void *self, size_t bytes, void **out);
     /* Gives a block back (NULL-safe). */
     void (*release)(void *self, void *block);
+    /* `bytes` of host memory at src into the backend's dst, in stream
+     * order (src may be reused once it returns). */
+    int (*upload)(void *self, void *dst, const void *src, size_t bytes);
+    /* `bytes` of the backend's src into host memory at dst, once every
+     * earlier call is done (the host waits). */
+    int (*download)(void *self, void *dst, const void *src, size_t bytes);
     void *self;
 } VkBackend;
 
