@@ -43,4 +43,14 @@ int vk_adm(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w,
  * places (an ORT op's output tensors). */
 int vk_scatter(const VkBackend *b, const float *src, float *const *dst, int n);
 
+/* vdnn_ssim_y (fr_kernels.h): *score (float, the backend's), the mean
+ * SSIM; w, h >= 11. 5 launches. */
+int vk_ssim(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w, int h,
+            int bpc, float *score);
+
+/* vdnn_psnr_y (fr_kernels.h): *score (float, the backend's), dB; w, h >= 1.
+ * 3 launches. */
+int vk_psnr(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w, int h,
+            int bpc, float *score);
+
 #endif

@@ -1,0 +1,80 @@
+/* Internal: fused CPU kernels for the built-in full-reference metrics
+ * ssim_y and psnr_y (tools/gen_builtin_models.py's build_ssim_y and
+ * build_psnr_y compute them as ONNX graphs), with the conventions of
+ * vmaf_kernels.h: its VdnnKernelEnv and VdnnPlane, re-entrant, buffers from
+ * env (row bands: a 1080p frame's working set is ~0.5 MB), env->cancelled
+ * polled between bands, the same return codes (-EINVAL also for w or h above
+ * VDNN_FR_MAX_DIMENSION). The GPU programs vk_ssim and vk_psnr
+ * (gpu/programs.h) compute the same numbers from the same formulas
+ * (gpu/ssim_kernels.h, gpu/psnr_kernels.h: both sides call them), bit for
+ * bit on the emulator (tests/c/test_gpu_ssim.c, test_gpu_psnr.c).
+ *
+ * Samples are normalised as the library normalises them (resize.c's
+ * vdnn_plane_normalise): x = s / (2^bpc - 1) correctly rounded to float.
+ */
+#ifndef VMAFDNN_FR_KERNELS_H
+#define VMAFDNN_FR_KERNELS_H
+
+#include "vmaf_kernels.h"
+
+/* The largest side either kernel takes: gpu/programs.h's VK_MAX_DIMENSION
+ * (2^30 samples at most, which the fixed-point sums below rely on). */
+#define VDNN_FR_MAX_DIMENSION 32768
+
+/* Mean SSIM of the luma plane (Wang et al. 2004), as build_ssim_y's graph
+ * computes it: an 11x11 Gaussian window (sigma 1.5, normalised to sum 1,
+ * taps computed in double and rounded to float), C1 = 0.01^2 and
+ * C2 = 0.03^2 as floats, the 'valid' region ((w - 10) x (h - 10) output
+ * pixels, no padding). In float, the graph's ssim_y_map (nary_sum=False):
+ *   x = s / peak, y likewise (peak = 2^bpc - 1)
+ *   cx = (float)(sum of ref samples / (w h) / peak) (the sum exact, in
+ *        double from there), cy likewise: each frame centred on its mean,
+ *        so that the squares are small where SSIM needs the digits
+ *   xc = x - cx, yc = y - cy, e = xc - yc; the maps xc, yc, xc^2, yc^2, e^2
+ *   each map filtered vertically, then horizontally: acc = tap[0] m[0],
+ *        then acc = acc + tap[k] m[k] for k = 1..10 (fx, fy, fxx, fyy, fee)
+ *   mu_x = fx + cx, mu_y = fy + cy, var_x = fxx - fx^2, var_y = fyy - fy^2,
+ *   var_e = fee - (fx - fy)^2, a1 = 2 mu_x mu_y + C1 (as mu_xy + mu_xy),
+ *   b1 = mu_x^2 + mu_y^2 + C1, b2 = var_x + var_y + C2, a2 = b2 - var_e
+ *   (2 cov + C2), ssim = (a1 a2) / (b1 b2)
+ * Every float operation is written once (ssim_kernels.h) in that order,
+ * never contracted into an FMA, so the GPU's map is this one's bit for bit.
+ *
+ * The mean: each pixel's ssim - 1 in fixed point, truncated to a multiple
+ * of 2^-30, summed exactly as integers, then 1 + sum / 2^30 / pixels in
+ * double. An integer sum is the same in any order (the GPU's threads and
+ * atomics, the CPU's vector lanes), so both sides give the same double; the
+ * truncation moves the mean by less than 2^-30 (< 1e-9), far below the
+ * float map's own error. The float filtering mirrors the ONNX graph, which
+ * agrees with scikit-image's structural_similarity (gaussian_weights,
+ * sigma 1.5, data_range 1) within ~5e-7 on real frames; the graph's own
+ * float convolutions sum in their own order, so this kernel equals it to
+ * a few float ulps, not bit for bit.
+ *
+ * w, h >= 11 (one output pixel) and <= VDNN_FR_MAX_DIMENSION. *ssim is in
+ * [-1, 1] but for float rounding (|ssim - 1| < 2.01 always). */
+int vdnn_ssim_y(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
+                double *ssim);
+
+/* PSNR of the luma plane in dB, as build_psnr_y's graph computes it:
+ *   sse = sum (r - d)^2 over all samples (exact, uint64)
+ *   mse = sse / (w h) / peak^2 (double; peak = 2^bpc - 1)
+ *   psnr = 10 log10(1 / max(mse, 1e-20)): 200 dB for identical planes.
+ * w, h >= 1 and <= VDNN_FR_MAX_DIMENSION. */
+int vdnn_psnr_y(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
+                double *psnr);
+
+/* Both kernels' arguments: 0 when env, the planes (the same w, h and bpc)
+ * and out are usable and w, h are min_side..VDNN_FR_MAX_DIMENSION, else
+ * -EINVAL. */
+int vdnn_fr_check(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
+                  const double *out, unsigned min_side);
+
+/* One row of both kernels' first pass (psnr_kernel.c), as the GPU's
+ * fr_scan sums it: out[0] the sum of ref's w samples, out[1] dist's,
+ * out[2] the sum of (ref - dist)^2; returns the bits of every sample ORed.
+ * Exact: w <= VDNN_FR_MAX_DIMENSION. */
+unsigned vdnn_fr_scan_row(const uint16_t *ref, const uint16_t *dist, unsigned w,
+                          uint64_t out[3]);
+
+#endif

@@ -1,0 +1,166 @@
+/* The PSNR program (csrc/gpu/psnr_program.c) on the emulator against the
+ * CPU kernel vdnn_psnr_y (fr_kernels.h): the same float on every plane
+ * pair of gpu_planes.h, both orders; the CPU kernel against a plain double
+ * reference; 200 dB for equal planes; NaN where a sample is out of range;
+ * the smallest sizes; arguments refused. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "fr_kernels.h"
+#include "gpu/programs.h"
+#include "gpu_planes.h"
+
+static int same_as_cpu(const uint16_t *ref, const uint16_t *dist, int w, int h, int bpc,
+                       const char *what)
+{
+    const VdnnPlane r = {ref, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    const VdnnPlane d = {dist, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    double want = -1;
+    float got = -1;
+    const int rc_cpu = vdnn_psnr_y(&vdnn_kernel_env_malloc, &r, &d, &want);
+    const int rc_gpu = vk_psnr(&vk_emulator, ref, dist, w, h, bpc, &got);
+    const float cpu = (float)want;
+    if (rc_cpu || rc_gpu || memcmp(&got, &cpu, sizeof cpu) != 0) {
+        fprintf(stderr, "psnr %s %dx%d %d-bit: cpu %.9g (rc %d), gpu %.9g (rc %d)\n", what, w,
+                h, bpc, want, rc_cpu, (double)got, rc_gpu);
+        return 0;
+    }
+    return 1;
+}
+
+/* The obvious PSNR: peak^2 over the mean squared error, in long double. */
+static double reference_psnr(const uint16_t *ref, const uint16_t *dist, int w, int h, int bpc)
+{
+    long double sse = 0;
+    for (size_t i = 0; i < (size_t)w * h; i++)
+        sse += ((long double)ref[i] - dist[i]) * ((long double)ref[i] - dist[i]);
+    const long double peak = (long double)((1u << bpc) - 1u);
+    return (double)(10.0L * log10l(peak * peak / (sse / ((long double)w * h))));
+}
+
+static int near_reference(const uint16_t *ref, const uint16_t *dist, int w, int h, int bpc)
+{
+    const VdnnPlane r = {ref, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    const VdnnPlane d = {dist, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    double got = -1;
+    const double want = reference_psnr(ref, dist, w, h, bpc);
+    if (vdnn_psnr_y(&vdnn_kernel_env_malloc, &r, &d, &got) || !(fabs(got - want) <= 1e-9 * want)) {
+        fprintf(stderr, "psnr %dx%d %d-bit: kernel %.17g, reference %.17g\n", w, h, bpc, got,
+                want);
+        return 0;
+    }
+    return 1;
+}
+
+int main(void)
+{
+    const size_t most = 1920 * 1080;
+    uint16_t *a = malloc(most * sizeof(uint16_t)), *b = malloc(most * sizeof(uint16_t));
+    if (!a || !b)
+        return 1;
+    int cases = 0;
+    for (int s = 0; s < GPU_N_SIZES; s++)
+        for (int d = 0; d < GPU_N_DEPTHS; d++)
+            for (int kind = 0; kind < GPU_KINDS; kind++) {
+                const int w = gpu_sizes[s][0], h = gpu_sizes[s][1], bpc = gpu_depths[d];
+                gpu_pair(kind, w, h, bpc, (uint64_t)(s * 31 + d * 7 + kind), a, b);
+                CHECK(same_as_cpu(a, b, w, h, bpc, gpu_kind_names[kind]));
+                CHECK(same_as_cpu(b, a, w, h, bpc, gpu_kind_names[kind]));
+                if (kind != GPU_SAME)
+                    CHECK(near_reference(a, b, w, h, bpc));
+                cases++;
+            }
+
+    /* equal planes: the MSE floor, 200 dB */
+    gpu_pair(GPU_SAME, 97, 61, 12, 5, a, b);
+    const VdnnPlane sa = {a, 97, 97, 61, 12}, sb = {b, 97, 97, 61, 12};
+    double db = 0;
+    CHECK_EQ_INT(vdnn_psnr_y(&vdnn_kernel_env_malloc, &sa, &sb, &db), 0);
+    CHECK(fabs(db - 200.0) < 1e-12);
+    float got = 0;
+    CHECK_EQ_INT(vk_psnr(&vk_emulator, a, b, 97, 61, 12, &got), 0);
+    CHECK(got == 200.0f);
+
+    /* the smallest sizes */
+    gpu_pair(GPU_NOISE, 1, 1, 8, 6, a, b);
+    a[0] = 0, b[0] = 255;
+    CHECK(same_as_cpu(a, b, 1, 1, 8, "1x1"));
+    CHECK(near_reference(a, b, 1, 1, 8));
+    gpu_pair(GPU_NOISE, 3, 2, 16, 7, a, b);
+    CHECK(same_as_cpu(a, b, 3, 2, 16, "3x2"));
+    CHECK(near_reference(a, b, 3, 2, 16));
+
+    /* rows `stride` apart: the same as packed */
+    gpu_pair(GPU_SCENE, 64, 36, 10, 8, a, b);
+    uint16_t *wide = calloc((size_t)80 * 36 * 2, sizeof(uint16_t));
+    if (!wide)
+        return 1;
+    for (int y = 0; y < 36; y++) {
+        memcpy(wide + y * 80, a + y * 64, 64 * sizeof(uint16_t));
+        memcpy(wide + (36 + y) * 80, b + y * 64, 64 * sizeof(uint16_t));
+    }
+    const VdnnPlane pa = {a, 64, 64, 36, 10}, pb = {b, 64, 64, 36, 10};
+    const VdnnPlane wa = {wide, 80, 64, 36, 10}, wb = {wide + 36 * 80, 80, 64, 36, 10};
+    double packed = 0, strided = 1;
+    CHECK_EQ_INT(vdnn_psnr_y(&vdnn_kernel_env_malloc, &pa, &pb, &packed), 0);
+    CHECK_EQ_INT(vdnn_psnr_y(&vdnn_kernel_env_malloc, &wa, &wb, &strided), 0);
+    CHECK(packed == strided);
+    free(wide);
+
+    /* a sample above 2^bpc - 1: the CPU kernel refuses, the program gives NaN */
+    b[64 * 20 + 7] = 1024;
+    double cpu = 0;
+    CHECK_EQ_INT(vdnn_psnr_y(&vdnn_kernel_env_malloc, &pa, &pb, &cpu), -EINVAL);
+    CHECK_EQ_INT(vk_psnr(&vk_emulator, a, b, 64, 36, 10, &got), 0);
+    CHECK(isnan(got));
+    for (int i = 0; i < 64 * 36; i++)
+        a[i] = 65535, b[i] = 0;
+    got = 0;
+    CHECK_EQ_INT(vk_psnr(&vk_emulator, a, b, 64, 36, 8, &got), 0);
+    CHECK(isnan(got));
+
+    /* arguments */
+    const VdnnPlane bad7 = {a, 64, 64, 36, 7}, bad17 = {a, 64, 64, 36, 17};
+    const VdnnPlane zero_w = {a, 64, 0, 36, 10}, other = {b, 64, 63, 36, 10};
+    const VdnnPlane too_wide = {a, VDNN_FR_MAX_DIMENSION + 1, VDNN_FR_MAX_DIMENSION + 1, 1, 10};
+    const VdnnPlane null_data = {NULL, 64, 64, 36, 10};
+    CHECK_EQ_INT(vdnn_psnr_y(&vdnn_kernel_env_malloc, &bad7, &bad7, &cpu), -EINVAL);
+    CHECK_EQ_INT(vdnn_psnr_y(&vdnn_kernel_env_malloc, &bad17, &bad17, &cpu), -EINVAL);
+    CHECK_EQ_INT(vdnn_psnr_y(&vdnn_kernel_env_malloc, &zero_w, &zero_w, &cpu), -EINVAL);
+    CHECK_EQ_INT(vdnn_psnr_y(&vdnn_kernel_env_malloc, &pa, &other, &cpu), -EINVAL);
+    CHECK_EQ_INT(vdnn_psnr_y(&vdnn_kernel_env_malloc, &too_wide, &too_wide, &cpu), -EINVAL);
+    CHECK_EQ_INT(vdnn_psnr_y(&vdnn_kernel_env_malloc, &null_data, &pb, &cpu), -EINVAL);
+    CHECK_EQ_INT(vdnn_psnr_y(&vdnn_kernel_env_malloc, NULL, &pb, &cpu), -EINVAL);
+    CHECK_EQ_INT(vdnn_psnr_y(&vdnn_kernel_env_malloc, &pa, &pb, NULL), -EINVAL);
+    CHECK_EQ_INT(vdnn_psnr_y(NULL, &pa, &pb, &cpu), -EINVAL);
+    CHECK_EQ_INT(vk_psnr(&vk_emulator, a, b, 0, 36, 10, &got), -EINVAL);
+    CHECK_EQ_INT(vk_psnr(&vk_emulator, a, b, 64, 0, 10, &got), -EINVAL);
+    CHECK_EQ_INT(vk_psnr(&vk_emulator, a, b, 64, 36, 7, &got), -EINVAL);
+    CHECK_EQ_INT(vk_psnr(&vk_emulator, a, b, 64, 36, 17, &got), -EINVAL);
+    CHECK_EQ_INT(vk_psnr(&vk_emulator, NULL, b, 64, 36, 10, &got), -EINVAL);
+    CHECK_EQ_INT(vk_psnr(&vk_emulator, a, NULL, 64, 36, 10, &got), -EINVAL);
+    CHECK_EQ_INT(vk_psnr(&vk_emulator, a, b, 64, 36, 10, NULL), -EINVAL);
+    CHECK_EQ_INT(vk_psnr(NULL, a, b, 64, 36, 10, &got), -EINVAL);
+    CHECK_EQ_INT(vk_psnr(&vk_emulator, a, b, VK_MAX_DIMENSION + 1, 1, 10, &got), -EINVAL);
+    CHECK_EQ_INT(vk_psnr(&vk_emulator, a, b, 1, VK_MAX_DIMENSION + 1, 10, &got), -EINVAL);
+
+    /* the CPU kernel's time on a 1080p pair (not asserted) */
+    gpu_pair(GPU_SCENE, 1920, 1080, 10, 9, a, b);
+    const VdnnPlane fa = {a, 1920, 1920, 1080, 10}, fb = {b, 1920, 1920, 1080, 10};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 10; i++)
+        CHECK_EQ_INT(vdnn_psnr_y(&vdnn_kernel_env_malloc, &fa, &fb, &cpu), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("%d plane pairs, both orders; CPU kernel %.2f ms per 1080p frame\n", cases,
+           ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) /
+               10);
+    free(a);
+    free(b);
+    return check_report();
+}
