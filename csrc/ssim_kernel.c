@@ -8,22 +8,24 @@
  *            its ring, the horizontal pass, the SSIM of each pixel as a
  *            fixed-point integer, the row's integers summed
  *
- * The ring (110 map rows, each twice) and the passes' rows take ~120 w
- * floats: ~0.9 MB at 1080p, of which ~0.45 MB (the 11 rows of the
- * window) is read for each output row, from L2. Each loop runs over columns, which the compiler
+ * The ring (14 rows of each map) and the passes' rows take ~96 w floats:
+ * ~0.7 MB at 1080p, in L2; its 14 rows are read once for every 4 output
+ * rows (vertical_group). Each loop runs over columns, which the compiler
  * vectorises (VDNN_TARGET_CLONES): the per-pixel arithmetic is
  * gpu/ssim_kernels.h's functions, which the GPU kernel calls in the same
  * order, never contracted into FMAs (dialect.h turns contraction off for
  * everything after it in this file, as --fmad=false does for NVRTC). */
 #include <errno.h>
-#include <string.h>
 
 #include "fr_kernels.h"
 
-/* before the arithmetic's functions too: gcc inlines only functions of the
- * same options into these loops */
+/* Before the arithmetic's functions too: gcc inlines only functions of the
+ * same options into these loops. no-trapping-math changes no value (only
+ * whether exception flags may be raised): without it gcc neither inlines
+ * truncf nor if-converts ssim_fixed's clamps in a target_clones function,
+ * and the SSIM loop stays scalar. */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("fp-contract=off", "vect-cost-model=dynamic")
+#pragma GCC optimize("fp-contract=off", "vect-cost-model=dynamic", "no-trapping-math")
 #elif defined(__clang__)
 #pragma clang fp contract(off)
 #endif
@@ -42,9 +44,10 @@ static const float window[SSIM_TAPS] = SSIM_WINDOW;
 /* One input row's five maps. */
 VDNN_TARGET_CLONES
 static void maps_row(const uint16_t *restrict r, const uint16_t *restrict d, unsigned w,
-                     float peak, float cx, float cy, float *restrict m0, float *restrict m1,
-                     float *restrict m2, float *restrict m3, float *restrict m4)
+                     float peak, float cx, float cy, float *const out[5])
 {
+    float *restrict m0 = out[0], *restrict m1 = out[1], *restrict m2 = out[2];
+    float *restrict m3 = out[3], *restrict m4 = out[4];
     for (unsigned j = 0; j < w; j++) {
         float m[5];
         ssim_maps(ssim_sample(r[j], peak) - cx, ssim_sample(d[j], peak) - cy, m);
@@ -56,35 +59,110 @@ static void maps_row(const uint16_t *restrict r, const uint16_t *restrict d, uns
     }
 }
 
-/* out[j] = the window over in[j], in[j + step], ..., in[j + 10 step]
- * (first product, then the others added in order): the vertical pass (in
- * a map's rows, step the row distance) and the horizontal (in a row, step
- * 1). The window is symmetric: tap 10 - k is tap k. */
+/* The horizontal pass of one map's row: out[x] = the window over in[x],
+ * in[x + 1], ..., in[x + 10] (first product, then the others added in
+ * order). The window is symmetric: tap 10 - k is tap k. */
 VDNN_TARGET_CLONES
-static void window_pass(const float *restrict in, ptrdiff_t step, float *restrict out, unsigned n)
+static void horizontal(const float *restrict in, float *restrict out, unsigned n)
 {
     const float t0 = window[0], t1 = window[1], t2 = window[2], t3 = window[3];
     const float t4 = window[4], t5 = window[5];
-    for (unsigned j = 0; j < n; j++) {
-        const float *restrict p = in + j;
+    for (unsigned x = 0; x < n; x++) {
+        const float *restrict p = in + x;
         float acc = t0 * p[0];
-        acc = acc + t1 * p[step];
-        acc = acc + t2 * p[2 * step];
-        acc = acc + t3 * p[3 * step];
-        acc = acc + t4 * p[4 * step];
-        acc = acc + t5 * p[5 * step];
-        acc = acc + t4 * p[6 * step];
-        acc = acc + t3 * p[7 * step];
-        acc = acc + t2 * p[8 * step];
-        acc = acc + t1 * p[9 * step];
-        acc = acc + t0 * p[10 * step];
-        out[j] = acc;
+        acc = acc + t1 * p[1];
+        acc = acc + t2 * p[2];
+        acc = acc + t3 * p[3];
+        acc = acc + t4 * p[4];
+        acc = acc + t5 * p[5];
+        acc = acc + t4 * p[6];
+        acc = acc + t3 * p[7];
+        acc = acc + t2 * p[8];
+        acc = acc + t1 * p[9];
+        acc = acc + t0 * p[10];
+        out[x] = acc;
     }
 }
 
-/* The row's SSIM in fixed point (ssim_fixed), summed: exact in double
- * (integers, |sum| <= 2^15 x 2^32 < 2^53, so the lanes' order is
- * immaterial). q: ow floats of scratch. */
+/* Tap k of a window sum: its first product, or the sum so far plus it. */
+static inline float tap(float acc, int k, float v)
+{
+    return k == 0 ? window[0] * v : acc + window[k] * v;
+}
+
+/* Input row k of a group into output row r's sum where it is in r's
+ * window (k - r in 0..10): each sum takes its taps in order. */
+#define GROUP_ROW(k)                                                                     \
+    do {                                                                                 \
+        const float v = p##k[j];                                                         \
+        if ((k) <= 10)                                                                   \
+            a0 = tap(a0, (k), v);                                                        \
+        if ((k) >= 1 && (k) <= 11)                                                       \
+            a1 = tap(a1, (k) - 1, v);                                                    \
+        if ((k) >= 2 && (k) <= 12)                                                       \
+            a2 = tap(a2, (k) - 2, v);                                                    \
+        if ((k) >= 3)                                                                    \
+            a3 = tap(a3, (k) - 3, v);                                                    \
+    } while (0)
+
+/* The vertical pass of one map at GROUP output rows at once (out,
+ * out + out_step, ...) from the GROUP + 10 input rows rows[0..]: each input
+ * row is loaded once for the GROUP sums it is in (a quarter of the L2
+ * traffic of one row at a time); the same sums. */
+#define GROUP 4
+VDNN_TARGET_CLONES
+static void vertical_group(const float *const rows[GROUP + SSIM_TAPS - 1], float *restrict out,
+                           ptrdiff_t out_step, unsigned n)
+{
+    const float *restrict p0 = rows[0], *restrict p1 = rows[1], *restrict p2 = rows[2];
+    const float *restrict p3 = rows[3], *restrict p4 = rows[4], *restrict p5 = rows[5];
+    const float *restrict p6 = rows[6], *restrict p7 = rows[7], *restrict p8 = rows[8];
+    const float *restrict p9 = rows[9], *restrict p10 = rows[10], *restrict p11 = rows[11];
+    const float *restrict p12 = rows[12], *restrict p13 = rows[13];
+    for (unsigned j = 0; j < n; j++) {
+        float a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        GROUP_ROW(0);
+        GROUP_ROW(1);
+        GROUP_ROW(2);
+        GROUP_ROW(3);
+        GROUP_ROW(4);
+        GROUP_ROW(5);
+        GROUP_ROW(6);
+        GROUP_ROW(7);
+        GROUP_ROW(8);
+        GROUP_ROW(9);
+        GROUP_ROW(10);
+        GROUP_ROW(11);
+        GROUP_ROW(12);
+        GROUP_ROW(13);
+        out[j] = a0;
+        out[out_step + j] = a1;
+        out[2 * out_step + j] = a2;
+        out[3 * out_step + j] = a3;
+    }
+}
+
+/* The sum of n integer-valued floats, |v| <= 2^32, n <= 2^15: every
+ * partial sum is an integer below 2^53, exact in double in any order, so
+ * the compiler may reassociate it into vector lanes (which it does only
+ * when told: the options change no value here). */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("associative-math", "no-signed-zeros")))
+#endif
+VDNN_TARGET_CLONES
+static double exact_sum(const float *restrict v, unsigned n)
+{
+#if defined(__clang__)
+#pragma clang fp reassociate(on)
+#endif
+    double sum = 0;
+    for (unsigned x = 0; x < n; x++)
+        sum += (double)v[x];
+    return sum;
+}
+
+/* The row's SSIM in fixed point (ssim_fixed), summed exactly. q: ow floats
+ * of scratch. */
 VDNN_TARGET_CLONES
 static int64_t ssim_row(const float *const f[5], unsigned ow, float cx, float cy,
                         float *restrict q)
@@ -95,17 +173,7 @@ static int64_t ssim_row(const float *const f[5], unsigned ow, float cx, float cy
         const float fs[5] = {f0[x], f1[x], f2[x], f3[x], f4[x]};
         q[x] = ssim_fixed(ssim_value(fs, cx, cy));
     }
-    double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    unsigned x = 0;
-    for (; x + 8 <= ow; x += 8)
-        for (int l = 0; l < 8; l++)
-            lane[l] += (double)q[x + l];
-    for (; x < ow; x++)
-        lane[0] += (double)q[x];
-    double sum = 0;
-    for (int l = 0; l < 8; l++)
-        sum += lane[l];
-    return (int64_t)sum;
+    return (int64_t)exact_sum(q, ow);
 }
 
 int vdnn_ssim_y(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
@@ -131,42 +199,51 @@ int vdnn_ssim_y(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane 
     const float cy = ssim_centre(sum_d, (int)w, (int)h, (int)bpc);
     const float peak = (float)max;
 
-    /* the ring: map m's input row i at rows (m * 22 + i % 11) and 11
-     * below it (w floats each), so that any 11 consecutive rows lie at one
-     * row distance apart; then the five vertical rows (w), the five
-     * filtered rows and q (ow each) */
-    const size_t ring_floats = (size_t)5 * 2 * SSIM_TAPS * w;
-    float *ring = env->alloc(env->opaque, (ring_floats + 5 * (size_t)w + 6 * (size_t)ow) *
-                                              sizeof(float));
+    /* the ring: map m's input row i at row m * RING + i % RING (w floats
+     * each); then GROUP vertical rows a map (w each), the five filtered
+     * rows and q (ow each) */
+    enum { RING = GROUP + SSIM_TAPS - 1 };
+    const size_t ring_floats = (size_t)5 * RING * w;
+    float *ring = env->alloc(env->opaque, (ring_floats + 5 * GROUP * (size_t)w +
+                                           6 * (size_t)ow) * sizeof(float));
     if (!ring)
         return -ENOMEM;
-    float *vrow = ring + ring_floats, *frow = vrow + 5 * (size_t)w, *q = frow + 5 * (size_t)ow;
+    float *vrows = ring + ring_floats, *frow = vrows + 5 * GROUP * (size_t)w;
+    float *q = frow + 5 * (size_t)ow;
     const float *filtered[5];
     for (int m = 0; m < 5; m++)
         filtered[m] = frow + m * (size_t)ow;
 
     int64_t total = 0;
-    for (unsigned i = 0; i < h; i++) {
-        if (i % ROWS_PER_TILE == 0 && env->cancelled && env->cancelled(env->opaque)) {
+    const unsigned oh = h - 2 * SSIM_RADIUS;
+    unsigned mapped = 0; /* input rows 0..mapped-1 are in the ring */
+    for (unsigned y = 0; y < oh; y += GROUP) {
+        if (y % ROWS_PER_TILE == 0 && env->cancelled && env->cancelled(env->opaque)) {
             rc = -ECANCELED;
             break;
         }
-        float *slot[5];
-        for (int m = 0; m < 5; m++)
-            slot[m] = ring + ((size_t)m * 2 * SSIM_TAPS + i % SSIM_TAPS) * w;
-        maps_row(ref->data + (ptrdiff_t)i * ref->stride, dist->data + (ptrdiff_t)i * dist->stride,
-                 w, peak, cx, cy, slot[0], slot[1], slot[2], slot[3], slot[4]);
-        for (int m = 0; m < 5; m++)
-            memcpy(slot[m] + (size_t)SSIM_TAPS * w, slot[m], (size_t)w * sizeof(float));
-        if (i < SSIM_TAPS - 1)
-            continue;
-        const unsigned y = i - (SSIM_TAPS - 1); /* the output row */
-        for (int m = 0; m < 5; m++) {
-            const float *top = ring + ((size_t)m * 2 * SSIM_TAPS + y % SSIM_TAPS) * w;
-            window_pass(top, (ptrdiff_t)w, vrow + m * (size_t)w, w);
-            window_pass(vrow + m * (size_t)w, 1, frow + m * (size_t)ow, ow);
+        const unsigned rows = oh - y < GROUP ? oh - y : GROUP; /* output rows y.. */
+        const unsigned last = y + rows + SSIM_TAPS - 2;       /* their last input row */
+        for (; mapped <= last; mapped++) {
+            float *slot[5];
+            for (int m = 0; m < 5; m++)
+                slot[m] = ring + ((size_t)m * RING + mapped % RING) * w;
+            maps_row(ref->data + (ptrdiff_t)mapped * ref->stride,
+                     dist->data + (ptrdiff_t)mapped * dist->stride, w, peak, cx, cy, slot);
         }
-        total += ssim_row(filtered, ow, cx, cy, q);
+        for (int m = 0; m < 5; m++) {
+            /* a last group of fewer rows: the rows past the frame read its
+             * last row again, their sums unused */
+            const float *in[RING];
+            for (unsigned k = 0; k < RING; k++)
+                in[k] = ring + ((size_t)m * RING + (y + k <= last ? y + k : last) % RING) * w;
+            vertical_group(in, vrows + (size_t)m * GROUP * w, (ptrdiff_t)w, w);
+        }
+        for (unsigned r = 0; r < rows; r++) {
+            for (int m = 0; m < 5; m++)
+                horizontal(vrows + ((size_t)m * GROUP + r) * w, frow + m * (size_t)ow, ow);
+            total += ssim_row(filtered, ow, cx, cy, q);
+        }
     }
     env->release(env->opaque, ring);
     if (rc)
