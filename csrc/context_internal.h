@@ -47,6 +47,17 @@ int vdnn_session_device_type(const VmafDnnSession *s);
 /* vdnn_ort_runs_sessions_in_turn for the session's EP. */
 int vdnn_session_runs_in_turn(const VmafDnnSession *s);
 
+/* Whether the session's graph has nodes of the library's own operators
+ * that run on ORT's CPU EP although it attached another (ep NULL), or that
+ * would on EP `ep` (vdnn_ort_library_ops_on_ep): 1 with why (size bytes)
+ * saying why, else 0. */
+int vdnn_session_library_ops_off_ep(const VmafDnnSession *s, const char *ep, char *why,
+                                    size_t size);
+
+/* Adds `line` (and a newline) to what vmaf_dnn_session_fallback_reason
+ * says. 0 or -ENOMEM. */
+int vdnn_session_add_reason(VmafDnnSession *s, const char *line);
+
 /* Checks the values of a model policy that no model file can change
  * (max_model_bytes > 0; the allow-list and the Loop, node and depth caps
  * only narrowing the built-in ones). Returns 0 or -EINVAL naming the field.

@@ -29,6 +29,7 @@ struct VmafDnnSession {
     VmafDnnConfig cfg;
     const char *attached_ep;  /* static */
     char *fallback_reason;    /* owned */
+    size_t library_nodes;     /* of the library's own operators (custom_ops.h) */
     VdnnOrtBudget budget;     /* the policy's, fixed at open */
     /* Held for the whole of every call that runs the model: a second run
      * fails to take it (-EBUSY) and close waits for it. */
@@ -328,14 +329,14 @@ int vdnn_model_policy_check(const VmafDnnModelPolicy *policy)
 
 /* Reads the model once, scans those bytes; the caller hands them to ORT. */
 static int read_and_scan(const char *onnx_path, const VmafDnnModelPolicy *policy,
-                         VdnnModelFile *model)
+                         VdnnModelFile *model, VdnnScanReport *report)
 {
     VdnnScanPolicy scan;
     int rc = scan_policy(policy, &scan);
     if (rc || (rc = vdnn_model_file_read(onnx_path, policy->max_model_bytes, policy->model_dir,
                                          model)))
         return rc;
-    if ((rc = vdnn_onnx_scan(model->bytes, model->size, model->dir_fd, &scan, NULL))) {
+    if ((rc = vdnn_onnx_scan(model->bytes, model->size, model->dir_fd, &scan, report))) {
         char reason[768];
         snprintf(reason, sizeof(reason), "%s", vdnn_last_error());
         vdnn_model_file_free(model);
@@ -353,7 +354,7 @@ int vdnn_model_interface(const char *path, const VmafDnnModelPolicy *policy,
         policy = &default_policy;
     }
     VdnnModelFile model;
-    int rc = read_and_scan(path, policy, &model);
+    int rc = read_and_scan(path, policy, &model, NULL);
     if (rc)
         return rc;
     rc = vdnn_onnx_interface(model.bytes, model.size, out);
@@ -389,7 +390,8 @@ int vmaf_dnn_session_open_with_policy(VmafDnnSession **out, const char *onnx_pat
         policy = &default_policy;
     }
     VdnnModelFile model;
-    if ((rc = read_and_scan(onnx_path, policy, &model)))
+    VdnnScanReport report;
+    if ((rc = read_and_scan(onnx_path, policy, &model, &report)))
         return rc;
     VmafDnnSession *s = calloc(1, sizeof(*s));
     if (!s) {
@@ -398,6 +400,7 @@ int vmaf_dnn_session_open_with_policy(VmafDnnSession **out, const char *onnx_pat
     }
     pthread_mutex_init(&s->run_lock, NULL);
     s->cfg = config;
+    s->library_nodes = report.n_library_nodes;
     s->budget.max_memory_bytes = policy->max_memory_bytes;
     s->budget.max_run_ms = policy->max_run_ms;
     rc = vdnn_ort_session_create(model.bytes, model.size, model.path, model.dir, &s->cfg,
@@ -452,6 +455,24 @@ int vdnn_session_device_type(const VmafDnnSession *s)
 int vdnn_session_runs_in_turn(const VmafDnnSession *s)
 {
     return vdnn_ort_runs_sessions_in_turn(s ? s->attached_ep : NULL);
+}
+
+int vdnn_session_library_ops_off_ep(const VmafDnnSession *s, const char *ep, char *why,
+                                    size_t size)
+{
+    return s->library_nodes && !vdnn_ort_library_ops_on_ep(s->ort, ep, &s->cfg, why, size);
+}
+
+int vdnn_session_add_reason(VmafDnnSession *s, const char *line)
+{
+    const size_t have = strlen(s->fallback_reason), add = strlen(line);
+    char *grown = realloc(s->fallback_reason, have + add + 2);
+    if (!grown)
+        return vdnn_fail(-ENOMEM, "out of memory");
+    memcpy(grown + have, line, add);
+    memcpy(grown + have + add, "\n", 2);
+    s->fallback_reason = grown;
+    return 0;
 }
 
 const char *vmaf_dnn_session_fallback_reason(const VmafDnnSession *s)

@@ -686,6 +686,8 @@ static int walk_node(Scan *s, const Field *nf, unsigned depth, size_t index)
         return r;
 
     const NodeInfo *library_node = span_is(n.domain, VDNN_CUSTOM_OP_DOMAIN) ? &n : NULL;
+    if (library_node)
+        s->report->n_library_nodes++;
     m = nf->len;
     while ((r = next_field(s, &m, &f)) > 0)
         if (f.num == 5 && (r = walk_attribute(s, &f, depth, library_node)) < 0) /* attribute */

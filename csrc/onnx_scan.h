@@ -83,6 +83,7 @@ typedef struct VdnnScanPolicy {
 typedef struct VdnnScanReport {
     size_t n_nodes;          /* nodes in all graphs */
     size_t n_loops;          /* Loop nodes in all graphs */
+    size_t n_library_nodes;  /* nodes of the library's own operators (custom_ops.h) */
     unsigned max_depth;      /* deepest subgraph level reached; 0 = main graph only */
     size_t n_external;       /* tensors with external data */
     uint64_t external_bytes; /* their data, summed */

@@ -1281,27 +1281,27 @@ static OrtCustomOpDomain *cuda_ops_domain(void)
     return domain;
 }
 
-static OrtCustomOpDomain *ops_for_ep(EpKind ep, const VmafDnnConfig *cfg)
+/* The domain that also runs the library's operators on CUDA device
+ * cfg->device_index, or NULL (why, if not NULL, says why): the GPU kernels
+ * not ready there, or VMAFDNN_CUDA_KERNELS=0. A refusal here is no error of
+ * the caller's: its last error and errno are left as they were. */
+static OrtCustomOpDomain *cuda_domain_if_ready(const VmafDnnConfig *cfg, char *why, size_t size)
 {
     const char *off = getenv("VMAFDNN_CUDA_KERNELS");
-    /* Tests: the domain with the CUDA variants on every session, whose CPU
-     * EP must still take the CPU variants (ORT picks by EP). */
-    const char *test = getenv("VMAFDNN_TEST_CUDA_OPS_EVERYWHERE");
-    if (test && strcmp(test, "1") == 0) {
-        OrtCustomOpDomain *both = cuda_ops_domain();
-        return both ? both : custom_ops;
+    if (off && strcmp(off, "0") == 0) {
+        if (why)
+            snprintf(why, size, "VMAFDNN_CUDA_KERNELS=0");
+        return NULL;
     }
-    if (ep != EP_CUDA || (off && strcmp(off, "0") == 0))
-        return custom_ops;
     const int saved_errno = errno;
-    char saved[512]; /* a refusal here is no error of the caller's */
+    char saved[512];
     snprintf(saved, sizeof(saved), "%s", vdnn_last_error());
-    OrtCustomOpDomain *domain = custom_ops;
+    OrtCustomOpDomain *domain = NULL;
     if (vdnn_cuda_kernels_open(cfg->device_index) == 0) {
-        OrtCustomOpDomain *both = cuda_ops_domain();
-        if (both)
-            domain = both;
-    }
+        if (!(domain = cuda_ops_domain()) && why)
+            snprintf(why, size, "ORT refused the CUDA variants of the library's operators");
+    } else if (why)
+        snprintf(why, size, "%s", vdnn_last_error());
     if (saved[0])
         vdnn_fail(-EIO, "%s", saved);
     else
@@ -1309,6 +1309,20 @@ static OrtCustomOpDomain *ops_for_ep(EpKind ep, const VmafDnnConfig *cfg)
     errno = saved_errno;
     return domain;
 }
+
+static OrtCustomOpDomain *ops_for_ep(EpKind ep, const VmafDnnConfig *cfg)
+{
+    /* Tests: the domain with the CUDA variants on every session, whose CPU
+     * EP must still take the CPU variants (ORT picks by EP). */
+    const char *test = getenv("VMAFDNN_TEST_CUDA_OPS_EVERYWHERE");
+    if (test && strcmp(test, "1") == 0) {
+        OrtCustomOpDomain *both = cuda_ops_domain();
+        return both ? both : custom_ops;
+    }
+    OrtCustomOpDomain *both = ep == EP_CUDA ? cuda_domain_if_ready(cfg, NULL, 0) : NULL;
+    return both ? both : custom_ops;
+}
+
 
 /* Session options with everything but the EP (`ep`: the library's
  * operators are added here, but CUDA's by choose_ep): threads and the
@@ -1393,6 +1407,7 @@ typedef struct HostBlock {
 
 struct VdnnOrtSession {
     OrtSession *session;
+    EpKind kind; /* the chain's step that made it (EP_POLICY: ORT chose) */
     OrtMemoryInfo *cpu_memory;
     Account *account;
     OrtRunOptions *run_options; /* one per session: its terminate flag stops
@@ -2001,13 +2016,14 @@ static const char *policy_choice(OrtSession *session, const char **ort_name)
 static int create_with_fallback(const void *model, size_t len, const char *model_path,
                                 const char *model_dir, const VmafDnnConfig *cfg,
                                 OrtSession **out, const char **attached,
-                                const char **ort_name, Log *log)
+                                const char **ort_name, EpKind *kind, Log *log)
 {
     const OrtApi *a = api();
     const int budgeted = current_account && current_account->limit;
     OrtSessionOptions *opts = NULL;
     EpKind chosen = EP_CPU;
     char how[256];
+    *kind = EP_CPU;
     int rc = choose_ep(cfg, model_dir, budgeted, 0, &opts, &chosen, attached, ort_name, how,
                        sizeof(how), log);
     if (rc)
@@ -2046,6 +2062,7 @@ static int create_with_fallback(const void *model, size_t len, const char *model
     }
     if (chosen == EP_POLICY)
         *attached = policy_choice(*out, ort_name);
+    *kind = chosen;
     return 0;
 }
 
@@ -2867,7 +2884,7 @@ int vdnn_ort_session_create(const void *model, size_t len, const char *model_pat
     /* CUDA may be in the chain: no allocation while another session records */
     const int shared = share_capture_lock(cfg->device != VMAF_DNN_DEVICE_CPU);
     rc = create_with_fallback(model, len, model_path, model_dir, cfg, &s->session, &attached,
-                              &ort_name, &log);
+                              &ort_name, &s->kind, &log);
     unlock_capture(shared);
     current_account = NULL;
     s->attached = attached; /* from now on: see destroy */
@@ -2966,6 +2983,20 @@ void vdnn_ort_session_destroy(VdnnOrtSession *s)
     free(s->output_values);
     free(s->run_output_names);
     free(s);
+}
+
+int vdnn_ort_library_ops_on_ep(const VdnnOrtSession *s, const char *ep,
+                               const VmafDnnConfig *cfg, char *why, size_t size)
+{
+    const char *name = ep ? ep : s->attached;
+    if (strcmp(name, ep_kinds[EP_CPU].name) == 0)
+        return 1;
+    /* ops_for_ep's answer, which the process keeps */
+    if (strcmp(name, ep_kinds[EP_CUDA].name) == 0 && (ep || s->kind == EP_CUDA))
+        return cuda_domain_if_ready(cfg, why, size) != NULL;
+    snprintf(why, size, "the library's operators have no kernels for %s%s", name,
+             !ep && s->kind == EP_POLICY ? " chosen by an EP selection policy" : "");
+    return 0;
 }
 
 int vdnn_ort_ep_nodes(const VdnnOrtSession *s, size_t *on_ep, size_t *total)

@@ -161,6 +161,17 @@ void vdnn_ort_host_free(VdnnOrtSession *s, void *p);
  * UINT16 for any other session. Fixed at creation. */
 int vdnn_ort_narrows(const VdnnOrtSession *s);
 
+/* Whether session s (made with cfg) runs the library's own operators
+ * (custom_ops.h) on the EP it attached (ep NULL), or would on EP `ep` (a
+ * name of vdnn_ort_session_create's attached_ep): ORT's CPU EP always;
+ * CUDA, appended by its own step of the chain, where the GPU kernels are
+ * ready on cfg->device_index (cuda_kernels.h) and VMAFDNN_CUDA_KERNELS is
+ * not 0; no other EP. 0 with why (size bytes, not NULL) saying why not:
+ * such a session runs them on ORT's CPU EP, its planes copied there and
+ * back. */
+int vdnn_ort_library_ops_on_ep(const VdnnOrtSession *s, const char *ep,
+                               const VmafDnnConfig *cfg, char *why, size_t size);
+
 /* The nodes ORT assigned to the attached EP (*on_ep) and in all (*total),
  * counted once at creation after ORT's basic optimisation. 0, or -ENOTSUP
  * when ORT cannot tell (before 1.24). */

@@ -462,20 +462,24 @@ char *vdnn_sidecar_beside(const char *onnx_path, const char *file)
     return path;
 }
 
+const char *vdnn_sidecar_form_any(const VdnnSidecar *sc)
+{
+    for (size_t i = 0; sc && i < sc->form_files.count; i++)
+        if (strcmp(sc->form_eps.items[i], "*") == 0)
+            return sc->form_files.items[i];
+    return NULL;
+}
+
 const char *vdnn_sidecar_form(const VdnnSidecar *sc, const char *attached_ep)
 {
     if (!sc || !attached_ep || !attached_ep[0] || strcmp(attached_ep, "*") == 0)
         return NULL;
-    const char *any = NULL;
-    for (size_t i = 0; i < sc->form_files.count; i++) {
+    for (size_t i = 0; i < sc->form_files.count; i++)
         if (strcasecmp(sc->form_eps.items[i], attached_ep) == 0)
             return sc->form_files.items[i];
-        if (!any && strcmp(sc->form_eps.items[i], "*") == 0)
-            any = sc->form_files.items[i];
-    }
     /* "*": every EP without a key of its own, except ORT's CPU EP, for which
      * the model's own file is the CPU form unless "CPU" names another. */
-    return strcasecmp(attached_ep, "CPU") == 0 ? NULL : any;
+    return strcasecmp(attached_ep, "CPU") == 0 ? NULL : vdnn_sidecar_form_any(sc);
 }
 
 /* ---- the document -------------------------------------------------------- */

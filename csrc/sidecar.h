@@ -246,6 +246,10 @@ char *vdnn_sidecar_beside(const char *onnx_path, const char *file);
  * attached_ep). */
 const char *vdnn_sidecar_form(const VdnnSidecar *sidecar, const char *attached_ep);
 
+/* The file of sidecar's "*" form (every EP without a key of its own), or
+ * NULL. */
+const char *vdnn_sidecar_form_any(const VdnnSidecar *sidecar);
+
 /* Releases a sidecar and everything it owns. NULL-safe. */
 void vdnn_sidecar_free(VdnnSidecar *sidecar);
 

@@ -1016,7 +1016,8 @@ static int check_form_interface(const VdnnTinyModel *m, const VdnnTinyModelOptio
  *                          (tests compare the forms that way)
  *   unset, "", 1, true, yes, on, auto
  *                          the form the sidecar names for the attached EP
- *   an EP name ("CUDA")    the form the sidecar names for that EP, whatever EP
+ *   an EP name ("CUDA")    the form that EP would get (the sidecar's for it,
+ *                          open_form_on_ep's rule included), whatever EP
  *                          attached (tests run the accelerator forms on ORT's
  *                          CPU EP that way: VMAFDNN_MODEL_FORMS=CUDA); any
  *                          spelling vmaf_dnn_ep_from_name takes, anything
@@ -1116,6 +1117,66 @@ static int open_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, const ch
     return rc;
 }
 
+/* open_form, but a form the sidecar names for an EP, whose library
+ * operators would run on ORT's CPU EP on that EP (CUDA's GPU kernels not
+ * ready: no NVRTC, a device that failed their self-check), gives way to the
+ * "*" form: the kernels' form then costs a copy of every plane to the host
+ * and back, which the "*" form (on the EP whole) does not. The EP is the
+ * attached one, or VMAFDNN_MODEL_FORMS's, which gets the form that EP
+ * would get. For the attached EP the session's fallback reason says which
+ * form was passed over and why. Kept as it is: a form without a "*" form
+ * beside it (or that is it), and one whose "*" form cannot be used here
+ * (the reason says so too). */
+static int open_form_on_ep(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, const char *ep,
+                           const char *file, const VdnnOnnxInterface *model_io,
+                           VmafDnnSession **form)
+{
+    char why[512], line[1536];
+    int rc = open_form(m, opt, ep, file, model_io, form);
+    if (rc || !vdnn_session_library_ops_off_ep(*form, m->forms_ep, why, sizeof(why)))
+        return rc;
+    const char *any = vdnn_sidecar_form_any(m->sc);
+    if (!any || strcmp(any, file) == 0) {
+        if (m->forms_ep)
+            return 0;
+        snprintf(line, sizeof(line), "%s: form %s runs the library's operators on ORT's CPU EP: "
+                 "%s", ep, file, why);
+        return vdnn_session_add_reason(*form, line);
+    }
+    char *kept = m->form_path;
+    VmafDnnSession *other = NULL;
+    m->form_path = NULL;
+    rc = open_form(m, opt, ep, any, model_io, &other);
+    if (rc == -ENOMEM) {
+        free(kept);
+        vmaf_dnn_session_close(*form);
+        *form = NULL;
+        return rc;
+    }
+    if (rc) {
+        char refusal[512];
+        snprintf(refusal, sizeof(refusal), "%s", rc == -EAGAIN ? "it attached another EP"
+                                                               : vdnn_last_error());
+        vdnn_clear_error();
+        free(m->form_path);
+        m->form_path = kept;
+        if (m->forms_ep)
+            return 0;
+        snprintf(line, sizeof(line), "%s: form %s runs the library's operators on ORT's CPU EP "
+                 "(%s); the form for any EP, %s, cannot be used: %s", ep, file, why, any,
+                 refusal);
+        return vdnn_session_add_reason(*form, line);
+    }
+    free(kept);
+    vmaf_dnn_session_close(*form);
+    *form = other;
+    if (m->forms_ep)
+        return 0;
+    snprintf(line, sizeof(line), "%s: form %s passed over for %s: it would run the library's "
+             "operators on ORT's CPU EP: %s", ep, file, any, why);
+    return vdnn_session_add_reason(*form, line);
+}
+
 /* When the sidecar names a form of the model for the EP its session
  * attached, the model scores with that form instead: opened the same way,
  * on the same EP, with the same inputs and outputs, or the attach fails
@@ -1127,7 +1188,7 @@ static int use_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
     if (!file)
         return 0;
     VmafDnnSession *form = NULL;
-    int rc = open_form(m, opt, ep, file, NULL, &form);
+    int rc = open_form_on_ep(m, opt, ep, file, NULL, &form);
     if (rc == -EAGAIN)
         rc = vdnn_fail(-EINVAL, "model %s: its form for %s, %s, attached another execution "
                        "provider", m->path, form_key(m, ep), m->form_path);
@@ -1155,7 +1216,7 @@ static int open_form_first(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, co
     if (!rc && vdnn_session_first_ep(opt->session, &ep) == 0)
         file = form_file(m, ep);
     if (!rc)
-        rc = file ? open_form(m, opt, ep, file, io, &m->session) : -EAGAIN;
+        rc = file ? open_form_on_ep(m, opt, ep, file, io, &m->session) : -EAGAIN;
     vdnn_onnx_interface_free(io);
     if (rc == -EAGAIN) {
         vdnn_sidecar_free(m->sc);
@@ -1179,8 +1240,14 @@ static int open_known_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, co
         vmaf_dnn_session_close(form);
         return rc;
     }
+    /* the EP's form, or the "*" form it gave way to (open_form_on_ep) */
     const char *file = form_file(m, vmaf_dnn_session_attached_ep(form));
     char *named = file ? vdnn_sidecar_beside(opt->onnx_path, file) : NULL;
+    const char *any = file ? vdnn_sidecar_form_any(m->sc) : NULL;
+    if (named && any && strcmp(named, opt->form_path) != 0) {
+        free(named);
+        named = vdnn_sidecar_beside(opt->onnx_path, any);
+    }
     if (!named || strcmp(named, opt->form_path) != 0) {
         vmaf_dnn_session_close(form);
         vdnn_sidecar_free(m->sc);

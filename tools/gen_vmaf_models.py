@@ -1543,9 +1543,14 @@ def features_sidecar(name, suffix):
         "native_resolution": True,
         "min_width": MIN_SIZE,
         "min_height": MIN_SIZE,
-        # On ORT's CPU EP the library scores with the fused kernels instead; on every other EP
-        # with the accelerator form (whole frames, no Loop: issue 23).
-        "forms": {"CPU": name + "_cpu.onnx", "*": name + ACCEL_SUFFIX + ".onnx"},
+        # On ORT's CPU EP the library scores with the fused kernels instead, and on CUDA with
+        # the same form where the kernels are ready on the GPU (csrc/gpu, cuda_kernels.h: an
+        # accelerator form's graph moves ~6 GB per 1080p frame, the kernels ~0.2 GB); on every
+        # other EP, and on CUDA without the GPU kernels (the library then passes the CUDA form
+        # over: csrc/tiny_model.c open_form_on_ep), with the accelerator form (whole frames,
+        # no Loop: issue 23).
+        "forms": {"CPU": name + "_cpu.onnx", "CUDA": name + "_cpu.onnx",
+                  "*": name + ACCEL_SUFFIX + ".onnx"},
     }
 
 

@@ -269,8 +269,8 @@ def _concurrent(vmafdnn, step):
 def _score(vmafdnn, step):
     """score() of ``count`` synthetic 8-bit frames of ``height`` x ``width`` with the model file
     ``path`` (or the environment's built-in ``model``) on ``device`` (``device_io``,
-    ``threads``) and on ORT's CPU EP: each frame's metrics from both, the device's attached EP
-    and the model's static runs."""
+    ``threads``) and on ORT's CPU EP: each frame's metrics from both, the device's attached EP,
+    form (None: the model's own file), fallback reason and static runs."""
     import numpy as np
     from vmafdnn import models
 
@@ -287,6 +287,7 @@ def _score(vmafdnn, step):
                for device in (step["device"], "cpu")}
     model = reports[step["device"]]["models"][0]
     return {"attached_ep": model["attached_ep"], "static_runs": model["static_runs"],
+            "form": model.get("form"), "fallback_reason": model["fallback_reason"],
             "metrics": [f["metrics"] for f in reports[step["device"]]["frames"]],
             "metrics_cpu": [f["metrics"] for f in reports["cpu"]["frames"]]}
 

@@ -18,6 +18,7 @@ import errno
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 
@@ -861,6 +862,54 @@ def test_webgpu_software_adapter_binds_only_when_asked_for_by_name():
         "WebGpu:CPU: selected (EP device of WebGpuExecutionProvider from plugin library ")
     assert probe[1]["explain"].splitlines()[-1] == "CPU: selected (built into ORT)"
     assert "WebGpu:GPU: not available: " in probe[1]["explain"]
+
+
+def _models_with_forms(env, tmp_path, forms):
+    """A copy of the environment's built-in models whose vmaf_features.json names ``forms``."""
+    models = tmp_path / "models"
+    shutil.copytree(os.path.join(env.site_packages, "vmafdnn", "models"), models)
+    sidecar = models / "vmaf_features.json"
+    meta = json.loads(sidecar.read_text())
+    meta["forms"] = forms
+    sidecar.write_text(json.dumps(meta))
+    return models
+
+
+def test_form_whose_library_ops_cannot_run_on_the_ep_gives_way_to_the_any_form(tmp_path):
+    """A form named for the attached EP that runs the library's own operators (VMAF's kernels'
+    form) where the library has no kernels for that EP (WebGPU; CUDA without NVRTC or with a
+    device that failed the kernels' self-check) would send every plane to ORT's CPU EP and
+    back: the "*" form scores instead, and the fallback reason says which form was passed over
+    and why. Without a "*" form the named form scores as it is (its operators on the CPU EP),
+    and the reason says that too; so does VMAFDNN_MODEL_FORMS naming it."""
+    env = require_env("webgpu-plugin")
+    any_form = _models_with_forms(env, tmp_path / "a", {
+        "WebGpu:CPU": "vmaf_features_cpu.onnx", "CPU": "vmaf_features_cpu.onnx",
+        "*": "vmaf_features_accel.onnx"})
+    no_any = _models_with_forms(env, tmp_path / "b", {"WebGpu:CPU": "vmaf_features_cpu.onnx",
+                                                       "CPU": "vmaf_features_cpu.onnx"})
+    steps = [{"op": "score", "path": str(models / "vmaf_features.onnx"), "device": "webgpu",
+              "device_io": "off", "count": 2, "height": 40, "width": 48}
+             for models in (any_form, no_any)]
+    probe = env.probe(steps, env={"ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER": "1"}, timeout=600)
+    if probe[0]["attached_ep"] != "WebGpu:CPU":
+        pytest.skip("no WebGPU adapter on this machine: " + probe[0]["fallback_reason"])
+    passed_over, kept = probe[0], probe[1]
+    assert passed_over["form"] == str(any_form / "vmaf_features_accel.onnx"), passed_over
+    assert ("WebGpu:CPU: form vmaf_features_cpu.onnx passed over for vmaf_features_accel.onnx: "
+            "it would run the library's operators on ORT's CPU EP: the library's operators "
+            "have no kernels for WebGpu:CPU") in passed_over["fallback_reason"].splitlines()
+    assert kept["attached_ep"] == "WebGpu:CPU"
+    assert kept["form"] == str(no_any / "vmaf_features_cpu.onnx"), kept
+    assert ("WebGpu:CPU: form vmaf_features_cpu.onnx runs the library's operators on ORT's CPU "
+            "EP: the library's operators have no kernels for WebGpu:CPU"
+            ) in kept["fallback_reason"].splitlines()
+    # the kernels' form scores what it scores on ORT's CPU EP (the same kernels); the
+    # accelerator form, a float graph, within 1e-3 of them (docs/vmaf.md)
+    assert kept["metrics"] == kept["metrics_cpu"]
+    for got, want in zip(passed_over["metrics"], passed_over["metrics_cpu"]):
+        assert got.keys() == want.keys()
+        assert all(abs(got[key] - want[key]) <= 1e-3 for key in got), (got, want)
 
 
 #: Frames for the device I/O tests: two sizes, so that each gets a specialised session of
