@@ -70,11 +70,11 @@ int vdnn_psnr_y(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane 
 int vdnn_fr_check(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
                   const double *out, unsigned min_side);
 
-/* One row of both kernels' first pass (psnr_kernel.c), as the GPU's
- * fr_scan sums it: out[0] the sum of ref's w samples, out[1] dist's,
- * out[2] the sum of (ref - dist)^2; returns the bits of every sample ORed.
- * Exact: w <= VDNN_FR_MAX_DIMENSION. */
-unsigned vdnn_fr_scan_row(const uint16_t *ref, const uint16_t *dist, unsigned w,
-                          uint64_t out[3]);
+/* Both kernels' first pass (psnr_kernel.c), as the GPU's fr_scan sums it:
+ * sums[0] the sum of ref's samples, sums[1] dist's, sums[2] the sum of
+ * (ref - dist)^2, exact; -EINVAL for a sample above 2^bpc - 1, -ECANCELED.
+ * The planes as vdnn_fr_check accepts them. */
+int vdnn_fr_scan(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
+                 uint64_t sums[3]);
 
 #endif

@@ -18,10 +18,11 @@
 #define ROWS_PER_TILE 64
 
 /* A row's sums in 32 bits where they fit (w <= 2^15 samples of 16 bits:
- * below 2^31; a squared difference below 2^32, summed in 64). */
+ * below 2^31; a squared difference below 2^32, summed in 64); returns the
+ * bits of its samples ORed. */
 VDNN_TARGET_CLONES
-unsigned vdnn_fr_scan_row(const uint16_t *restrict ref, const uint16_t *restrict dist,
-                          unsigned w, uint64_t out[3])
+static unsigned scan_row(const uint16_t *restrict ref, const uint16_t *restrict dist,
+                         unsigned w, uint64_t out[3])
 {
     uint32_t sum_r = 0, sum_d = 0;
     uint64_t sse = 0;
@@ -51,23 +52,31 @@ int vdnn_fr_check(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlan
     return 0;
 }
 
+int vdnn_fr_scan(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
+                 uint64_t sums[3])
+{
+    const unsigned max = (1u << ref->bpc) - 1u;
+    sums[0] = sums[1] = sums[2] = 0;
+    for (unsigned y = 0; y < ref->h; y++) {
+        if (y % ROWS_PER_TILE == 0 && env->cancelled && env->cancelled(env->opaque))
+            return -ECANCELED;
+        uint64_t row[3];
+        if (scan_row(ref->data + (ptrdiff_t)y * ref->stride,
+                     dist->data + (ptrdiff_t)y * dist->stride, ref->w, row) & ~max)
+            return -EINVAL;
+        for (int i = 0; i < 3; i++)
+            sums[i] += row[i];
+    }
+    return 0;
+}
+
 int vdnn_psnr_y(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
                 double *psnr)
 {
-    const int rc = vdnn_fr_check(env, ref, dist, psnr, 1);
-    if (rc)
+    uint64_t sums[3];
+    int rc = vdnn_fr_check(env, ref, dist, psnr, 1);
+    if (rc || (rc = vdnn_fr_scan(env, ref, dist, sums)))
         return rc;
-    const unsigned w = ref->w, h = ref->h, max = (1u << ref->bpc) - 1u;
-    uint64_t sse = 0;
-    for (unsigned y = 0; y < h; y++) {
-        if (y % ROWS_PER_TILE == 0 && env->cancelled && env->cancelled(env->opaque))
-            return -ECANCELED;
-        uint64_t sums[3];
-        if (vdnn_fr_scan_row(ref->data + (ptrdiff_t)y * ref->stride,
-                             dist->data + (ptrdiff_t)y * dist->stride, w, sums) & ~max)
-            return -EINVAL;
-        sse += sums[2];
-    }
-    *psnr = psnr_db(sse, (int)w, (int)h, (int)ref->bpc);
+    *psnr = psnr_db(sums[2], (int)ref->w, (int)ref->h, (int)ref->bpc);
     return 0;
 }

@@ -1,11 +1,12 @@
 /* ssim_y on the CPU (fr_kernels.h says what it computes), separable, one
  * output row at a time:
  *
- *   pass 1   every row's sample sums (vdnn_fr_scan_row, exact), samples
+ *   pass 1   the planes' sample sums (vdnn_fr_scan, exact), samples
  *            above the bit depth refused: the centres cx, cy
- *   pass 2   input row i's five maps into a ring of 11 rows a map; from
- *            row 10 on, output row i - 10: each map's vertical pass over
- *            its ring, the horizontal pass, the SSIM of each pixel as a
+ *   pass 2   for each group of 4 output rows: the input rows' five maps
+ *            that are new into a ring of 14 rows a map; each map's
+ *            vertical pass for the 4 rows at once (vertical_group), then
+ *            per row the horizontal pass, each pixel's SSIM as a
  *            fixed-point integer, the row's integers summed
  *
  * The ring (14 rows of each map) and the passes' rows take ~96 w floats:
@@ -179,24 +180,14 @@ static int64_t ssim_row(const float *const f[5], unsigned ow, float cx, float cy
 int vdnn_ssim_y(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
                 double *ssim)
 {
+    uint64_t sums[3];
     int rc = vdnn_fr_check(env, ref, dist, ssim, SSIM_TAPS);
-    if (rc)
+    if (rc || (rc = vdnn_fr_scan(env, ref, dist, sums)))
         return rc;
     const unsigned w = ref->w, h = ref->h, bpc = ref->bpc, max = (1u << bpc) - 1u;
     const unsigned ow = w - 2 * SSIM_RADIUS;
-    uint64_t sum_r = 0, sum_d = 0;
-    for (unsigned y = 0; y < h; y++) {
-        if (y % ROWS_PER_TILE == 0 && env->cancelled && env->cancelled(env->opaque))
-            return -ECANCELED;
-        uint64_t sums[3];
-        if (vdnn_fr_scan_row(ref->data + (ptrdiff_t)y * ref->stride,
-                             dist->data + (ptrdiff_t)y * dist->stride, w, sums) & ~max)
-            return -EINVAL;
-        sum_r += sums[0];
-        sum_d += sums[1];
-    }
-    const float cx = ssim_centre(sum_r, (int)w, (int)h, (int)bpc);
-    const float cy = ssim_centre(sum_d, (int)w, (int)h, (int)bpc);
+    const float cx = ssim_centre(sums[0], (int)w, (int)h, (int)bpc);
+    const float cy = ssim_centre(sums[1], (int)w, (int)h, (int)bpc);
     const float peak = (float)max;
 
     /* the ring: map m's input row i at row m * RING + i % RING (w floats
