@@ -630,7 +630,7 @@ int vdnn_cuda_stream_init(VdnnCudaStream *holder, int device, void *stream)
 
 /* The frames a device's kernels are held to before they score anything
  * (self_check.h): the common size at 10 bits, an odd one at 8 bits with
- * vmaf_v0.6.1neg's gain limit, a small one at 16 bits. About 60 ms of the
+ * vmaf_v0.6.1neg's gain limit, a small one at 16 bits. About 70 ms of the
  * CPU kernels, once per device and process. */
 static const struct {
     int w, h, bpc;

@@ -1,5 +1,6 @@
 /* Internal: the names of the library's own ONNX operators (ORT custom ops,
- * implemented in ort_custom_ops.c over the kernels of vmaf_kernels.h).
+ * implemented in ort_custom_ops.c over the kernels of vmaf_kernels.h and
+ * fr_kernels.h).
  *
  * The ONNX scanner admits exactly these operators of exactly this domain
  * (onnx_scan.c); ort_custom_ops.c registers them on every session. A model
@@ -15,6 +16,11 @@
  *       adm2, then adm_scale0..3; attribute enhn_gain_limit (default 100).
  *   MotionInteger(prev: uint16, cur: uint16, bpc: float[1]) -> float[1]
  *       libvmaf's integer motion SAD of a frame from the previous one.
+ *   Ssim(ref: uint16, dist: uint16, bpc: float[1]) -> float[1]
+ *       mean SSIM, the built-in ssim_y's (fr_kernels.h vdnn_ssim_y).
+ *   Psnr(ref: uint16, dist: uint16, bpc: float[1]) -> float[1]
+ *       PSNR in dB, the built-in psnr_y's (fr_kernels.h vdnn_psnr_y): MSE
+ *       floored at 1e-20, no cap (the library caps as the sidecar says).
  * Planes are [..., H, W] with every leading dim 1; the two planes of an op
  * have one shape.
  */
@@ -24,6 +30,7 @@
 #define VDNN_CUSTOM_OP_DOMAIN "org.vmafdnn"
 
 /* X(name) for each operator of the domain. */
-#define VDNN_CUSTOM_OPS(X) X(Samples) X(VifInteger) X(AdmInteger) X(MotionInteger)
+#define VDNN_CUSTOM_OPS(X)                                                                 \
+    X(Samples) X(VifInteger) X(AdmInteger) X(MotionInteger) X(Ssim) X(Psnr)
 
 #endif

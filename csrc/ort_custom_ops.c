@@ -19,13 +19,14 @@
 #include "cuda_kernels.h"
 #include "custom_ops.h"
 #include "error.h"
+#include "fr_kernels.h"
 #include "gpu/programs.h"
 #include "ort_custom_ops.h"
 #include "vectorize.h"
 #include "vmaf_kernels.h"
 #include "vmafdnn/vmafdnn.h"
 
-typedef enum { OP_SAMPLES, OP_VIF, OP_ADM, OP_MOTION } OpKind;
+typedef enum { OP_SAMPLES, OP_VIF, OP_ADM, OP_MOTION, OP_SSIM, OP_PSNR } OpKind;
 
 #define MAX_IN 3
 #define MAX_OUT 5
@@ -50,6 +51,10 @@ static OpDef ops[] = {
      .out = {F32, F32, F32, F32, F32}},
     {.kind = OP_MOTION, .name = "MotionInteger", .n_in = 3, .n_out = 1, .in = {U16, U16, F32},
      .out = {F32}},
+    {.kind = OP_SSIM, .name = "Ssim", .n_in = 3, .n_out = 1, .in = {U16, U16, F32},
+     .out = {F32}},
+    {.kind = OP_PSNR, .name = "Psnr", .n_in = 3, .n_out = 1, .in = {U16, U16, F32},
+     .out = {F32}},
 };
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
 
@@ -63,6 +68,10 @@ static OpDef cuda_ops[] = {
      .in = {U16, U16, F32}, .out = {F32, F32, F32, F32, F32}},
     {.kind = OP_MOTION, .name = "MotionInteger", .cuda = 1, .n_in = 3, .n_out = 1,
      .in = {U16, U16, F32}, .out = {F32}},
+    {.kind = OP_SSIM, .name = "Ssim", .cuda = 1, .n_in = 3, .n_out = 1, .in = {U16, U16, F32},
+     .out = {F32}},
+    {.kind = OP_PSNR, .name = "Psnr", .cuda = 1, .n_in = 3, .n_out = 1, .in = {U16, U16, F32},
+     .out = {F32}},
 };
 #define N_CUDA_OPS (sizeof(cuda_ops) / sizeof(cuda_ops[0]))
 
@@ -282,6 +291,10 @@ static const char *kernel_limits(OpKind kind)
         return "VIF needs planes of at least 16x16 with every sample below 2^bpc";
     case OP_ADM:
         return "ADM needs planes of at least 33x33 with every sample below 2^bpc";
+    case OP_SSIM:
+        return "SSIM needs planes of at least 11x11 with every sample below 2^bpc";
+    case OP_PSNR:
+        return "PSNR needs every sample below 2^bpc";
     default:
         return "motion needs planes of at least 3x3 with every sample below 2^bpc";
     }
@@ -297,7 +310,7 @@ static OrtStatus *kernel_failed(const Kernel *k, int rc, unsigned w, unsigned h,
                    why[0] ? ": " : "", why);
 }
 
-/* The inputs of VifInteger, AdmInteger and MotionInteger (on either EP): two
+/* The inputs of every op but Samples (on either EP): two
  * planes of one shape (w x h), and bpc. */
 static OrtStatus *read_pair(const Kernel *k, OrtKernelContext *ctx, Tensor *a, Tensor *b,
                             unsigned *w, unsigned *h, unsigned *bpc)
@@ -315,7 +328,7 @@ static OrtStatus *read_pair(const Kernel *k, OrtKernelContext *ctx, Tensor *a, T
     return NULL;
 }
 
-/* VifInteger, AdmInteger, MotionInteger on ORT's CPU EP. */
+/* VifInteger, AdmInteger, MotionInteger, Ssim, Psnr on ORT's CPU EP. */
 static OrtStatus *compute_pair(const Kernel *k, OrtKernelContext *ctx)
 {
     Tensor a, b;
@@ -333,6 +346,12 @@ static OrtStatus *compute_pair(const Kernel *k, OrtKernelContext *ctx)
         break;
     case OP_ADM:
         rc = vdnn_adm_integer(&session_env, &pa, &pb, k->enhn_gain_limit, &v[0], &v[1]);
+        break;
+    case OP_SSIM:
+        rc = vdnn_ssim_y(&session_env, &pa, &pb, &v[0]);
+        break;
+    case OP_PSNR:
+        rc = vdnn_psnr_y(&session_env, &pa, &pb, &v[0]);
         break;
     default:
         rc = vdnn_motion_integer(&session_env, &pa, &pb, &v[0]);
@@ -390,6 +409,12 @@ static OrtStatus *compute_pair_cuda(const Kernel *k, OrtKernelContext *ctx)
         break;
     case OP_ADM:
         rc = vk_adm(&cs.backend, pa, pb, (int)wa, (int)ha, (int)bpc, k->enhn_gain_limit, scores);
+        break;
+    case OP_SSIM:
+        rc = vk_ssim(&cs.backend, pa, pb, (int)wa, (int)ha, (int)bpc, scores);
+        break;
+    case OP_PSNR:
+        rc = vk_psnr(&cs.backend, pa, pb, (int)wa, (int)ha, (int)bpc, scores);
         break;
     default:
         rc = vk_motion(&cs.backend, pa, pb, (int)wa, (int)ha, (int)bpc, scores);

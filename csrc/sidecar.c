@@ -414,6 +414,26 @@ int vdnn_sidecar_path_inside(const char *file)
 }
 
 #define MAX_FORMS 16
+#define MAX_FORM_CHOICES 4
+
+/* One file of "forms" (entry i of the object, choice c of a list, -1 for a
+ * plain string) as the (key, file) pair that follows the last one. */
+static int add_form(const Reader *r, VdnnSidecar *sc, size_t i, const char *key,
+                    const VdnnJson *file)
+{
+    const size_t n = sc->form_files.count;
+    if (!(sc->form_eps.items[n] = strdup(key)))
+        return fail_nomem(r->origin);
+    sc->form_eps.count++;
+    int rc = copy_string(r, "forms", (long)i, file, 1, &sc->form_files.items[n]);
+    if (rc)
+        return rc;
+    sc->form_files.count++;
+    if (!vdnn_sidecar_path_inside(sc->form_files.items[n]))
+        return fail_key(r, "forms", (long)i, "\"%s\" must be a path inside the model's "
+                        "directory", sc->form_files.items[n]);
+    return 0;
+}
 
 static int read_forms(const Reader *r, VdnnSidecar *sc)
 {
@@ -428,25 +448,29 @@ static int read_forms(const Reader *r, VdnnSidecar *sc)
     sc->form_eps.present = sc->form_files.present = 1;
     if (!count)
         return 0;
-    if (!(sc->form_eps.items = calloc(count, sizeof(char *))) ||
-        !(sc->form_files.items = calloc(count, sizeof(char *))))
+    const size_t most = count * MAX_FORM_CHOICES;
+    if (!(sc->form_eps.items = calloc(most, sizeof(char *))) ||
+        !(sc->form_files.items = calloc(most, sizeof(char *))))
         return fail_nomem(r->origin);
     for (size_t i = 0; i < count; i++) {
         size_t len;
         const char *k = vdnn_json_key_at(v, i, &len);
         if (!len || len > 64 || memchr(k, '\0', len))
             return fail_key(r, "forms", (long)i, "needs an EP name of 1..64 bytes");
-        if (!(sc->form_eps.items[i] = strdup(k)))
-            return fail_nomem(r->origin);
-        sc->form_eps.count++;
-        int rc = copy_string(r, "forms", (long)i, vdnn_json_at(v, i), 1,
-                             &sc->form_files.items[i]);
-        if (rc)
-            return rc;
-        sc->form_files.count++;
-        if (!vdnn_sidecar_path_inside(sc->form_files.items[i]))
-            return fail_key(r, "forms", (long)i, "\"%s\" must be a path inside the model's "
-                            "directory", sc->form_files.items[i]);
+        const VdnnJson *e = vdnn_json_at(v, i);
+        int rc;
+        if (vdnn_json_type(e) != VDNN_JSON_ARRAY) {
+            if ((rc = add_form(r, sc, i, k, e)))
+                return rc;
+            continue;
+        }
+        const size_t choices = vdnn_json_count(e);
+        if (choices < 1 || choices > MAX_FORM_CHOICES)
+            return fail_key(r, "forms", (long)i, "lists %zu files: 1..%d, in order of "
+                            "preference", choices, MAX_FORM_CHOICES);
+        for (size_t c = 0; c < choices; c++)
+            if ((rc = add_form(r, sc, i, k, vdnn_json_at(e, c))))
+                return rc;
     }
     return 0;
 }
@@ -464,22 +488,30 @@ char *vdnn_sidecar_beside(const char *onnx_path, const char *file)
 
 const char *vdnn_sidecar_form_any(const VdnnSidecar *sc)
 {
-    for (size_t i = 0; sc && i < sc->form_files.count; i++)
-        if (strcmp(sc->form_eps.items[i], "*") == 0)
+    return vdnn_sidecar_form_choice(sc, "*", 0);
+}
+
+const char *vdnn_sidecar_form_choice(const VdnnSidecar *sc, const char *ep, size_t index)
+{
+    if (!sc || !ep || !ep[0])
+        return NULL;
+    size_t own = 0;
+    for (size_t i = 0; i < sc->form_files.count; i++)
+        if (strcasecmp(sc->form_eps.items[i], ep) == 0 && own++ == index)
             return sc->form_files.items[i];
-    return NULL;
+    /* "*": every EP without a key of its own, except ORT's CPU EP, for which
+     * the model's own file is the CPU form unless "CPU" names another; after
+     * an EP's own choices, its last resort */
+    if (strcmp(ep, "*") == 0 || strcasecmp(ep, "CPU") == 0 || index != own)
+        return NULL;
+    return vdnn_sidecar_form_choice(sc, "*", 0);
 }
 
 const char *vdnn_sidecar_form(const VdnnSidecar *sc, const char *attached_ep)
 {
-    if (!sc || !attached_ep || !attached_ep[0] || strcmp(attached_ep, "*") == 0)
+    if (attached_ep && strcmp(attached_ep, "*") == 0)
         return NULL;
-    for (size_t i = 0; i < sc->form_files.count; i++)
-        if (strcasecmp(sc->form_eps.items[i], attached_ep) == 0)
-            return sc->form_files.items[i];
-    /* "*": every EP without a key of its own, except ORT's CPU EP, for which
-     * the model's own file is the CPU form unless "CPU" names another. */
-    return strcasecmp(attached_ep, "CPU") == 0 ? NULL : vdnn_sidecar_form_any(sc);
+    return vdnn_sidecar_form_choice(sc, attached_ep, 0);
 }
 
 /* ---- the document -------------------------------------------------------- */

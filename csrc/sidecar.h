@@ -54,11 +54,16 @@
  *                       model file, relative to this model's directory,
  *                       that computes the same outputs from the same inputs
  *                       in a form made for that EP (the VMAF features'
- *                       fused CPU kernels); at most 16 entries. The key "*"
+ *                       fused CPU kernels), or a list of 1..4 such files in
+ *                       order of preference; at most 16 entries. The key "*"
  *                       names the form for every EP other than ORT's CPU EP
  *                       ("CPU") that has no key of its own (the built-ins'
- *                       accelerator forms: static, Loop-free graphs; their
- *                       samples forms under "CUDA")
+ *                       accelerator forms: static, Loop-free graphs), and
+ *                       an EP's last choice. A form whose library operators
+ *                       would run on ORT's CPU EP on that EP is passed over
+ *                       for the next choice (the built-ins' kernels forms
+ *                       under "CUDA" where the GPU kernels are not ready:
+ *                       their samples forms, then "*")
  * Model files named by "requires" and "forms" must be paths inside the
  * model's directory (vdnn_sidecar_path_inside).
  *
@@ -167,8 +172,10 @@ typedef struct VdnnSidecar {
     VdnnSidecarSource *sources; /* n_sources, in file order; NULL when none */
     VdnnSidecarStrings output_keys;
     VdnnSidecarStrings requires;
-    VdnnSidecarStrings form_eps;   /* "forms": keys, and */
-    VdnnSidecarStrings form_files; /* their files (form_eps.count of each) */
+    /* "forms": a key per file (a key listing several files repeats, in the
+     * list's order), and */
+    VdnnSidecarStrings form_eps;
+    VdnnSidecarStrings form_files; /* the files (form_eps.count of each) */
 } VdnnSidecar;
 
 /*
@@ -241,10 +248,16 @@ int vdnn_sidecar_path_inside(const char *file);
 char *vdnn_sidecar_beside(const char *onnx_path, const char *file);
 
 /* The file of sidecar's form for the EP `attached_ep` (names compared
- * without case: "cpu" is "CPU"): the EP's own key, else the "*" key when
- * attached_ep is not "CPU", else NULL (also for a NULL, empty or "*"
- * attached_ep). */
+ * without case: "cpu" is "CPU"): the EP's own key (its first choice), else
+ * the "*" key when attached_ep is not "CPU", else NULL (also for a NULL,
+ * empty or "*" attached_ep). */
 const char *vdnn_sidecar_form(const VdnnSidecar *sidecar, const char *attached_ep);
+
+/* The index-th of the forms EP `ep` may score with, in order: the files its
+ * own key lists (a string is a list of one), then, for an EP other than
+ * "CPU" and "*", the "*" form; NULL past the last. What a form is passed
+ * over for (csrc/tiny_model.c). */
+const char *vdnn_sidecar_form_choice(const VdnnSidecar *sidecar, const char *ep, size_t index);
 
 /* The file of sidecar's "*" form (every EP without a key of its own), or
  * NULL. */

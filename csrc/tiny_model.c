@@ -1119,14 +1119,14 @@ static int open_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, const ch
 
 /* open_form, but a form the sidecar names for an EP, whose library
  * operators would run on ORT's CPU EP on that EP (CUDA's GPU kernels not
- * ready: no NVRTC, a device that failed their self-check), gives way to the
- * "*" form: the kernels' form then costs a copy of every plane to the host
- * and back, which the "*" form (on the EP whole) does not. The EP is the
- * attached one, or VMAFDNN_MODEL_FORMS's, which gets the form that EP
- * would get. For the attached EP the session's fallback reason says which
- * form was passed over and why. Kept as it is: a form without a "*" form
- * beside it (or that is it), and one whose "*" form cannot be used here
- * (the reason says so too). */
+ * ready: no NVRTC, a device that failed their self-check), is passed over
+ * for the EP's next choice (vdnn_sidecar_form_choice: the rest of its list,
+ * then "*"): the kernels' form would copy every plane to the host and back,
+ * which the next (on the EP whole) does not. The EP is the attached one, or
+ * VMAFDNN_MODEL_FORMS's, which gets the form that EP would get. For the
+ * attached EP the session's fallback reason says what was passed over and
+ * why. The last choice scores as it is, and so does a form whose next
+ * choice cannot be used here (the reason says so too). */
 static int open_form_on_ep(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, const char *ep,
                            const char *file, const VdnnOnnxInterface *model_io,
                            VmafDnnSession **form)
@@ -1135,45 +1135,50 @@ static int open_form_on_ep(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, co
     int rc = open_form(m, opt, ep, file, model_io, form);
     if (rc || !vdnn_session_library_ops_off_ep(*form, m->forms_ep, why, sizeof(why)))
         return rc;
-    const char *any = vdnn_sidecar_form_any(m->sc);
-    if (!any || strcmp(any, file) == 0) {
-        if (m->forms_ep)
-            return 0;
-        snprintf(line, sizeof(line), "%s: form %s runs the library's operators on ORT's CPU EP: "
-                 "%s", ep, file, why);
-        return vdnn_session_add_reason(*form, line);
-    }
-    char *kept = m->form_path;
-    VmafDnnSession *other = NULL;
-    m->form_path = NULL;
-    rc = open_form(m, opt, ep, any, model_io, &other);
-    if (rc == -ENOMEM) {
+    const char *key = form_key(m, ep), *current = file, *next = NULL;
+    for (size_t i = 0; (next = vdnn_sidecar_form_choice(m->sc, key, i)); i++) {
+        if (strcmp(next, current) == 0 || strcmp(next, file) == 0)
+            continue; /* the one open, or a choice listed twice */
+        char *kept = m->form_path;
+        VmafDnnSession *other = NULL;
+        m->form_path = NULL;
+        rc = open_form(m, opt, ep, next, model_io, &other);
+        if (rc) {
+            char refusal[512];
+            snprintf(refusal, sizeof(refusal), "%s", rc == -EAGAIN ? "it attached another EP"
+                                                                   : vdnn_last_error());
+            vdnn_clear_error();
+            free(m->form_path);
+            m->form_path = kept;
+            if (rc == -ENOMEM) {
+                vmaf_dnn_session_close(*form);
+                *form = NULL;
+                return vdnn_fail(rc, "out of memory");
+            }
+            if (m->forms_ep)
+                return 0;
+            snprintf(line, sizeof(line), "%s: form %s runs the library's operators on ORT's CPU "
+                     "EP (%s); the next choice, %s, cannot be used: %s", ep, current, why, next,
+                     refusal);
+            return vdnn_session_add_reason(*form, line);
+        }
         free(kept);
         vmaf_dnn_session_close(*form);
-        *form = NULL;
-        return rc;
-    }
-    if (rc) {
-        char refusal[512];
-        snprintf(refusal, sizeof(refusal), "%s", rc == -EAGAIN ? "it attached another EP"
-                                                               : vdnn_last_error());
-        vdnn_clear_error();
-        free(m->form_path);
-        m->form_path = kept;
-        if (m->forms_ep)
+        *form = other;
+        if (!m->forms_ep) {
+            snprintf(line, sizeof(line), "%s: form %s passed over for %s: it would run the "
+                     "library's operators on ORT's CPU EP: %s", ep, current, next, why);
+            if ((rc = vdnn_session_add_reason(*form, line)))
+                return rc;
+        }
+        current = next;
+        if (!vdnn_session_library_ops_off_ep(*form, m->forms_ep, why, sizeof(why)))
             return 0;
-        snprintf(line, sizeof(line), "%s: form %s runs the library's operators on ORT's CPU EP "
-                 "(%s); the form for any EP, %s, cannot be used: %s", ep, file, why, any,
-                 refusal);
-        return vdnn_session_add_reason(*form, line);
     }
-    free(kept);
-    vmaf_dnn_session_close(*form);
-    *form = other;
     if (m->forms_ep)
         return 0;
-    snprintf(line, sizeof(line), "%s: form %s passed over for %s: it would run the library's "
-             "operators on ORT's CPU EP: %s", ep, file, any, why);
+    snprintf(line, sizeof(line), "%s: form %s runs the library's operators on ORT's CPU EP: %s",
+             ep, current, why);
     return vdnn_session_add_reason(*form, line);
 }
 
@@ -1240,13 +1245,17 @@ static int open_known_form(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, co
         vmaf_dnn_session_close(form);
         return rc;
     }
-    /* the EP's form, or the "*" form it gave way to (open_form_on_ep) */
-    const char *file = form_file(m, vmaf_dnn_session_attached_ep(form));
+    /* the EP's form, or a later choice it was passed over for
+     * (open_form_on_ep) */
+    const char *ep = vmaf_dnn_session_attached_ep(form);
+    const char *file = form_file(m, ep);
     char *named = file ? vdnn_sidecar_beside(opt->onnx_path, file) : NULL;
-    const char *any = file ? vdnn_sidecar_form_any(m->sc) : NULL;
-    if (named && any && strcmp(named, opt->form_path) != 0) {
+    for (size_t i = 1; named && strcmp(named, opt->form_path) != 0; i++) {
+        const char *next = vdnn_sidecar_form_choice(m->sc, form_key(m, ep), i);
+        if (!next)
+            break;
         free(named);
-        named = vdnn_sidecar_beside(opt->onnx_path, any);
+        named = vdnn_sidecar_beside(opt->onnx_path, next);
     }
     if (!named || strcmp(named, opt->form_path) != 0) {
         vmaf_dnn_session_close(form);

@@ -802,6 +802,52 @@ def samples_form(model):
     return form
 
 
+# Kernels forms (issue 23): one node of the library's own operators (csrc/custom_ops.h: Psnr,
+# Ssim), which run its fused kernels on ORT's CPU EP (csrc/fr_kernels.h: ssim_y 3-4x faster than
+# the model's Loop graph at 1080p) and its GPU kernels on CUDA (csrc/gpu: a few launches and one
+# read of each plane, where the samples form's graph moves ~1 GB a 1080p frame), with the samples
+# forms' interface (UINT16 pictures and "bpc"). Named for CPU and CUDA; on CUDA where the GPU
+# kernels are not ready (no NVRTC, a device that failed their self-check) the library passes the
+# form over for CUDA's next choice, the samples form (csrc/tiny_model.c open_form_on_ep). Values: the model's up to float
+# rounding of its convolutions (ssim_y), the same (psnr: an exact integer sum of squares, where
+# the model sums float squares in double); tests/python/test_kernels_forms.py.
+KERNELS_SUFFIX = "_kernels"
+KERNELS_EPS = ("CPU", "CUDA")
+KERNEL_OPS = {"psnr_y": "Psnr", "psnr_cb": "Psnr", "psnr": "Psnr", "ssim_y": "Ssim"}
+LIBRARY_DOMAIN = "org.vmafdnn"
+
+
+def kernels_form(model, op):
+    """The kernels form of `model` (two pictures, one output): the library's operator `op` on
+    the pictures' samples (UINT16) and "bpc"."""
+    graph = model.graph
+    inputs = []
+    for v in graph.input:
+        picture = onnx.ValueInfoProto()
+        picture.CopyFrom(v)
+        picture.type.tensor_type.elem_type = TensorProto.UINT16
+        inputs.append(picture)
+    assert len(inputs) == 2 and len(graph.output) == 1, graph.name
+    inputs.append(helper.make_tensor_value_info("bpc", TensorProto.FLOAT, [1]))
+    node = helper.make_node(op, [v.name for v in graph.input] + ["bpc"], [graph.output[0].name],
+                            domain=LIBRARY_DOMAIN, name=op)
+    form = helper.make_graph([node], graph.name + KERNELS_SUFFIX, inputs, list(graph.output))
+    form.doc_string = (f"Kernels form: libvmafdnn's {LIBRARY_DOMAIN}:{op} on the pictures' own "
+                       "samples (UINT16) and their bit depth bpc. Runs only in libvmafdnn. "
+                       + graph.doc_string)
+    return library_model(form, PRODUCER)
+
+
+def library_model(graph, producer):
+    """The model of `graph`, whose nodes include the library's own operators."""
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
+                                                    helper.make_opsetid(LIBRARY_DOMAIN, 1)],
+                              producer_name=producer, producer_version="1")
+    model.ir_version = IR_VERSION
+    onnx.checker.check_model(model)  # the library's ops have no schema onnx knows
+    return model
+
+
 def form_sidecar(meta, samples=False):
     """The sidecar of a form attached by its own name: the model's, without forms, and with the
     "bpc" source only where the form reads it (a samples form)."""
@@ -841,11 +887,22 @@ def main(argv):
             meta[name]["input_sources"] = {**meta[name].get("input_sources", {}), **SAMPLES_BPC}
             meta[name]["forms"] = {**{ep: samples + ".onnx" for ep in SAMPLES_EPS},
                                    "*": accel + ".onnx"}
-        write_model(name, build(), meta[name])
+        if name in KERNEL_OPS:
+            # CUDA's list: where the GPU kernels are not ready, the samples form (its graph on
+            # the GPU whole) before "*"
+            kernels = name + KERNELS_SUFFIX + ".onnx"
+            meta[name]["forms"].update(
+                {ep: [kernels, samples + ".onnx"] if ep in SAMPLES_EPS else kernels
+                 for ep in KERNELS_EPS})
+        model = build()
+        write_model(name, model, meta[name])
         if name in ACCEL_BUILDERS:
             accel_model = ACCEL_BUILDERS[name]()
             write_model(accel, accel_model, form_sidecar(meta[name]))
             write_model(samples, samples_form(accel_model), form_sidecar(meta[name], True))
+        if name in KERNEL_OPS:
+            write_model(name + KERNELS_SUFFIX, kernels_form(model, KERNEL_OPS[name]),
+                        form_sidecar(meta[name], True))
     return 0
 
 

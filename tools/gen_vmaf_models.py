@@ -70,7 +70,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_builtin_models import ACCEL_SUFFIX, INT64_MAX, IR_VERSION, OPSET, Graph  # noqa: E402
+from gen_builtin_models import (ACCEL_SUFFIX, INT64_MAX, IR_VERSION, LIBRARY_DOMAIN,  # noqa: E402
+                                OPSET, Graph, library_model)
 
 PRODUCER = "vmafdnn-gen_vmaf_models"
 INT64_MIN = -INT64_MAX - 1
@@ -1399,10 +1400,8 @@ def build_features_accel(gain_limit, name):
     return finish(g, name, inputs, outputs, doc)
 
 # --- the features graph's CPU form: the library's fused kernels ---------------------------------
-
-#: The library's own operators (csrc/custom_ops.h): libvmaf's integer extractors as fused C
-#: kernels, registered with ONNX Runtime's CPU EP on every session the library opens.
-LIBRARY_DOMAIN = "org.vmafdnn"
+# (LIBRARY_DOMAIN: the library's own operators, csrc/custom_ops.h: libvmaf's integer extractors
+# as fused C kernels, registered with ONNX Runtime's CPU EP on every session the library opens)
 
 
 def features_io(samples=False, batch=False):
@@ -1442,12 +1441,7 @@ def build_features_cpu(gain_limit, name):
     graph.doc_string = (f"CPU form of {name.replace('_cpu', '')}: libvmaf's integer VMAF "
                         f"features through libvmafdnn's fused kernels ({LIBRARY_DOMAIN}); "
                         f"enhancement-gain limit {gain_limit:g}. Runs only in libvmafdnn.")
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
-                                                    helper.make_opsetid(LIBRARY_DOMAIN, 1)],
-                              producer_name=PRODUCER, producer_version="1")
-    model.ir_version = IR_VERSION
-    onnx.checker.check_model(model)  # the library's ops have no schema onnx knows
-    return model
+    return library_model(graph, PRODUCER)
 
 
 # --- the SVM graph ------------------------------------------------------------------------------------

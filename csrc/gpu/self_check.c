@@ -6,15 +6,16 @@
 #include <string.h>
 
 #include "../error.h"
+#include "../fr_kernels.h"
 #include "../vmaf_kernels.h"
 #include "programs.h"
 #include "self_check.h"
 
-#define N_SCORES 10
+#define N_SCORES 12
 
 static const char *const score_names[N_SCORES] = {
-    "vif_scale0", "vif_scale1", "vif_scale2", "vif_scale3", "adm2",
-    "adm_scale0", "adm_scale1", "adm_scale2", "adm_scale3", "motion"};
+    "vif_scale0", "vif_scale1", "vif_scale2", "vif_scale3", "adm2",   "adm_scale0",
+    "adm_scale1", "adm_scale2", "adm_scale3", "motion",     "ssim_y", "psnr_y"};
 
 static uint32_t next_random(uint64_t *s)
 {
@@ -72,6 +73,10 @@ static int cpu_scores(const uint16_t *ref, const uint16_t *dist, const uint16_t 
         rc = vdnn_adm_integer(&vdnn_kernel_env_malloc, &r, &d, egl, &s[4], &s[5]);
     if (!rc)
         rc = vdnn_motion_integer(&vdnn_kernel_env_malloc, &p, &r, &s[9]);
+    if (!rc)
+        rc = vdnn_ssim_y(&vdnn_kernel_env_malloc, &r, &d, &s[10]);
+    if (!rc)
+        rc = vdnn_psnr_y(&vdnn_kernel_env_malloc, &r, &d, &s[11]);
     for (int k = 0; k < N_SCORES; k++)
         out[k] = (float)s[k];
     return rc;
@@ -101,6 +106,10 @@ static int device_scores(const VkBackend *b, const uint16_t *ref, const uint16_t
         rc = vk_adm(b, d_ref, d_dist, w, h, bpc, egl, scores + 4);
     if (!rc)
         rc = vk_motion(b, d_prev, d_ref, w, h, bpc, scores + 9);
+    if (!rc)
+        rc = vk_ssim(b, d_ref, d_dist, w, h, bpc, scores + 10);
+    if (!rc)
+        rc = vk_psnr(b, d_ref, d_dist, w, h, bpc, scores + 11);
     if (!rc)
         rc = b->download(b->self, out, scores, N_SCORES * sizeof(float));
     b->release(b->self, scores);

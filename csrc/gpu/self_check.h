@@ -1,12 +1,15 @@
-/* Internal: a backend's VMAF programs (programs.h) held to the CPU kernels
- * (vmaf_kernels.h) on one synthetic frame, before their scores are trusted.
+/* Internal: a backend's programs (programs.h) held to the CPU kernels
+ * (vmaf_kernels.h, fr_kernels.h) on one synthetic frame, before their scores
+ * are trusted.
  *
  * The emulator runs the kernels' C; a GPU runs what its driver and NVRTC
  * made of the same source, which no test of this project's machines sees.
  * cuda_kernels.c therefore checks each device once, when it is opened: a
  * compiler, driver or launch-geometry fault then keeps the kernels off the
  * device (the library's ops stay on ORT's CPU EP) instead of mis-scoring
- * every frame. */
+ * every frame. psnr_y's log10 is libdevice's on a GPU, glibc's here: equal
+ * to the float on the check's frames (a difference in the last double ulp
+ * reaches the float only at a tie). */
 #ifndef VDNN_GPU_SELF_CHECK_H
 #define VDNN_GPU_SELF_CHECK_H
 
@@ -14,10 +17,11 @@
 
 /* Scores one synthetic w x h frame of bpc bits (a textured picture, a
  * noisy distorted copy, a shifted previous frame, saturated blocks) with
- * vk_vif, vk_adm and vk_motion on b (gain limit enhn_gain_limit) and with
- * the CPU kernels, and compares the ten scores as floats, bit for bit.
+ * vk_vif, vk_adm, vk_motion (gain limit enhn_gain_limit), vk_ssim and
+ * vk_psnr on b and with the CPU kernels (vmaf_kernels.h, fr_kernels.h), and
+ * compares the twelve scores as floats, bit for bit.
  * w, h >= 33 and <= 8192, bpc 8..16, enhn_gain_limit 1..100.
- * 0 when all ten are the same; -EIO when one differs (the message names
+ * 0 when all twelve are the same; -EIO when one differs (the message names
  * it, the frame and both values); -EINVAL for arguments out of range;
  * -ENOMEM; what the backend's alloc, launch or copies fail with. */
 int vk_self_check(const VkBackend *b, int w, int h, int bpc, double enhn_gain_limit);

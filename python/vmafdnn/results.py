@@ -693,7 +693,8 @@ def _sidecar_refs(sidecar: str) -> List[str]:
         refs += [r for r in requires if isinstance(r, str) and r]
     forms = data.get("forms")
     if isinstance(forms, dict):
-        refs += [v for _, v in sorted(forms.items()) if isinstance(v, str) and v]
+        for _, v in sorted(forms.items()):  # a file, or a list of them in order of preference
+            refs += [f for f in (v if isinstance(v, list) else [v]) if isinstance(f, str) and f]
     folder = os.path.dirname(sidecar)
     return [os.path.normpath(os.path.join(folder, r)) for r in refs]
 

@@ -85,7 +85,8 @@ int main(void)
         const char *kernel, *names;
     } skipped[] = {{"vif_rows", "vif_scale0"},    {"adm_cm", "adm2"},
                    {"motion_horizontal", "motion"}, {"vif_subsample", "vif_scale1"},
-                   {"adm_finish", "adm2"}};
+                   {"adm_finish", "adm2"},        {"ssim_map", "ssim_y"},
+                   {"psnr_finish", "psnr_y"}};
     for (size_t i = 0; i < sizeof(skipped) / sizeof(skipped[0]); i++) {
         Faulty f = sound;
         f.skip = skipped[i].kernel;
@@ -101,6 +102,9 @@ int main(void)
     f.flip = 2;
     CHECK_EQ_INT(check_with(f, 64, 36, 8), -EIO);
     CHECK_STR_CONTAINS(vdnn_last_error(), "vif_scale2");
+    f.flip = 11;
+    CHECK_EQ_INT(check_with(f, 64, 36, 8), -EIO);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "psnr_y of a 64x36 8-bit frame");
     /* the backend's own failures come back as they are */
     f = sound;
     f.fail_alloc = 1;

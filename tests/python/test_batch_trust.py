@@ -90,6 +90,7 @@ def test_a_model_output_named_like_a_label_fails_the_row_naming_the_clash(tmp_pa
     source = vmafdnn.models.path("psnr_y")
     shutil.copy(source, models / "other.onnx")
     shutil.copy(source.with_suffix(".json"), models / "other.json")
+    shutil.copy(source.with_name("psnr_y_kernels.onnx"), models)  # its CPU form
     jobs = [{"title": "t", "psnr_y": "99", "reference": str(clips / "ref.y4m"),
              "distorted": str(clips / "dist.y4m"), "models": [str(models / "other.onnx")]}]
     rows = vbatch.batch(jobs, tmp_path / "out.jsonl", workers=1)
@@ -408,6 +409,10 @@ def _model_pair(folder, name, source, sidecar=None):
     data = json.loads(source.with_suffix(".json").read_text())
     data.update(sidecar or {})
     (folder / f"{name}.json").write_text(json.dumps(data))
+    for form in (data.get("forms") or {}).values():  # the forms it names, beside it
+        for f in form if isinstance(form, list) else [form]:
+            if not (folder / f).exists():
+                shutil.copy(source.with_name(f), folder / f)
 
 
 def test_a_regenerated_required_model_is_scored_again(tmp_path, clips):

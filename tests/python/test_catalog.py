@@ -99,11 +99,15 @@ def test_builtins_are_what_the_generator_makes():
     # ... and their samples forms, named from the accelerator forms' names
     assert "builtin_samples_names += [name.replace('_accel', '_samples')]" in meson
     samples = sorted(n + gen.SAMPLES_SUFFIX for n in gen.ACCEL_BUILDERS)
+    # ... and the kernels forms
+    kernels = re.search(r"builtin_kernels_names = \[([^\]]*)\]", meson).group(1)
+    kernels = sorted(re.findall(r"'(\w+)'", kernels))
+    assert kernels == sorted(n + gen.KERNELS_SUFFIX for n in gen.KERNEL_OPS)
     # VMAF's models are built when libvmaf's parameters could be fetched.
     vmaf = re.search(r"vmaf_model_names = \[([^\]]*)\]", meson).group(1)
     vmaf = re.findall(r"'(\w+)'", vmaf)
-    assert list(models.MODEL_NAMES) in (sorted(generated + accel + samples),
-                                        sorted(generated + accel + samples + vmaf))
+    assert list(models.MODEL_NAMES) in (sorted(generated + accel + samples + kernels),
+                                        sorted(generated + accel + samples + kernels + vmaf))
     by_name = {e.name: e for e in models.catalog()}
     for name in generated:
         entry = by_name[name]
@@ -153,6 +157,8 @@ def test_model_path_env_adds_models(tmp_path, monkeypatch):
     src = models.path("psnr_y")
     shutil.copy(src, tmp_path / "mine.onnx")
     shutil.copy(src.with_suffix(".json"), tmp_path / "mine.json")
+    # the form it scores with on the CPU EP, which its sidecar names
+    shutil.copy(src.with_name("psnr_y_kernels.onnx"), tmp_path / "psnr_y_kernels.onnx")
     monkeypatch.setenv("VMAFDNN_MODEL_PATH", str(tmp_path))
     assert models.search_path()[0] == str(tmp_path)
     assert models.resolve("mine") == str(tmp_path / "mine.onnx")
@@ -243,7 +249,8 @@ def test_c_only_install_scores_builtin_models_by_name(tmp_path):
     assert sorted(p.name for p in models_dir.glob("*.onnx")) == \
         sorted([f"{n}.onnx" for n in gen.BUILDERS] +
                [f"{n}{suffix}.onnx" for n in gen.ACCEL_BUILDERS
-                for suffix in (gen.ACCEL_SUFFIX, gen.SAMPLES_SUFFIX)])
+                for suffix in (gen.ACCEL_SUFFIX, gen.SAMPLES_SUFFIX)] +
+               [f"{n}{gen.KERNELS_SUFFIX}.onnx" for n in gen.KERNEL_OPS])
     assert (prefix / "include" / "vmafdnn" / "catalog.h").is_file()
 
     src = tmp_path / "prog.c"

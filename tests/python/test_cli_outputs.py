@@ -65,6 +65,9 @@ def stage_model(tmp_path, name="psnr_y", as_name="m"):
     model = tmp_path / f"{as_name}.onnx"
     shutil.copyfile(src, model)
     shutil.copyfile(src.with_suffix(".json"), tmp_path / f"{as_name}.json")
+    kernels = src.with_name(f"{name}_kernels.onnx")  # its CPU form, which the sidecar names
+    if kernels.is_file():
+        shutil.copyfile(kernels, tmp_path / kernels.name)
     return model
 
 

@@ -291,7 +291,7 @@ def test_model_dir_confines_models(patched, tmp_path, models, clips8):
     builtin = Path(patched[1]["VMAFDNN_BUILTIN_MODELS"])
     jail = tmp_path / "jail"
     jail.mkdir()
-    for f in builtin.glob("psnr_y.*"):
+    for f in [*builtin.glob("psnr_y.*"), builtin / "psnr_y_kernels.onnx"]:
         shutil.copy(f, jail)
     # A bare name is looked up in model_dir.
     got, _ = score_with_filter(patched, tmp_path, [clips8.dist, clips8.ref],
@@ -440,13 +440,14 @@ def test_summary_counts_specialised_and_device_io_runs(patched, tmp_path, clips8
             assert bound == (fixed if device_io == "on" else 0) and captured == 0, (stem,
                                                                                   lines[stem])
             assert form is None or ("/" not in form and (builtin / form).is_file()), form
-        for stem in ("psnr_y", "ssim_y"):
-            assert lines[stem] == ("CPU", None, n, n, n if device_io == "on" else 0, 0)
+        for stem in ("psnr_y", "ssim_y"):  # through their kernels forms, on the CPU EP
+            assert lines[stem] == ("CPU", f"{stem}_kernels.onnx", n, n,
+                                   n if device_io == "on" else 0, 0)
         assert "device I/O:" not in log  # the CPU's reason is verbose
     proc = run(patched, "-v", "verbose", "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
                f"[0:v][1:v]vmafdnn=model=psnr_y:threads={threads}:device=cpu:static_shapes=on:"
                "device_io=off", "-f", "null", "-")
-    assert _summary(proc.stderr)["psnr_y"] == ("CPU", None, n, n, 0, 0)
+    assert _summary(proc.stderr)["psnr_y"] == ("CPU", "psnr_y_kernels.onnx", n, n, 0, 0)
     assert re.search(r"\] model \S+psnr_y\.onnx: device I/O: .*device_io", proc.stderr), \
         proc.stderr[-3000:]
 
@@ -746,7 +747,8 @@ def _model_copy(patched, tmp_path, names=("psnr_y",)):
     jail = tmp_path / "models"
     jail.mkdir(exist_ok=True)
     for name in names:
-        for f in Path(patched[1]["VMAFDNN_BUILTIN_MODELS"]).glob(f"{name}.*"):
+        builtin = Path(patched[1]["VMAFDNN_BUILTIN_MODELS"])
+        for f in [*builtin.glob(f"{name}.*"), *builtin.glob(f"{name}_kernels.onnx")]:
             shutil.copy(f, jail)
     return jail
 
