@@ -22,7 +22,9 @@
  *       PSNR in dB, the built-in psnr_y's (fr_kernels.h vdnn_psnr_y): MSE
  *       floored at 1e-20, no cap (the library caps as the sidecar says).
  * Planes are [..., H, W] with every leading dim 1; the two planes of an op
- * have one shape.
+ * have one shape and one element type: uint16 above, or uint8 (an 8-bit
+ * clip's samples, which the library feeds so where the planes only reach
+ * these ops: onnx_scan.h vdnn_onnx_narrow_samples; widened in the op).
  */
 #ifndef VMAFDNN_CUSTOM_OPS_H
 #define VMAFDNN_CUSTOM_OPS_H

@@ -1232,6 +1232,10 @@ static const char *shown(char (*dst)[VDNN_SCAN_OP_NAME_MAX], Span s)
     return printable(*dst, sizeof(*dst), s);
 }
 
+/* The library's ops whose inputs 0 and 1 are two planes of samples. */
+static const char *const plane_ops[] = {"VifInteger", "AdmInteger", "MotionInteger", "Ssim",
+                                        "Psnr"};
+
 /* Follows the narrowed values through the nodes that read them until none
  * is added (nodes may be listed out of order). -ENOTSUP when a node would
  * read UINT8 in a way it cannot. */
@@ -1251,6 +1255,13 @@ static int follow_narrow(Flow *flow)
                 continue;
             const bool standard = n->domain.n == 0 || span_is(n->domain, "ai.onnx");
             if (standard && span_is(n->op, "Cast"))
+                continue;
+            /* the library's ops read both planes as samples of either width
+             * (custom_ops.h), their outputs are scores */
+            if (span_is(n->domain, VDNN_CUSTOM_OP_DOMAIN) &&
+                on_list(plane_ops, sizeof(plane_ops) / sizeof(plane_ops[0]), n->op) &&
+                n->n_in == 3 && listed(&flow->narrow, in[0]) && listed(&flow->narrow, in[1]) &&
+                !listed(&flow->narrow, in[2]))
                 continue;
             const bool moves =
                 standard && (span_is(n->op, "Concat")

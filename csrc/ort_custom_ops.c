@@ -41,19 +41,25 @@ typedef struct OpDef {
 } OpDef;
 
 #define F32 ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT
+#define U8 ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8
 #define U16 ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16
+/* A plane of samples: UINT8 or UINT16 (ORT's "undefined" input type takes
+ * any; read_input holds it to these two). UINT8 is what an 8-bit clip's
+ * planes become on their way to a session made for them (onnx_scan.h
+ * vdnn_onnx_narrow_samples): half the bytes to copy to a device. */
+#define SAMPLES ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED
 
 static OpDef ops[] = {
     {.kind = OP_SAMPLES, .name = "Samples", .n_in = 2, .n_out = 1, .in = {F32, F32}, .out = {U16}},
-    {.kind = OP_VIF, .name = "VifInteger", .n_in = 3, .n_out = 4, .in = {U16, U16, F32},
+    {.kind = OP_VIF, .name = "VifInteger", .n_in = 3, .n_out = 4, .in = {SAMPLES, SAMPLES, F32},
      .out = {F32, F32, F32, F32}},
-    {.kind = OP_ADM, .name = "AdmInteger", .n_in = 3, .n_out = 5, .in = {U16, U16, F32},
+    {.kind = OP_ADM, .name = "AdmInteger", .n_in = 3, .n_out = 5, .in = {SAMPLES, SAMPLES, F32},
      .out = {F32, F32, F32, F32, F32}},
-    {.kind = OP_MOTION, .name = "MotionInteger", .n_in = 3, .n_out = 1, .in = {U16, U16, F32},
+    {.kind = OP_MOTION, .name = "MotionInteger", .n_in = 3, .n_out = 1, .in = {SAMPLES, SAMPLES, F32},
      .out = {F32}},
-    {.kind = OP_SSIM, .name = "Ssim", .n_in = 3, .n_out = 1, .in = {U16, U16, F32},
+    {.kind = OP_SSIM, .name = "Ssim", .n_in = 3, .n_out = 1, .in = {SAMPLES, SAMPLES, F32},
      .out = {F32}},
-    {.kind = OP_PSNR, .name = "Psnr", .n_in = 3, .n_out = 1, .in = {U16, U16, F32},
+    {.kind = OP_PSNR, .name = "Psnr", .n_in = 3, .n_out = 1, .in = {SAMPLES, SAMPLES, F32},
      .out = {F32}},
 };
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
@@ -63,14 +69,14 @@ static OpDef ops[] = {
  * device, bpc comes from host memory. */
 static OpDef cuda_ops[] = {
     {.kind = OP_VIF, .name = "VifInteger", .cuda = 1, .n_in = 3, .n_out = 4,
-     .in = {U16, U16, F32}, .out = {F32, F32, F32, F32}},
+     .in = {SAMPLES, SAMPLES, F32}, .out = {F32, F32, F32, F32}},
     {.kind = OP_ADM, .name = "AdmInteger", .cuda = 1, .n_in = 3, .n_out = 5,
-     .in = {U16, U16, F32}, .out = {F32, F32, F32, F32, F32}},
+     .in = {SAMPLES, SAMPLES, F32}, .out = {F32, F32, F32, F32, F32}},
     {.kind = OP_MOTION, .name = "MotionInteger", .cuda = 1, .n_in = 3, .n_out = 1,
-     .in = {U16, U16, F32}, .out = {F32}},
-    {.kind = OP_SSIM, .name = "Ssim", .cuda = 1, .n_in = 3, .n_out = 1, .in = {U16, U16, F32},
+     .in = {SAMPLES, SAMPLES, F32}, .out = {F32}},
+    {.kind = OP_SSIM, .name = "Ssim", .cuda = 1, .n_in = 3, .n_out = 1, .in = {SAMPLES, SAMPLES, F32},
      .out = {F32}},
-    {.kind = OP_PSNR, .name = "Psnr", .cuda = 1, .n_in = 3, .n_out = 1, .in = {U16, U16, F32},
+    {.kind = OP_PSNR, .name = "Psnr", .cuda = 1, .n_in = 3, .n_out = 1, .in = {SAMPLES, SAMPLES, F32},
      .out = {F32}},
 };
 #define N_CUDA_OPS (sizeof(cuda_ops) / sizeof(cuda_ops[0]))
@@ -149,9 +155,10 @@ static OrtStatus *read_input(const Kernel *k, OrtKernelContext *ctx, size_t i, T
     if (t->rank > MAX_RANK)
         return failure(k, ORT_INVALID_ARGUMENT, "input %zu has rank %zu (at most %d)", i, t->rank,
                        MAX_RANK);
-    if (t->type != k->def->in[i])
-        return failure(k, ORT_INVALID_ARGUMENT, "input %zu has element type %d, expected %d", i,
-                       (int)t->type, (int)k->def->in[i]);
+    if (k->def->in[i] == SAMPLES ? t->type != U8 && t->type != U16 : t->type != k->def->in[i])
+        return failure(k, ORT_INVALID_ARGUMENT, "input %zu has element type %d, expected %s", i,
+                       (int)t->type, k->def->in[i] == SAMPLES ? "UINT8 or UINT16 samples"
+                       : k->def->in[i] == F32 ? "FLOAT" : "UINT16");
     t->count = 1;
     for (size_t d = 0; d < t->rank; d++) {
         if (t->dims[d] < 0 || (t->dims[d] && t->count > SIZE_MAX / (size_t)t->dims[d]))
@@ -325,7 +332,20 @@ static OrtStatus *read_pair(const Kernel *k, OrtKernelContext *ctx, Tensor *a, T
     if (*w != wb || *h != hb)
         return failure(k, ORT_INVALID_ARGUMENT, "its planes differ in size (%ux%u and %ux%u)", *w,
                        *h, wb, hb);
+    if (a->type != b->type)
+        return failure(k, ORT_INVALID_ARGUMENT, "its planes differ in element type (%d and %d)",
+                       (int)a->type, (int)b->type);
     return NULL;
+}
+
+/* An 8-bit plane's n samples as the kernels take them (uint16), in a block
+ * of the session's budget; NULL when it refused. */
+static uint16_t *widened(const uint8_t *src, size_t n)
+{
+    uint16_t *dst = session_env.alloc(session_env.opaque, n * sizeof(uint16_t));
+    for (size_t i = 0; dst && i < n; i++)
+        dst[i] = src[i];
+    return dst;
 }
 
 /* VifInteger, AdmInteger, MotionInteger, Ssim, Psnr on ORT's CPU EP. */
@@ -336,7 +356,15 @@ static OrtStatus *compute_pair(const Kernel *k, OrtKernelContext *ctx)
     OrtStatus *st = read_pair(k, ctx, &a, &b, &wa, &ha, &bpc);
     if (st)
         return st;
-    const VdnnPlane pa = {a.data, wa, wa, ha, bpc}, pb = {b.data, wa, wa, ha, bpc};
+    uint16_t *wide_a = NULL, *wide_b = NULL;
+    if (a.type == U8 && (!(wide_a = widened(a.data, a.count)) ||
+                         !(wide_b = widened(b.data, b.count)))) {
+        session_env.release(session_env.opaque, wide_a);
+        return failure(k, ORT_FAIL, "no memory to widen a %ux%u plane of 8-bit samples", wa,
+                       ha);
+    }
+    const VdnnPlane pa = {wide_a ? wide_a : a.data, wa, wa, ha, bpc},
+                    pb = {wide_b ? wide_b : b.data, wa, wa, ha, bpc};
     double v[MAX_OUT];
     int rc;
     vdnn_clear_error();
@@ -357,6 +385,8 @@ static OrtStatus *compute_pair(const Kernel *k, OrtKernelContext *ctx)
         rc = vdnn_motion_integer(&session_env, &pa, &pb, &v[0]);
         break;
     }
+    session_env.release(session_env.opaque, wide_a);
+    session_env.release(session_env.opaque, wide_b);
     if (rc)
         return kernel_failed(k, rc, wa, ha, bpc);
     return write_scalars(k, ctx, v, k->def->n_out);
@@ -399,10 +429,25 @@ static OrtStatus *compute_pair_cuda(const Kernel *k, OrtKernelContext *ctx)
             return st;
         outs[i] = data;
     }
-    void *scores = NULL;
-    if ((rc = cs.backend.alloc(cs.backend.self, MAX_OUT * sizeof(float), &scores)))
-        return failure(k, ORT_FAIL, "%s", vdnn_last_error());
+    void *scores = NULL, *wide = NULL;
     const uint16_t *pa = ta.data, *pb = tb.data;
+    if (ta.type == U8) { /* widened on the device: the copy there was of 8-bit samples */
+        const size_t n = (size_t)wa * ha;
+        if ((rc = cs.backend.alloc(cs.backend.self, 2 * n * sizeof(uint16_t), &wide)))
+            return failure(k, ORT_FAIL, "%s", vdnn_last_error());
+        uint16_t *const wide_a = wide, *const wide_b = wide_a + n;
+        if ((rc = vk_widen(&cs.backend, ta.data, wide_a, (int)wa, (int)ha)) ||
+            (rc = vk_widen(&cs.backend, tb.data, wide_b, (int)wa, (int)ha))) {
+            cs.backend.release(cs.backend.self, wide);
+            return failure(k, ORT_FAIL, "CUDA: %s", vdnn_last_error());
+        }
+        pa = wide_a;
+        pb = wide_b;
+    }
+    if ((rc = cs.backend.alloc(cs.backend.self, MAX_OUT * sizeof(float), &scores))) {
+        cs.backend.release(cs.backend.self, wide);
+        return failure(k, ORT_FAIL, "%s", vdnn_last_error());
+    }
     switch (k->def->kind) {
     case OP_VIF:
         rc = vk_vif(&cs.backend, pa, pb, (int)wa, (int)ha, (int)bpc, k->enhn_gain_limit, scores);
@@ -423,6 +468,7 @@ static OrtStatus *compute_pair_cuda(const Kernel *k, OrtKernelContext *ctx)
     if (!rc)
         rc = vk_scatter(&cs.backend, scores, outs, (int)k->def->n_out);
     cs.backend.release(cs.backend.self, scores);
+    cs.backend.release(cs.backend.self, wide);
     if (rc == -EINVAL)
         return failure(k, ORT_INVALID_ARGUMENT, "cannot score a %ux%u plane of %u bits: %s", wa,
                        ha, bpc, kernel_limits(k->def->kind));

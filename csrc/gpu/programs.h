@@ -43,6 +43,10 @@ int vk_adm(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w,
  * places (an ORT op's output tensors). */
 int vk_scatter(const VkBackend *b, const float *src, float *const *dst, int n);
 
+/* dst[i] = src[i] for the w x h samples of an 8-bit plane (the backend's
+ * memory both): the plane as the programs take it. 1 launch. */
+int vk_widen(const VkBackend *b, const uint8_t *src, uint16_t *dst, int w, int h);
+
 /* vdnn_ssim_y (fr_kernels.h): *score (float, the backend's), the mean
  * SSIM; w, h >= 11. 5 launches. */
 int vk_ssim(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w, int h,

@@ -91,6 +91,23 @@ int main(void)
     CHECK(o[4] == 1.5f && o[3] == -2.0f && o[2] == 3.25f && isnan(o[1]) && o[0] == 5.0f);
     CHECK_EQ_INT(vk_scatter(&vk_emulator, scores, dst, 6), -EINVAL);
     CHECK_EQ_INT(vk_scatter(&vk_emulator, scores, dst, 0), -EINVAL);
+    /* ... and its widening of an 8-bit plane (an op fed UINT8) */
+    {
+        enum { W = 37, H = 5 };
+        uint8_t narrow[W * H];
+        uint16_t wide[W * H + 1];
+        for (int i = 0; i < W * H; i++)
+            narrow[i] = (uint8_t)(i * 7 + 3);
+        wide[W * H] = 0xBEEF; /* past the plane: untouched */
+        CHECK_EQ_INT(vk_widen(&vk_emulator, narrow, wide, W, H), 0);
+        int same = wide[W * H] == 0xBEEF;
+        for (int i = 0; i < W * H; i++)
+            same &= wide[i] == narrow[i];
+        CHECK(same);
+        CHECK_EQ_INT(vk_widen(&vk_emulator, narrow, wide, 0, H), -EINVAL);
+        CHECK_EQ_INT(vk_widen(&vk_emulator, NULL, wide, W, H), -EINVAL);
+        CHECK_EQ_INT(vk_widen(&vk_emulator, narrow, wide, VK_MAX_DIMENSION + 1, 1), -EINVAL);
+    }
     printf("%d plane pairs, both orders\n", cases);
     free(a);
     free(b);

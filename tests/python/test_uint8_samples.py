@@ -147,3 +147,27 @@ def test_vmafdnn_uint8_0_keeps_uint16():
     assert got["clips"] == on["clips"]
     assert got["runs"][0]["fixed"] == 3 and got["runs"][0]["uint8"] == 0, got["runs"]
     assert on["runs"][0]["uint8"] == 3, on["runs"]
+
+
+def test_library_ops_take_8bit_planes_as_uint8():
+    """The library's own ops (the kernels forms of psnr_y, ssim_y and psnr, VMAF's CPU form:
+    the forms ORT's CPU EP gets) take UINT8 planes too (widened in the op, on the GPU by a
+    kernel): an 8-bit frame goes as UINT8 (VMAF's too, unless it or the past picture its
+    motion reads is not 8-bit), and every score is the UINT16 session's, bit for bit."""
+    bpcs = [8, 8, 8, 10, 8, 8]
+    clips = [{"size": [48, 64], "bpcs": bpcs}]
+    kernels = ["psnr_y", "ssim_y", "psnr"]
+    got = score("1", {"threads": 1, **NARROW}, kernels, clips)
+    want = score("1", {"threads": 1, **WIDE}, kernels, clips)
+    assert got["forms"] == [m + "_kernels.onnx" for m in kernels], got["forms"]
+    assert got["clips"] == want["clips"]
+    assert {"psnr_y", "psnr_cb", "psnr_cr", "ssim_y"} <= set(got["clips"][0])
+    for runs in got["runs"]:
+        assert runs["uint8"] == bpcs.count(8) and runs["fixed"] == len(bpcs), runs
+    assert all(r["uint8"] == 0 for r in want["runs"])
+    got = score("1", {"threads": 1, **NARROW}, ["vmaf"], clips)
+    want = score("1", {"threads": 1, **WIDE}, ["vmaf"], clips)
+    assert got["clips"] == want["clips"] and {"vmaf", "adm2", "motion"} <= set(got["clips"][0])
+    features = got["runs"][0]  # the features model, attached first (vmaf_features_cpu)
+    # frame 3 is 10-bit, and frame 4 reads it as its past picture: those two go as UINT16
+    assert features["uint8"] == 4 and features["fixed"] == 6, features
