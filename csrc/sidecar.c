@@ -457,6 +457,16 @@ static int read_forms(const Reader *r, VdnnSidecar *sc)
         const char *k = vdnn_json_key_at(v, i, &len);
         if (!len || len > 64 || memchr(k, '\0', len))
             return fail_key(r, "forms", (long)i, "needs an EP name of 1..64 bytes");
+        /* EP names match in any case: "CUDA" and "cuda" would be one EP's
+         * two lists, read as one (past MAX_FORM_CHOICES), in an order no
+         * reader of the file could tell */
+        for (size_t j = 0; j < i; j++) {
+            size_t len_j;
+            const char *kj = vdnn_json_key_at(v, j, &len_j);
+            if (len_j == len && strncasecmp(kj, k, len) == 0)
+                return fail_key(r, "forms", (long)i, "names the EP of entry %zu again (EP "
+                                "names match in any case)", j);
+        }
         const VdnnJson *e = vdnn_json_at(v, i);
         int rc;
         if (vdnn_json_type(e) != VDNN_JSON_ARRAY) {
@@ -501,10 +511,11 @@ const char *vdnn_sidecar_form_choice(const VdnnSidecar *sc, const char *ep, size
             return sc->form_files.items[i];
     /* "*": every EP without a key of its own, except ORT's CPU EP, for which
      * the model's own file is the CPU form unless "CPU" names another; after
-     * an EP's own choices, its last resort */
-    if (strcmp(ep, "*") == 0 || strcasecmp(ep, "CPU") == 0 || index != own)
+     * an EP's own choices, its last resort: every file "*" lists, in order
+     * (a "*" list's second file is as much a choice as an EP list's) */
+    if (strcmp(ep, "*") == 0 || strcasecmp(ep, "CPU") == 0 || index < own)
         return NULL;
-    return vdnn_sidecar_form_choice(sc, "*", 0);
+    return vdnn_sidecar_form_choice(sc, "*", index - own);
 }
 
 const char *vdnn_sidecar_form(const VdnnSidecar *sc, const char *attached_ep)

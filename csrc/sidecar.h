@@ -50,7 +50,8 @@
  *   "requires"          array of non-empty strings: model files, relative to
  *                       this model's directory, attached before it
  *   "forms"             object: attached EP (as vmaf_dnn_session_attached_ep
- *                       names it, any case: "CPU", "CUDA", "OpenVINO:CPU") -> a
+ *                       names it, any case: "CPU", "CUDA", "OpenVINO:CPU"; one
+ *                       EP named twice in any spellings is refused) -> a
  *                       model file, relative to this model's directory,
  *                       that computes the same outputs from the same inputs
  *                       in a form made for that EP (the VMAF features'
@@ -59,7 +60,8 @@
  *                       names the form for every EP other than ORT's CPU EP
  *                       ("CPU") that has no key of its own (the built-ins'
  *                       accelerator forms: static, Loop-free graphs), and
- *                       an EP's last choice. A form whose library operators
+ *                       an EP's last choices (all of a "*" list, in
+ *                       order). A form whose library operators
  *                       would run on ORT's CPU EP on that EP is passed over
  *                       for the next choice (the built-ins' kernels forms
  *                       under "CUDA" where the GPU kernels are not ready:
@@ -255,8 +257,8 @@ const char *vdnn_sidecar_form(const VdnnSidecar *sidecar, const char *attached_e
 
 /* The index-th of the forms EP `ep` may score with, in order: the files its
  * own key lists (a string is a list of one), then, for an EP other than
- * "CPU" and "*", the "*" form; NULL past the last. What a form is passed
- * over for (csrc/tiny_model.c). */
+ * "CPU" and "*", the files "*" lists; NULL past the last. What a form is
+ * passed over for (csrc/tiny_model.c). */
 const char *vdnn_sidecar_form_choice(const VdnnSidecar *sidecar, const char *ep, size_t index);
 
 /* The file of sidecar's "*" form (every EP without a key of its own), or
