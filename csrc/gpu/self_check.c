@@ -17,6 +17,18 @@ static const char *const score_names[N_SCORES] = {
     "vif_scale0", "vif_scale1", "vif_scale2", "vif_scale3", "adm2",   "adm_scale0",
     "adm_scale1", "adm_scale2", "adm_scale3", "motion",     "ssim_y", "psnr_y"};
 
+/* psnr_y's dB goes through log10, which is libdevice's on a GPU and glibc's
+ * here: they may differ in the last bit of the double, and so the float at
+ * a tie. One float step apart is not a fault of the kernels (the SSE before
+ * it is an exact integer on both sides); refusing every kernel of a device
+ * for it would be. */
+enum { PSNR = N_SCORES - 1 };
+
+static int one_ulp(float a, float b)
+{
+    return isfinite(a) && isfinite(b) && (nextafterf(a, b) == b);
+}
+
 static uint32_t next_random(uint64_t *s)
 {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;
@@ -67,7 +79,7 @@ static int cpu_scores(const uint16_t *ref, const uint16_t *dist, const uint16_t 
     const VdnnPlane r = {ref, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
     const VdnnPlane d = {dist, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
     const VdnnPlane p = {prev, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
-    double s[N_SCORES];
+    double s[N_SCORES] = {0};
     int rc = vdnn_vif_integer(&vdnn_kernel_env_malloc, &r, &d, egl, s);
     if (!rc)
         rc = vdnn_adm_integer(&vdnn_kernel_env_malloc, &r, &d, egl, &s[4], &s[5]);
@@ -140,7 +152,8 @@ int vk_self_check(const VkBackend *b, int w, int h, int bpc, double enhn_gain_li
     if (rc)
         return rc;
     for (int k = 0; k < N_SCORES; k++)
-        if (memcmp(&got[k], &want[k], sizeof(float)) != 0)
+        if (memcmp(&got[k], &want[k], sizeof(float)) != 0 &&
+            !(k == PSNR && one_ulp(got[k], want[k])))
             return vdnn_fail(-EIO, "the GPU kernels disagree with the CPU kernels: %s of a "
                              "%dx%d %d-bit frame (gain limit %g) is %.9g on the device, %.9g on "
                              "the CPU", score_names[k], w, h, bpc, enhn_gain_limit,

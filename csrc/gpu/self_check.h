@@ -7,9 +7,7 @@
  * cuda_kernels.c therefore checks each device once, when it is opened: a
  * compiler, driver or launch-geometry fault then keeps the kernels off the
  * device (the library's ops stay on ORT's CPU EP) instead of mis-scoring
- * every frame. psnr_y's log10 is libdevice's on a GPU, glibc's here: equal
- * to the float on the check's frames (a difference in the last double ulp
- * reaches the float only at a tie). */
+ * every frame. */
 #ifndef VDNN_GPU_SELF_CHECK_H
 #define VDNN_GPU_SELF_CHECK_H
 
@@ -19,7 +17,8 @@
  * noisy distorted copy, a shifted previous frame, saturated blocks) with
  * vk_vif, vk_adm, vk_motion (gain limit enhn_gain_limit), vk_ssim and
  * vk_psnr on b and with the CPU kernels (vmaf_kernels.h, fr_kernels.h), and
- * compares the twelve scores as floats, bit for bit.
+ * compares the twelve scores as floats, bit for bit (psnr_y within one
+ * float step: its log10 is the GPU's own).
  * w, h >= 33 and <= 8192, bpc 8..16, enhn_gain_limit 1..100.
  * 0 when all twelve are the same; -EIO when one differs (the message names
  * it, the frame and both values); -EINVAL for arguments out of range;
