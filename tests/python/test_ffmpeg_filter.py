@@ -405,15 +405,13 @@ _SUMMARY = re.compile(r"\] model (\S+) ran on (\S+?)(?: as (\S+))?: (\d+) runs, 
 
 def _summary(stderr: str):
     """{model stem: (EP, form's base name or None, runs, specialised, device-resident I/O,
-    recorded graph)} from the filter's model lines at its close; the runs from pinned memory
-    checked 0 (ORT's CPU EP copies nothing to a device), and those fed UINT8 samples too (on
-    ORT's CPU EP the built-ins score from their own files or CPU forms, none of which is a
-    samples model the library can narrow)."""
+    recorded graph, fed UINT8 samples)} from the filter's model lines at its close; the runs
+    from pinned memory checked 0 (ORT's CPU EP copies nothing to a device)."""
     lines = {}
     for path, ep, form, *counts in _SUMMARY.findall(stderr):
         runs, fixed, bound, pinned, captured, narrow = map(int, counts)
-        assert pinned == 0 and narrow == 0, (path, counts)
-        lines[Path(path).stem] = (ep, form or None, runs, fixed, bound, captured)
+        assert pinned == 0, (path, counts)
+        lines[Path(path).stem] = (ep, form or None, runs, fixed, bound, captured, narrow)
     return lines
 
 
@@ -424,7 +422,9 @@ def test_summary_counts_specialised_and_device_io_runs(patched, tmp_path, clips8
     are those of one run per frame whatever the schedule): with static_shapes=on and
     device_io=on on ORT's CPU EP, every run of psnr_y and ssim_y is specialised and binds its
     I/O; device_io=off binds none, and its reason is logged at the verbose level only on the
-    CPU. The model that scores through its CPU form says so ("as <form>")."""
+    CPU. The model that scores through its CPU form says so ("as <form>"), and the forms whose
+    samples reach only the library's ops (psnr_y's and ssim_y's kernels forms) take the 8-bit
+    clip as UINT8."""
     builtin = Path(patched[1]["VMAFDNN_BUILTIN_MODELS"])
     n = clips8.frames
     for device_io in ("on", "off"):
@@ -435,19 +435,22 @@ def test_summary_counts_specialised_and_device_io_runs(patched, tmp_path, clips8
         lines = _summary(log)
         assert {"psnr_y", "ssim_y"} <= set(lines) and \
             len(lines) == len(re.findall(r"\] model .* ran on", log)), log[-3000:]
-        for stem, (ep, form, runs, fixed, bound, captured) in lines.items():
+        for stem, (ep, form, runs, fixed, bound, captured, narrow) in lines.items():
             assert ep == "CPU" and runs == n and fixed in (0, n), (stem, lines[stem])
+            # the 8-bit clip's runs go as UINT8 where the library's ops read the samples
+            assert narrow == (fixed if (form or "").endswith(("_kernels.onnx", "_cpu.onnx"))
+                              else 0), (stem, lines[stem])
             assert bound == (fixed if device_io == "on" else 0) and captured == 0, (stem,
                                                                                   lines[stem])
             assert form is None or ("/" not in form and (builtin / form).is_file()), form
         for stem in ("psnr_y", "ssim_y"):  # through their kernels forms, on the CPU EP
             assert lines[stem] == ("CPU", f"{stem}_kernels.onnx", n, n,
-                                   n if device_io == "on" else 0, 0)
+                                   n if device_io == "on" else 0, 0, n)
         assert "device I/O:" not in log  # the CPU's reason is verbose
     proc = run(patched, "-v", "verbose", "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
                f"[0:v][1:v]vmafdnn=model=psnr_y:threads={threads}:device=cpu:static_shapes=on:"
                "device_io=off", "-f", "null", "-")
-    assert _summary(proc.stderr)["psnr_y"] == ("CPU", "psnr_y_kernels.onnx", n, n, 0, 0)
+    assert _summary(proc.stderr)["psnr_y"] == ("CPU", "psnr_y_kernels.onnx", n, n, 0, 0, n)
     assert re.search(r"\] model \S+psnr_y\.onnx: device I/O: .*device_io", proc.stderr), \
         proc.stderr[-3000:]
 
