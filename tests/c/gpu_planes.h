@@ -9,13 +9,19 @@
  *   GPU_EXTREME samples at 0 and 2^bpc - 1 in blocks, dist inverted in part
  *   GPU_SAME    dist equal to ref (perfect scores)
  * The sizes and depths every test runs: GPU_SIZES (odd, even, small, wide,
- * 1080p-like) x 8, 10, 12, 16 bits. */
+ * 1080p-like) x 8, 10, 12, 16 bits. gpu_same_as_cpu holds a one-score
+ * program to its CPU kernel on a pair. */
 #ifndef VMAFDNN_TEST_GPU_PLANES_H
 #define VMAFDNN_TEST_GPU_PLANES_H
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "gpu/programs.h"
+#include "vmaf_kernels.h"
 
 enum { GPU_NOISE, GPU_SCENE, GPU_EXTREME, GPU_SAME, GPU_KINDS };
 
@@ -70,6 +76,33 @@ static void gpu_pair(int kind, int w, int h, int bpc, uint64_t seed, uint16_t *r
             ref[i] = (uint16_t)(r < 0 ? 0 : r > peak ? peak : r);
             dist[i] = (uint16_t)(d < 0 ? 0 : d > peak ? peak : d);
         }
+}
+
+/* A one-score program (vk_motion, vk_psnr, vk_ssim) on the emulator against
+ * its CPU kernel on planes a and b: 1 when it gives (float) of the kernel's
+ * double, bit for bit, else 0 with both values on stderr. */
+typedef int (*GpuCpuKernel)(const VdnnKernelEnv *, const VdnnPlane *, const VdnnPlane *,
+                            double *);
+typedef int (*GpuProgram)(const VkBackend *, const uint16_t *, const uint16_t *, int, int, int,
+                          float *);
+
+static inline int gpu_same_as_cpu(const char *name, GpuCpuKernel cpu, GpuProgram gpu,
+                                  const uint16_t *a, const uint16_t *b, int w, int h, int bpc,
+                                  const char *what)
+{
+    const VdnnPlane pa = {a, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    const VdnnPlane pb = {b, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    double want = -1;
+    float got = -1;
+    const int rc_cpu = cpu(&vdnn_kernel_env_malloc, &pa, &pb, &want);
+    const int rc_gpu = gpu(&vk_emulator, a, b, w, h, bpc, &got);
+    const float cpu_float = (float)want;
+    if (rc_cpu || rc_gpu || memcmp(&got, &cpu_float, sizeof got) != 0) {
+        fprintf(stderr, "%s %s %dx%d %d-bit: cpu %.9g (rc %d), gpu %.9g (rc %d)\n", name, what, w,
+                h, bpc, want, rc_cpu, (double)got, rc_gpu);
+        return 0;
+    }
+    return 1;
 }
 
 #endif

@@ -14,18 +14,7 @@
 static int same_as_cpu(const uint16_t *prev, const uint16_t *cur, int w, int h, int bpc,
                        const char *what)
 {
-    const VdnnPlane p = {prev, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
-    const VdnnPlane c = {cur, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
-    double want = -1;
-    float got = -1;
-    const int rc_cpu = vdnn_motion_integer(&vdnn_kernel_env_malloc, &p, &c, &want);
-    const int rc_gpu = vk_motion(&vk_emulator, prev, cur, w, h, bpc, &got);
-    if (rc_cpu || rc_gpu || got != (float)want) {
-        fprintf(stderr, "motion %s %dx%d %d-bit: cpu %.9g (rc %d), gpu %.9g (rc %d)\n", what, w,
-                h, bpc, want, rc_cpu, (double)got, rc_gpu);
-        return 0;
-    }
-    return 1;
+    return gpu_same_as_cpu("motion", vdnn_motion_integer, vk_motion, prev, cur, w, h, bpc, what);
 }
 
 int main(void)

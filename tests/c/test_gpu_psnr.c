@@ -19,19 +19,7 @@
 static int same_as_cpu(const uint16_t *ref, const uint16_t *dist, int w, int h, int bpc,
                        const char *what)
 {
-    const VdnnPlane r = {ref, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
-    const VdnnPlane d = {dist, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
-    double want = -1;
-    float got = -1;
-    const int rc_cpu = vdnn_psnr_y(&vdnn_kernel_env_malloc, &r, &d, &want);
-    const int rc_gpu = vk_psnr(&vk_emulator, ref, dist, w, h, bpc, &got);
-    const float cpu = (float)want;
-    if (rc_cpu || rc_gpu || memcmp(&got, &cpu, sizeof cpu) != 0) {
-        fprintf(stderr, "psnr %s %dx%d %d-bit: cpu %.9g (rc %d), gpu %.9g (rc %d)\n", what, w,
-                h, bpc, want, rc_cpu, (double)got, rc_gpu);
-        return 0;
-    }
-    return 1;
+    return gpu_same_as_cpu("psnr", vdnn_psnr_y, vk_psnr, ref, dist, w, h, bpc, what);
 }
 
 /* The obvious PSNR: peak^2 over the mean squared error, in long double. */
