@@ -27,6 +27,10 @@ device), and samples16_static runs the same with VMAFDNN_UINT8=0 (UINT16, half o
 vmaf_features' accelerator form takes samples itself: its accel_static goes as UINT8 and
 accel16_static as UINT16.
 
+A last run, library, scores the model by its own file with its forms on (VMAFDNN_MODEL_FORMS
+unset): what the library picks for the EP by itself (the fused kernels' form on ORT's CPU EP,
+and on CUDA where its GPU kernels are ready; the form is named in the nodes line).
+
 A third run, accel_static, specialises the accelerator form to the clip's size (static_shapes
 on: every shape computation folds away when the session is created; the library's default on
 every EP but ORT's CPU EP). It prints, for each, the EP it attached and how many of its nodes that EP runs after ORT's
@@ -69,6 +73,9 @@ def contenders(name, batch):
         runs.append(("accel16_static", accel, "1", "on", 0))
     if batch > 1:
         runs.append((f"accel_batch{batch}", accel, "1", "auto", batch))
+    # what the library picks for the EP by itself (its sidecar's choices: the fused kernels'
+    # form on the CPU EP, and on CUDA where its GPU kernels are ready), static shapes auto
+    runs.append(("library", own, "1", "auto", 0))
     return runs
 
 
@@ -82,7 +89,8 @@ def nodes_text(report):
                  f"{runs['captured']})" if runs.get("device_io") else "")
         if runs.get("uint8"):
             bound += f", UINT8 on {runs['uint8']}"
-        parts.append(f"{os.path.basename(m['path'])} on {m['attached_ep']}{share}{bound}")
+        form = f" as {os.path.basename(m['form'])}" if m.get("form") else ""
+        parts.append(f"{os.path.basename(m['path'])}{form} on {m['attached_ep']}{share}{bound}")
     return "; ".join(parts)
 
 
