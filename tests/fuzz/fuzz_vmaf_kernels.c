@@ -1,5 +1,6 @@
-/* libFuzzer harness for the VMAF kernels (csrc/vmaf_kernels.h), which the
- * library's own ONNX operators run on planes a third-party model may feed;
+/* libFuzzer harness for the VMAF kernels (csrc/vmaf_kernels.h) and ssim_y's
+ * and psnr_y's (csrc/fr_kernels.h), which the library's own ONNX operators
+ * run on planes a third-party model may feed;
  * built and run by tools/fuzz.sh with ASan + UBSan.
  *
  * The input's first bytes choose the geometry: width and height (1..96, so
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fr_kernels.h"
 #include "vmaf_kernels.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -94,6 +96,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(vdnn_adm_integer(&env, &pa, &pb, egl, &adm[0], &adm[1]), adm, 5, out_of_range);
     double m = -1234.5;
     check(vdnn_motion_integer(&env, &pa, &pb, &m), &m, 1, out_of_range);
+    double ssim = -1234.5, psnr = -1234.5;
+    check(vdnn_ssim_y(&env, &pa, &pb, &ssim), &ssim, 1, out_of_range);
+    check(vdnn_psnr_y(&env, &pa, &pb, &psnr), &psnr, 1, out_of_range);
     free(a);
     free(b);
     return 0;
