@@ -57,4 +57,9 @@ int vk_ssim(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w
 int vk_psnr(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w, int h,
             int bpc, float *score);
 
+/* vdnn_sharpness_nr (nr_kernels.h): *score (float, the backend's), the
+ * variance of the plane's Laplacian (no reference: one plane); w, h >= 3.
+ * 2 launches. */
+int vk_sharpness(const VkBackend *b, const uint16_t *dist, int w, int h, int bpc, float *score);
+
 #endif
