@@ -1,6 +1,6 @@
 /* Internal: the names of the library's own ONNX operators (ORT custom ops,
- * implemented in ort_custom_ops.c over the kernels of vmaf_kernels.h and
- * fr_kernels.h).
+ * implemented in ort_custom_ops.c over the kernels of vmaf_kernels.h,
+ * fr_kernels.h and nr_kernels.h).
  *
  * The ONNX scanner admits exactly these operators of exactly this domain
  * (onnx_scan.c); ort_custom_ops.c registers them on every session. A model
@@ -21,8 +21,11 @@
  *   Psnr(ref: uint16, dist: uint16, bpc: float[1]) -> float[1]
  *       PSNR in dB, the built-in psnr_y's (fr_kernels.h vdnn_psnr_y): MSE
  *       floored at 1e-20, no cap (the library caps as the sidecar says).
- * Planes are [..., H, W] with every leading dim 1; the two planes of an op
- * have one shape and one element type: uint16 above, or uint8 (an 8-bit
+ *   LaplacianVariance(plane: uint16, bpc: float[1]) -> float[1]
+ *       the variance of the plane's 3x3 Laplacian, the built-in
+ *       sharpness_nr's (nr_kernels.h vdnn_sharpness_nr).
+ * Planes are [..., H, W] with every leading dim 1; the planes of an op have
+ * one shape and one element type: uint16 above, or uint8 (an 8-bit
  * clip's samples, which the library feeds so where the planes only reach
  * these ops: onnx_scan.h vdnn_onnx_narrow_samples; widened in the op).
  */
@@ -33,6 +36,6 @@
 
 /* X(name) for each operator of the domain. */
 #define VDNN_CUSTOM_OPS(X)                                                                 \
-    X(Samples) X(VifInteger) X(AdmInteger) X(MotionInteger) X(Ssim) X(Psnr)
+    X(Samples) X(VifInteger) X(AdmInteger) X(MotionInteger) X(Ssim) X(Psnr) X(LaplacianVariance)
 
 #endif

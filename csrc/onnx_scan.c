@@ -1232,9 +1232,29 @@ static const char *shown(char (*dst)[VDNN_SCAN_OP_NAME_MAX], Span s)
     return printable(*dst, sizeof(*dst), s);
 }
 
-/* The library's ops whose inputs 0 and 1 are two planes of samples. */
-static const char *const plane_ops[] = {"VifInteger", "AdmInteger", "MotionInteger", "Ssim",
-                                        "Psnr"};
+/* The library's ops whose inputs are planes of samples and then bpc, with
+ * their number of inputs. */
+static const struct {
+    const char *op;
+    size_t n_in;
+} plane_ops[] = {{"VifInteger", 3}, {"AdmInteger", 3}, {"MotionInteger", 3},
+                 {"Ssim", 3},       {"Psnr", 3},       {"LaplacianVariance", 2}};
+
+/* Whether n (of the library's domain) is one of plane_ops reading narrowed
+ * values as all its planes and as nothing else. */
+static bool reads_planes(const Flow *flow, const FlowNode *n)
+{
+    const Span *in = &flow->names.v[n->first_in];
+    for (size_t k = 0; k < sizeof(plane_ops) / sizeof(plane_ops[0]); k++) {
+        if (!span_is(n->op, plane_ops[k].op) || n->n_in != plane_ops[k].n_in)
+            continue;
+        for (size_t i = 0; i + 1 < n->n_in; i++)
+            if (!listed(&flow->narrow, in[i]))
+                return false;
+        return !listed(&flow->narrow, in[n->n_in - 1]);
+    }
+    return false;
+}
 
 /* Follows the narrowed values through the nodes that read them until none
  * is added (nodes may be listed out of order). -ENOTSUP when a node would
@@ -1256,12 +1276,9 @@ static int follow_narrow(Flow *flow)
             const bool standard = n->domain.n == 0 || span_is(n->domain, "ai.onnx");
             if (standard && span_is(n->op, "Cast"))
                 continue;
-            /* the library's ops read both planes as samples of either width
+            /* the library's ops read their planes as samples of either width
              * (custom_ops.h), their outputs are scores */
-            if (span_is(n->domain, VDNN_CUSTOM_OP_DOMAIN) &&
-                on_list(plane_ops, sizeof(plane_ops) / sizeof(plane_ops[0]), n->op) &&
-                n->n_in == 3 && listed(&flow->narrow, in[0]) && listed(&flow->narrow, in[1]) &&
-                !listed(&flow->narrow, in[2]))
+            if (span_is(n->domain, VDNN_CUSTOM_OP_DOMAIN) && reads_planes(flow, n))
                 continue;
             const bool moves =
                 standard && (span_is(n->op, "Concat")

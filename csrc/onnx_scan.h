@@ -213,9 +213,10 @@ int vdnn_onnx_form_fits(const VdnnOnnxInterface *model, const VdnnOnnxInterface 
  * every node of the main graph that reads such an input (or what the
  * following nodes make of it) is a Cast, a Concat of such values only,
  * Slice, Reshape, Squeeze, Unsqueeze, Flatten, Transpose, Identity or
- * Split at their data input, or one of the library's ops that take two
- * planes (VifInteger, AdmInteger, MotionInteger, Ssim, Psnr: custom_ops.h)
- * reading such values as both, the model holds no subgraph, and neither its
+ * Split at their data input, or one of the library's ops that take planes
+ * (VifInteger, AdmInteger, MotionInteger, Ssim, Psnr, LaplacianVariance:
+ * custom_ops.h) reading such values as all of them, the model holds no
+ * subgraph, and neither its
  * value_info nor its outputs declare the type of a value that changes.
  * The inputs' elem_type fields are rewritten in place of a copy of the
  * bytes, which keep their length and every other byte.

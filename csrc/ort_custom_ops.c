@@ -20,13 +20,14 @@
 #include "custom_ops.h"
 #include "error.h"
 #include "fr_kernels.h"
+#include "nr_kernels.h"
 #include "gpu/programs.h"
 #include "ort_custom_ops.h"
 #include "vectorize.h"
 #include "vmaf_kernels.h"
 #include "vmafdnn/vmafdnn.h"
 
-typedef enum { OP_SAMPLES, OP_VIF, OP_ADM, OP_MOTION, OP_SSIM, OP_PSNR } OpKind;
+typedef enum { OP_SAMPLES, OP_VIF, OP_ADM, OP_MOTION, OP_SSIM, OP_PSNR, OP_SHARPNESS } OpKind;
 
 #define MAX_IN 3
 #define MAX_OUT 5
@@ -55,12 +56,14 @@ static OpDef ops[] = {
      .out = {F32, F32, F32, F32}},
     {.kind = OP_ADM, .name = "AdmInteger", .n_in = 3, .n_out = 5, .in = {SAMPLES, SAMPLES, F32},
      .out = {F32, F32, F32, F32, F32}},
-    {.kind = OP_MOTION, .name = "MotionInteger", .n_in = 3, .n_out = 1, .in = {SAMPLES, SAMPLES, F32},
-     .out = {F32}},
+    {.kind = OP_MOTION, .name = "MotionInteger", .n_in = 3, .n_out = 1,
+     .in = {SAMPLES, SAMPLES, F32}, .out = {F32}},
     {.kind = OP_SSIM, .name = "Ssim", .n_in = 3, .n_out = 1, .in = {SAMPLES, SAMPLES, F32},
      .out = {F32}},
     {.kind = OP_PSNR, .name = "Psnr", .n_in = 3, .n_out = 1, .in = {SAMPLES, SAMPLES, F32},
      .out = {F32}},
+    {.kind = OP_SHARPNESS, .name = "LaplacianVariance", .n_in = 2, .n_out = 1,
+     .in = {SAMPLES, F32}, .out = {F32}},
 };
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
 
@@ -74,10 +77,12 @@ static OpDef cuda_ops[] = {
      .in = {SAMPLES, SAMPLES, F32}, .out = {F32, F32, F32, F32, F32}},
     {.kind = OP_MOTION, .name = "MotionInteger", .cuda = 1, .n_in = 3, .n_out = 1,
      .in = {SAMPLES, SAMPLES, F32}, .out = {F32}},
-    {.kind = OP_SSIM, .name = "Ssim", .cuda = 1, .n_in = 3, .n_out = 1, .in = {SAMPLES, SAMPLES, F32},
-     .out = {F32}},
-    {.kind = OP_PSNR, .name = "Psnr", .cuda = 1, .n_in = 3, .n_out = 1, .in = {SAMPLES, SAMPLES, F32},
-     .out = {F32}},
+    {.kind = OP_SSIM, .name = "Ssim", .cuda = 1, .n_in = 3, .n_out = 1,
+     .in = {SAMPLES, SAMPLES, F32}, .out = {F32}},
+    {.kind = OP_PSNR, .name = "Psnr", .cuda = 1, .n_in = 3, .n_out = 1,
+     .in = {SAMPLES, SAMPLES, F32}, .out = {F32}},
+    {.kind = OP_SHARPNESS, .name = "LaplacianVariance", .cuda = 1, .n_in = 2, .n_out = 1,
+     .in = {SAMPLES, F32}, .out = {F32}},
 };
 #define N_CUDA_OPS (sizeof(cuda_ops) / sizeof(cuda_ops[0]))
 
@@ -302,6 +307,8 @@ static const char *kernel_limits(OpKind kind)
         return "SSIM needs planes of at least 11x11 with every sample below 2^bpc";
     case OP_PSNR:
         return "PSNR needs every sample below 2^bpc";
+    case OP_SHARPNESS:
+        return "the Laplacian needs a plane of at least 3x3 with every sample below 2^bpc";
     default:
         return "motion needs planes of at least 3x3 with every sample below 2^bpc";
     }
@@ -317,24 +324,28 @@ static OrtStatus *kernel_failed(const Kernel *k, int rc, unsigned w, unsigned h,
                    why[0] ? ": " : "", why);
 }
 
-/* The inputs of every op but Samples (on either EP): two
- * planes of one shape (w x h), and bpc. */
-static OrtStatus *read_pair(const Kernel *k, OrtKernelContext *ctx, Tensor *a, Tensor *b,
-                            unsigned *w, unsigned *h, unsigned *bpc)
+/* The inputs of every op but Samples (on either EP): its planes (n_in - 1 of
+ * them: one or two) of one shape (w x h) and one element type, then bpc. */
+static OrtStatus *read_planes(const Kernel *k, OrtKernelContext *ctx, Tensor *planes,
+                              unsigned *w, unsigned *h, unsigned *bpc)
 {
+    const size_t n = k->def->n_in - 1;
     Tensor depth;
-    unsigned wb, hb;
     OrtStatus *st;
-    if ((st = read_input(k, ctx, 0, a)) || (st = read_input(k, ctx, 1, b)) ||
-        (st = read_input(k, ctx, 2, &depth)) || (st = plane_size(k, a, 0, w, h)) ||
-        (st = plane_size(k, b, 1, &wb, &hb)) || (st = read_bpc(k, &depth, 2, bpc)))
+    for (size_t i = 0; i < n; i++) {
+        unsigned wi, hi;
+        if ((st = read_input(k, ctx, i, &planes[i])) ||
+            (st = plane_size(k, &planes[i], i, i ? &wi : w, i ? &hi : h)))
+            return st;
+        if (i && (wi != *w || hi != *h))
+            return failure(k, ORT_INVALID_ARGUMENT, "its planes differ in size (%ux%u and "
+                           "%ux%u)", *w, *h, wi, hi);
+        if (i && planes[i].type != planes[0].type)
+            return failure(k, ORT_INVALID_ARGUMENT, "its planes differ in element type (%d and "
+                           "%d)", (int)planes[0].type, (int)planes[i].type);
+    }
+    if ((st = read_input(k, ctx, n, &depth)) || (st = read_bpc(k, &depth, n, bpc)))
         return st;
-    if (*w != wb || *h != hb)
-        return failure(k, ORT_INVALID_ARGUMENT, "its planes differ in size (%ux%u and %ux%u)", *w,
-                       *h, wb, hb);
-    if (a->type != b->type)
-        return failure(k, ORT_INVALID_ARGUMENT, "its planes differ in element type (%d and %d)",
-                       (int)a->type, (int)b->type);
     return NULL;
 }
 
@@ -348,47 +359,52 @@ static uint16_t *widened(const uint8_t *src, size_t n)
     return dst;
 }
 
-/* VifInteger, AdmInteger, MotionInteger, Ssim, Psnr on ORT's CPU EP. */
-static OrtStatus *compute_pair(const Kernel *k, OrtKernelContext *ctx)
+/* Every op but Samples on ORT's CPU EP. */
+static OrtStatus *compute_planes(const Kernel *k, OrtKernelContext *ctx)
 {
-    Tensor a, b;
-    unsigned wa, ha, bpc = 0;
-    OrtStatus *st = read_pair(k, ctx, &a, &b, &wa, &ha, &bpc);
+    Tensor t[2];
+    unsigned w, h, bpc = 0;
+    OrtStatus *st = read_planes(k, ctx, t, &w, &h, &bpc);
     if (st)
         return st;
-    uint16_t *wide_a = NULL, *wide_b = NULL;
-    if (a.type == U8 && (!(wide_a = widened(a.data, a.count)) ||
-                         !(wide_b = widened(b.data, b.count)))) {
-        session_env.release(session_env.opaque, wide_a);
-        return failure(k, ORT_FAIL, "no memory to widen a %ux%u plane of 8-bit samples", wa,
-                       ha);
+    const size_t n = k->def->n_in - 1;
+    uint16_t *wide[2] = {NULL, NULL};
+    VdnnPlane p[2];
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].type == U8 && !(wide[i] = widened(t[i].data, t[i].count))) {
+            session_env.release(session_env.opaque, wide[0]);
+            return failure(k, ORT_FAIL, "no memory to widen a %ux%u plane of 8-bit samples", w,
+                           h);
+        }
+        p[i] = (VdnnPlane){wide[i] ? wide[i] : t[i].data, w, w, h, bpc};
     }
-    const VdnnPlane pa = {wide_a ? wide_a : a.data, wa, wa, ha, bpc},
-                    pb = {wide_b ? wide_b : b.data, wa, wa, ha, bpc};
     double v[MAX_OUT];
     int rc;
     vdnn_clear_error();
     switch (k->def->kind) {
     case OP_VIF:
-        rc = vdnn_vif_integer(&session_env, &pa, &pb, k->enhn_gain_limit, v);
+        rc = vdnn_vif_integer(&session_env, &p[0], &p[1], k->enhn_gain_limit, v);
         break;
     case OP_ADM:
-        rc = vdnn_adm_integer(&session_env, &pa, &pb, k->enhn_gain_limit, &v[0], &v[1]);
+        rc = vdnn_adm_integer(&session_env, &p[0], &p[1], k->enhn_gain_limit, &v[0], &v[1]);
         break;
     case OP_SSIM:
-        rc = vdnn_ssim_y(&session_env, &pa, &pb, &v[0]);
+        rc = vdnn_ssim_y(&session_env, &p[0], &p[1], &v[0]);
         break;
     case OP_PSNR:
-        rc = vdnn_psnr_y(&session_env, &pa, &pb, &v[0]);
+        rc = vdnn_psnr_y(&session_env, &p[0], &p[1], &v[0]);
+        break;
+    case OP_SHARPNESS:
+        rc = vdnn_sharpness_nr(&session_env, &p[0], &v[0]);
         break;
     default:
-        rc = vdnn_motion_integer(&session_env, &pa, &pb, &v[0]);
+        rc = vdnn_motion_integer(&session_env, &p[0], &p[1], &v[0]);
         break;
     }
-    session_env.release(session_env.opaque, wide_a);
-    session_env.release(session_env.opaque, wide_b);
+    session_env.release(session_env.opaque, wide[0]);
+    session_env.release(session_env.opaque, wide[1]);
     if (rc)
-        return kernel_failed(k, rc, wa, ha, bpc);
+        return kernel_failed(k, rc, w, h, bpc);
     return write_scalars(k, ctx, v, k->def->n_out);
 }
 
@@ -398,12 +414,12 @@ static OrtStatus *compute_pair(const Kernel *k, OrtKernelContext *ctx)
  * (programs.h), where the CPU variants fail the Run: through the library
  * that cannot happen (a context refuses such a sample when it reads the
  * frame). */
-static OrtStatus *compute_pair_cuda(const Kernel *k, OrtKernelContext *ctx)
+static OrtStatus *compute_planes_cuda(const Kernel *k, OrtKernelContext *ctx)
 {
     const OrtApi *a = k->api;
-    Tensor ta, tb;
-    unsigned wa, ha, bpc = 0;
-    OrtStatus *st = read_pair(k, ctx, &ta, &tb, &wa, &ha, &bpc);
+    Tensor t[2];
+    unsigned w, h, bpc = 0;
+    OrtStatus *st = read_planes(k, ctx, t, &w, &h, &bpc);
     if (st)
         return st;
     /* the device: the one the first plane is on */
@@ -429,40 +445,45 @@ static OrtStatus *compute_pair_cuda(const Kernel *k, OrtKernelContext *ctx)
             return st;
         outs[i] = data;
     }
+    const size_t n = k->def->n_in - 1, samples = (size_t)w * h;
     void *scores = NULL, *wide = NULL;
-    const uint16_t *pa = ta.data, *pb = tb.data;
-    if (ta.type == U8) { /* widened on the device: the copy there was of 8-bit samples */
-        const size_t n = (size_t)wa * ha;
-        if ((rc = cs.backend.alloc(cs.backend.self, 2 * n * sizeof(uint16_t), &wide)))
+    const uint16_t *p[2] = {t[0].data, n > 1 ? t[1].data : NULL};
+    if (t[0].type == U8) { /* widened on the device: the copy there was of 8-bit samples */
+        if ((rc = cs.backend.alloc(cs.backend.self, n * samples * sizeof(uint16_t), &wide)))
             return failure(k, ORT_FAIL, "%s", vdnn_last_error());
-        uint16_t *const wide_a = wide, *const wide_b = wide_a + n;
-        if ((rc = vk_widen(&cs.backend, ta.data, wide_a, (int)wa, (int)ha)) ||
-            (rc = vk_widen(&cs.backend, tb.data, wide_b, (int)wa, (int)ha))) {
+        for (size_t i = 0; !rc && i < n; i++) {
+            uint16_t *const dst = (uint16_t *)wide + i * samples;
+            rc = vk_widen(&cs.backend, t[i].data, dst, (int)w, (int)h);
+            p[i] = dst;
+        }
+        if (rc) {
             cs.backend.release(cs.backend.self, wide);
             return failure(k, ORT_FAIL, "CUDA: %s", vdnn_last_error());
         }
-        pa = wide_a;
-        pb = wide_b;
     }
     if ((rc = cs.backend.alloc(cs.backend.self, MAX_OUT * sizeof(float), &scores))) {
         cs.backend.release(cs.backend.self, wide);
         return failure(k, ORT_FAIL, "%s", vdnn_last_error());
     }
+    const int iw = (int)w, ih = (int)h, ib = (int)bpc;
     switch (k->def->kind) {
     case OP_VIF:
-        rc = vk_vif(&cs.backend, pa, pb, (int)wa, (int)ha, (int)bpc, k->enhn_gain_limit, scores);
+        rc = vk_vif(&cs.backend, p[0], p[1], iw, ih, ib, k->enhn_gain_limit, scores);
         break;
     case OP_ADM:
-        rc = vk_adm(&cs.backend, pa, pb, (int)wa, (int)ha, (int)bpc, k->enhn_gain_limit, scores);
+        rc = vk_adm(&cs.backend, p[0], p[1], iw, ih, ib, k->enhn_gain_limit, scores);
         break;
     case OP_SSIM:
-        rc = vk_ssim(&cs.backend, pa, pb, (int)wa, (int)ha, (int)bpc, scores);
+        rc = vk_ssim(&cs.backend, p[0], p[1], iw, ih, ib, scores);
         break;
     case OP_PSNR:
-        rc = vk_psnr(&cs.backend, pa, pb, (int)wa, (int)ha, (int)bpc, scores);
+        rc = vk_psnr(&cs.backend, p[0], p[1], iw, ih, ib, scores);
+        break;
+    case OP_SHARPNESS:
+        rc = vk_sharpness(&cs.backend, p[0], iw, ih, ib, scores);
         break;
     default:
-        rc = vk_motion(&cs.backend, pa, pb, (int)wa, (int)ha, (int)bpc, scores);
+        rc = vk_motion(&cs.backend, p[0], p[1], iw, ih, ib, scores);
         break;
     }
     if (!rc)
@@ -470,8 +491,8 @@ static OrtStatus *compute_pair_cuda(const Kernel *k, OrtKernelContext *ctx)
     cs.backend.release(cs.backend.self, scores);
     cs.backend.release(cs.backend.self, wide);
     if (rc == -EINVAL)
-        return failure(k, ORT_INVALID_ARGUMENT, "cannot score a %ux%u plane of %u bits: %s", wa,
-                       ha, bpc, kernel_limits(k->def->kind));
+        return failure(k, ORT_INVALID_ARGUMENT, "cannot score a %ux%u plane of %u bits: %s", w,
+                       h, bpc, kernel_limits(k->def->kind));
     return rc ? failure(k, ORT_FAIL, "CUDA: %s", vdnn_last_error()) : NULL;
 }
 
@@ -512,7 +533,7 @@ static OrtStatus *ORT_API_CALL compute(void *kernel, OrtKernelContext *ctx)
     const Kernel *k = kernel;
     if (k->def->kind == OP_SAMPLES)
         return compute_samples(k, ctx);
-    return k->def->cuda ? compute_pair_cuda(k, ctx) : compute_pair(k, ctx);
+    return k->def->cuda ? compute_planes_cuda(k, ctx) : compute_planes(k, ctx);
 }
 
 static void ORT_API_CALL destroy_kernel(void *kernel)
@@ -558,10 +579,10 @@ static OrtCustomOpInputOutputCharacteristic ORT_API_CALL required(const OrtCusto
     return INPUT_OUTPUT_REQUIRED;
 }
 
-/* On CUDA, bpc (input 2) is read on the host. */
+/* On CUDA, bpc (the last input) is read on the host. */
 static OrtMemType ORT_API_CALL input_memory(const OrtCustomOp *op, size_t i)
 {
-    return def_of(op)->cuda && i == 2 ? OrtMemTypeCPUInput : OrtMemTypeDefault;
+    return def_of(op)->cuda && i == def_of(op)->n_in - 1 ? OrtMemTypeCPUInput : OrtMemTypeDefault;
 }
 
 static int ORT_API_CALL variadic_min_arity(const OrtCustomOp *op)

@@ -7,22 +7,23 @@
 
 #include "../error.h"
 #include "../fr_kernels.h"
+#include "../nr_kernels.h"
 #include "../vmaf_kernels.h"
 #include "programs.h"
 #include "self_check.h"
 
-#define N_SCORES 12
+#define N_SCORES 13
 
 static const char *const score_names[N_SCORES] = {
-    "vif_scale0", "vif_scale1", "vif_scale2", "vif_scale3", "adm2",   "adm_scale0",
-    "adm_scale1", "adm_scale2", "adm_scale3", "motion",     "ssim_y", "psnr_y"};
+    "vif_scale0", "vif_scale1", "vif_scale2", "vif_scale3", "adm2",   "adm_scale0",   "adm_scale1",
+    "adm_scale2", "adm_scale3", "motion",     "ssim_y",     "psnr_y", "sharpness_nr"};
 
 /* psnr_y's dB goes through log10, which is libdevice's on a GPU and glibc's
  * here: they may differ in the last bit of the double, and so the float at
  * a tie. One float step apart is not a fault of the kernels (the SSE before
  * it is an exact integer on both sides); refusing every kernel of a device
  * for it would be. */
-enum { PSNR = N_SCORES - 1 };
+enum { PSNR = 11 };
 
 static int one_ulp(float a, float b)
 {
@@ -89,6 +90,8 @@ static int cpu_scores(const uint16_t *ref, const uint16_t *dist, const uint16_t 
         rc = vdnn_ssim_y(&vdnn_kernel_env_malloc, &r, &d, &s[10]);
     if (!rc)
         rc = vdnn_psnr_y(&vdnn_kernel_env_malloc, &r, &d, &s[11]);
+    if (!rc)
+        rc = vdnn_sharpness_nr(&vdnn_kernel_env_malloc, &d, &s[12]);
     for (int k = 0; k < N_SCORES; k++)
         out[k] = (float)s[k];
     return rc;
@@ -122,6 +125,8 @@ static int device_scores(const VkBackend *b, const uint16_t *ref, const uint16_t
         rc = vk_ssim(b, d_ref, d_dist, w, h, bpc, scores + 10);
     if (!rc)
         rc = vk_psnr(b, d_ref, d_dist, w, h, bpc, scores + 11);
+    if (!rc)
+        rc = vk_sharpness(b, d_dist, w, h, bpc, scores + 12);
     if (!rc)
         rc = b->download(b->self, out, scores, N_SCORES * sizeof(float));
     b->release(b->self, scores);

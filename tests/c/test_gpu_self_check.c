@@ -86,7 +86,7 @@ int main(void)
     } skipped[] = {{"vif_rows", "vif_scale0"},    {"adm_cm", "adm2"},
                    {"motion_horizontal", "motion"}, {"vif_subsample", "vif_scale1"},
                    {"adm_finish", "adm2"},        {"ssim_map", "ssim_y"},
-                   {"psnr_finish", "psnr_y"}};
+                   {"psnr_finish", "psnr_y"},     {"sharp_finish", "sharpness_nr"}};
     for (size_t i = 0; i < sizeof(skipped) / sizeof(skipped[0]); i++) {
         Faulty f = sound;
         f.skip = skipped[i].kernel;

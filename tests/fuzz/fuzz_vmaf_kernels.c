@@ -1,5 +1,5 @@
-/* libFuzzer harness for the VMAF kernels (csrc/vmaf_kernels.h) and ssim_y's
- * and psnr_y's (csrc/fr_kernels.h), which the library's own ONNX operators
+/* libFuzzer harness for the VMAF kernels (csrc/vmaf_kernels.h), ssim_y's and
+ * psnr_y's (csrc/fr_kernels.h) and sharpness_nr's (nr_kernels.h), which the library's own ONNX operators
  * run on planes a third-party model may feed;
  * built and run by tools/fuzz.sh with ASan + UBSan.
  *
@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "fr_kernels.h"
+#include "nr_kernels.h"
 #include "vmaf_kernels.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -77,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     const unsigned peak = (1u << bpc) - 1;
-    int out_of_range = 0;
+    int out_of_range = 0, b_out_of_range = 0; /* in either plane; in b */
     for (size_t i = 0; i < 2 * n; i++) {
         const size_t k = (2 * i) % (size - 1);
         unsigned s = (unsigned)data[k] | (unsigned)data[k + 1] << 8;
@@ -86,8 +87,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint16_t *dst = i < n ? &a[i] : &b[i - n];
         *dst = (uint16_t)s;
         const size_t col = (i % n) % stride;
-        if (col < w && s > peak)
+        if (col < w && s > peak) {
             out_of_range = 1;
+            b_out_of_range |= i >= n;
+        }
     }
     const VdnnPlane pa = {a, (ptrdiff_t)stride, w, h, bpc}, pb = {b, (ptrdiff_t)stride, w, h, bpc};
     double v[5] = {-1234.5, -1234.5, -1234.5, -1234.5, -1234.5};
@@ -99,6 +102,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     double ssim = -1234.5, psnr = -1234.5;
     check(vdnn_ssim_y(&env, &pa, &pb, &ssim), &ssim, 1, out_of_range);
     check(vdnn_psnr_y(&env, &pa, &pb, &psnr), &psnr, 1, out_of_range);
+    double sharpness = -1234.5;
+    check(vdnn_sharpness_nr(&env, &pb, &sharpness), &sharpness, 1, b_out_of_range);
     free(a);
     free(b);
     return 0;

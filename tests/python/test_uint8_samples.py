@@ -150,18 +150,18 @@ def test_vmafdnn_uint8_0_keeps_uint16():
 
 
 def test_library_ops_take_8bit_planes_as_uint8():
-    """The library's own ops (the kernels forms of psnr_y, ssim_y and psnr, VMAF's CPU form:
-    the forms ORT's CPU EP gets) take UINT8 planes too (widened in the op, on the GPU by a
-    kernel): an 8-bit frame goes as UINT8 (VMAF's too, unless it or the past picture its
+    """The library's own ops (the kernels forms of psnr_y, ssim_y, psnr and sharpness_nr, VMAF's
+    CPU form: the forms ORT's CPU EP gets) take UINT8 planes too (widened in the op, on the GPU
+    by a kernel): an 8-bit frame goes as UINT8 (VMAF's too, unless it or the past picture its
     motion reads is not 8-bit), and every score is the UINT16 session's, bit for bit."""
     bpcs = [8, 8, 8, 10, 8, 8]
     clips = [{"size": [48, 64], "bpcs": bpcs}]
-    kernels = ["psnr_y", "ssim_y", "psnr"]
+    kernels = ["psnr_y", "ssim_y", "psnr", "sharpness_nr"]
     got = score("1", {"threads": 1, **NARROW}, kernels, clips)
     want = score("1", {"threads": 1, **WIDE}, kernels, clips)
     assert got["forms"] == [m + "_kernels.onnx" for m in kernels], got["forms"]
     assert got["clips"] == want["clips"]
-    assert {"psnr_y", "psnr_cb", "psnr_cr", "ssim_y"} <= set(got["clips"][0])
+    assert {"psnr_y", "psnr_cb", "psnr_cr", "ssim_y", "sharpness_nr"} <= set(got["clips"][0])
     for runs in got["runs"]:
         assert runs["uint8"] == bpcs.count(8) and runs["fixed"] == len(bpcs), runs
     assert all(r["uint8"] == 0 for r in want["runs"])
