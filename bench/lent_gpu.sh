@@ -115,8 +115,8 @@ accel() { # name seconds size frames threads batch devices
         --together psnr_y,ssim_y
 }
 # The library's fused kernels on CUDA (csrc/gpu, compiled there by NVRTC and held to the CPU
-# kernels by the self-check: never run on a GPU before): VMAF's features, psnr_y and ssim_y
-# against the same ops on ORT's CPU EP: every value's difference (0 expected) and the fps,
+# kernels by the self-check: never run on a GPU before): VMAF's features, psnr_y, ssim_y and
+# sharpness_nr against the same ops on ORT's CPU EP: every value's difference (0 expected) and the fps,
 # with the kernels and with ORT copying the planes to its CPU EP for the ops
 step nvrtc 20 sh -c "find / -xdev -name 'libnvrtc*.so*' 2>/dev/null | head -n 8"
 step cuda_kernels 100 python3 "$repo/bench/check_cuda_kernels.py" --device cuda --sizes "$hd" \
