@@ -67,7 +67,8 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--models", default="psnr_y,ssim_y,float_ssim,sharpness_nr,vmaf_features")
     ap.add_argument("--forms", default="accel,samples",
-                    help="which forms: accel (float32 planes), samples (where a model has one)")
+                    help="which forms: accel (float32 planes), samples, kernels (where a model "
+                         "has one: UINT16 samples and bpc in; kernels: the library's own ops)")
     args = ap.parse_args(argv)
     print(f"ONNX Runtime {vmafdnn.ort_version()} from {vmafdnn.ort_library_path()}")
     for size in args.sizes.split(","):

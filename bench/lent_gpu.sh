@@ -121,14 +121,14 @@ accel() { # name seconds size frames threads batch devices
 step nvrtc 20 sh -c "find / -xdev -name 'libnvrtc*.so*' 2>/dev/null | head -n 8"
 step cuda_kernels 100 python3 "$repo/bench/check_cuda_kernels.py" --device cuda --sizes "$hd" \
     --frames 32 --depths 8,10
-# the kernels' form one Run at a time (ORT's copies against bound device tensors, graph capture),
-# then ORT's profile of it under CUDA_LAUNCH_BLOCKING=1: each op's own time on the GPU
-step cuda_kernels_runs 45 python3 "$repo/bench/bench_device_io.py" --device cuda --sizes "$sizes" \
-    --runs 20 --models vmaf_features --forms cpu
+# the kernels' forms one Run at a time (ORT's copies against bound device tensors, graph
+# capture), then ORT's profile of them under CUDA_LAUNCH_BLOCKING=1: each op's own time on the GPU
+step cuda_kernels_runs 60 python3 "$repo/bench/bench_device_io.py" --device cuda --sizes "$sizes" \
+    --runs 20 --models vmaf_features,psnr_y,ssim_y,sharpness_nr --forms kernels
 rm -rf "$work/kprof" && mkdir -p "$work/kprof"
 step cuda_kernels_profile 40 env CUDA_LAUNCH_BLOCKING=1 VMAFDNN_ORT_PROFILE="$work/kprof/p" \
     python3 "$repo/bench/bench_device_io.py" --device cuda --sizes "$hd" --runs 10 \
-    --models vmaf_features --forms cpu &&
+    --models vmaf_features,psnr_y,ssim_y,sharpness_nr --forms kernels &&
     step cuda_kernels_profile_summary 30 sh -c "python3 '$repo/bench/ort_profile_summary.py' '$work'/kprof/*.json"
 profile() { # name seconds: ORT's profile of the specialised sessions on CUDA, summed by operator
     rm -rf "$work/prof" && mkdir -p "$work/prof"

@@ -10,8 +10,9 @@ Graphs written (opset 17, IR 8, only operators on the library's allow-list; the 
 graph has 4 Loop nodes, the library's limit):
 
   vmaf_features.onnx       libvmaf's integer elementary features of one frame pair
-  vmaf_features_cpu.onnx   the same through the library's fused kernels (its CPU form, named
-                           in vmaf_features.json's "forms"; likewise vmaf_features_neg_cpu)
+  vmaf_features_kernels.onnx  the same through the library's fused kernels (its form for ORT's
+                           CPU EP and for CUDA where the GPU kernels are ready, named in
+                           vmaf_features.json's "forms"; likewise vmaf_features_neg_kernels)
   vmaf_features_accel.onnx the same, laid out for accelerators (whole frames, no Loop, static
                            once H and W are fixed; likewise vmaf_features_neg_accel)
   vmaf_features_neg.onnx   the same with the enhancement-gain limits of vmaf_v0.6.1neg
@@ -70,8 +71,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_builtin_models import (ACCEL_SUFFIX, INT64_MAX, IR_VERSION, LIBRARY_DOMAIN,  # noqa: E402
-                                OPSET, Graph, library_model)
+from gen_builtin_models import (ACCEL_SUFFIX, INT64_MAX, IR_VERSION,  # noqa: E402
+                                KERNELS_SUFFIX, LIBRARY_DOMAIN, OPSET, Graph, library_model)
 
 PRODUCER = "vmafdnn-gen_vmaf_models"
 INT64_MIN = -INT64_MAX - 1
@@ -1399,7 +1400,7 @@ def build_features_accel(gain_limit, name):
            f"limit {gain_limit:g}.")
     return finish(g, name, inputs, outputs, doc)
 
-# --- the features graph's CPU form: the library's fused kernels ---------------------------------
+# --- the features graph's kernels form: the library's fused kernels ---------------------------
 # (LIBRARY_DOMAIN: the library's own operators, csrc/custom_ops.h: libvmaf's integer extractors
 # as fused C kernels, registered with ONNX Runtime's CPU EP on every session the library opens)
 
@@ -1423,8 +1424,8 @@ def features_io(samples=False, batch=False):
     return inputs, outputs
 
 
-def build_features_cpu(gain_limit, name):
-    """The CPU form of build_features: the same outputs, computed by the library's kernels
+def build_features_kernels(gain_limit, name):
+    """The kernels form of build_features: the same outputs, computed by the library's kernels
     (three nodes; device_type is read by the accelerator form only) from the pictures' own
     samples (the kernels check each against 2^bpc - 1)."""
     def node(op, inputs, outputs, **attrs):
@@ -1438,8 +1439,8 @@ def build_features_cpu(gain_limit, name):
              node("MotionInteger", ["reference_prev", "reference", "bpc"], ["motion"])]
     inputs, outputs = features_io(samples=True)
     graph = helper.make_graph(nodes, name, inputs, outputs)
-    graph.doc_string = (f"CPU form of {name.replace('_cpu', '')}: libvmaf's integer VMAF "
-                        f"features through libvmafdnn's fused kernels ({LIBRARY_DOMAIN}); "
+    graph.doc_string = (f"Kernels form of {name.replace(KERNELS_SUFFIX, '')}: libvmaf's integer "
+                        f"VMAF features through libvmafdnn's fused kernels ({LIBRARY_DOMAIN}); "
                         f"enhancement-gain limit {gain_limit:g}. Runs only in libvmafdnn.")
     return library_model(graph, PRODUCER)
 
@@ -1543,7 +1544,7 @@ def features_sidecar(name, suffix):
         # other EP, and on CUDA without the GPU kernels (the library then passes the CUDA form
         # over: csrc/tiny_model.c open_form_on_ep), with the accelerator form (whole frames,
         # no Loop: issue 23).
-        "forms": {"CPU": name + "_cpu.onnx", "CUDA": name + "_cpu.onnx",
+        "forms": {"CPU": name + KERNELS_SUFFIX + ".onnx", "CUDA": name + KERNELS_SUFFIX + ".onnx",
                   "*": name + ACCEL_SUFFIX + ".onnx"},
     }
 
@@ -1625,17 +1626,17 @@ def main(argv):
                                 (1.0, "vmaf_features_neg", "_egl_1")):
         write_bytes(os.path.join(out, gname + ".onnx"),
                     build_features(gain, gname).SerializeToString())
-        write_bytes(os.path.join(out, gname + "_cpu.onnx"),
-                    build_features_cpu(gain, gname + "_cpu").SerializeToString())
-        # Attached by its own name, the CPU form needs the same sidecar (and has no forms).
-        cpu_sidecar = features_sidecar(gname, suffix)
-        del cpu_sidecar["forms"]
-        write_json(os.path.join(out, gname + "_cpu.json"), cpu_sidecar)
+        write_bytes(os.path.join(out, gname + KERNELS_SUFFIX + ".onnx"),
+                    build_features_kernels(gain, gname + KERNELS_SUFFIX).SerializeToString())
+        # Attached by its own name, the kernels form needs the same sidecar (and has no forms).
+        sidecar_of_form = features_sidecar(gname, suffix)
+        del sidecar_of_form["forms"]
+        write_json(os.path.join(out, gname + KERNELS_SUFFIX + ".json"), sidecar_of_form)
         # The accelerator form (issue 23), likewise: the form for every EP but ORT's CPU EP. It
         # agrees with the pure graph to fp32 rounding (docs/vmaf.md), not yet with the kernels.
         write_bytes(os.path.join(out, gname + ACCEL_SUFFIX + ".onnx"),
                     build_features_accel(gain, gname + ACCEL_SUFFIX).SerializeToString())
-        write_json(os.path.join(out, gname + ACCEL_SUFFIX + ".json"), cpu_sidecar)
+        write_json(os.path.join(out, gname + ACCEL_SUFFIX + ".json"), sidecar_of_form)
         write_json(os.path.join(out, gname + ".json"), features_sidecar(gname, suffix))
     for mname, suffix in (("vmaf_motion2", ""), ("vmaf_motion2_neg", "_egl_1")):
         write_bytes(os.path.join(out, mname + ".onnx"), build_motion2(mname).SerializeToString())

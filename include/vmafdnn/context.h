@@ -456,7 +456,7 @@ VMAF_DNN_API const char *vmaf_dnn_tiny_model_attached_ep(const VmafDnnContext *c
 
 /* The model file that scores for model `model`: the path it was attached
  * from, or the form of it that its sidecar names for the EP its session
- * attached ("forms": {"CPU": "vmaf_features_cpu.onnx"}, a file beside the
+ * attached ("forms": {"CPU": "vmaf_features_kernels.onnx"}, a file beside the
  * model with the same inputs and outputs made for that EP: the VMAF
  * features' fused CPU kernels; the key "*" names the form for every EP
  * other than ORT's CPU EP, "CPU", that has no key of its own: the

@@ -72,7 +72,7 @@ def test_y4m_pair_to_json(clips8, tmp_path):
     assert [form for _, _, _, form in attached] == [
         Path(m["form"]).name if m.get("form") else "" for m in expected["models"]]
     if "vmaf" in printed:  # VMAF's features through the fused kernels on ORT's CPU EP
-        assert ("vmaf_features.onnx", "fr", "CPU", "vmaf_features_cpu.onnx") in [
+        assert ("vmaf_features.onnx", "fr", "CPU", "vmaf_features_kernels.onnx") in [
             (Path(p).name, k, ep, f) for p, k, ep, f in attached]
     assert f"report: {out}" in proc.stdout
 

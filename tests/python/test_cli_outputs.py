@@ -100,7 +100,7 @@ def test_report_never_replaces_a_model_or_its_sidecar(clips, header, tmp_path, t
 def vmaf_staged(tmp_path):
     if "vmaf" not in vmafdnn.models.MODEL_NAMES:
         pytest.skip("VMAF was not built")
-    for name in ("vmaf", "vmaf_features", "vmaf_features_cpu", "vmaf_motion2"):
+    for name in ("vmaf", "vmaf_features", "vmaf_features_kernels", "vmaf_motion2"):
         stage_model(tmp_path, name, name)
     return tmp_path / "vmaf.onnx"
 
@@ -109,7 +109,7 @@ def vmaf_staged(tmp_path):
     ("vmaf_motion2.onnx", "model"),              # pulled in by vmaf.json's "requires"
     ("vmaf_motion2.json", "sidecar of model"),
     ("vmaf_features.json", "sidecar of model"),
-    ("vmaf_features_cpu.onnx", "form"),          # the form that scores on the CPU EP
+    ("vmaf_features_kernels.onnx", "form"),          # the form that scores on the CPU EP
 ])
 def test_report_never_replaces_a_required_model_or_a_form(clips, header, tmp_path, victim,
                                                           role):

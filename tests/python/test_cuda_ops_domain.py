@@ -43,7 +43,7 @@ def test_cpu_sessions_take_the_cpu_variants_beside_the_cuda_ones(monkeypatch, bp
     monkeypatch.setenv("VMAFDNN_TEST_CUDA_OPS_EVERYWHERE", "1")
     both, model = features(refs, dists, bpc)
     assert model["attached_ep"] == "CPU"
-    assert (model.get("form") or "").endswith("vmaf_features_cpu.onnx"), model
+    assert (model.get("form") or "").endswith("vmaf_features_kernels.onnx"), model
     if model.get("ep_nodes"):
         assert model["ep_nodes"][0] == model["ep_nodes"][1] == 3, model["ep_nodes"]
     assert both == plain

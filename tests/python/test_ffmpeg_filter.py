@@ -438,7 +438,7 @@ def test_summary_counts_specialised_and_device_io_runs(patched, tmp_path, clips8
         for stem, (ep, form, runs, fixed, bound, captured, narrow) in lines.items():
             assert ep == "CPU" and runs == n and fixed in (0, n), (stem, lines[stem])
             # the 8-bit clip's runs go as UINT8 where the library's ops read the samples
-            assert narrow == (fixed if (form or "").endswith(("_kernels.onnx", "_cpu.onnx"))
+            assert narrow == (fixed if (form or "").endswith("_kernels.onnx")
                               else 0), (stem, lines[stem])
             assert bound == (fixed if device_io == "on" else 0) and captured == 0, (stem,
                                                                                   lines[stem])
@@ -788,14 +788,14 @@ def test_log_path_is_not_a_model(patched, tmp_path, models, clips8, target):
 def test_log_path_is_not_a_required_model_or_form(patched, tmp_path, clips8):
     """Every model file the library attached counts: the models VMAF's sidecar "requires"
     (vmaf_features, vmaf_motion2) and the form that scores in a model's place on the CPU
-    (vmaf_features_cpu.onnx), with their sidecars."""
+    (vmaf_features_kernels.onnx), with their sidecars."""
     builtin = Path(patched[1]["VMAFDNN_BUILTIN_MODELS"])
     if not (builtin / "vmaf.onnx").is_file():
         pytest.skip("no built-in VMAF model")
     jail = tmp_path / "models"
     shutil.copytree(builtin, jail)
-    for victim in ("vmaf_motion2.onnx", "vmaf_features.json", "vmaf_features_cpu.onnx",
-                   "vmaf_features_cpu.json"):
+    for victim in ("vmaf_motion2.onnx", "vmaf_features.json", "vmaf_features_kernels.onnx",
+                   "vmaf_features_kernels.json"):
         before = (jail / victim).read_bytes()
         proc = run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi",
                    f"vmafdnn=model={jail / 'vmaf.onnx'}:device=cpu:threads=1:"

@@ -242,7 +242,7 @@ def features_dir(tmp_path):
     sidecar."""
     from vmafdnn import models as builtin
     src = os.path.dirname(builtin.resolve("vmaf_features"))
-    for name in ("vmaf_features", "vmaf_features_cpu", "vmaf_features_accel"):
+    for name in ("vmaf_features", "vmaf_features_kernels", "vmaf_features_accel"):
         for ext in (".onnx", ".json"):
             shutil.copy(os.path.join(src, name + ext), tmp_path / (name + ext))
     return tmp_path
@@ -253,7 +253,7 @@ def test_the_features_use_their_cpu_form_on_the_cpu_ep(tmp_path):
     ctx = vmafdnn.Context()
     info = ctx.use_model(str(d / "vmaf_features.onnx"))
     assert info.attached_ep == "CPU"
-    assert info.form == str(d / "vmaf_features_cpu.onnx")
+    assert info.form == str(d / "vmaf_features_kernels.onnx")
     assert info.ep_nodes in (None, (3, 3))
 
 
@@ -271,7 +271,7 @@ def edit_sidecar(path, **changes):
 
 
 @pytest.mark.parametrize("forms, fragment", [
-    ({"CPU": "../vmaf_features_cpu.onnx"}, "inside the model's directory"),
+    ({"CPU": "../vmaf_features_kernels.onnx"}, "inside the model's directory"),
     ({"CPU": "/etc/passwd"}, "inside the model's directory"),
     ({"CPU": 3}, "forms"),
     ([], "must be an object"),
@@ -295,17 +295,17 @@ def test_a_form_with_another_interface_fails_the_attach(tmp_path, ops_path):
 
 def test_a_missing_form_fails_the_attach_naming_it(tmp_path):
     d = features_dir(tmp_path)
-    os.remove(d / "vmaf_features_cpu.onnx")
+    os.remove(d / "vmaf_features_kernels.onnx")
     with pytest.raises(vmafdnn.DnnError) as e:
         vmafdnn.Context().use_model(str(d / "vmaf_features.onnx"))
-    assert e.value.errno == errno.ENOENT and "vmaf_features_cpu.onnx" in str(e.value)
+    assert e.value.errno == errno.ENOENT and "vmaf_features_kernels.onnx" in str(e.value)
 
 
 def test_form_ep_names_are_compared_without_case(tmp_path):
     d = features_dir(tmp_path)
-    edit_sidecar(d / "vmaf_features.json", forms={"cpu": "vmaf_features_cpu.onnx"})
+    edit_sidecar(d / "vmaf_features.json", forms={"cpu": "vmaf_features_kernels.onnx"})
     info = vmafdnn.Context().use_model(str(d / "vmaf_features.onnx"))
-    assert info.form == str(d / "vmaf_features_cpu.onnx")
+    assert info.form == str(d / "vmaf_features_kernels.onnx")
 
 
 @pytest.mark.parametrize("value, used", [("0", False), ("false", False), (" Off ", False),
@@ -319,8 +319,8 @@ def test_forms_off_values(tmp_path, monkeypatch, value, used):
 
 @pytest.mark.parametrize("value, form", [("CUDA", "vmaf_features_accel.onnx"),
                                          (" openvino:GPU ", "vmaf_features_accel.onnx"),
-                                         ("cpu", "vmaf_features_cpu.onnx"),
-                                         ("auto", "vmaf_features_cpu.onnx")])
+                                         ("cpu", "vmaf_features_kernels.onnx"),
+                                         ("auto", "vmaf_features_kernels.onnx")])
 def test_forms_of_another_ep_on_request(tmp_path, monkeypatch, value, form):
     """VMAFDNN_MODEL_FORMS=<EP name>: the form the sidecar names for that EP ("*" for every EP
     but the CPU's), run on the EP that attached (ORT's CPU EP here)."""
@@ -333,7 +333,7 @@ def test_forms_of_another_ep_on_request(tmp_path, monkeypatch, value, form):
 def test_forms_of_an_ep_the_sidecar_does_not_name_leave_the_model_on_its_file(tmp_path,
                                                                              monkeypatch):
     d = features_dir(tmp_path)
-    edit_sidecar(d / "vmaf_features.json", forms={"CPU": "vmaf_features_cpu.onnx"})
+    edit_sidecar(d / "vmaf_features.json", forms={"CPU": "vmaf_features_kernels.onnx"})
     monkeypatch.setenv("VMAFDNN_MODEL_FORMS", "CUDA")
     info = vmafdnn.Context().use_model(str(d / "vmaf_features.onnx"))
     assert info.attached_ep == "CPU" and info.form is None
@@ -356,6 +356,6 @@ def test_a_policy_that_refuses_the_form_says_how_to_go_without_it(tmp_path):
 
 def test_a_form_for_another_ep_is_not_used(tmp_path):
     d = features_dir(tmp_path)
-    edit_sidecar(d / "vmaf_features.json", forms={"CUDA": "vmaf_features_cpu.onnx"})
+    edit_sidecar(d / "vmaf_features.json", forms={"CUDA": "vmaf_features_kernels.onnx"})
     info = vmafdnn.Context().use_model(str(d / "vmaf_features.onnx"))
     assert info.attached_ep == "CPU" and info.form is None

@@ -884,10 +884,10 @@ def test_form_whose_library_ops_cannot_run_on_the_ep_gives_way_to_the_any_form(t
     and the reason says that too; so does VMAFDNN_MODEL_FORMS naming it."""
     env = require_env("webgpu-plugin")
     any_form = _models_with_forms(env, tmp_path / "a", {
-        "WebGpu:CPU": "vmaf_features_cpu.onnx", "CPU": "vmaf_features_cpu.onnx",
+        "WebGpu:CPU": "vmaf_features_kernels.onnx", "CPU": "vmaf_features_kernels.onnx",
         "*": "vmaf_features_accel.onnx"})
-    no_any = _models_with_forms(env, tmp_path / "b", {"WebGpu:CPU": "vmaf_features_cpu.onnx",
-                                                       "CPU": "vmaf_features_cpu.onnx"})
+    no_any = _models_with_forms(env, tmp_path / "b", {"WebGpu:CPU": "vmaf_features_kernels.onnx",
+                                                       "CPU": "vmaf_features_kernels.onnx"})
     steps = [{"op": "score", "path": str(models / "vmaf_features.onnx"), "device": "webgpu",
               "device_io": "off", "count": 2, "height": 40, "width": 48}
              for models in (any_form, no_any)]
@@ -896,12 +896,12 @@ def test_form_whose_library_ops_cannot_run_on_the_ep_gives_way_to_the_any_form(t
         pytest.skip("no WebGPU adapter on this machine: " + probe[0]["fallback_reason"])
     passed_over, kept = probe[0], probe[1]
     assert passed_over["form"] == str(any_form / "vmaf_features_accel.onnx"), passed_over
-    assert ("WebGpu:CPU: form vmaf_features_cpu.onnx passed over for vmaf_features_accel.onnx: "
+    assert ("WebGpu:CPU: form vmaf_features_kernels.onnx passed over for vmaf_features_accel.onnx: "
             "it would run the library's operators on ORT's CPU EP: the library's operators "
             "have no kernels for WebGpu:CPU") in passed_over["fallback_reason"].splitlines()
     assert kept["attached_ep"] == "WebGpu:CPU"
-    assert kept["form"] == str(no_any / "vmaf_features_cpu.onnx"), kept
-    assert ("WebGpu:CPU: form vmaf_features_cpu.onnx runs the library's operators on ORT's CPU "
+    assert kept["form"] == str(no_any / "vmaf_features_kernels.onnx"), kept
+    assert ("WebGpu:CPU: form vmaf_features_kernels.onnx runs the library's operators on ORT's CPU "
             "EP: the library's operators have no kernels for WebGpu:CPU"
             ) in kept["fallback_reason"].splitlines()
     # the kernels' form scores what it scores on ORT's CPU EP (the same kernels); the

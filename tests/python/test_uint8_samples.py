@@ -168,6 +168,6 @@ def test_library_ops_take_8bit_planes_as_uint8():
     got = score("1", {"threads": 1, **NARROW}, ["vmaf"], clips)
     want = score("1", {"threads": 1, **WIDE}, ["vmaf"], clips)
     assert got["clips"] == want["clips"] and {"vmaf", "adm2", "motion"} <= set(got["clips"][0])
-    features = got["runs"][0]  # the features model, attached first (vmaf_features_cpu)
+    features = got["runs"][0]  # the features model, attached first (vmaf_features_kernels)
     # frame 3 is 10-bit, and frame 4 reads it as its past picture: those two go as UINT16
     assert features["uint8"] == 4 and features["fixed"] == 6, features

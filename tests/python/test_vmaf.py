@@ -64,7 +64,7 @@ def test_library_vmaf_matches_libvmaf(clip, form, reference, models, tmp_path, m
     theirs = run_libvmaf(reference["LIBVMAF"], ref, dist, str(tmp_path / "log.json"))
     result = vmafdnn.score(ref, dist, models=[os.path.join(models, "vmaf_v0.6.1.onnx")])
     features = result["models"][0]
-    want = {"kernels": "vmaf_features_cpu.onnx", "onnx": None, "accel": "vmaf_features_accel.onnx"}
+    want = {"kernels": "vmaf_features_kernels.onnx", "onnx": None, "accel": "vmaf_features_accel.onnx"}
     assert (features["form"] and os.path.basename(features["form"])) == want[form], features
     assert features["attached_ep"] == "CPU", features
     ours = library_scores(result)
