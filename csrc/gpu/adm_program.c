@@ -28,8 +28,7 @@ static const VkKernelRef finish = VK_REF(adm_finish);
 int vk_adm(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w, int h, int bpc,
            double enhn_gain_limit, float *out)
 {
-    if (!b || !ref || !dist || !out || bpc < 8 || bpc > 16 || w < ADM_MIN_SIZE ||
-        h < ADM_MIN_SIZE || w > VK_MAX_DIMENSION || h > VK_MAX_DIMENSION ||
+    if (!b || !ref || !dist || !out || !vk_frame_fits(w, h, bpc, ADM_MIN_SIZE) ||
         !(enhn_gain_limit >= 1.0) || !(enhn_gain_limit <= 100.0))
         return -EINVAL;
     AdmLevels lv;

@@ -13,8 +13,7 @@ static const VkKernelRef finish = VK_REF(motion_finish);
 int vk_motion(const VkBackend *b, const uint16_t *prev, const uint16_t *cur, int w, int h,
               int bpc, float *score)
 {
-    if (!b || !prev || !cur || !score || bpc < 8 || bpc > 16 || w < 3 || h < 3 ||
-        w > VK_MAX_DIMENSION || h > VK_MAX_DIMENSION)
+    if (!b || !prev || !cur || !score || !vk_frame_fits(w, h, bpc, 3))
         return -EINVAL;
     void *v = NULL, *sums = NULL, *flags = NULL, *sum = NULL;
     int rc;

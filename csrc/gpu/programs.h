@@ -25,6 +25,14 @@
  * far from overflow; VMAF_DNN_MAX_DIMENSION is smaller). */
 #define VK_MAX_DIMENSION 32768
 
+/* Whether a w x h frame of bpc bits is one the programs take: bpc 8..16,
+ * each side min_side (the program's minimum) to VK_MAX_DIMENSION. */
+static inline int vk_frame_fits(int w, int h, int bpc, int min_side)
+{
+    return bpc >= 8 && bpc <= 16 && w >= min_side && h >= min_side && w <= VK_MAX_DIMENSION &&
+           h <= VK_MAX_DIMENSION;
+}
+
 /* vdnn_motion_integer: *score (float, the backend's) of cur against prev. */
 int vk_motion(const VkBackend *b, const uint16_t *prev, const uint16_t *cur, int w, int h,
               int bpc, float *score);

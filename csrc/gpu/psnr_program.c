@@ -13,8 +13,7 @@ static const VkKernelRef finish = VK_REF(psnr_finish);
 int vk_psnr(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w, int h,
             int bpc, float *score)
 {
-    if (!b || !ref || !dist || !score || bpc < 8 || bpc > 16 || w < 1 || h < 1 ||
-        w > VK_MAX_DIMENSION || h > VK_MAX_DIMENSION)
+    if (!b || !ref || !dist || !score || !vk_frame_fits(w, h, bpc, 1))
         return -EINVAL;
     /* one block: the rows' 3 h sums (fr_scan), the total, the flag */
     void *block = NULL;

@@ -12,7 +12,10 @@
 #include "programs.h"
 #include "self_check.h"
 
-#define N_SCORES 13
+/* Where each program's scores go, side by side (VIF's four, ADM's adm2 then
+ * its four scales). */
+enum { VIF = 0, ADM = 4, MOTION = 9, SSIM, PSNR, SHARPNESS, N_SCORES };
+_Static_assert(ADM == VIF + 4 && MOTION == ADM + 5, "VIF's 4 scores, then ADM's 5");
 
 static const char *const score_names[N_SCORES] = {
     "vif_scale0", "vif_scale1", "vif_scale2", "vif_scale3", "adm2",   "adm_scale0",   "adm_scale1",
@@ -23,7 +26,6 @@ static const char *const score_names[N_SCORES] = {
  * a tie. One float step apart is not a fault of the kernels (the SSE before
  * it is an exact integer on both sides); refusing every kernel of a device
  * for it would be. */
-enum { PSNR = 11 };
 
 static int one_ulp(float a, float b)
 {
@@ -81,17 +83,18 @@ static int cpu_scores(const uint16_t *ref, const uint16_t *dist, const uint16_t 
     const VdnnPlane d = {dist, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
     const VdnnPlane p = {prev, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
     double s[N_SCORES] = {0};
-    int rc = vdnn_vif_integer(&vdnn_kernel_env_malloc, &r, &d, egl, s);
+    const VdnnKernelEnv *env = &vdnn_kernel_env_malloc;
+    int rc = vdnn_vif_integer(env, &r, &d, egl, &s[VIF]);
     if (!rc)
-        rc = vdnn_adm_integer(&vdnn_kernel_env_malloc, &r, &d, egl, &s[4], &s[5]);
+        rc = vdnn_adm_integer(env, &r, &d, egl, &s[ADM], &s[ADM + 1]);
     if (!rc)
-        rc = vdnn_motion_integer(&vdnn_kernel_env_malloc, &p, &r, &s[9]);
+        rc = vdnn_motion_integer(env, &p, &r, &s[MOTION]);
     if (!rc)
-        rc = vdnn_ssim_y(&vdnn_kernel_env_malloc, &r, &d, &s[10]);
+        rc = vdnn_ssim_y(env, &r, &d, &s[SSIM]);
     if (!rc)
-        rc = vdnn_psnr_y(&vdnn_kernel_env_malloc, &r, &d, &s[11]);
+        rc = vdnn_psnr_y(env, &r, &d, &s[PSNR]);
     if (!rc)
-        rc = vdnn_sharpness_nr(&vdnn_kernel_env_malloc, &d, &s[12]);
+        rc = vdnn_sharpness_nr(env, &d, &s[SHARPNESS]);
     for (int k = 0; k < N_SCORES; k++)
         out[k] = (float)s[k];
     return rc;
@@ -116,17 +119,17 @@ static int device_scores(const VkBackend *b, const uint16_t *ref, const uint16_t
     if (!rc)
         rc = b->upload(b->self, d_prev, prev, bytes);
     if (!rc)
-        rc = vk_vif(b, d_ref, d_dist, w, h, bpc, egl, scores);
+        rc = vk_vif(b, d_ref, d_dist, w, h, bpc, egl, scores + VIF);
     if (!rc)
-        rc = vk_adm(b, d_ref, d_dist, w, h, bpc, egl, scores + 4);
+        rc = vk_adm(b, d_ref, d_dist, w, h, bpc, egl, scores + ADM);
     if (!rc)
-        rc = vk_motion(b, d_prev, d_ref, w, h, bpc, scores + 9);
+        rc = vk_motion(b, d_prev, d_ref, w, h, bpc, scores + MOTION);
     if (!rc)
-        rc = vk_ssim(b, d_ref, d_dist, w, h, bpc, scores + 10);
+        rc = vk_ssim(b, d_ref, d_dist, w, h, bpc, scores + SSIM);
     if (!rc)
-        rc = vk_psnr(b, d_ref, d_dist, w, h, bpc, scores + 11);
+        rc = vk_psnr(b, d_ref, d_dist, w, h, bpc, scores + PSNR);
     if (!rc)
-        rc = vk_sharpness(b, d_dist, w, h, bpc, scores + 12);
+        rc = vk_sharpness(b, d_dist, w, h, bpc, scores + SHARPNESS);
     if (!rc)
         rc = b->download(b->self, out, scores, N_SCORES * sizeof(float));
     b->release(b->self, scores);

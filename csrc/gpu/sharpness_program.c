@@ -12,8 +12,7 @@ static const VkKernelRef finish = VK_REF(sharp_finish);
 
 int vk_sharpness(const VkBackend *b, const uint16_t *dist, int w, int h, int bpc, float *score)
 {
-    if (!b || !dist || !score || bpc < 8 || bpc > 16 || w < 3 || h < 3 ||
-        w > VK_MAX_DIMENSION || h > VK_MAX_DIMENSION)
+    if (!b || !dist || !score || !vk_frame_fits(w, h, bpc, 3))
         return -EINVAL;
     /* one block: the valid rows' 2 (h - 2) sums (sharp_scan), the flag */
     void *block = NULL;

@@ -19,8 +19,7 @@ static const VkKernelRef finish = VK_REF(ssim_finish);
 int vk_ssim(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w, int h,
             int bpc, float *score)
 {
-    if (!b || !ref || !dist || !score || bpc < 8 || bpc > 16 || w < SSIM_TAPS ||
-        h < SSIM_TAPS || w > VK_MAX_DIMENSION || h > VK_MAX_DIMENSION)
+    if (!b || !ref || !dist || !score || !vk_frame_fits(w, h, bpc, SSIM_TAPS))
         return -EINVAL;
     int oh = h - 2 * SSIM_RADIUS, planes = 2 * h;
     const int ow = w - 2 * SSIM_RADIUS;

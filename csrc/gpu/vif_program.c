@@ -21,9 +21,8 @@ enum { PLANES = 5, SCALED = 6, BLOCKS = PLANES + SCALED + 3 };
 int vk_vif(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w, int h, int bpc,
            double enhn_gain_limit, float *scores)
 {
-    if (!b || !ref || !dist || !scores || bpc < 8 || bpc > 16 || w < 16 || h < 16 ||
-        w > VK_MAX_DIMENSION || h > VK_MAX_DIMENSION || !(enhn_gain_limit >= 1.0) ||
-        !(enhn_gain_limit <= 100.0))
+    if (!b || !ref || !dist || !scores || !vk_frame_fits(w, h, bpc, 16) ||
+        !(enhn_gain_limit >= 1.0) || !(enhn_gain_limit <= 100.0))
         return -EINVAL;
     int ws[4], hs[4], rows = 0;
     for (int s = 0; s < 4; s++) {
