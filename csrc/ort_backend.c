@@ -1323,7 +1323,6 @@ static OrtCustomOpDomain *ops_for_ep(EpKind ep, const VmafDnnConfig *cfg)
     return both ? both : custom_ops;
 }
 
-
 /* Session options with everything but the EP (`ep`: the library's
  * operators are added here, but CUDA's by choose_ep): threads and the
  * folder for external data (needed because ORT gets bytes, not a path).

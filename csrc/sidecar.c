@@ -416,8 +416,8 @@ int vdnn_sidecar_path_inside(const char *file)
 #define MAX_FORMS 16
 #define MAX_FORM_CHOICES 4
 
-/* One file of "forms" (entry i of the object, choice c of a list, -1 for a
- * plain string) as the (key, file) pair that follows the last one. */
+/* One file of "forms" (of entry i of the object, a string or one of a
+ * list's) as the (key, file) pair that follows the last one. */
 static int add_form(const Reader *r, VdnnSidecar *sc, size_t i, const char *key,
                     const VdnnJson *file)
 {
@@ -494,11 +494,6 @@ char *vdnn_sidecar_beside(const char *onnx_path, const char *file)
     if (path)
         snprintf(path, len, "%.*s%s", dir_len, onnx_path, file);
     return path;
-}
-
-const char *vdnn_sidecar_form_any(const VdnnSidecar *sc)
-{
-    return vdnn_sidecar_form_choice(sc, "*", 0);
 }
 
 const char *vdnn_sidecar_form_choice(const VdnnSidecar *sc, const char *ep, size_t index)

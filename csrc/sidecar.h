@@ -261,10 +261,6 @@ const char *vdnn_sidecar_form(const VdnnSidecar *sidecar, const char *attached_e
  * passed over for (csrc/tiny_model.c). */
 const char *vdnn_sidecar_form_choice(const VdnnSidecar *sidecar, const char *ep, size_t index);
 
-/* The file of sidecar's "*" form (every EP without a key of its own), or
- * NULL. */
-const char *vdnn_sidecar_form_any(const VdnnSidecar *sidecar);
-
 /* Releases a sidecar and everything it owns. NULL-safe. */
 void vdnn_sidecar_free(VdnnSidecar *sidecar);
 

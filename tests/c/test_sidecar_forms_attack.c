@@ -82,7 +82,6 @@ static void test_star_list_is_every_eps_last_resort(void)
     EXPECT_CHOICES(sc, "CPU", "c.onnx");
     EXPECT_CHOICES(sc, "*", "k.onnx", "a.onnx");
     CHECK_STR_EQ(vdnn_sidecar_form(sc, "ROCm"), "k.onnx");
-    CHECK_STR_EQ(vdnn_sidecar_form_any(sc), "k.onnx");
     CHECK(vdnn_sidecar_form_choice(sc, NULL, 0) == NULL);
     CHECK(vdnn_sidecar_form_choice(sc, "", 0) == NULL);
     CHECK(vdnn_sidecar_form_choice(sc, "CUDA", (size_t)-1) == NULL);
