@@ -34,8 +34,11 @@
 
 #define VDNN_CUSTOM_OP_DOMAIN "org.vmafdnn"
 
-/* X(name) for each operator of the domain. */
+/* X(name, planes) for each operator of the domain: planes, its inputs that
+ * are planes of samples (then bpc follows), 0 for Samples (whose input is
+ * a normalised plane, not samples). */
 #define VDNN_CUSTOM_OPS(X)                                                                 \
-    X(Samples) X(VifInteger) X(AdmInteger) X(MotionInteger) X(Ssim) X(Psnr) X(LaplacianVariance)
+    X(Samples, 0) X(VifInteger, 2) X(AdmInteger, 2) X(MotionInteger, 2) X(Ssim, 2) X(Psnr, 2) \
+    X(LaplacianVariance, 1)
 
 #endif

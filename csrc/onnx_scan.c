@@ -53,7 +53,7 @@ static const char *const builtin_ops[] = {
 #define N_BUILTIN_OPS (sizeof(builtin_ops) / sizeof(builtin_ops[0]))
 
 /* The library's own operators (custom_ops.h), domain VDNN_CUSTOM_OP_DOMAIN. */
-#define LIBRARY_OP_NAME(name) #name,
+#define LIBRARY_OP_NAME(name, planes) #name,
 static const char *const library_ops[] = {VDNN_CUSTOM_OPS(LIBRARY_OP_NAME)};
 #define N_LIBRARY_OPS (sizeof(library_ops) / sizeof(library_ops[0]))
 
@@ -1232,21 +1232,21 @@ static const char *shown(char (*dst)[VDNN_SCAN_OP_NAME_MAX], Span s)
     return printable(*dst, sizeof(*dst), s);
 }
 
-/* The library's ops whose inputs are planes of samples and then bpc, with
- * their number of inputs. */
+/* The library's ops with their planes of samples (custom_ops.h). */
+#define LIBRARY_OP_PLANES(name, planes) {#name, planes},
 static const struct {
     const char *op;
-    size_t n_in;
-} plane_ops[] = {{"VifInteger", 3}, {"AdmInteger", 3}, {"MotionInteger", 3},
-                 {"Ssim", 3},       {"Psnr", 3},       {"LaplacianVariance", 2}};
+    size_t planes;
+} plane_ops[] = {VDNN_CUSTOM_OPS(LIBRARY_OP_PLANES)};
 
-/* Whether n (of the library's domain) is one of plane_ops reading narrowed
- * values as all its planes and as nothing else. */
+/* Whether n (of the library's domain) is one of its ops that take planes of
+ * samples reading narrowed values as all its planes and as nothing else. */
 static bool reads_planes(const Flow *flow, const FlowNode *n)
 {
     const Span *in = &flow->names.v[n->first_in];
     for (size_t k = 0; k < sizeof(plane_ops) / sizeof(plane_ops[0]); k++) {
-        if (!span_is(n->op, plane_ops[k].op) || n->n_in != plane_ops[k].n_in)
+        if (!span_is(n->op, plane_ops[k].op) || !plane_ops[k].planes ||
+            n->n_in != plane_ops[k].planes + 1)
             continue;
         for (size_t i = 0; i + 1 < n->n_in; i++)
             if (!listed(&flow->narrow, in[i]))

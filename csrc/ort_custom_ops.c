@@ -624,10 +624,26 @@ static void ORT_API_CALL release_index_map(int *input_index, int *output_index)
 }
 
 /* Every op named in custom_ops.h has an entry in ops[] (and no other). */
-#define OP_NAME_STRING(name) #name,
-static const char *const listed_names[] = {VDNN_CUSTOM_OPS(OP_NAME_STRING)};
-_Static_assert(sizeof(listed_names) / sizeof(listed_names[0]) == N_OPS,
+#define OP_LISTED(name, planes) {#name, planes},
+static const struct {
+    const char *name;
+    size_t planes;
+} listed[] = {VDNN_CUSTOM_OPS(OP_LISTED)};
+_Static_assert(sizeof(listed) / sizeof(listed[0]) == N_OPS,
                "custom_ops.h and ops[] list different operators");
+
+/* Whether def takes the planes custom_ops.h says its op takes (the ONNX
+ * scanner reads them from there: vdnn_onnx_narrow_samples). */
+static int planes_as_listed(const OpDef *def)
+{
+    size_t planes = 0;
+    for (size_t i = 0; i < def->n_in; i++)
+        planes += def->in[i] == SAMPLES;
+    for (size_t i = 0; i < N_OPS; i++)
+        if (strcmp(listed[i].name, def->name) == 0)
+            return planes == listed[i].planes;
+    return 0;
+}
 
 /* Fills an op's callbacks, once (an op added to a second domain keeps
  * them). ORT refuses ops that claim a newer API than its own. */
@@ -666,9 +682,15 @@ int vdnn_ort_custom_ops_create(const OrtApi *a, int api_version, int with_cuda,
                                OrtCustomOpDomain **out)
 {
     for (size_t i = 0; i < N_OPS; i++)
-        if (strcmp(ops[i].name, listed_names[i]) != 0)
+        if (strcmp(ops[i].name, listed[i].name) != 0)
             return vdnn_fail(-EINVAL, "custom op %zu is %s in ops[] but %s in custom_ops.h", i,
-                             ops[i].name, listed_names[i]);
+                             ops[i].name, listed[i].name);
+    for (size_t i = 0; i < N_OPS + N_CUDA_OPS; i++) {
+        const OpDef *def = i < N_OPS ? &ops[i] : &cuda_ops[i - N_OPS];
+        if (!planes_as_listed(def))
+            return vdnn_fail(-EINVAL, "custom op %s takes other planes than custom_ops.h lists",
+                             def->name);
+    }
     OrtCustomOpDomain *domain = NULL;
     OrtStatus *st = a->CreateCustomOpDomain(VDNN_CUSTOM_OP_DOMAIN, &domain);
     for (size_t i = 0; !st && i < N_OPS; i++) {
