@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "check.h"
 #include "fr_kernels.h"
@@ -107,27 +106,12 @@ static int definitions_hold(void)
 
 /* Unoptimised or under the sanitizers (-O0: the emulated map takes ~10 us
  * a pixel), fewer pairs: of 322x178 and up one order only, of 480x270 one
- * kind a depth, of 1080p the scene; and the CPU kernel timed once (its
- * time meaningless there). */
+ * kind a depth, of 1080p the scene. */
 #if defined(__SANITIZE_ADDRESS__) || !defined(__OPTIMIZE__)
 #define THOROUGH 0
-#define TIMED_RUNS 1
 #else
 #define THOROUGH 1
-#define TIMED_RUNS 5
 #endif
-
-static double ms_per_frame(const VdnnPlane *a, const VdnnPlane *b, int runs)
-{
-    struct timespec t0, t1;
-    double out = 0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int i = 0; i < runs; i++)
-        CHECK_EQ_INT(vdnn_ssim_y(&vdnn_kernel_env_malloc, a, b, &out), 0);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) /
-           runs;
-}
 
 int main(void)
 {
@@ -178,15 +162,13 @@ int main(void)
     CHECK(same_as_cpu(a, b, 12, 13, 16, "12x13"));
     CHECK(near_reference(a, b, 12, 13, 16, 2e-6));
 
-    /* the CPU kernel's time on 1080p pairs (not asserted) */
+    /* the CPU kernel on a 1080p noise pair, which the emulator is spared
+     * (its speed: bench/bench_kernels_forms.py) */
     const VdnnPlane fa = {a, 1920, 1920, 1080, 10}, fb = {b, 1920, 1920, 1080, 10};
-    gpu_pair(GPU_SCENE, 1920, 1080, 10, 9, a, b);
-    const double scene_ms = ms_per_frame(&fa, &fb, TIMED_RUNS);
     gpu_pair(GPU_NOISE, 1920, 1080, 10, 9, a, b);
-    const double noise_ms = ms_per_frame(&fa, &fb, TIMED_RUNS);
-    printf("%d plane pairs (%d against the double reference); CPU kernel %.2f ms (scene), "
-           "%.2f ms (noise) per 1080p frame\n",
-           cases, referenced, scene_ms, noise_ms);
+    double noise = 0;
+    CHECK_EQ_INT(vdnn_ssim_y(&vdnn_kernel_env_malloc, &fa, &fb, &noise), 0);
+    printf("%d plane pairs (%d against the double reference)\n", cases, referenced);
     free(a);
     free(b);
     return check_report();
