@@ -780,22 +780,38 @@ SAMPLES_EPS = ("CUDA",)
 SAMPLES_BPC = {"bpc": {"value": "bpc"}}
 
 
+def is_picture(value):
+    return len(value.type.tensor_type.shape.dim) == 4
+
+
+def samples_inputs(inputs):
+    """The inputs of a form taking samples: copies of `inputs` with the pictures' elements
+    UINT16, then "bpc"."""
+    out = []
+    for v in inputs:
+        copy = onnx.ValueInfoProto()
+        copy.CopyFrom(v)
+        if is_picture(copy):
+            copy.type.tensor_type.elem_type = TensorProto.UINT16
+        out.append(copy)
+    return out + [helper.make_tensor_value_info("bpc", TensorProto.FLOAT, [1])]
+
+
 def samples_form(model):
     """`model` (an accelerator form) taking UINT16 samples and "bpc" for its FLOAT pictures."""
     form = onnx.ModelProto()
     form.CopyFrom(model)
     graph = form.graph
-    pictures = [v.name for v in graph.input if len(v.type.tensor_type.shape.dim) == 4]
+    pictures = [v.name for v in graph.input if is_picture(v)]
     front = Graph("samples_")
     peaks = front.const([2.0 ** b - 1.0 for b in range(17)], np.float32)
     peak = front.op("Gather", peaks, front.op("Cast", "bpc", to=TensorProto.INT64), axis=0)
     normalised = {p: front.op("Div", front.op("Cast", p, to=TensorProto.FLOAT), peak)
                   for p in pictures}
     prepend(graph, front, normalised)
-    for v in graph.input:
-        if v.name in normalised:
-            v.type.tensor_type.elem_type = TensorProto.UINT16
-    graph.input.append(helper.make_tensor_value_info("bpc", TensorProto.FLOAT, [1]))
+    inputs = samples_inputs(graph.input)
+    del graph.input[:]
+    graph.input.extend(inputs)
     graph.doc_string = ("Samples form: the pictures' own samples (UINT16) and their bit depth "
                         "bpc, normalised in the graph by 2^bpc - 1. " + graph.doc_string)
     onnx.checker.check_model(form, full_check=True)
@@ -824,17 +840,11 @@ def kernels_form(model, op):
     """The kernels form of `model` (its pictures, one output): the library's operator `op` on
     the pictures' samples (UINT16) and "bpc"."""
     graph = model.graph
-    inputs = []
-    for v in graph.input:
-        picture = onnx.ValueInfoProto()
-        picture.CopyFrom(v)
-        picture.type.tensor_type.elem_type = TensorProto.UINT16
-        inputs.append(picture)
-    assert len(graph.output) == 1, graph.name
-    inputs.append(helper.make_tensor_value_info("bpc", TensorProto.FLOAT, [1]))
+    assert all(is_picture(v) for v in graph.input) and len(graph.output) == 1, graph.name
     node = helper.make_node(op, [v.name for v in graph.input] + ["bpc"], [graph.output[0].name],
                             domain=LIBRARY_DOMAIN, name=op)
-    form = helper.make_graph([node], graph.name + KERNELS_SUFFIX, inputs, list(graph.output))
+    form = helper.make_graph([node], graph.name + KERNELS_SUFFIX, samples_inputs(graph.input),
+                             list(graph.output))
     form.doc_string = (f"Kernels form: libvmafdnn's {LIBRARY_DOMAIN}:{op} on the pictures' own "
                        "samples (UINT16) and their bit depth bpc. Runs only in libvmafdnn. "
                        + graph.doc_string)
