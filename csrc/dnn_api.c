@@ -592,14 +592,19 @@ static int check_input_shape(const VmafDnnTensorInfo *slot, const VmafDnnInput *
 {
     if (!in->data || (!in->shape && in->rank))
         return vdnn_fail(-EINVAL, "input \"%s\": data or shape is NULL", slot->name);
-    if (in->rank != slot->rank)
+    /* An input whose model declares no shape (slot->shape NULL) takes any
+     * rank the library can describe: ORT checks it against the graph. */
+    if (slot->shape && in->rank != slot->rank)
         return vdnn_fail(-EINVAL, "input \"%s\" has rank %zu; the model expects rank %zu",
                          slot->name, in->rank, slot->rank);
+    if (in->rank > VMAF_DNN_MAX_RANK)
+        return vdnn_fail(-EINVAL, "input \"%s\" has rank %zu; at most %d is supported",
+                         slot->name, in->rank, VMAF_DNN_MAX_RANK);
     for (size_t d = 0; d < in->rank; d++) {
         if (in->shape[d] < 1)
             return vdnn_fail(-EINVAL, "input \"%s\": dim %zu is %lld; dims must be >= 1",
                              slot->name, d, (long long)in->shape[d]);
-        if (slot->shape[d] >= 0 && in->shape[d] != slot->shape[d])
+        if (slot->shape && slot->shape[d] >= 0 && in->shape[d] != slot->shape[d])
             return vdnn_fail(-EINVAL, "input \"%s\": dim %zu is %lld; the model fixes it to %lld",
                              slot->name, d, (long long)in->shape[d], (long long)slot->shape[d]);
     }
@@ -897,14 +902,15 @@ static int check_image_model(const VmafDnnSession *s, unsigned w, unsigned h)
     if (in->type == VMAF_DNN_TYPE_UINT16)
         return vdnn_fail(-ENOTSUP, "input \"%s\" is UINT16 (a picture's samples); the plane "
                          "helpers feed normalised fp32: use vmaf_dnn_session_run", in->name);
-    if (in->rank != 4)
+    if (in->shape && in->rank != 4)
         return vdnn_fail(-EINVAL, "input \"%s\" has rank %zu; an image model takes NCHW (rank 4)",
                          in->name, in->rank);
-    int rc;
-    if ((rc = check_image_dim(in, 0, "the batch", 1)) ||
-        (rc = check_image_dim(in, 1, "the channel count", 1)) ||
-        (rc = check_image_dim(in, 2, "the height", h)) ||
-        (rc = check_image_dim(in, 3, "the width", w)))
+    /* An input of no declared shape is fed as NCHW, for ORT to check. */
+    int rc = 0;
+    if (in->shape && ((rc = check_image_dim(in, 0, "the batch", 1)) ||
+                      (rc = check_image_dim(in, 1, "the channel count", 1)) ||
+                      (rc = check_image_dim(in, 2, "the height", h)) ||
+                      (rc = check_image_dim(in, 3, "the width", w))))
         return rc;
     const VmafDnnTensorInfo *out = &s->output_info[0];
     return check_image_output(out->name, out->shape, out->rank, w, h, 0);

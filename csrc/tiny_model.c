@@ -361,6 +361,11 @@ static int classify_inputs(VdnnTinyModel *m, const VmafDnnModelPolicy *policy,
                     return rc;
                 continue;
             }
+            if (!in.shape)
+                return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" declares no shape; a tiny "
+                                 "model's inputs need one: NCHW images [1,1,H,W] (H and W may "
+                                 "be symbolic)%s", m->path, in.name,
+                                 src ? "" : " or a feature vector [1,K]");
             if (in.rank != 4 && (src || in.rank != 2))
                 return vdnn_fail(-ENOTSUP, "model %s: input \"%s\" has rank %zu; tiny models "
                                  "take NCHW images (rank 4)%s", m->path, in.name, in.rank,

@@ -615,9 +615,10 @@ typedef struct VmafDnnTensorInfo {
     VmafDnnElementType type;
     size_t rank;               /* <= VMAF_DNN_MAX_RANK */
     const int64_t *shape;      /* `rank` dims, -1 for a symbolic dim; owned by the session.
-                                  NULL (with rank 0) for an output of unknown rank: the
-                                  model declares no shape, and only a run tells (an output
-                                  that is a true scalar has rank 0 and a non-NULL shape).
+                                  NULL (with rank 0) for an input or output of unknown
+                                  rank: the model declares no shape, and only a run tells
+                                  (a true scalar has rank 0 and a non-NULL shape). Such an
+                                  input takes any rank up to VMAF_DNN_MAX_RANK.
                                   ORT before 1.24 cannot tell the two apart and reports
                                   both as scalars. */
 } VmafDnnTensorInfo;
@@ -641,7 +642,9 @@ typedef struct VmafDnnInput {
                              same position in the inputs array */
     const float *data;    /* product(shape) fp32 values, C order */
     const int64_t *shape; /* `rank` dims, each >= 1; must match the model's
-                             rank and every fixed dim */
+                             rank and every fixed dim (any rank up to
+                             VMAF_DNN_MAX_RANK where the model declares no
+                             shape: VmafDnnTensorInfo) */
     size_t rank;
 } VmafDnnInput;
 

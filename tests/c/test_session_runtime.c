@@ -217,6 +217,33 @@ static void test_plane_output_shapes(void)
     CHECK_EQ_INT(vmaf_dnn_session_run(s, &in, 1, &o, 1), 0);
     CHECK(o.rank == 4 && o.count == 4 && res[3] == 4.0f);
     vmaf_dnn_session_close(s);
+
+    /* An input of no declared shape: any rank up to VMAF_DNN_MAX_RANK, an
+     * image for the plane helpers. */
+    s = open_ok("shapeless_input");
+    CHECK_EQ_INT(vmaf_dnn_session_input_info(s, 0, &info), 0);
+    if (vmaf_dnn_ort_api_version() >= 24) {
+        CHECK(info.rank == 0 && info.shape == NULL);
+        VmafDnnOutput mean = {.name = NULL, .data = &y, .capacity = 1};
+        CHECK_EQ_INT(vmaf_dnn_session_run(s, &in, 1, &mean, 1), 0);
+        CHECK(y == 2.5f);
+        const int64_t flat[2] = {2, 2}, deep[VMAF_DNN_MAX_RANK + 1] = {1, 1, 1, 1, 1, 1, 1, 1, 4};
+        in = (VmafDnnInput){NULL, img, flat, 2};
+        CHECK_EQ_INT(vmaf_dnn_session_run(s, &in, 1, &mean, 1), 0);
+        CHECK(y == 2.5f);
+        in = (VmafDnnInput){NULL, img, deep, VMAF_DNN_MAX_RANK + 1};
+        CHECK_EQ_INT(vmaf_dnn_session_run(s, &in, 1, &mean, 1), -EINVAL);
+        CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "has rank 9; at most 8 is supported");
+    }
+    vmaf_dnn_session_close(s);
+    s = open_ok("shapeless_image_input");
+    if (vmaf_dnn_ort_api_version() >= 24) {
+        const uint8_t ramp[2 * 3] = {0, 40, 80, 120, 200, 255};
+        uint8_t back[2 * 3] = {0};
+        CHECK_EQ_INT(vmaf_dnn_session_run_luma8(s, ramp, 3, back, 3, 3, 2), 0);
+        CHECK(memcmp(back, ramp, sizeof ramp) == 0);
+    }
+    vmaf_dnn_session_close(s);
 }
 
 /* ------------------------------------------------------------------------ */

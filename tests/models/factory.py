@@ -18,12 +18,15 @@ F32 = TensorProto.FLOAT
 F16 = TensorProto.FLOAT16
 
 
-def make_model(nodes, inputs, outputs, initializers=(), name="test"):
+def make_model(nodes, inputs, outputs, initializers=(), name="test", checked=True):
+    """checked=False: ONNX's checker wants a shape on every graph input and output, which
+    ORT (and some exporters) do not."""
     graph = helper.make_graph(nodes, name, inputs, outputs, initializer=list(initializers))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                               producer_name="vmafdnn-tests")
     model.ir_version = IR_VERSION
-    onnx.checker.check_model(model)
+    if checked:
+        onnx.checker.check_model(model)
     return model
 
 
@@ -140,7 +143,7 @@ def _mean_to(x, out, nodes, inits, tag):
 
 
 def _mean_model(input_dims, elem_type=F32):
-    """x[input_dims] -> score[1] = mean(x)."""
+    """x[input_dims] -> score[1] = mean(x) (input_dims None: x declares no shape)."""
     nodes, inits = [], []
     src = "x"
     if elem_type != F32:
@@ -148,7 +151,18 @@ def _mean_model(input_dims, elem_type=F32):
         src = "xf"
     _mean_to(src, "score", nodes, inits, "x")
     return make_model(nodes, [tensor("x", elem_type, input_dims)], [tensor("score", F32, [1])],
-                      inits)
+                      inits, checked=input_dims is not None)
+
+
+def mean_of_shapeless_input():
+    """x (no shape declared: any rank) -> score[1] = mean(x)."""
+    return _mean_model(None)
+
+
+def shapeless_image_input():
+    """x (no shape declared) -> y[1,1,H,W] = x: an image model whose input says nothing."""
+    return make_model([helper.make_node("Identity", ["x"], ["y"])], [tensor("x", F32, None)],
+                      [tensor("y", F32, [1, 1, "H", "W"])], checked=False)
 
 
 def nr_mean():
@@ -707,6 +721,8 @@ ALL.update({
     "image_flat": image_flat,
     "unknown_rank_output": unknown_rank_output,
     "scalar_output": scalar_output,
+    "shapeless_input": mean_of_shapeless_input,
+    "shapeless_image_input": shapeless_image_input,
 })
 
 

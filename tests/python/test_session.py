@@ -309,6 +309,29 @@ def test_output_of_unknown_rank_runs_and_says_so(tmp_path):
     assert low.shape == (1, 1) and low[0, 0] == np.float32(0.25)
 
 
+def test_input_of_no_declared_shape_takes_any_rank(tmp_path):
+    """An input the model declares without a shape is described with shape None and fed at
+    any rank up to VMAF_DNN_MAX_RANK (ORT checks the rest); a context, which must know a
+    picture's layout, refuses the model naming the input."""
+    import onnx
+
+    path = tmp_path / "shapeless.onnx"
+    onnx.save(factory.mean_of_shapeless_input(), str(path))
+    with vmafdnn.Session(str(path), device="cpu") as s:
+        if tuple(int(x) for x in vmafdnn.ort_version().split(".")[:2]) < (1, 24):
+            pytest.skip("ORT before 1.24 cannot tell an unknown rank from a scalar")
+        assert s.inputs[0].shape is None
+        for shape in [(1, 1, 4, 6), (3, 5), (7,), (), (1,) * 8]:
+            x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) + 1
+            assert s.run({"x": x})["score"][0] == pytest.approx(x.mean()), shape
+        with pytest.raises(vmafdnn.InvalidArgumentError, match="rank at most 8"):
+            s.run({"x": np.ones((1,) * 9, np.float32)})
+    ctx = vmafdnn.Context(device="cpu")
+    with pytest.raises(vmafdnn.UnsupportedError, match='input "x" declares no shape') as e:
+        ctx.use_model(str(path))
+    assert e.value.errno == errno.ENOTSUP
+
+
 def test_ort_profile_is_written_per_session_and_summed(models, tmp_path, monkeypatch):
     """VMAFDNN_ORT_PROFILE=PREFIX: ORT profiles each session into PREFIX_<date>.json when it
     is released, and bench/ort_profile_summary.py counts its runs and nodes."""
