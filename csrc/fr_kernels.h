@@ -1,13 +1,15 @@
 /* Internal: fused CPU kernels for the built-in full-reference metrics
- * ssim_y and psnr_y (tools/gen_builtin_models.py's build_ssim_y and
- * build_psnr_y compute them as ONNX graphs), with the conventions of
- * vmaf_kernels.h: its VdnnKernelEnv and VdnnPlane, re-entrant, buffers from
- * env (row bands: a 1080p frame's working set is ~0.5 MB), env->cancelled
- * polled between bands, the same return codes (-EINVAL also for w or h above
- * VDNN_FR_MAX_DIMENSION). The GPU programs vk_ssim and vk_psnr
- * (gpu/programs.h) compute the same numbers from the same formulas
- * (gpu/ssim_kernels.h, gpu/psnr_kernels.h: both sides call them), bit for
- * bit on the emulator (tests/c/test_gpu_ssim.c, test_gpu_psnr.c).
+ * ssim_y, float_ssim and psnr_y (tools/gen_builtin_models.py's
+ * build_ssim_y, build_float_ssim and build_psnr_y compute them as ONNX
+ * graphs), with the conventions of vmaf_kernels.h: its VdnnKernelEnv and
+ * VdnnPlane, re-entrant, buffers from env (row bands: a 1080p frame's
+ * working set is ~0.5 MB), env->cancelled polled between bands, the same
+ * return codes (-EINVAL also for w or h above VDNN_FR_MAX_DIMENSION). The
+ * GPU programs vk_ssim, vk_float_ssim and vk_psnr (gpu/programs.h) compute
+ * the same numbers from the same formulas (gpu/ssim_kernels.h,
+ * gpu/float_ssim_kernels.h, gpu/psnr_kernels.h: both sides call them), bit
+ * for bit on the emulator (tests/c/test_gpu_ssim.c, test_gpu_float_ssim.c,
+ * test_gpu_psnr.c).
  *
  * Samples are normalised as the library normalises them (resize.c's
  * vdnn_plane_normalise): x = s / (2^bpc - 1) correctly rounded to float.
@@ -56,6 +58,56 @@
 int vdnn_ssim_y(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
                 double *ssim);
 
+/* libvmaf's float_ssim with its default (automatic) downscaling, as
+ * build_float_ssim's graph computes it: both planes decimated by the scale
+ *   s = max(1, round(min(w, h) / 256)), halves rounded up
+ * then vdnn_ssim_y's SSIM (the same window, float arithmetic, centring and
+ * fixed-point mean) on the decimated planes. s is 1 below 384 lines (or
+ * columns): the score is then vdnn_ssim_y's, bit for bit (it is called).
+ *
+ * The decimation (iqa's _iqa_decimate, as libvmaf runs it): on an axis of
+ * n samples, n / s + n % 2 outputs (iqa's count, quirk kept: an odd n gets
+ * one more than n / s, and an even n not a multiple of s loses its last
+ * samples); output i is the box of the s taps i s - s / 2 .. i s - s / 2 +
+ * s - 1, mirrored at the borders with the edge repeated (KBND_SYMMETRIC:
+ * -1 -> 0, -2 -> 1, n -> n - 1), the two axes separable. Each decimated
+ * sample is kept as its exact integer box sum S (at most s^2 (2^16 - 1)
+ * < 2^30: s <= 128 at VDNN_FR_MAX_DIMENSION); its value on [0, 1] is
+ * S / (s^2 peak) in double rounded once to float (s^2 peak need not be a
+ * float), and each plane's centre is its exact sum of S / (dw dh) /
+ * (s^2 peak) (dw x dh: the decimated size). The graph sums normalised
+ * floats in double instead (the same values but for the last bits), so the
+ * two agree to a float step or two of the score, not bit for bit
+ * (measured: within 2.4e-8 on scenes from 385x391 to 3840x2160, 8 to 16
+ * bits).
+ *
+ * The decimated planes are held whole (2 dw dh floats: ~1 MB for a 16:9
+ * frame of any size, since s grows with it; at most about half the input
+ * planes' bytes, for very elongated frames). Every sample is checked
+ * against the depth, those no box takes too (-EINVAL for one above it).
+ * w, h >= 11 and <= VDNN_FR_MAX_DIMENSION; *ssim as vdnn_ssim_y's. */
+int vdnn_float_ssim(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
+                    double *ssim);
+
+/* The two planes an SSIM runs on (vdnn_ssim_planes): samples ref and dist
+ * (normalised as vdnn_ssim_y normalises them), or, where values[0] is not
+ * NULL, values on [0, 1], values[0] ref's and values[1] dist's (w x h
+ * floats each, rows packed: vdnn_float_ssim's decimated planes; ref and
+ * dist unused). */
+typedef struct VdnnSsimPlanes {
+    const VdnnPlane *ref, *dist;
+    const float *values[2];
+} VdnnSsimPlanes;
+
+/* vdnn_ssim_y's SSIM (its window, float arithmetic and fixed-point mean)
+ * of two w x h planes centred on cx and cy (their means on [0, 1], as
+ * floats): the one implementation behind vdnn_ssim_y and vdnn_float_ssim,
+ * as ssim_strip is the GPU's (gpu/ssim_kernels.h). Nothing checked: w, h
+ * 11..VDNN_FR_MAX_DIMENSION, samples within their depth. 0, -ENOMEM or
+ * -ECANCELED (*ssim untouched then). */
+int vdnn_ssim_planes(const VdnnKernelEnv *env, const VdnnSsimPlanes *planes, unsigned w,
+                     unsigned h, float cx, float cy, double *ssim);
+
 /* PSNR of the luma plane in dB, as build_psnr_y's graph computes it:
  *   sse = sum (r - d)^2 over all samples (exact, uint64)
  *   mse = sse / (w h) / peak^2 (double; peak = 2^bpc - 1)
@@ -64,13 +116,13 @@ int vdnn_ssim_y(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane 
 int vdnn_psnr_y(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
                 double *psnr);
 
-/* Both kernels' arguments: 0 when env, the planes (the same w, h and bpc)
+/* The kernels' arguments: 0 when env, the planes (the same w, h and bpc)
  * and out are usable and w, h are min_side..VDNN_FR_MAX_DIMENSION, else
  * -EINVAL. */
 int vdnn_fr_check(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
                   const double *out, unsigned min_side);
 
-/* Both kernels' first pass (psnr_kernel.c), as the GPU's fr_scan sums it:
+/* ssim_y's and psnr_y's first pass (psnr_kernel.c), as the GPU's fr_scan sums it:
  * sums[0] the sum of ref's samples, sums[1] dist's, sums[2] the sum of
  * (ref - dist)^2, exact; -EINVAL for a sample above 2^bpc - 1, -ECANCELED.
  * The planes as vdnn_fr_check accepts them. */

@@ -3,11 +3,13 @@
  *
  *   pass 1   the planes' sample sums (vdnn_fr_scan, exact), samples
  *            above the bit depth refused: the centres cx, cy
- *   pass 2   for each group of 4 output rows: the input rows' five maps
- *            that are new into a ring of 14 rows a map; each map's
- *            vertical pass for the 4 rows at once (vertical_group), then
- *            per row the horizontal pass, each pixel's SSIM as a
- *            fixed-point integer, the row's integers summed
+ *   pass 2   vdnn_ssim_planes (on the samples here; on vdnn_float_ssim's
+ *            decimated values too): for each group of 4 output rows, the
+ *            input rows' five maps that are new into a ring of 14 rows a
+ *            map; each map's vertical pass for the 4 rows at once
+ *            (vertical_group), then per row the horizontal pass, each
+ *            pixel's SSIM as a fixed-point integer, the row's integers
+ *            summed
  *
  * The ring (14 rows of each map) and the passes' rows take ~96 w floats:
  * ~0.7 MB at 1080p, in L2; its 14 rows are read once for every 4 output
@@ -42,21 +44,39 @@
 
 static const float window[SSIM_TAPS] = SSIM_WINDOW;
 
-/* One input row's five maps. */
+/* Pixel j's five maps into the five rows (inlined into loops whose row
+ * pointers are restrict). */
+static inline void put_maps(float *m0, float *m1, float *m2, float *m3, float *m4, unsigned j,
+                            float xc, float yc)
+{
+    float m[5];
+    ssim_maps(xc, yc, m);
+    m0[j] = m[0];
+    m1[j] = m[1];
+    m2[j] = m[2];
+    m3[j] = m[3];
+    m4[j] = m[4];
+}
+
+/* One input row's five maps, from samples (normalised on the way: one
+ * pass) or from values on [0, 1] (values[0] not NULL). */
 VDNN_TARGET_CLONES
-static void maps_row(const uint16_t *restrict r, const uint16_t *restrict d, unsigned w,
-                     float peak, float cx, float cy, float *const out[5])
+static void maps_row(const VdnnSsimPlanes *planes, unsigned y, unsigned w, float peak, float cx,
+                     float cy, float *const out[5])
 {
     float *restrict m0 = out[0], *restrict m1 = out[1], *restrict m2 = out[2];
     float *restrict m3 = out[3], *restrict m4 = out[4];
-    for (unsigned j = 0; j < w; j++) {
-        float m[5];
-        ssim_maps(ssim_sample(r[j], peak) - cx, ssim_sample(d[j], peak) - cy, m);
-        m0[j] = m[0];
-        m1[j] = m[1];
-        m2[j] = m[2];
-        m3[j] = m[3];
-        m4[j] = m[4];
+    if (planes->values[0]) {
+        const float *restrict a = planes->values[0] + (size_t)y * w;
+        const float *restrict b = planes->values[1] + (size_t)y * w;
+        for (unsigned j = 0; j < w; j++)
+            put_maps(m0, m1, m2, m3, m4, j, a[j] - cx, b[j] - cy);
+    } else {
+        const uint16_t *restrict a = planes->ref->data + (ptrdiff_t)y * planes->ref->stride;
+        const uint16_t *restrict b = planes->dist->data + (ptrdiff_t)y * planes->dist->stride;
+        for (unsigned j = 0; j < w; j++)
+            put_maps(m0, m1, m2, m3, m4, j, ssim_sample(a[j], peak) - cx,
+                     ssim_sample(b[j], peak) - cy);
     }
 }
 
@@ -177,19 +197,11 @@ static int64_t ssim_row(const float *const f[5], unsigned ow, float cx, float cy
     return (int64_t)exact_sum(q, ow);
 }
 
-int vdnn_ssim_y(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
-                double *ssim)
+int vdnn_ssim_planes(const VdnnKernelEnv *env, const VdnnSsimPlanes *planes, unsigned w,
+                     unsigned h, float cx, float cy, double *ssim)
 {
-    uint64_t sums[3];
-    int rc = vdnn_fr_check(env, ref, dist, ssim, SSIM_TAPS);
-    if (rc || (rc = vdnn_fr_scan(env, ref, dist, sums)))
-        return rc;
-    const unsigned w = ref->w, h = ref->h, bpc = ref->bpc, max = (1u << bpc) - 1u;
     const unsigned ow = w - 2 * SSIM_RADIUS;
-    const float cx = ssim_centre(sums[0], (int)w, (int)h, (int)bpc);
-    const float cy = ssim_centre(sums[1], (int)w, (int)h, (int)bpc);
-    const float peak = (float)max;
-
+    const float peak = planes->values[0] ? 1.0f : (float)((1u << planes->ref->bpc) - 1u);
     /* the ring: map m's input row i at row m * RING + i % RING (w floats
      * each); then GROUP vertical rows a map (w each), the five filtered
      * rows and q (ow each) */
@@ -205,6 +217,7 @@ int vdnn_ssim_y(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane 
     for (int m = 0; m < 5; m++)
         filtered[m] = frow + m * (size_t)ow;
 
+    int rc = 0;
     int64_t total = 0;
     const unsigned oh = h - 2 * SSIM_RADIUS;
     unsigned mapped = 0; /* input rows 0..mapped-1 are in the ring */
@@ -219,8 +232,7 @@ int vdnn_ssim_y(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane 
             float *slot[5];
             for (int m = 0; m < 5; m++)
                 slot[m] = ring + ((size_t)m * RING + mapped % RING) * w;
-            maps_row(ref->data + (ptrdiff_t)mapped * ref->stride,
-                     dist->data + (ptrdiff_t)mapped * dist->stride, w, peak, cx, cy, slot);
+            maps_row(planes, mapped, w, peak, cx, cy, slot);
         }
         for (int m = 0; m < 5; m++) {
             /* a last group of fewer rows: the rows past the frame read its
@@ -241,4 +253,17 @@ int vdnn_ssim_y(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane 
         return rc;
     *ssim = ssim_mean(total, (int)w, (int)h);
     return 0;
+}
+
+int vdnn_ssim_y(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnPlane *dist,
+                double *ssim)
+{
+    uint64_t sums[3];
+    int rc = vdnn_fr_check(env, ref, dist, ssim, SSIM_TAPS);
+    if (rc || (rc = vdnn_fr_scan(env, ref, dist, sums)))
+        return rc;
+    const int w = (int)ref->w, h = (int)ref->h, bpc = (int)ref->bpc;
+    const VdnnSsimPlanes planes = {ref, dist, {NULL, NULL}};
+    return vdnn_ssim_planes(env, &planes, ref->w, ref->h, ssim_centre(sums[0], w, h, bpc),
+                            ssim_centre(sums[1], w, h, bpc), ssim);
 }

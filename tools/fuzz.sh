@@ -3,7 +3,8 @@
 #
 #   fuzz_onnx_scan  csrc/onnx_scan.c          libFuzzer, ASan + UBSan + LSan
 #   fuzz_sidecar    csrc/json.c, sidecar.c     libFuzzer, ASan + UBSan + LSan
-#   fuzz_vmaf_kernels csrc/vmaf_{vif,adm,motion}.c, {ssim,psnr,sharpness}_kernel.c
+#   fuzz_vmaf_kernels csrc/vmaf_{vif,adm,motion}.c,
+#                     {ssim,float_ssim,psnr,sharpness}_kernel.c
 #                                              libFuzzer, ASan + UBSan + LSan
 #   fuzz_y4m        python/vmafdnn/video.py    atheris (libFuzzer for Python)
 #
@@ -51,7 +52,7 @@ c_sources() {
     fuzz_onnx_scan) echo csrc/onnx_scan.c ;;
     fuzz_sidecar) echo csrc/json.c csrc/sidecar.c ;;
     fuzz_vmaf_kernels) echo csrc/vmaf_vif.c csrc/vmaf_adm.c csrc/vmaf_motion.c csrc/vmaf_kernel_env.c \
-        csrc/ssim_kernel.c csrc/psnr_kernel.c csrc/sharpness_kernel.c ;;
+        csrc/ssim_kernel.c csrc/float_ssim_kernel.c csrc/psnr_kernel.c csrc/sharpness_kernel.c ;;
     *) return 1 ;;
     esac
 }

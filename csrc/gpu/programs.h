@@ -60,6 +60,12 @@ int vk_widen(const VkBackend *b, const uint8_t *src, uint16_t *dst, int w, int h
 int vk_ssim(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w, int h,
             int bpc, float *score);
 
+/* vdnn_float_ssim (fr_kernels.h): *score (float, the backend's), the mean
+ * SSIM of the decimated planes; w, h >= 11. vk_ssim's 5 launches where the
+ * scale is 1 (below 384 lines or columns: its score), else 5 of its own. */
+int vk_float_ssim(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w, int h,
+                  int bpc, float *score);
+
 /* vdnn_psnr_y (fr_kernels.h): *score (float, the backend's), dB; w, h >= 1.
  * 3 launches. */
 int vk_psnr(const VkBackend *b, const uint16_t *ref, const uint16_t *dist, int w, int h,

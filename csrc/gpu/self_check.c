@@ -14,12 +14,13 @@
 
 /* Where each program's scores go, side by side (VIF's four, ADM's adm2 then
  * its four scales). */
-enum { VIF = 0, ADM = 4, MOTION = 9, SSIM, PSNR, SHARPNESS, N_SCORES };
+enum { VIF = 0, ADM = 4, MOTION = 9, SSIM, PSNR, SHARPNESS, FLOAT_SSIM, N_SCORES };
 _Static_assert(ADM == VIF + 4 && MOTION == ADM + 5, "VIF's 4 scores, then ADM's 5");
 
 static const char *const score_names[N_SCORES] = {
     "vif_scale0", "vif_scale1", "vif_scale2", "vif_scale3", "adm2",   "adm_scale0",   "adm_scale1",
-    "adm_scale2", "adm_scale3", "motion",     "ssim_y",     "psnr_y", "sharpness_nr"};
+    "adm_scale2", "adm_scale3", "motion",     "ssim_y",     "psnr_y", "sharpness_nr",
+    "float_ssim"};
 
 /* psnr_y's dB goes through log10, which is libdevice's on a GPU and glibc's
  * here: they may differ in the last bit of the double, and so the float at
@@ -95,6 +96,8 @@ static int cpu_scores(const uint16_t *ref, const uint16_t *dist, const uint16_t 
         rc = vdnn_psnr_y(env, &r, &d, &s[PSNR]);
     if (!rc)
         rc = vdnn_sharpness_nr(env, &d, &s[SHARPNESS]);
+    if (!rc)
+        rc = vdnn_float_ssim(env, &r, &d, &s[FLOAT_SSIM]);
     for (int k = 0; k < N_SCORES; k++)
         out[k] = (float)s[k];
     return rc;
@@ -130,6 +133,8 @@ static int device_scores(const VkBackend *b, const uint16_t *ref, const uint16_t
         rc = vk_psnr(b, d_ref, d_dist, w, h, bpc, scores + PSNR);
     if (!rc)
         rc = vk_sharpness(b, d_dist, w, h, bpc, scores + SHARPNESS);
+    if (!rc)
+        rc = vk_float_ssim(b, d_ref, d_dist, w, h, bpc, scores + FLOAT_SSIM);
     if (!rc)
         rc = b->download(b->self, out, scores, N_SCORES * sizeof(float));
     b->release(b->self, scores);

@@ -9,7 +9,9 @@
  *                vertical sums of the five maps at its 11 columns, then
  *                their horizontal sums, the SSIM, its fixed-point value
  *                summed privately (int64), one atomic add per thread into
- *                the row's slot (two's complement: uint64 addition)
+ *                the row's slot (two's complement: uint64 addition); the
+ *                pixels' arithmetic is ssim_strip, which float_ssim's map
+ *                (float_ssim_kernels.h) runs on its decimated planes
  *   fr_totals    the rows' sums into the frame's total
  *   ssim_finish  one thread: the mean, NaN where a sample was out of range
  *
@@ -60,10 +62,18 @@ VK_FN float ssim_sample(uint32_t s, float peak)
     return (float)s / peak;
 }
 
-/* A plane's centre from its exact sample sum: its mean on [0, 1]. */
+/* A plane's centre from the exact sum of its w x h integers, each `unit`
+ * times its value on [0, 1] (float_ssim's box sums: s^2 peak): its mean on
+ * [0, 1]. */
+VK_FN float ssim_centre_of(uint64_t sum, int w, int h, double unit)
+{
+    return (float)((double)sum / ((double)w * h) / unit);
+}
+
+/* A plane's centre from its exact sample sum. */
 VK_FN float ssim_centre(uint64_t sum, int w, int h, int bpc)
 {
-    return (float)((double)sum / ((double)w * h) / (double)((1u << bpc) - 1u));
+    return ssim_centre_of(sum, w, h, (double)((1u << bpc) - 1u));
 }
 
 /* The five maps of one sample pair, centred: xc, yc, xc^2, yc^2, (xc - yc)^2. */
@@ -119,6 +129,37 @@ VK_FN double ssim_mean(int64_t total, int w, int h)
  * few, since each costs ~1.3 kflop, so that a 1080p frame has ~250k threads. */
 #define SSIM_STRIP 8
 
+/* Output row y's fixed-point SSIM summed over its pixels x0, x0 + n, ...
+ * of a w-wide plane pair, each straight from the planes: the vertical sums
+ * of the five maps at its 11 columns, then their horizontal sums. The
+ * planes are samples a, b (ssim_sample's values) or, where fa is not NULL,
+ * values on [0, 1] fa, fb (float_ssim's decimated planes): one body for
+ * both maps, the test on fa a constant where each kernel inlines it. */
+VK_FN int64_t ssim_strip(const uint16_t *VK_RESTRICT a, const uint16_t *VK_RESTRICT b,
+                         const float *VK_RESTRICT fa, const float *VK_RESTRICT fb, int w, int y,
+                         int x0, int n, float peak, float cx, float cy)
+{
+    const float taps[SSIM_TAPS] = SSIM_WINDOW;
+    int64_t sum = 0;
+    for (int x = x0; x < w - 2 * SSIM_RADIUS; x += n) {
+        float f[5], v[5], m[5];
+        for (int c = 0; c < SSIM_TAPS; c++) {
+            for (int k = 0; k < SSIM_TAPS; k++) {
+                const int64_t at = (int64_t)(y + k) * w + x + c;
+                const float xv = fa ? fa[at] : ssim_sample(a[at], peak);
+                const float yv = fa ? fb[at] : ssim_sample(b[at], peak);
+                ssim_maps(xv - cx, yv - cy, m);
+                for (int i = 0; i < 5; i++)
+                    v[i] = k ? v[i] + taps[k] * m[i] : taps[k] * m[i];
+            }
+            for (int i = 0; i < 5; i++)
+                f[i] = c ? f[i] + taps[c] * v[i] : taps[c] * v[i];
+        }
+        sum += (int64_t)ssim_fixed(ssim_value(f, cx, cy));
+    }
+    return sum;
+}
+
 /* sums: the totals of ref and dist samples (fr_totals); row_sums: h - 10
  * zeroed slots, the output rows' fixed-point sums (int64 as uint64). */
 VK_KERNEL ssim_map(VK_IDX const uint16_t *VK_RESTRICT ref, const uint16_t *VK_RESTRICT dist,
@@ -129,24 +170,10 @@ VK_KERNEL ssim_map(VK_IDX const uint16_t *VK_RESTRICT ref, const uint16_t *VK_RE
     const int n = (ow + SSIM_STRIP - 1) / SSIM_STRIP, y = VK_Y;
     if (VK_X >= n || y >= oh)
         return;
-    const float taps[SSIM_TAPS] = SSIM_WINDOW;
     const float peak = (float)((1u << bpc) - 1u);
     const float cx = ssim_centre(sums[0], w, h, bpc), cy = ssim_centre(sums[1], w, h, bpc);
-    int64_t sum = 0;
-    for (int x = VK_X; x < ow; x += n) {
-        float f[5], v[5], m[5];
-        for (int c = 0; c < SSIM_TAPS; c++) {
-            for (int k = 0; k < SSIM_TAPS; k++) {
-                const int64_t at = (int64_t)(y + k) * w + x + c;
-                ssim_maps(ssim_sample(ref[at], peak) - cx, ssim_sample(dist[at], peak) - cy, m);
-                for (int i = 0; i < 5; i++)
-                    v[i] = k ? v[i] + taps[k] * m[i] : taps[k] * m[i];
-            }
-            for (int i = 0; i < 5; i++)
-                f[i] = c ? f[i] + taps[c] * v[i] : taps[c] * v[i];
-        }
-        sum += (int64_t)ssim_fixed(ssim_value(f, cx, cy));
-    }
+    const int64_t sum = ssim_strip(ref, dist, (const float *)0, (const float *)0, w, y, VK_X, n,
+                                   peak, cx, cy);
     VK_ATOMIC_ADD_U64(row_sums + y, (uint64_t)sum);
 }
 VK_THUNK(ssim_map, VK_ARG(0, const uint16_t *), VK_ARG(1, const uint16_t *), VK_ARG(2, int),

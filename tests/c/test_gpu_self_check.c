@@ -77,6 +77,7 @@ int main(void)
     CHECK_EQ_INT(vk_self_check(&vk_emulator, 97, 61, 8, 1.0), 0);
     CHECK_EQ_INT(vk_self_check(&vk_emulator, 33, 33, 10, 100.0), 0);
     CHECK_EQ_INT(vk_self_check(&vk_emulator, 353, 199, 12, 1.0), 0);
+    CHECK_EQ_INT(vk_self_check(&vk_emulator, 400, 385, 8, 1.0), 0); /* float_ssim decimates */
     CHECK_EQ_INT(check_with(sound, 64, 36, 10), 0);
 
     /* a kernel that never runs: the scores it feeds differ, and the message
@@ -94,6 +95,16 @@ int main(void)
         CHECK_STR_CONTAINS(vdnn_last_error(), skipped[i].names);
         CHECK_STR_CONTAINS(vdnn_last_error(), "64x36 10-bit");
     }
+    /* float_ssim's own kernels, on a frame it decimates (below 384 lines it
+     * runs ssim_y's, above) */
+    static const char *const decimating[] = {"fssim_decimate", "fssim_map"};
+    for (size_t i = 0; i < sizeof(decimating) / sizeof(decimating[0]); i++) {
+        Faulty f = sound;
+        f.skip = decimating[i];
+        CHECK_EQ_INT(check_with(f, 384, 384, 10), -EIO);
+        CHECK_STR_CONTAINS(vdnn_last_error(), "float_ssim of a 384x384 10-bit frame");
+        CHECK_EQ_INT(check_with(f, 64, 36, 10), 0);
+    }
     /* one bit of one score on its way back */
     Faulty f = sound;
     f.flip = 9;
@@ -105,6 +116,9 @@ int main(void)
     f.flip = 10;
     CHECK_EQ_INT(check_with(f, 64, 36, 8), -EIO);
     CHECK_STR_CONTAINS(vdnn_last_error(), "ssim_y of a 64x36 8-bit frame");
+    f.flip = 13;
+    CHECK_EQ_INT(check_with(f, 64, 36, 8), -EIO);
+    CHECK_STR_CONTAINS(vdnn_last_error(), "float_ssim of a 64x36 8-bit frame");
     /* psnr_y within a float step passes (log10 is the GPU's own); further
      * (a skipped kernel, above) does not */
     f.flip = 11;

@@ -1,16 +1,21 @@
-/* libFuzzer harness for the VMAF kernels (csrc/vmaf_kernels.h), ssim_y's and
- * psnr_y's (csrc/fr_kernels.h) and sharpness_nr's (nr_kernels.h), which the library's own ONNX operators
- * run on planes a third-party model may feed;
- * built and run by tools/fuzz.sh with ASan + UBSan.
+/* libFuzzer harness for the VMAF kernels (csrc/vmaf_kernels.h), ssim_y's,
+ * float_ssim's and psnr_y's (csrc/fr_kernels.h) and sharpness_nr's
+ * (nr_kernels.h), which the library's own ONNX operators run on planes a
+ * third-party model may feed; built and run by tools/fuzz.sh with ASan +
+ * UBSan.
  *
  * The input's first bytes choose the geometry: width and height (1..96, so
  * sizes around each kernel's minimum and its filters' borders come up),
  * the bit depth (8..16), a stride padding, whether the samples are masked to
  * the depth, and the enhancement-gain limit; the rest fills the two planes
- * (repeated when short). Besides memory errors and UB, the harness aborts
- * when a contract of the header is broken: a return other than 0 or
- * -EINVAL, a failure that wrote its outputs, a success with a non-finite
- * value, a success on a sample above the depth, or a block not given back.
+ * (repeated when short). One bit instead makes the frame 384..447 on each
+ * side and runs float_ssim alone on it: the scale is 2 there, so its
+ * decimation (mirrored boxes, iqa's counts, the samples no box takes) is
+ * fuzzed too, not only ssim_y's path below 384. Besides memory errors and
+ * UB, the harness aborts when a contract of the header is broken: a return
+ * other than 0 or -EINVAL, a failure that wrote its outputs, a success with
+ * a non-finite value, a success on a sample above the depth, or a block not
+ * given back.
  */
 #include <errno.h>
 #include <math.h>
@@ -65,8 +70,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 6)
         return 0;
-    const unsigned w = 1 + data[0] % 96, h = 1 + data[1] % 96, bpc = 8 + data[2] % 9;
-    const unsigned pad = data[3] & 3, masked = !(data[3] & 4);
+    const unsigned decimated = (data[3] & 16) != 0;
+    const unsigned w = decimated ? 384 + data[0] % 64 : 1 + data[0] % 96;
+    const unsigned h = decimated ? 384 + data[1] % 64 : 1 + data[1] % 96;
+    const unsigned bpc = 8 + data[2] % 9, pad = data[3] & 3, masked = !(data[3] & 4);
     const double egl = (data[3] & 8) ? 1.0 : 100.0;
     data += 4;
     size -= 4;
@@ -93,6 +100,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     const VdnnPlane pa = {a, (ptrdiff_t)stride, w, h, bpc}, pb = {b, (ptrdiff_t)stride, w, h, bpc};
+    double fs = -1234.5;
+    check(vdnn_float_ssim(&env, &pa, &pb, &fs), &fs, 1, out_of_range);
+    if (decimated) {
+        free(a);
+        free(b);
+        return 0;
+    }
     double v[5] = {-1234.5, -1234.5, -1234.5, -1234.5, -1234.5};
     check(vdnn_vif_integer(&env, &pa, &pb, egl, v), v, 4, out_of_range);
     double adm[5] = {-1234.5, -1234.5, -1234.5, -1234.5, -1234.5};
