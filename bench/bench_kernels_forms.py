@@ -1,6 +1,6 @@
-"""ms per frame of psnr_y, ssim_y and sharpness_nr through the library on ORT's CPU EP: their
-kernels forms (one node of the library's Psnr / Ssim / LaplacianVariance, the default on the CPU
-EP) against the models' own graphs (row-strip Loops, VMAFDNN_MODEL_FORMS=0), same run, one
+"""ms per frame of psnr_y, ssim_y, float_ssim and sharpness_nr through the library on ORT's CPU
+EP: their kernels forms (one node of the library's Psnr / Ssim / FloatSsim / LaplacianVariance,
+the default on the CPU EP) against the models' own graphs (row-strip Loops, VMAFDNN_MODEL_FORMS=0), same run, one
 thread.
 
     python bench/bench_kernels_forms.py [--size 1920x1080] [--frames 8] [--rounds 5]
@@ -57,7 +57,7 @@ def main():
           f"ONNX Runtime {vmafdnn.ort_version()}")
     print("| model | kernels form ms/frame | model's graph ms/frame | speed-up | max |diff| |")
     print("|---|---|---|---|---|")
-    for model in ("psnr_y", "ssim_y", "sharpness_nr"):
+    for model in ("psnr_y", "ssim_y", "float_ssim", "sharpness_nr"):
         best = {"kernels": float("inf"), "graph": float("inf")}
         values, forms = {}, {}
         for _ in range(args.rounds):

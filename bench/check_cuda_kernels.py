@@ -1,11 +1,11 @@
 """The library's fused kernels on CUDA (csrc/gpu through cuda_kernels.c) against the same
 kernels on ORT's CPU EP: the same clip scored with each model's CPU form (VMAFDNN_MODEL_FORMS=CPU:
 VMAF's features through the library's VifInteger, AdmInteger and MotionInteger ops, psnr_y,
-ssim_y and sharpness_nr through its Psnr, Ssim and LaplacianVariance) on --device and on "cpu".
+ssim_y, float_ssim and sharpness_nr through its Psnr, Ssim, FloatSsim and LaplacianVariance) on --device and on "cpu".
 
     python bench/check_cuda_kernels.py [--device cuda] [--sizes 1920x1080]
                                        [--frames 24] [--depths 8,10] [--threads 2]
-                                       [--models vmaf_features,psnr_y,ssim_y,sharpness_nr]
+                                       [--models vmaf_features,psnr_y,ssim_y,float_ssim,sharpness_nr]
 
 For each size and bit depth it prints the EP each side attached, how many nodes it runs,
 the steady fps of both, the ratio, and the largest per-frame difference of every feature
@@ -42,7 +42,7 @@ def main(argv=None):
     ap.add_argument("--frames", type=int, default=24)
     ap.add_argument("--depths", default="8,10")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--models", default="vmaf_features,psnr_y,ssim_y,sharpness_nr")
+    ap.add_argument("--models", default="vmaf_features,psnr_y,ssim_y,float_ssim,sharpness_nr")
     args = ap.parse_args(argv)
     print(f"ONNX Runtime {vmafdnn.ort_version()} from {vmafdnn.ort_library_path()}")
     saved = {k: os.environ.get(k) for k in ("VMAFDNN_MODEL_FORMS", "VMAFDNN_CUDA_KERNELS")}

@@ -115,8 +115,8 @@ accel() { # name seconds size frames threads batch devices
         --together psnr_y,ssim_y
 }
 # The library's fused kernels on CUDA (csrc/gpu, compiled there by NVRTC and held to the CPU
-# kernels by the self-check: never run on a GPU before): VMAF's features, psnr_y, ssim_y and
-# sharpness_nr against the same ops on ORT's CPU EP: every value's difference (0 expected) and the fps,
+# kernels by the self-check: never run on a GPU before): VMAF's features, psnr_y, ssim_y,
+# float_ssim and sharpness_nr against the same ops on ORT's CPU EP: every value's difference (0 expected) and the fps,
 # with the kernels and with ORT copying the planes to its CPU EP for the ops
 step nvrtc 20 sh -c "find / -xdev -name 'libnvrtc*.so*' 2>/dev/null | head -n 8"
 step cuda_kernels 100 python3 "$repo/bench/check_cuda_kernels.py" --device cuda --sizes "$hd" \
@@ -124,7 +124,7 @@ step cuda_kernels 100 python3 "$repo/bench/check_cuda_kernels.py" --device cuda 
 # the kernels' forms one Run at a time (ORT's copies against bound device tensors, graph
 # capture), then ORT's profile of them under CUDA_LAUNCH_BLOCKING=1: each op's own time on the GPU
 step cuda_kernels_runs 60 python3 "$repo/bench/bench_device_io.py" --device cuda --sizes "$sizes" \
-    --runs 20 --models vmaf_features,psnr_y,ssim_y,sharpness_nr --forms kernels
+    --runs 20 --models vmaf_features,psnr_y,ssim_y,float_ssim,sharpness_nr --forms kernels
 rm -rf "$work/kprof" && mkdir -p "$work/kprof"
 step cuda_kernels_profile 40 env CUDA_LAUNCH_BLOCKING=1 VMAFDNN_ORT_PROFILE="$work/kprof/p" \
     python3 "$repo/bench/bench_device_io.py" --device cuda --sizes "$hd" --runs 10 \

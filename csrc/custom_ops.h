@@ -18,6 +18,10 @@
  *       libvmaf's integer motion SAD of a frame from the previous one.
  *   Ssim(ref: uint16, dist: uint16, bpc: float[1]) -> float[1]
  *       mean SSIM, the built-in ssim_y's (fr_kernels.h vdnn_ssim_y).
+ *   FloatSsim(ref: uint16, dist: uint16, bpc: float[1]) -> float[1]
+ *       libvmaf's float_ssim at its automatic scale: both planes decimated
+ *       as libvmaf decimates them, then Ssim's SSIM; the built-in
+ *       float_ssim's (fr_kernels.h vdnn_float_ssim).
  *   Psnr(ref: uint16, dist: uint16, bpc: float[1]) -> float[1]
  *       PSNR in dB, the built-in psnr_y's (fr_kernels.h vdnn_psnr_y): MSE
  *       floored at 1e-20, no cap (the library caps as the sidecar says).
@@ -38,7 +42,7 @@
  * are planes of samples (then bpc follows), 0 for Samples (whose input is
  * a normalised plane, not samples). */
 #define VDNN_CUSTOM_OPS(X)                                                                 \
-    X(Samples, 0) X(VifInteger, 2) X(AdmInteger, 2) X(MotionInteger, 2) X(Ssim, 2) X(Psnr, 2) \
-    X(LaplacianVariance, 1)
+    X(Samples, 0) X(VifInteger, 2) X(AdmInteger, 2) X(MotionInteger, 2) X(Ssim, 2)         \
+    X(FloatSsim, 2) X(Psnr, 2) X(LaplacianVariance, 1)
 
 #endif

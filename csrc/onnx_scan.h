@@ -214,7 +214,7 @@ int vdnn_onnx_form_fits(const VdnnOnnxInterface *model, const VdnnOnnxInterface 
  * following nodes make of it) is a Cast, a Concat of such values only,
  * Slice, Reshape, Squeeze, Unsqueeze, Flatten, Transpose, Identity or
  * Split at their data input, or one of the library's ops that take planes
- * (VifInteger, AdmInteger, MotionInteger, Ssim, Psnr, LaplacianVariance:
+ * (VifInteger, AdmInteger, MotionInteger, Ssim, Psnr, FloatSsim,
  * custom_ops.h) reading such values as all of them, the model holds no
  * subgraph, and neither its
  * value_info nor its outputs declare the type of a value that changes.

@@ -27,7 +27,8 @@
 #include "vmaf_kernels.h"
 #include "vmafdnn/vmafdnn.h"
 
-typedef enum { OP_SAMPLES, OP_VIF, OP_ADM, OP_MOTION, OP_SSIM, OP_PSNR, OP_SHARPNESS } OpKind;
+typedef enum { OP_SAMPLES, OP_VIF, OP_ADM, OP_MOTION, OP_SSIM, OP_FLOAT_SSIM, OP_PSNR,
+              OP_SHARPNESS } OpKind;
 
 #define MAX_IN 3
 #define MAX_OUT 5
@@ -60,6 +61,8 @@ static OpDef ops[] = {
      .in = {SAMPLES, SAMPLES, F32}, .out = {F32}},
     {.kind = OP_SSIM, .name = "Ssim", .n_in = 3, .n_out = 1, .in = {SAMPLES, SAMPLES, F32},
      .out = {F32}},
+    {.kind = OP_FLOAT_SSIM, .name = "FloatSsim", .n_in = 3, .n_out = 1,
+     .in = {SAMPLES, SAMPLES, F32}, .out = {F32}},
     {.kind = OP_PSNR, .name = "Psnr", .n_in = 3, .n_out = 1, .in = {SAMPLES, SAMPLES, F32},
      .out = {F32}},
     {.kind = OP_SHARPNESS, .name = "LaplacianVariance", .n_in = 2, .n_out = 1,
@@ -78,6 +81,8 @@ static OpDef cuda_ops[] = {
     {.kind = OP_MOTION, .name = "MotionInteger", .cuda = 1, .n_in = 3, .n_out = 1,
      .in = {SAMPLES, SAMPLES, F32}, .out = {F32}},
     {.kind = OP_SSIM, .name = "Ssim", .cuda = 1, .n_in = 3, .n_out = 1,
+     .in = {SAMPLES, SAMPLES, F32}, .out = {F32}},
+    {.kind = OP_FLOAT_SSIM, .name = "FloatSsim", .cuda = 1, .n_in = 3, .n_out = 1,
      .in = {SAMPLES, SAMPLES, F32}, .out = {F32}},
     {.kind = OP_PSNR, .name = "Psnr", .cuda = 1, .n_in = 3, .n_out = 1,
      .in = {SAMPLES, SAMPLES, F32}, .out = {F32}},
@@ -304,6 +309,7 @@ static const char *kernel_limits(OpKind kind)
     case OP_ADM:
         return "ADM needs planes of at least 33x33 with every sample below 2^bpc";
     case OP_SSIM:
+    case OP_FLOAT_SSIM:
         return "SSIM needs planes of at least 11x11 with every sample below 2^bpc";
     case OP_PSNR:
         return "PSNR needs every sample below 2^bpc";
@@ -391,6 +397,9 @@ static OrtStatus *compute_planes(const Kernel *k, OrtKernelContext *ctx)
     case OP_SSIM:
         rc = vdnn_ssim_y(&session_env, &p[0], &p[1], &v[0]);
         break;
+    case OP_FLOAT_SSIM:
+        rc = vdnn_float_ssim(&session_env, &p[0], &p[1], &v[0]);
+        break;
     case OP_PSNR:
         rc = vdnn_psnr_y(&session_env, &p[0], &p[1], &v[0]);
         break;
@@ -475,6 +484,9 @@ static OrtStatus *compute_planes_cuda(const Kernel *k, OrtKernelContext *ctx)
         break;
     case OP_SSIM:
         rc = vk_ssim(&cs.backend, p[0], p[1], iw, ih, ib, scores);
+        break;
+    case OP_FLOAT_SSIM:
+        rc = vk_float_ssim(&cs.backend, p[0], p[1], iw, ih, ib, scores);
         break;
     case OP_PSNR:
         rc = vk_psnr(&cs.backend, p[0], p[1], iw, ih, ib, scores);

@@ -402,7 +402,8 @@ def build_psnr_chroma(name, build=None):
 def libvmaf_decimate(g, x):
     """libvmaf's float_ssim downscaling of x [1, 1, H, W]: scale s = max(1, round(min(H, W) /
     256)) (halves rounded up, as iqa's _round), then on each axis of length N, N // s + N % 2
-    samples (iqa's _iqa_decimate sizes, quirk included), sample i the mean of the s taps
+    samples (iqa's _iqa_decimate sizes, quirk included; at scale 1 libvmaf does not decimate,
+    so N: the graph once gave an odd side an extra, mirrored sample there, 2e-4 off libvmaf), sample i the mean of the s taps
     i*s - s//2 .. i*s - s//2 + s - 1 (iqa's even-kernel centring: for s = 2, taps i*s - 1 and
     i*s), mirrored at the borders as KBND_SYMMETRIC does (-1 -> 0, N -> N - 1). The two axes are
     separable (a box of equal weights, mirrored per coordinate). Box sums come from a running sum
@@ -415,6 +416,7 @@ def libvmaf_decimate(g, x):
                                  g.const(0.5, np.float64)))
     s = g.op("Max", g.op("Cast", rounded, to=TensorProto.INT64), i64(1))
     half = g.op("Div", s, i64(2))
+    decimating = g.op("Min", g.op("Sub", s, i64(1)), i64(1))  # 0 at scale 1, else 1
     y = g.op("Cast", x, to=TensorProto.DOUBLE)
     for axis in (2, 3):
         n = g.op("Gather", shape, i64(axis))
@@ -426,7 +428,7 @@ def libvmaf_decimate(g, x):
                         g.op("Where", g.op("GreaterOrEqual", pos, n), above, pos))
         running = g.op("CumSum", g.op("Gather", y, mirrored, axis=axis), i64(axis))
         odd = g.op("Sub", n, g.op("Mul", g.op("Div", n, i64(2)), i64(2)))  # Mod is not allowed
-        count = g.op("Add", g.op("Div", n, s), odd)
+        count = g.op("Add", g.op("Div", n, s), g.op("Mul", odd, decimating))
         # First tap of output i in padded coordinates: i*s - s//2 + s; the box sum is
         # running[first + s - 1] - running[first - 1].
         first = g.op("Add", g.op("Sub", g.op("Mul", g.op("Range", i64(0), count, i64(1)), s),
@@ -720,12 +722,13 @@ def libvmaf_decimate_accel(g, x):
     least = g.op("ReduceMin", hw, keepdims=0)
     s = g.op("Max", floor_div(g.op("Add", least, f32(128.0)), f32(256.0)), f32(1.0))
     half = floor_div(s, f32(2.0))
+    decimating = g.op("Min", g.op("Sub", s, f32(1.0)), f32(1.0))  # 0 at scale 1, else 1
     taps = g.op("Unsqueeze", g.op("Range", f32(0.0), s, f32(1.0)), g.const([0], np.int64))
     y = x
     for axis in (3, 2):
         n = g.op("Gather", hw, g.const(axis - 2, np.int64))
         odd = g.op("Sub", n, g.op("Mul", floor_div(n, f32(2.0)), f32(2.0)))
-        count = g.op("Add", floor_div(n, s), odd)
+        count = g.op("Add", floor_div(n, s), g.op("Mul", odd, decimating))
         first = g.op("Sub", g.op("Mul", g.op("Range", f32(0.0), count, f32(1.0)), s), half)
         pos = g.op("Add", g.op("Unsqueeze", first, g.const([1], np.int64)), taps)  # [count, s]
         below = g.op("Sub", f32(-1.0), pos)
@@ -819,7 +822,7 @@ def samples_form(model):
 
 
 # Kernels forms (issue 23): one node of the library's own operators (csrc/custom_ops.h: Psnr,
-# Ssim, LaplacianVariance), which run its fused kernels on ORT's CPU EP (csrc/fr_kernels.h,
+# Ssim, FloatSsim, LaplacianVariance), which run its fused kernels on ORT's CPU EP (csrc/fr_kernels.h,
 # nr_kernels.h: ssim_y 3-4x faster than the model's Loop graph at 1080p) and its GPU kernels on CUDA (csrc/gpu: a few launches and one
 # read of each plane, where the samples form's graph moves ~1 GB a 1080p frame), with the samples
 # forms' interface (UINT16 pictures and "bpc"). Named for CPU and CUDA; on CUDA where the GPU
@@ -832,7 +835,7 @@ def samples_form(model):
 KERNELS_SUFFIX = "_kernels"
 KERNELS_EPS = ("CPU", "CUDA")
 KERNEL_OPS = {"psnr_y": "Psnr", "psnr_cb": "Psnr", "psnr": "Psnr", "ssim_y": "Ssim",
-              "sharpness_nr": "LaplacianVariance"}
+              "float_ssim": "FloatSsim", "sharpness_nr": "LaplacianVariance"}
 LIBRARY_DOMAIN = "org.vmafdnn"
 
 
