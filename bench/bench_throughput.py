@@ -1,9 +1,9 @@
-"""Whole-process throughput of psnr + ssim, or VMAF: the vmafdnn CLI against libvmaf (and FFmpeg's filters).
+"""Whole-process throughput of psnr + ssim, float_ssim or VMAF: the vmafdnn CLI against libvmaf (and FFmpeg's filters).
 
     python bench/bench_throughput.py [--sizes 1920x1080,3840x2160] [--frames 60] [--rounds 3]
                                      [--threads 1,all] [--dir DIR] [--ffmpeg PATH]
                                      [--cli [LABEL=]COMMAND ...] [--only vmafdnn,libvmaf,ffmpeg]
-                                     [--metric psnr_ssim|vmaf] [--pairs] [--forms]
+                                     [--metric psnr_ssim|float_ssim|vmaf] [--pairs] [--forms]
 
 All contenders read the same Y4M files: FFmpeg's testsrc2 (8-bit 4:2:0, 25 fps) and its libx264
 crf-40 round trip, made with the static FFmpeg 9.0.2 of the imageio-ffmpeg 0.8.1 wheel
@@ -19,7 +19,8 @@ crf-40 round trip, made with the static FFmpeg 9.0.2 of the imageio-ffmpeg 0.8.1
 
 With --metric vmaf: vmafdnn `--tiny-model vmaf` against libvmaf's
 `model=version=vmaf_v0.6.1:n_threads=N` (FFmpeg has no VMAF of its own); pooled VMAF must agree
-within 0.1.
+within 0.1. With --metric float_ssim: `--tiny-model float_ssim` against libvmaf's
+`feature=name=float_ssim` (its default, automatic downscaling: by 4 at 1080p); within 2e-4.
 
 --cli names the scoring command (default: this interpreter's `-m vmafdnn`); given more than once,
 as LABEL=COMMAND, each is a contender "vmafdnn LABEL" (say, the build before a change and the one
@@ -71,9 +72,12 @@ def static_ffmpeg(path):
 METRICS = {
     "psnr_ssim": (["psnr_y", "ssim_y"], "model='':feature='name=psnr|name=float_ssim\\:scale=1'",
                   ("psnr_y", "psnr_y"), ("ssim_y", "float_ssim"), 1e-3),
+    "float_ssim": (["float_ssim"], "model='':feature='name=float_ssim'",
+                   ("float_ssim", "float_ssim"), ("float_ssim", "float_ssim"), 2e-4),
     "vmaf": (["vmaf"], "model=version=vmaf_v0.6.1", ("vmaf", "vmaf"), ("adm2", "integer_adm2"),
              0.1),
 }
+TITLES = {"psnr_ssim": "psnr + ssim", "float_ssim": "float_ssim", "vmaf": "VMAF"}
 
 
 #: --forms: the contender that runs VMAF's pure-ONNX features graph (VMAFDNN_MODEL_FORMS=0)
@@ -252,7 +256,7 @@ def main(argv=None):
             clip_dir = os.path.join(args.dir or tmp, f"{size}-{args.frames}")
             os.makedirs(clip_dir, exist_ok=True)
             ref, dist = make_clip(clip_dir, size, args.frames, ff)
-            print(f"{size} 8-bit 4:2:0, {'VMAF' if args.metric == 'vmaf' else 'psnr + ssim'}",
+            print(f"{size} 8-bit 4:2:0, {TITLES[args.metric]}",
                   flush=True)
             results, scores = {}, {}
             for t in threads_list:
