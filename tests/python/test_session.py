@@ -291,17 +291,22 @@ def test_a_model_of_factory_opset_loads(save_model):
         assert s.attached_ep == "CPU"
 
 
+def shape_telling_session(tmp_path, model):
+    """A CPU session of `model`, where ORT tells an unknown rank from a scalar (>= 1.24)."""
+    import onnx
+
+    if tuple(int(x) for x in vmafdnn.ort_version().split(".")[:2]) < (1, 24):
+        pytest.skip("ORT before 1.24 cannot tell an unknown rank from a scalar")
+    path = tmp_path / f"{model.graph.name}_{len(list(tmp_path.iterdir()))}.onnx"
+    onnx.save(model, str(path))
+    return vmafdnn.Session(str(path), device="cpu")
+
+
 def test_output_of_unknown_rank_runs_and_says_so(tmp_path):
     """An output whose rank ORT cannot know (two If branches of different
     rank) is described with shape None, not as a scalar, and each run returns
     what the model produced: [1] or [1, 1]."""
-    import onnx
-
-    path = tmp_path / "unknown_rank.onnx"
-    onnx.save(factory.score_unknown_rank(), str(path))
-    with vmafdnn.Session(str(path), device="cpu") as s:
-        if tuple(int(x) for x in vmafdnn.ort_version().split(".")[:2]) < (1, 24):
-            pytest.skip("ORT before 1.24 cannot tell an unknown rank from a scalar")
+    with shape_telling_session(tmp_path, factory.score_unknown_rank()) as s:
         assert s.outputs[0].shape is None
         high = s.run({"x": np.full((1, 1, 4, 4), 0.75, np.float32)})["score"]
         low = s.run({"x": np.full((1, 1, 4, 4), 0.25, np.float32)})["score"]
@@ -313,19 +318,14 @@ def test_input_of_no_declared_shape_takes_any_rank(tmp_path):
     """An input the model declares without a shape is described with shape None and fed at
     any rank up to VMAF_DNN_MAX_RANK (ORT checks the rest); a context, which must know a
     picture's layout, refuses the model naming the input."""
-    import onnx
-
-    path = tmp_path / "shapeless.onnx"
-    onnx.save(factory.mean_of_shapeless_input(), str(path))
-    with vmafdnn.Session(str(path), device="cpu") as s:
-        if tuple(int(x) for x in vmafdnn.ort_version().split(".")[:2]) < (1, 24):
-            pytest.skip("ORT before 1.24 cannot tell an unknown rank from a scalar")
+    with shape_telling_session(tmp_path, factory.mean_of_shapeless_input()) as s:
         assert s.inputs[0].shape is None
         for shape in [(1, 1, 4, 6), (3, 5), (7,), (), (1,) * 8]:
             x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) + 1
             assert s.run({"x": x})["score"][0] == pytest.approx(x.mean()), shape
         with pytest.raises(vmafdnn.InvalidArgumentError, match="rank at most 8"):
             s.run({"x": np.ones((1,) * 9, np.float32)})
+        path = s.path
     ctx = vmafdnn.Context(device="cpu")
     with pytest.raises(vmafdnn.UnsupportedError, match='input "x" declares no shape') as e:
         ctx.use_model(str(path))
