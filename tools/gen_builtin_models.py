@@ -403,7 +403,8 @@ def libvmaf_decimate(g, x):
     """libvmaf's float_ssim downscaling of x [1, 1, H, W]: scale s = max(1, round(min(H, W) /
     256)) (halves rounded up, as iqa's _round), then on each axis of length N, N // s + N % 2
     samples (iqa's _iqa_decimate sizes, quirk included; at scale 1 libvmaf does not decimate,
-    so N: the graph once gave an odd side an extra, mirrored sample there, 2e-4 off libvmaf), sample i the mean of the s taps
+    so N: this graph once gave an odd side an extra, mirrored sample there, up to 2e-4 off
+    ssim_y and 6e-5 off libvmaf), sample i the mean of the s taps
     i*s - s//2 .. i*s - s//2 + s - 1 (iqa's even-kernel centring: for s = 2, taps i*s - 1 and
     i*s), mirrored at the borders as KBND_SYMMETRIC does (-1 -> 0, N -> N - 1). The two axes are
     separable (a box of equal weights, mirrored per coordinate). Box sums come from a running sum
