@@ -95,9 +95,18 @@ static int slot_shape(VdnnDeviceIo *io, size_t index, int output, int64_t *dims,
         st = a->CreateStatus(ORT_INVALID_ARGUMENT, "not a tensor");
     if (!st)
         st = read_dims(a, tensor, dims, rank, type);
+    /* A slot the model declares no shape for reads as rank 0 (ORT 1.24 on
+     * tells it from a scalar): its runs may bring any shape, so no tensor
+     * of fixed shape holds it. Taken for a scalar, it was bound as one and
+     * a recorded graph replayed the first run's value whatever was fed. */
+    const int shapeless = !st && *rank == 0 && io->spec.api_version >= 24 &&
+                          !a->TensorTypeAndShape_HasShape(tensor);
     a->ReleaseTypeInfo(info);
     if (st)
         return io_error(a, st, -EIO, "cannot read the shape of", name);
+    if (shapeless)
+        return vdnn_fail(-EAGAIN, "device I/O: %s \"%s\" declares no shape",
+                         output ? "output" : "input", name);
     for (size_t d = 0; d < *rank; d++)
         if (dims[d] < 0)
             return vdnn_fail(-EAGAIN, "device I/O: %s \"%s\" has a dim the specialised session "
