@@ -20,12 +20,14 @@ Names that come from models, sidecars or inputs are printed with control
 characters escaped (vmafdnn.cliargs.printable, the rule batch and bdrate use too).
 """
 import argparse
+import json
 import math
 import os
 import signal
 import sys
 import threading
 import time
+from typing import Dict
 
 import numpy as np
 
@@ -302,10 +304,28 @@ def cmd_models(args) -> int:
     return 0
 
 
+def _sidecar_values(session: Session) -> Dict[str, str]:
+    """input -> the value its sidecar feeds it ("bpc", "width", "height",
+    "device_type"), where the model has a readable sidecar that says so."""
+    try:
+        with open(os.path.splitext(session.path)[0] + ".json", encoding="utf-8") as f:
+            sources = json.load(f).get("input_sources", {})
+        return {name: src["value"] for name, src in sources.items()
+                if isinstance(src, dict) and isinstance(src.get("value"), str)}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}  # no sidecar, or one the library itself will judge
+
+
 def _example_feeds(session: Session, symbolic: int):
-    """Random float32 inputs, symbolic dims replaced by `symbolic`; an input
-    of more than MAX_BENCH_ELEMENTS values is refused before it is made."""
+    """Example inputs, symbolic dims replaced by `symbolic`: random float32
+    values, 8-bit samples for a UINT16 (samples) input, and what the model's
+    sidecar feeds a "value" input (bpc 8; a run of the library's own
+    operators refuses any other depth). An input of more than
+    MAX_BENCH_ELEMENTS values is refused before it is made."""
     rng = np.random.default_rng(0)
+    values = _sidecar_values(session)
+    value_of = {"bpc": 8.0, "width": float(symbolic), "height": float(symbolic),
+                "device_type": 0.0 if session.attached_ep == "CPU" else 1.0}
     feeds = {}
     for info in session.inputs:
         shape = tuple(symbolic if d < 0 else d for d in info.shape or ())
@@ -313,7 +333,12 @@ def _example_feeds(session: Session, symbolic: int):
             raise UsageError(f"input {printable(info.name)} would be {_shape(shape)} "
                              f"({math.prod(shape)} values, more than {MAX_BENCH_ELEMENTS}) "
                              f"with --symbolic-dim {symbolic}: give a smaller --symbolic-dim")
-        feeds[info.name] = rng.random(shape, dtype=np.float32)
+        if values.get(info.name) in value_of:
+            feeds[info.name] = np.full(shape, value_of[values[info.name]], np.float32)
+        elif info.dtype == np.uint16:
+            feeds[info.name] = rng.integers(0, 256, shape).astype(np.uint16)
+        else:
+            feeds[info.name] = rng.random(shape, dtype=np.float32)
     return feeds
 
 

@@ -408,6 +408,22 @@ def test_info_and_bench_still_work(models):
     assert_error(vmafdnn_cli("bench", models.identity, "--runs", "x"), 2, "'x' is not an integer")
 
 
+def test_bench_feeds_samples_models_what_their_sidecars_say():
+    """A model taking samples (UINT16) and the values its sidecar feeds (bpc, device_type):
+    bench gives it 8-bit samples and bpc 8, where random floats in [0, 1) were refused as
+    samples and would be no bit depth the library's operators take."""
+    folder = os.path.dirname(str(vmafdnn.models.path("psnr_y")))
+    for name in ("ssim_y_kernels", "float_ssim_kernels", "psnr_y_samples",
+                 "vmaf_features_kernels"):
+        path = os.path.join(folder, name + ".onnx")
+        if not os.path.exists(path):
+            assert name.startswith("vmaf_"), path  # VMAF's need libvmaf's model files
+            continue
+        proc = vmafdnn_cli("bench", path, "--runs", "3", "--threads", "1", "--device", "cpu")
+        assert proc.returncode == 0, (name, proc.stderr)
+        assert "3 runs: median" in proc.stdout, proc.stdout
+
+
 def test_console_script(synth):
     script = Path(sysconfig.get_path("scripts")) / "vmafdnn"
     assert script.exists(), f"the vmafdnn console script is not installed at {script}"
