@@ -694,9 +694,9 @@ static int check_budget(const VdnnTinyModel *m, uint64_t bytes, const char *when
     if (!m->max_memory_bytes || bytes <= m->max_memory_bytes)
         return 0;
     return vdnn_fail(-EDQUOT, "model %s: input \"%s\" %s needs %llu bytes of per-frame buffers "
-                     "(fp32 planes%s), above the policy's max_memory_bytes of %llu", m->path,
+                     "(%s planes%s), above the policy's max_memory_bytes of %llu", m->path,
                      m->image_name[0], when, (unsigned long long)bytes,
-                     resized ? " and resize scratch" : "",
+                     m->samples ? "sample" : "fp32", resized ? " and resize scratch" : "",
                      (unsigned long long)m->max_memory_bytes);
 }
 

@@ -166,3 +166,17 @@ def test_float_ssim_op_refuses_a_sample_no_box_takes(tmp_path):
             bad[0, 0, y, x] = 256
             with pytest.raises(vmafdnn.DnnError, match="below 2\\^bpc"):
                 s.run([ref, bad, bpc])
+
+
+def test_a_kernels_forms_budget_refusal_names_sample_planes():
+    """The memory budget's refusal said "fp32 planes" of a kernels form, which is fed the
+    pictures' own samples (found by this review, csrc/tiny_model.c check_budget)."""
+    ctx = vmafdnn.Context(device="cpu", max_memory_bytes=1000)
+    try:
+        info = ctx.use_model("float_ssim")
+        assert os.path.basename(info.form) == "float_ssim_kernels.onnx"
+        plane = np.zeros((64, 64), np.uint8)
+        with pytest.raises(vmafdnn.DnnError, match=r"per-frame buffers \(sample planes\)"):
+            ctx.read_pictures(plane, plane, 0)
+    finally:
+        ctx.close()
