@@ -50,7 +50,8 @@ _RESULT_TAIL = ("attached_ep", "file_kbps", "load_s", "score_s", "total_s", "wor
 #: Bumped when the job key covers more: rows of older keys are scored again
 #: once (a failure then keeps the older row, see keep_good_rows).
 #: 3: device_index, the ONNX Runtime version, the EP the device resolves to, Ray GPU actors.
-KEY_VERSION = 3
+#: 4: libvmafdnn's version (its own operators' kernels score the kernels forms).
+KEY_VERSION = 4
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -782,11 +783,18 @@ def _ort_version() -> str:
         return f"unavailable: {type(e).__name__}: {e}"
 
 
+def _library_version() -> str:
+    from . import __version__  # read at each call: tests replace it
+    return __version__
+
+
 def _run_identity(options: dict, hasher: Hasher) -> dict:
     """What the batch options that change results resolve to, once per batch:
     the options as given, the device and index the workers really get (Ray
     GPU actors bind CUDA's device 0 for "auto", as runners._run_ray does),
-    the ONNX Runtime version and the EP the device chain selects here."""
+    the ONNX Runtime and libvmafdnn versions (the library's own operators
+    score the kernels forms: a model file unchanged may score otherwise
+    under another release) and the EP the device chain selects here."""
     run = {k: options.get(k) for k in ("device", "device_index", "fp16_io", "resize",
                                        "threads")}
     device, index = run["device"] or "auto", run["device_index"] or 0
@@ -798,6 +806,7 @@ def _run_identity(options: dict, hasher: Hasher) -> dict:
     if found is None:
         found = hasher.runs[tag] = {
             "ort": _ort_version(),
+            "library": _library_version(),
             # On Ray GPU actors the chain is walked there, not here: the key says so.
             "ep": _selected_ep(device, index, bool(run["fp16_io"])) if not gpus
             else f"ray GPU actors: {device}",

@@ -498,6 +498,14 @@ def test_the_onnx_runtime_version_is_part_of_the_key(clips, monkeypatch):
     assert _key(clips) != before, "a row scored by another ONNX Runtime was kept"
 
 
+def test_the_library_version_is_part_of_the_key(clips, monkeypatch):
+    # The kernels forms are one node of the library's own operators: another release of the
+    # library may score an unchanged model file otherwise.
+    before = _key(clips)
+    monkeypatch.setattr(vmafdnn, "__version__", "9.9.9")
+    assert _key(clips) != before, "a row scored by another libvmafdnn was kept"
+
+
 def test_what_the_device_resolves_to_is_part_of_the_key(clips, monkeypatch):
     # "auto" on a machine with CUDA binds the CUDA EP; on one without, the CPU EP:
     # the same options, other scores. The key has the EP the chain selects here.
