@@ -273,8 +273,8 @@ def test_float_ssim_matches_libvmaf_default(reference, tmp_path, w, h):
     theirs = libvmaf_json(reference["FFMPEG"], tmp_path, w, h, "yuv420p", "name=float_ssim")
     ours = our_json(["float_ssim", "ssim_y"], refs, dists)
     for a, b in zip(ours["frames"], theirs["frames"]):
-        # Measured: within 1e-6 where the frames are decimated, 3e-5 at scale 1 (libvmaf's
-        # rounded Gaussian taps); 2e-4 still tells the taps' centring apart.
+        # Measured: within 1e-6 where these frames are decimated (up to 2e-4 on x264 clips,
+        # docs/throughput.md), 3e-5 at scale 1; 2e-4 still tells the taps' centring apart.
         assert a["metrics"]["float_ssim"] == pytest.approx(b["metrics"]["float_ssim"], abs=2e-4)
         if w == 1920:
             assert abs(a["metrics"]["ssim_y"] - b["metrics"]["float_ssim"]) > 1e-2
