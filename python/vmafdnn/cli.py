@@ -20,7 +20,6 @@ Names that come from models, sidecars or inputs are printed with control
 characters escaped (vmafdnn.cliargs.printable, the rule batch and bdrate use too).
 """
 import argparse
-import json
 import math
 import os
 import signal
@@ -307,13 +306,13 @@ def cmd_models(args) -> int:
 def _sidecar_values(session: Session) -> Dict[str, str]:
     """input -> the value its sidecar feeds it ("bpc", "width", "height",
     "device_type"), where the model has a readable sidecar that says so."""
-    try:
-        with open(os.path.splitext(session.path)[0] + ".json", encoding="utf-8") as f:
-            sources = json.load(f).get("input_sources", {})
-        return {name: src["value"] for name, src in sources.items()
-                if isinstance(src, dict) and isinstance(src.get("value"), str)}
-    except (OSError, ValueError, AttributeError, TypeError):
-        return {}  # no sidecar, or one the library itself will judge
+    from .results import read_sidecar
+    sidecar = read_sidecar(os.path.splitext(session.path)[0] + ".json") or {}
+    sources = sidecar.get("input_sources")
+    if not isinstance(sources, dict):
+        return {}  # none, or one the library itself will judge where it reads it
+    return {name: src["value"] for name, src in sources.items()
+            if isinstance(src, dict) and isinstance(src.get("value"), str)}
 
 
 def _example_feeds(session: Session, symbolic: int):

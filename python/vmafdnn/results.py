@@ -677,16 +677,25 @@ class Hasher:
         return found
 
 
-def _sidecar_refs(sidecar: str) -> List[str]:
-    """The model files a sidecar names ("requires", the "forms" values),
-    relative to its folder as the C library reads them (csrc/sidecar.h);
-    [] when it cannot be read (the worker reports why)."""
+def read_sidecar(sidecar: str) -> Optional[dict]:
+    """A sidecar's JSON object, read within the C library's bounds (a regular
+    file of at most VDNN_SIDECAR_MAX_BYTES: a FIFO or an endless file is
+    refused, never waited on); None where it cannot be read or holds no
+    object (whoever opens the model with it reports why)."""
     from .paths import read_input
     try:
         data = json.loads(read_input(sidecar, "sidecar", _SIDECAR_MAX_BYTES).decode("utf-8"))
     except (OSError, ValueError, RecursionError):  # InputFileError is a ValueError
-        return []
-    if not isinstance(data, dict):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _sidecar_refs(sidecar: str) -> List[str]:
+    """The model files a sidecar names ("requires", the "forms" values),
+    relative to its folder as the C library reads them (csrc/sidecar.h);
+    [] when it cannot be read (the worker reports why)."""
+    data = read_sidecar(sidecar)
+    if data is None:
         return []
     refs = []
     requires = data.get("requires")

@@ -424,6 +424,25 @@ def test_bench_feeds_samples_models_what_their_sidecars_say():
         assert "3 runs: median" in proc.stdout, proc.stdout
 
 
+def test_bench_reads_a_sidecar_within_bounds(models, tmp_path):
+    """bench reads the model's sidecar only for its value inputs, as the batch key does
+    (results.read_sidecar): a FIFO in its place is not waited on, an endless or malformed one
+    is passed over, and the model is still timed."""
+    for name, make in [("fifo", os.mkfifo),
+                       ("huge", lambda p: open(p, "w").write("{" + " " * (2 << 20) + "}")),
+                       ("list", lambda p: open(p, "w").write("[1, 2]")),
+                       ("sources", lambda p: open(p, "w").write('{"input_sources": 7}'))]:
+        folder = tmp_path / name
+        folder.mkdir()
+        shutil.copy(models.identity, folder / "m.onnx")
+        make(str(folder / "m.json"))
+        proc = subprocess.run([*CLI, "bench", str(folder / "m.onnx"), "--runs", "3"],
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=120)
+        assert proc.returncode == 0, (name, proc.stderr)
+        assert "3 runs: median" in proc.stdout, (name, proc.stdout)
+
+
 def test_console_script(synth):
     script = Path(sysconfig.get_path("scripts")) / "vmafdnn"
     assert script.exists(), f"the vmafdnn console script is not installed at {script}"
