@@ -48,19 +48,17 @@ RUN_FRAMES = textwrap.dedent("""
 """)
 
 
-def run_in_webgpu(script: str, tmp_path, extra_env=None) -> dict:
-    """`script` (after save_held_value_model's model, saved to PATH, and RUN_FRAMES) in the
-    webgpu-plugin environment; it prints one JSON object, which is returned. Skips where no WebGPU adapter binds."""
+def run_webgpu_script(source: str, extra_env=None) -> dict:
+    """`source` run by the webgpu-plugin environment's interpreter (`import sys` among its
+    imports); it prints one JSON object with the session's "attached_ep", which is returned.
+    Skips where no WebGPU adapter binds."""
     env = require_env("webgpu-plugin")
-    path = tmp_path / "held.onnx"
-    save_held_value_model(path)
     # The script's last act is os._exit: Mesa's lavapipe may still be compiling a shader for
     # Dawn on a thread of its own when the interpreter exits, and the exit handlers then free
     # LLVM's pass registry under that thread (seen once in CI: a segfault after the output,
     # valgrind: PassRegistry::~PassRegistry from __run_exit_handlers, read by llvm::MCJIT on
     # lavapipe's thread). Nothing of the library's is left to run by then.
-    source = (f"PATH = {str(path)!r}\n" + RUN_FRAMES + textwrap.dedent(script) +
-              "\nimport os as _os\nsys.stdout.flush()\n_os._exit(0)\n")
+    source += "\nimport os as _os\nsys.stdout.flush()\n_os._exit(0)\n"
     child_env = {k: v for k, v in os.environ.items()
                  if k not in ("VMAFDNN_ORT_LIBRARY", "VMAFDNN_ORT_LOG_LEVEL", "PYTHONPATH")}
     child_env.update(WEBGPU)
@@ -72,6 +70,15 @@ def run_in_webgpu(script: str, tmp_path, extra_env=None) -> dict:
     if result.get("attached_ep") != "WebGpu:CPU":
         pytest.skip("no WebGPU adapter on this machine: " + result.get("fallback_reason", ""))
     return result
+
+
+def run_in_webgpu(script: str, tmp_path, extra_env=None) -> dict:
+    """`script` (after save_held_value_model's model, saved to PATH, and RUN_FRAMES) in the
+    webgpu-plugin environment: run_webgpu_script's result."""
+    path = tmp_path / "held.onnx"
+    save_held_value_model(path)
+    return run_webgpu_script(f"PATH = {str(path)!r}\n" + RUN_FRAMES + textwrap.dedent(script),
+                             extra_env)
 
 
 def test_run_again_after_a_failed_recording_is_charged_to_the_memory_budget(tmp_path):
@@ -237,12 +244,12 @@ def this_build_package(tmp_path):
 
 
 def test_shapeless_input_is_not_captured_as_a_scalar_on_webgpu(tmp_path):
-    env = require_env("webgpu-plugin")
+    require_env("webgpu-plugin")  # before the package is copied
     model = tmp_path / "mixed.onnx"
     save_shapeless_beside_symbolic(model)
     pythonpath, libdir = this_build_package(tmp_path)
     script = textwrap.dedent(f"""
-        import json, os, sys
+        import json, sys
         import numpy as np
         import vmafdnn
         x = np.zeros((1, 1, 8, 8), np.float32)
@@ -259,18 +266,8 @@ def test_shapeless_input_is_not_captured_as_a_scalar_on_webgpu(tmp_path):
                 result[device_io] = [float(s.run([x, y])["score"][0]) for y in ys]
                 result[device_io + "_static"] = s.static_runs._asdict()
         print(json.dumps(result))
-        sys.stdout.flush()
-        os._exit(0)  # lavapipe's shader thread and the exit handlers: test_capture_attack.py
     """)
-    child_env = {k: v for k, v in os.environ.items()
-                 if k not in ("VMAFDNN_ORT_LIBRARY", "VMAFDNN_ORT_LOG_LEVEL", "PYTHONPATH")}
-    child_env.update(WEBGPU, PYTHONPATH=pythonpath, LD_LIBRARY_PATH=libdir)
-    proc = subprocess.run([env.python, "-c", script], capture_output=True, text=True,
-                          env=child_env, cwd=tempfile.gettempdir(), timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    if result.get("attached_ep") != "WebGpu:CPU":
-        pytest.skip("no WebGPU adapter on this machine: " + result.get("fallback_reason", ""))
+    result = run_webgpu_script(script, {"PYTHONPATH": pythonpath, "LD_LIBRARY_PATH": libdir})
     want = [2.0, 3.0, 5.0, 2.5, 7.0, 2.0]  # mean(y): x is 0
     for device_io in ("auto", "on"):
         assert result[device_io] == want, result
