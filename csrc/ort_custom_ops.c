@@ -70,26 +70,13 @@ static OpDef ops[] = {
 };
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
 
-/* The same ops on ORT's CUDA EP, for the sessions whose EP is CUDA when the
- * GPU kernels are ready there (cuda_kernels.h): the planes stay on the
- * device, bpc comes from host memory. */
-static OpDef cuda_ops[] = {
-    {.kind = OP_VIF, .name = "VifInteger", .cuda = 1, .n_in = 3, .n_out = 4,
-     .in = {SAMPLES, SAMPLES, F32}, .out = {F32, F32, F32, F32}},
-    {.kind = OP_ADM, .name = "AdmInteger", .cuda = 1, .n_in = 3, .n_out = 5,
-     .in = {SAMPLES, SAMPLES, F32}, .out = {F32, F32, F32, F32, F32}},
-    {.kind = OP_MOTION, .name = "MotionInteger", .cuda = 1, .n_in = 3, .n_out = 1,
-     .in = {SAMPLES, SAMPLES, F32}, .out = {F32}},
-    {.kind = OP_SSIM, .name = "Ssim", .cuda = 1, .n_in = 3, .n_out = 1,
-     .in = {SAMPLES, SAMPLES, F32}, .out = {F32}},
-    {.kind = OP_FLOAT_SSIM, .name = "FloatSsim", .cuda = 1, .n_in = 3, .n_out = 1,
-     .in = {SAMPLES, SAMPLES, F32}, .out = {F32}},
-    {.kind = OP_PSNR, .name = "Psnr", .cuda = 1, .n_in = 3, .n_out = 1,
-     .in = {SAMPLES, SAMPLES, F32}, .out = {F32}},
-    {.kind = OP_SHARPNESS, .name = "LaplacianVariance", .cuda = 1, .n_in = 2, .n_out = 1,
-     .in = {SAMPLES, F32}, .out = {F32}},
-};
-#define N_CUDA_OPS (sizeof(cuda_ops) / sizeof(cuda_ops[0]))
+/* The same ops on ORT's CUDA EP (every op but Samples), for the sessions
+ * whose EP is CUDA when the GPU kernels are ready there (cuda_kernels.h):
+ * the planes stay on the device, bpc comes from host memory. ops[]'s
+ * definitions with .cuda set, copied when the first domain with them is made
+ * (vdnn_ort_custom_ops_create), so the two cannot list different inputs. */
+#define N_CUDA_OPS (N_OPS - 1)
+static OpDef cuda_ops[N_CUDA_OPS];
 
 /* One node of a session: the op and its attribute. */
 typedef struct Kernel {
@@ -697,21 +684,24 @@ int vdnn_ort_custom_ops_create(const OrtApi *a, int api_version, int with_cuda,
         if (strcmp(ops[i].name, listed[i].name) != 0)
             return vdnn_fail(-EINVAL, "custom op %zu is %s in ops[] but %s in custom_ops.h", i,
                              ops[i].name, listed[i].name);
-    for (size_t i = 0; i < N_OPS + N_CUDA_OPS; i++) {
-        const OpDef *def = i < N_OPS ? &ops[i] : &cuda_ops[i - N_OPS];
-        if (!planes_as_listed(def))
+    for (size_t i = 0; i < N_OPS; i++)
+        if (!planes_as_listed(&ops[i]))
             return vdnn_fail(-EINVAL, "custom op %s takes other planes than custom_ops.h lists",
-                             def->name);
-    }
+                             ops[i].name);
     OrtCustomOpDomain *domain = NULL;
     OrtStatus *st = a->CreateCustomOpDomain(VDNN_CUSTOM_OP_DOMAIN, &domain);
     for (size_t i = 0; !st && i < N_OPS; i++) {
         fill_op(&ops[i], api_version);
         st = a->CustomOpDomain_Add(domain, &ops[i].op);
     }
-    for (size_t i = 0; !st && with_cuda && i < N_CUDA_OPS; i++) {
-        fill_op(&cuda_ops[i], api_version);
-        st = a->CustomOpDomain_Add(domain, &cuda_ops[i].op);
+    /* ops[0] is Samples (custom_ops.h lists it first, checked above), the
+     * one op with no CUDA variant */
+    for (size_t c = 0; !st && with_cuda && c < N_CUDA_OPS; c++) {
+        if (!cuda_ops[c].cuda) { /* ops[c + 1] filled above: its callbacks come along */
+            cuda_ops[c] = ops[c + 1];
+            cuda_ops[c].cuda = 1;
+        }
+        st = a->CustomOpDomain_Add(domain, &cuda_ops[c].op);
     }
     if (st) {
         int rc = vdnn_fail(-ENOMEM, "ONNX Runtime refused the library's operators (%s): %s",
