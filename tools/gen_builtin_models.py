@@ -824,16 +824,18 @@ def samples_form(model):
 
 
 # Kernels forms (issue 23): one node of the library's own operators (csrc/custom_ops.h: Psnr,
-# Ssim, FloatSsim, LaplacianVariance), which run its fused kernels on ORT's CPU EP (csrc/fr_kernels.h,
-# nr_kernels.h: ssim_y 3-4x faster than the model's Loop graph at 1080p) and its GPU kernels on CUDA (csrc/gpu: a few launches and one
-# read of each plane, where the samples form's graph moves ~1 GB a 1080p frame), with the samples
-# forms' interface (UINT16 pictures and "bpc"). Named for CPU and CUDA; on CUDA where the GPU
-# kernels are not ready (no NVRTC, a device that failed their self-check) the library passes the
-# form over for CUDA's next choice, the samples form (csrc/tiny_model.c open_form_on_ep).
-# Values: the model's up to float rounding of its convolutions (ssim_y), the same (psnr: an exact
-# integer sum of squares, where the model sums float squares in double), within 2e-7 relative
-# (sharpness_nr: exact integer Laplacians, where the model's are of float-rounded samples);
-# tests/python/test_kernels_forms.py.
+# Ssim, FloatSsim, LaplacianVariance), which run its fused kernels on ORT's CPU EP
+# (csrc/fr_kernels.h, nr_kernels.h: ssim_y 3-4x faster than the model's Loop graph at 1080p,
+# float_ssim 24x) and its GPU kernels on CUDA (csrc/gpu: a few launches and one read of each
+# plane, where the samples form's graph moves ~1 GB a 1080p frame), with the samples forms'
+# interface (UINT16 pictures and "bpc"). Named for CPU and CUDA; on CUDA where the GPU kernels are
+# not ready (no NVRTC, a device that failed their self-check) the library passes the form over
+# for CUDA's next choice, the samples form (csrc/tiny_model.c open_form_on_ep).
+# Values: the model's up to float rounding of its convolutions (ssim_y, and float_ssim, whose
+# decimated samples are exact box sums in the kernel, sums of normalised floats in the model),
+# the same (psnr: an exact integer sum of squares, where the model sums float squares in double),
+# within 2e-7 relative (sharpness_nr: exact integer Laplacians, where the model's are of
+# float-rounded samples); tests/python/test_kernels_forms.py.
 KERNELS_SUFFIX = "_kernels"
 KERNELS_EPS = ("CPU", "CUDA")
 KERNEL_OPS = {"psnr_y": "Psnr", "psnr_cb": "Psnr", "psnr": "Psnr", "ssim_y": "Ssim",
