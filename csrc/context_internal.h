@@ -38,6 +38,10 @@ void vdnn_session_add_run_counts(const VmafDnnSession *s, VmafDnnStaticRuns *sum
  * (pinned) memory where it offers it, else malloc'ed. (dnn_api.c) */
 void *vdnn_session_host_alloc(VmafDnnSession *s, size_t bytes);
 void vdnn_session_host_free(VmafDnnSession *s, void *p);
+/* vdnn_ort_host_blocks_pinned of the session: its blocks are pinned
+ * memory, so data for its runs is better copied there than fed from where
+ * it lies. (dnn_api.c) */
+int vdnn_session_host_blocks_pinned(const VmafDnnSession *s);
 
 /* The kind of hardware the session's EP runs on: 0 CPU, 1 GPU, 2 NPU (ORT's
  * OrtHardwareDeviceType values), what a sidecar's {"value": "device_type"}

@@ -504,6 +504,11 @@ void vdnn_session_host_free(VmafDnnSession *s, void *p)
         vdnn_ort_host_free(s->ort, p);
 }
 
+int vdnn_session_host_blocks_pinned(const VmafDnnSession *s)
+{
+    return vdnn_ort_host_blocks_pinned(s->ort);
+}
+
 int vmaf_dnn_session_ep_nodes(const VmafDnnSession *s, size_t *on_ep, size_t *total)
 {
     if (!s || !on_ep || !total)

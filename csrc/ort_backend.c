@@ -2816,6 +2816,11 @@ void vdnn_ort_host_free(VdnnOrtSession *s, void *p)
     free(p);
 }
 
+int vdnn_ort_host_blocks_pinned(const VdnnOrtSession *s)
+{
+    return s->host_alloc != NULL;
+}
+
 /* Whether every input the run copies to the device (device I/O) comes from
  * a block of vdnn_ort_host_alloc, and at least one does. */
 static int fed_from_host_blocks(VdnnOrtSession *s, VdnnDeviceIo *io, const VdnnOrtFeed *feeds)

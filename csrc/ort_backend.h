@@ -154,6 +154,13 @@ void *vdnn_ort_host_alloc(VdnnOrtSession *s, size_t bytes);
 /* NULL-safe. */
 void vdnn_ort_host_free(VdnnOrtSession *s, void *p);
 
+/* Whether vdnn_ort_host_alloc's blocks are the EP device's host-accessible
+ * memory: then data a run copies to the device is better copied into one
+ * first (one DMA from there) than fed from other memory, which the driver
+ * stages itself. 0 where they are plain memory (ORT's CPU EP, WebGPU): data
+ * fed from anywhere is read or copied alike. Fixed at creation. */
+int vdnn_ort_host_blocks_pinned(const VdnnOrtSession *s);
+
 /* Whether runs that feed 8-bit samples (VdnnOrtFeed type UINT8 for a UINT16
  * input) get a specialised session whose pictures are UINT8: the model's
  * pictures are only moved and cast (vdnn_onnx_narrow_samples) and it was

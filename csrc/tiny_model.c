@@ -89,6 +89,10 @@ struct VdnnTinyModel {
      * same buffers, feed_samples VDNN_SAMPLES_UINT8), where the session
      * narrows (vdnn_session_narrows): half the bytes to the device. */
     int narrows;
+    /* The session's host blocks are pinned memory: a picture's samples are
+     * copied into sample_plane even where it could read them in place
+     * (samples_in_place). */
+    int stages;
     int64_t model_h, model_w;      /* -1: symbolic, the first frame's size */
     unsigned locked_h, locked_w;   /* that size; 0 before the first frame */
     int64_t image_shape[4];        /* {1, 1, H, W} of the current frame */
@@ -566,6 +570,7 @@ static int check_inputs(VdnnTinyModel *m, const VdnnTinyModelOptions *opt)
     for (size_t k = 0; m->samples && k < m->n_image; k++)
         m->feed_samples[k] = VDNN_SAMPLES_UINT16; /* feed_images puts the images first */
     m->narrows = m->samples && vdnn_session_narrows(m->session);
+    m->stages = vdnn_session_host_blocks_pinned(m->session);
     return 0;
 }
 
@@ -1615,6 +1620,25 @@ static const void *past_plane(const VdnnTinyModel *m, VdnnSourcePicture p, unsig
     return h->plane[slot];
 }
 
+/* Picture p's own samples where the session can be fed them as they lie:
+ * the frame not resized, its rows back to back, its samples what the
+ * session is fed (8-bit where narrow, 16-bit words above 8 bits), and a
+ * session whose blocks are plain memory (m->stages 0: ORT's CPU EP reads
+ * the input where it is, other EPs copy from any host memory alike). NULL:
+ * they go through sample_plane (samples_of). A frame's samples outlive its
+ * run: the caller's pictures during vmaf_dnn_read_pictures, or the slot's
+ * copy while the frame is in flight. */
+static const void *samples_in_place(const VdnnTinyModel *m, const VdnnTinyFrame *f,
+                                    VdnnSourcePicture p, int resize, int narrow)
+{
+    const size_t bytes = narrow ? 1 : f->bpc > 8 ? sizeof(uint16_t) : 0;
+    const void *samples = f->samples[p][m->plane];
+    if (m->stages || resize || !bytes || !samples || (uintptr_t)samples % bytes ||
+        f->sample_stride[p][m->plane] != (ptrdiff_t)(f->w[m->plane] * bytes))
+        return NULL;
+    return samples;
+}
+
 /* Whether frame f's pictures go to the session as 8-bit samples: an 8-bit
  * frame not resized, whose past pictures the model reads are 8-bit too
  * (a clip that changed its depth feeds UINT16, rescaled). */
@@ -1665,7 +1689,8 @@ static int feed_images(VdnnTinyModel *m, const VdnnTinyFrame *f, VmafDnnInput *i
              * keeps reads at any depth. */
             vdnn_samples_rescale(data, (size_t)*tw * *th, past_bpc, f->bpc, m->sample_plane[k]);
             data = m->sample_plane[k];
-        } else if (!data && m->samples) {
+        } else if (!data && m->samples &&
+                   !(data = samples_in_place(m, f, m->image_src[k].picture, resize, narrow))) {
             if ((rc = samples_of(m, f, m->image_src[k].picture, resize, narrow,
                                  m->sample_plane[k])))
                 return rc;

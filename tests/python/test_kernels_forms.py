@@ -156,3 +156,51 @@ def test_a_form_list_in_a_sidecar_is_checked(tmp_path):
         with pytest.raises(vmafdnn.DnnError) as e:
             vmafdnn.Context().use_model(str(d / "psnr_y.onnx"))
         assert 'key "forms" entry 0' in str(e.value) and why in str(e.value), (bad, e.value)
+
+
+def in_place_pairs(bpc, crop, seed):
+    """Four 10-bit-and-up (or 8-bit) luma pairs of 67 x 131, as whole arrays or as crops of
+    wider ones (rows spaced: the library must copy those)."""
+    rng = np.random.default_rng(seed)
+    top = (1 << bpc) - 1
+    dtype = np.uint8 if bpc == 8 else np.uint16
+    pairs = []
+    for _ in range(4):
+        ref = rng.integers(0, top + 1, (67, 131 + 9 * crop))
+        dist = np.clip(ref + rng.integers(-top // 40 - 1, top // 40 + 2, ref.shape), 0, top)
+        ref, dist = ref.astype(dtype), dist.astype(dtype)
+        pairs.append((ref[:, 5:136], dist[:, 5:136]) if crop else (ref, dist))
+    return pairs
+
+
+@pytest.mark.parametrize("bpc", [8, 10, 12, 16])
+@pytest.mark.parametrize("crop", [0, 1])
+def test_samples_fed_where_they_lie_score_as_copied(monkeypatch, bpc, crop):
+    """On ORT's CPU EP a samples model (the kernels forms, VMAF's features) is fed a picture's
+    samples where they lie when they are what it takes (16-bit words above 8 bits, rows back to
+    back): the caller's planes, or a frame in flight's copy. Where the session's host blocks are
+    pinned memory (VMAFDNN_TEST_HOST_ACCESSIBLE=1 stands ORT's CPU allocator in for it) they are
+    copied there first, as before. Both give the same bits, alone and with frames in flight,
+    whole planes and crops (spaced rows: copied either way), and the caller's planes are left as
+    they were."""
+    models = ["vmaf", "psnr_y", "ssim_y", "float_ssim", "sharpness_nr"]
+    pairs = in_place_pairs(bpc, crop, seed=bpc + crop)
+    before = [(r.copy(), d.copy()) for r, d in pairs]
+    scores = {}
+    for hook in ("0", "1"):
+        monkeypatch.setenv("VMAFDNN_TEST_HOST_ACCESSIBLE", hook)
+        for threads in (1, 3):
+            with vmafdnn.Context(threads=threads) as ctx:
+                for name in models:
+                    ctx.use_model(name)
+                assert {os.path.basename(m.form or "") for m in ctx.models} >= {
+                    "psnr_y_kernels.onnx", "vmaf_features_kernels.onnx"}
+                for i, (r, d) in enumerate(pairs):
+                    ctx.read_pictures(r, d, i, bitdepth=bpc)
+                ctx.flush()
+                scores[hook, threads] = {k: [ctx.feature(k, i) for i in range(len(pairs))]
+                                         for k in ctx.features}
+    assert scores["0", 1] == scores["1", 1] == scores["0", 3] == scores["1", 3]
+    assert all(np.isfinite(v).all() for v in scores["0", 1].values())
+    for (r, d), (r0, d0) in zip(pairs, before):
+        assert np.array_equal(r, r0) and np.array_equal(d, d0)
