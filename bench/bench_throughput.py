@@ -4,6 +4,7 @@
                                      [--threads 1,all] [--dir DIR] [--ffmpeg PATH]
                                      [--cli [LABEL=]COMMAND ...] [--only vmafdnn,libvmaf,ffmpeg]
                                      [--metric psnr_ssim|float_ssim|vmaf] [--pairs] [--forms]
+                                     [--bpc 8|10|12]
 
 All contenders read the same Y4M files: FFmpeg's testsrc2 (8-bit 4:2:0, 25 fps) and its libx264
 crf-40 round trip, made with the static FFmpeg 9.0.2 of the imageio-ffmpeg 0.8.1 wheel
@@ -26,6 +27,9 @@ within 0.1. With --metric float_ssim: `--tiny-model float_ssim` against libvmaf'
 as LABEL=COMMAND, each is a contender "vmafdnn LABEL" (say, the build before a change and the one
 after it, in the same rounds so that they see the same machine), and their per-frame scores must be
 equal. --only drops contenders (libvmaf at 2160p takes minutes).
+
+--bpc 10 or 12 scores the same clips converted to that depth (yuv420p10le / yuv420p12le, by the
+same FFmpeg, once): every contender reads 16-bit words per sample.
 
 --forms adds the contender "vmafdnn onnx-form": the same command with VMAFDNN_MODEL_FORMS=0, so
 that VMAF's features run as the pure-ONNX graph on ORT's CPU EP instead of the library's fused
@@ -211,6 +215,16 @@ def report_scaling(results, threads_list):
             for name in results[lo]))
 
 
+def deepen(path, bpc, ff):
+    """The Y4M file at `path` converted to `bpc` bits beside it (made once, reused)."""
+    out = f"{path[:-len('.y4m')]}-{bpc}bit.y4m"
+    if not os.path.exists(out):
+        subprocess.run([ff, "-nostdin", "-v", "error", "-y", "-i", path, "-pix_fmt",
+                        f"yuv420p{bpc}le", "-strict", "-1", out + ".part.y4m"], check=True)
+        os.replace(out + ".part.y4m", out)
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1920x1080,3840x2160")
@@ -229,6 +243,8 @@ def main(argv=None):
     parser.add_argument("--forms", action="store_true",
                         help="also the pure-ONNX form of the models (VMAFDNN_MODEL_FORMS=0): "
                              "VMAF's features graph on ORT's CPU EP beside the fused kernels")
+    parser.add_argument("--bpc", type=int, choices=[8, 10, 12], default=8,
+                        help="the clips' bit depth (converted from the 8-bit ones)")
     parser.add_argument("--pairs", action="store_true",
                         help="also two 1-thread copies at once: the machine's ceiling for 2")
     args = parser.parse_args(argv)
@@ -256,7 +272,9 @@ def main(argv=None):
             clip_dir = os.path.join(args.dir or tmp, f"{size}-{args.frames}")
             os.makedirs(clip_dir, exist_ok=True)
             ref, dist = make_clip(clip_dir, size, args.frames, ff)
-            print(f"{size} 8-bit 4:2:0, {TITLES[args.metric]}",
+            if args.bpc > 8:
+                ref, dist = (deepen(path, args.bpc, ff) for path in (ref, dist))
+            print(f"{size} {args.bpc}-bit 4:2:0, {TITLES[args.metric]}",
                   flush=True)
             results, scores = {}, {}
             for t in threads_list:
