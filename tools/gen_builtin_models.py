@@ -644,12 +644,12 @@ def accel_output(g, op_type, inputs, name):
 
 
 def accel_mean(g, x):
-    """The mean of each frame of x [N, 1, h, w] in float32, as an [N] tensor: the mean of each row, then the mean
-    of those (equal row lengths: the mean of the means is the mean). Each stage adds at most w or
-    h values, spread over the EP's vector lanes; one ReduceMean over a whole frame is off by up
-    to ~1e-3 relative on ORT's CPU EP, the two stages by up to ~3.4e-6 (sums of squares, 2160p),
-    less when the values have both signs. Enough for ssim_y (a mean of map - 1) and sharpness_nr;
-    psnr_y needs better (accel_sum_pooled)."""
+    """The mean of each frame of x [N, 1, h, w] in float32, as an [N] tensor: the mean of each
+    row, then the mean of those (equal row lengths: the mean of the means is the mean). Each
+    stage adds at most w or h values, spread over the EP's vector lanes; one ReduceMean over a
+    whole frame is off by up to ~1e-3 relative on ORT's CPU EP, the two stages by up to ~3.4e-6
+    (sums of squares, 2160p), less when the values have both signs. Enough for ssim_y (a mean
+    of map - 1) and sharpness_nr; psnr_y needs better (accel_sum_pooled)."""
     rows = g.op("ReduceMean", x, axes=[3], keepdims=1)
     return g.op("ReduceMean", rows, axes=[1, 2, 3], keepdims=0)
 
