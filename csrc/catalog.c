@@ -588,3 +588,10 @@ const char *vmaf_dnn_version(void)
 {
     return VDNN_VERSION;
 }
+
+extern const char vdnn_source_digest[]; /* source_digest.c, made by csrc/source_digest.py */
+
+const char *vmaf_dnn_source_digest(void)
+{
+    return vdnn_source_digest;
+}

@@ -106,6 +106,15 @@ extern "C" {
 /* "MAJOR.MINOR.PATCH" of this library. Static storage. */
 VMAF_DNN_API const char *vmaf_dnn_version(void);
 
+/* 16 lowercase hex digits: a digest of the sources this library was built
+ * from (its C files and headers, the GPU kernels' and the public ones), the
+ * same for every build of the same sources and another for a build of
+ * changed ones, where vmaf_dnn_version stays put between releases. For a
+ * cache of scores to tell the library that made them from a rebuilt one
+ * (the library's own operators score the built-ins' kernels forms). Static
+ * storage. */
+VMAF_DNN_API const char *vmaf_dnn_source_digest(void);
+
 /* The calling thread's message about its last failed call, "" when none.
  * Valid until the next libvmafdnn call on the same thread. */
 VMAF_DNN_API const char *vmaf_dnn_last_error(void);

@@ -25,6 +25,13 @@ from .errors import (AlreadyExistsError, BusyError, ClosedError, DnnError, Inval
 
 __version__ = _ffi.string(_lib.vmaf_dnn_version()).decode()
 
+
+def source_digest() -> str:
+    """16 hex digits naming the sources the C library was built from: another for a build
+    of changed sources, where ``__version__`` stays put between releases."""
+    return _ffi.string(_lib.vmaf_dnn_source_digest()).decode()
+
+
 __all__ = [
     "available", "ort_version", "ort_library_path", "unavailable_reason", "Session",
     "TensorInfo", "StaticRuns", "DEVICES", "fp32_to_fp16", "fp16_to_fp32", "DnnError",
@@ -32,7 +39,7 @@ __all__ = [
     "NotARegularFileError", "ModelTooLargeError", "InvalidModelError", "UnsupportedError",
     "RuntimeNotFoundError", "OutputTooSmallError", "ReportBufferTooSmallError", "BusyError",
     "OutOfMemoryError",
-    "RangeError", "RuntimeFailureError", "__version__", "Batching", "Context", "ModelInfo", "score",
+    "RangeError", "RuntimeFailureError", "__version__", "source_digest", "Batching", "Context", "ModelInfo", "score",
     "InputMismatchError", "UsageError", "ModelRuntimeError", "RunTimeoutError",
     "RunCancelledError", "MemoryBudgetError", "SymlinkRefusedError", "PathNotADirectoryError",
     "NameTooLongError", "AlreadyExistsError", "ClosedError", "Canceller", "MAX_BATCH",

@@ -51,7 +51,7 @@ _RESULT_TAIL = ("attached_ep", "file_kbps", "load_s", "score_s", "total_s", "wor
 #: once (a failure then keeps the older row, see keep_good_rows).
 #: 3: device_index, the ONNX Runtime version, the EP the device resolves to, Ray GPU actors.
 #: 4: libvmafdnn's version (its own operators' kernels score the kernels forms).
-KEY_VERSION = 4
+KEY_VERSION = 5
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -793,17 +793,20 @@ def _ort_version() -> str:
 
 
 def _library_version() -> str:
-    from . import __version__  # read at each call: tests replace it
-    return __version__
+    """libvmafdnn's version and the digest of the sources it was built from: a rebuilt
+    library's kernels may score otherwise within one version."""
+    from . import __version__, source_digest  # read at each call: tests replace them
+    return f"{__version__}+{source_digest()}"
 
 
 def _run_identity(options: dict, hasher: Hasher) -> dict:
     """What the batch options that change results resolve to, once per batch:
     the options as given, the device and index the workers really get (Ray
     GPU actors bind CUDA's device 0 for "auto", as runners._run_ray does),
-    the ONNX Runtime and libvmafdnn versions (the library's own operators
-    score the kernels forms: a model file unchanged may score otherwise
-    under another release) and the EP the device chain selects here."""
+    the ONNX Runtime and libvmafdnn versions, the latter with the digest of
+    the library's sources (the library's own operators score the kernels
+    forms: a model file unchanged may score otherwise under another release
+    or a rebuild) and the EP the device chain selects here."""
     run = {k: options.get(k) for k in ("device", "device_index", "fp16_io", "resize",
                                        "threads")}
     device, index = run["device"] or "auto", run["device_index"] or 0

@@ -66,6 +66,9 @@ static void test_loading(void)
     CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "already loaded");
     CHECK_EQ_INT(vmaf_dnn_load_ort(NULL), -EINVAL);
     CHECK(strcmp(vmaf_dnn_version(), "0.1.0") == 0);
+    const char *digest = vmaf_dnn_source_digest();
+    CHECK(digest != NULL && strlen(digest) == 16 &&
+          strspn(digest, "0123456789abcdef") == 16);
 }
 
 static void test_open_errors(void)

@@ -506,6 +506,15 @@ def test_the_library_version_is_part_of_the_key(clips, monkeypatch):
     assert _key(clips) != before, "a row scored by another libvmafdnn was kept"
 
 
+def test_the_library_sources_are_part_of_the_key(clips, monkeypatch):
+    # Within one version (0.1.0 all through development, or a distribution's patched build)
+    # a rebuilt library's kernels may score otherwise: the digest of its sources tells.
+    before = _key(clips)
+    assert _key(clips) == before
+    monkeypatch.setattr(vmafdnn, "source_digest", lambda: "0123456789abcdef")
+    assert _key(clips) != before, "a row scored by a library built from other sources was kept"
+
+
 def test_what_the_device_resolves_to_is_part_of_the_key(clips, monkeypatch):
     # "auto" on a machine with CUDA binds the CUDA EP; on one without, the CPU EP:
     # the same options, other scores. The key has the EP the chain selects here.
