@@ -941,8 +941,10 @@ static int check_samples(const VmafDnnPicture *p, int i, const char *which, cons
         if (row_bits(row, p->w[i]) < limit)
             continue;
         unsigned x = 0;
-        while (row[x] < limit)
+        while (x < p->w[i] && row[x] < limit)
             x++;
+        if (x == p->w[i])
+            continue; /* changed under us since row_bits read it (the caller's race) */
         return vdnn_fail(-EINVAL, "%s picture: plane %s has sample value %u at (%u, %u), above "
                          "the %u-bit maximum %u", which, plane, row[x], x, y, p->bpc, limit - 1);
     }

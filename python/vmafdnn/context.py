@@ -380,7 +380,9 @@ class Context(NativeHandle):
         ``reference`` and ``distorted`` are :class:`vmafdnn.video.Frame`
         objects or 2-D luma arrays (uint8; uint16 with ``bitdepth``), or None
         where no model needs them (no reference for NR models, no picture at
-        all for feature-vector models).
+        all for feature-vector models). The call runs without the GIL and
+        models may read the arrays in place: another thread must not write
+        them until it returns.
         """
         index = _frame_index(index)
         with self._using() as handle:

@@ -15,6 +15,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -572,6 +574,69 @@ static void test_samples_above_the_depth(void)
     CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &p.pic, 1), 0);
     pic_free(&p);
     vmaf_dnn_context_close(ctx);
+}
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#endif
+
+typedef struct Flipper {
+    uint16_t *sample;
+    atomic_int stop;
+} Flipper;
+
+static void *flip_sample(void *arg)
+{
+    Flipper *f = arg;
+    while (!atomic_load(&f->stop)) {
+        *(volatile uint16_t *)f->sample = 1024;
+        *(volatile uint16_t *)f->sample = 0;
+    }
+    return NULL;
+}
+
+/* A caller that writes a picture while the library checks it (its own race)
+ * gets the picture taken or refused, never a read past the plane: the check
+ * found a sample above the depth in a row, then looked for it again, and an
+ * unbounded second look at a row whose sample had changed back ran off the
+ * row's end (an ASan heap overflow past the plane's last row here). */
+static void test_a_sample_changed_while_checked(void)
+{
+#ifndef UNDER_TSAN /* the race is the test's own, on purpose */
+    VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
+    attach_ok(ctx, stage("nr_mean", "nr_mean", NULL), NULL);
+    enum { W = 8, H = 8 };
+    uint16_t *plane = calloc(W * H, sizeof(uint16_t)); /* nothing past the last sample */
+    VmafDnnPicture pic;
+    memset(&pic, 0, sizeof(pic));
+    pic.data[0] = plane;
+    pic.stride[0] = W * sizeof(uint16_t);
+    pic.w[0] = W;
+    pic.h[0] = H;
+    pic.bpc = 10;
+    Flipper f = {plane + W * H - 1, 0};
+    pthread_t t;
+    CHECK_EQ_INT(pthread_create(&t, NULL, flip_sample, &f), 0);
+    unsigned refused = 0;
+    for (unsigned i = 0; i < 3000; i++) {
+        const int rc = vmaf_dnn_read_pictures(ctx, NULL, &pic, i);
+        CHECK(rc == 0 || rc == -EINVAL);
+        if (rc == -EINVAL) {
+            CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "sample value 1024 at (7, 7)");
+            refused++;
+        }
+    }
+    atomic_store(&f.stop, 1);
+    pthread_join(t, NULL);
+    printf("  a sample flipped while checked: %u of 3000 frames refused\n", refused);
+    free(plane);
+    vmaf_dnn_context_close(ctx);
+#endif
 }
 
 static const char *builtin(const char *name);
@@ -1586,6 +1651,7 @@ int main(int argc, char **argv)
     test_pool_and_flush();
     test_device_type();
     test_samples_above_the_depth();
+    test_a_sample_changed_while_checked();
     test_check_output_before_scoring();
     if (argc > 2) {
         builtin_dir = argv[2];
