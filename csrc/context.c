@@ -940,13 +940,13 @@ static int check_samples(const VmafDnnPicture *p, int i, const char *which, cons
                                                                 (ptrdiff_t)y * p->stride[i]);
         if (row_bits(row, p->w[i]) < limit)
             continue;
-        unsigned x = 0;
-        while (x < p->w[i] && row[x] < limit)
+        unsigned x = 0, v = 0; /* each sample read once: the caller's race below */
+        while (x < p->w[i] && (v = row[x]) < limit)
             x++;
         if (x == p->w[i])
-            continue; /* changed under us since row_bits read it (the caller's race) */
+            continue; /* changed since row_bits read it */
         return vdnn_fail(-EINVAL, "%s picture: plane %s has sample value %u at (%u, %u), above "
-                         "the %u-bit maximum %u", which, plane, row[x], x, y, p->bpc, limit - 1);
+                         "the %u-bit maximum %u", which, plane, v, x, y, p->bpc, limit - 1);
     }
     return 0;
 }
