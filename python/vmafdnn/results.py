@@ -51,6 +51,7 @@ _RESULT_TAIL = ("attached_ep", "file_kbps", "load_s", "score_s", "total_s", "wor
 #: once (a failure then keeps the older row, see keep_good_rows).
 #: 3: device_index, the ONNX Runtime version, the EP the device resolves to, Ray GPU actors.
 #: 4: libvmafdnn's version (its own operators' kernels score the kernels forms).
+#: 5: the digest of the library's sources beside its version (a rebuild within one version).
 KEY_VERSION = 5
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

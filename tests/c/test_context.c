@@ -30,6 +30,7 @@
 #include "context_internal.h"
 #include "json.h"
 #include "resize.h"
+#include "vectorize.h" /* VDNN_TSAN */
 
 static char model_dir[PATH_MAX];
 static const char *builtin_dir;
@@ -576,15 +577,6 @@ static void test_samples_above_the_depth(void)
     vmaf_dnn_context_close(ctx);
 }
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#endif
-
 typedef struct Flipper {
     uint16_t *sample;
     atomic_int stop;
@@ -607,7 +599,7 @@ static void *flip_sample(void *arg)
  * row's end (an ASan heap overflow past the plane's last row here). */
 static void test_a_sample_changed_while_checked(void)
 {
-#ifndef UNDER_TSAN /* the race is the test's own, on purpose */
+#ifndef VDNN_TSAN /* the race is the test's own, on purpose */
     VmafDnnContext *ctx = ctx_new(VMAF_DNN_RESIZE_NONE);
     attach_ok(ctx, stage("nr_mean", "nr_mean", NULL), NULL);
     enum { W = 8, H = 8 };
