@@ -556,7 +556,7 @@ static int context_reset(VmafDnnContext *ctx)
     memset(&ctx->clock_start, 0, sizeof(ctx->clock_start));
     memset(&ctx->clock_end, 0, sizeof(ctx->clock_end));
     memset(&ctx->pending, 0, sizeof(ctx->pending));
-    ctx->past.filled = ctx->past.next = 0;
+    vdnn_raw_past_empty(&ctx->past);
     /* The models forgot their past planes: frames in flight again. */
     ctx->serial_models = SIZE_MAX;
     return 0;
@@ -1189,7 +1189,7 @@ static int run_in_turn(VmafDnnContext *ctx, size_t i, const VdnnTinyFrame *frame
 }
 
 static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
-                         const VmafDnnPicture *dist, unsigned index)
+                         const VmafDnnPicture *dist, unsigned index, VdnnKeptPictures *kept)
 {
     int rc = check_open(ctx, "read_pictures");
     if (rc)
@@ -1246,14 +1246,40 @@ static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
     for (size_t i = 0; i < ctx->n_models; i++)
         vdnn_tiny_model_note_frame(ctx->model[i], &frame);
     if (ctx->pool)
-        return vdnn_frame_pool_submit(ctx->pool, &frame, &raw, ctx->fc, &ctx->past);
+        return vdnn_frame_pool_submit(ctx->pool, &frame, &raw, ctx->fc, &ctx->past, kept);
     for (size_t i = 0; i < ctx->n_models && !rc; i++)
         rc = run_in_turn(ctx, i, &frame);
     for (size_t i = 0; i < ctx->n_models; i++) {
-        int kept = vdnn_tiny_model_remember(ctx->model[i], &frame);
+        int remembered = vdnn_tiny_model_remember(ctx->model[i], &frame);
         if (!rc)
-            rc = kept;
+            rc = remembered;
     }
+    return rc;
+}
+
+/* vmaf_dnn_read_pictures, and vmaf_dnn_read_pictures_kept with `kept`
+ * (one reference: the call's own, dropped before it returns 0). */
+static int read_pictures_call(VmafDnnContext *ctx, const VmafDnnPicture *ref,
+                              const VmafDnnPicture *dist, unsigned index,
+                              VdnnKeptPictures *kept)
+{
+    enter_call(ctx);
+    clock_gettime(CLOCK_MONOTONIC, &ctx->call_start);
+    set_frame_in_flight(ctx, 1);
+    const unsigned before = ctx->frames_read;
+    int rc = read_pictures(ctx, ref, dist, index, kept);
+    set_frame_in_flight(ctx, 0);
+    if (ctx->frames_read != before)
+        clock_gettime(CLOCK_MONOTONIC, &ctx->clock_end);
+    if (kept && !rc) {
+        vdnn_kept_pictures_unref(kept); /* the last reference when none holds them */
+    } else if (kept) {
+        /* Nothing holds a failed call's pictures (vdnn_frame_pool_submit
+         * takes no reference when it fails): they are the caller's again,
+         * and release is not called. */
+        free(kept);
+    }
+    leave(ctx);
     return rc;
 }
 
@@ -1263,16 +1289,23 @@ int vmaf_dnn_read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
     vdnn_clear_error();
     if (!ctx)
         return vdnn_fail(-EINVAL, "read_pictures: context is NULL");
-    enter_call(ctx);
-    clock_gettime(CLOCK_MONOTONIC, &ctx->call_start);
-    set_frame_in_flight(ctx, 1);
-    const unsigned before = ctx->frames_read;
-    int rc = read_pictures(ctx, ref, dist, index);
-    set_frame_in_flight(ctx, 0);
-    if (ctx->frames_read != before)
-        clock_gettime(CLOCK_MONOTONIC, &ctx->clock_end);
-    leave(ctx);
-    return rc;
+    return read_pictures_call(ctx, ref, dist, index, NULL);
+}
+
+int vmaf_dnn_read_pictures_kept(VmafDnnContext *ctx, const VmafDnnPicture *ref,
+                                const VmafDnnPicture *dist, unsigned index,
+                                VmafDnnPicturesRelease release, void *opaque)
+{
+    vdnn_clear_error();
+    if (!ctx)
+        return vdnn_fail(-EINVAL, "read_pictures_kept: context is NULL");
+    if (!release)
+        return vdnn_fail(-EINVAL, "read_pictures_kept: release is NULL");
+    VdnnKeptPictures *kept = malloc(sizeof(*kept));
+    if (!kept)
+        return vdnn_fail(-ENOMEM, "out of memory");
+    *kept = (VdnnKeptPictures){.refs = 1, .release = release, .opaque = opaque};
+    return read_pictures_call(ctx, ref, dist, index, kept);
 }
 
 /* Scores the frames the models that run behind still owe: the last `lag`
@@ -1310,6 +1343,10 @@ int vmaf_dnn_flush(VmafDnnContext *ctx)
         rc = flush_pending(ctx);
         set_frame_in_flight(ctx, 0);
         ctx->flushed = 1;
+        /* No frame comes after: the past pictures the workers would show
+         * go, and with them the caller's kept pictures (enter() merged the
+         * frames in flight, whose slots held the others). */
+        vdnn_raw_past_empty(&ctx->past);
         if (ctx->frames_read)
             clock_gettime(CLOCK_MONOTONIC, &ctx->clock_end);
     }

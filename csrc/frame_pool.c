@@ -151,6 +151,42 @@ typedef struct Slot {
     char message[1024];
 } Slot;
 
+VdnnKeptPictures *vdnn_kept_pictures_ref(VdnnKeptPictures *k)
+{
+    if (k)
+        k->refs++;
+    return k;
+}
+
+void vdnn_kept_pictures_unref(VdnnKeptPictures *k)
+{
+    if (!k || --k->refs)
+        return;
+    k->release(k->opaque);
+    free(k);
+}
+
+/* Empties c (its buffers stay for the next frame), letting go of the
+ * caller's pictures it held. */
+static void raw_copy_clear(VdnnRawCopy *c)
+{
+    vdnn_kept_pictures_unref(c->kept);
+    c->kept = NULL;
+    memset(c->w, 0, sizeof(c->w));
+    memset(c->h, 0, sizeof(c->h));
+    memset(c->at, 0, sizeof(c->at));
+    memset(c->stride, 0, sizeof(c->stride));
+}
+
+/* Lets go of the pictures a slot holds by reference (its frame merged, or
+ * it was never queued). */
+static void slot_clear(Slot *s)
+{
+    raw_copy_clear(&s->now);
+    for (unsigned k = 0; k < s->n_past; k++)
+        raw_copy_clear(&s->past[k]);
+}
+
 /* One frame's fp32 planes. */
 typedef struct PlaneSet {
     float *plane[2][3];
@@ -374,13 +410,12 @@ int vdnn_raw_planes_normalise(const VdnnRawPlanes *raw, unsigned fp32, VdnnTinyF
 /* The raw planes a copy holds, as vmaf_dnn_read_pictures checked them. */
 static VdnnRawPlanes raw_view(const VdnnRawCopy *c)
 {
-    const size_t bytes = c->frame.bpc > 8 ? 2 : 1;
     VdnnRawPlanes raw = {0};
     for (int pic = 0; pic < 2; pic++)
         for (int i = 0; i < 3; i++)
             if (c->w[pic][i]) {
-                raw.data[pic][i] = c->raw[pic][i];
-                raw.stride[pic][i] = (ptrdiff_t)(c->w[pic][i] * bytes);
+                raw.data[pic][i] = c->at[pic][i];
+                raw.stride[pic][i] = c->stride[pic][i];
                 raw.w[pic][i] = c->w[pic][i];
                 raw.h[pic][i] = c->h[pic][i];
             }
@@ -437,8 +472,15 @@ int vdnn_raw_past_replay(VdnnRawPast *past, VdnnTinyModel *const *model, size_t 
     int rc = 0;
     for (unsigned k = 0; k < past->filled && !rc; k++)
         rc = show_past_frame(model, n, past_frame(past, k), plane, cap);
-    past->filled = past->next = 0;
+    vdnn_raw_past_empty(past);
     return rc;
+}
+
+void vdnn_raw_past_empty(VdnnRawPast *past)
+{
+    for (unsigned k = 0; k < VMAF_DNN_MAX_FRAME_OFFSET; k++)
+        raw_copy_clear(&past->frame[k]);
+    past->filled = past->next = 0;
 }
 
 /* Records the first failure of a slot's frame: model `model` failed with
@@ -747,6 +789,7 @@ static int merge_oldest(VdnnFramePool *p, VdnnFeatureCollector *fc, unsigned *me
     wait_done(p, s);
     pthread_mutex_unlock(&p->lock);
     merge(p, s, fc);
+    slot_clear(s); /* may release the caller's pictures: outside the lock */
     pthread_mutex_lock(&p->lock);
     s->state = SLOT_FREE;
     s->n_feature = 0;
@@ -905,30 +948,44 @@ static int copy_plane(VdnnRawCopy *c, int pic, int i, const VdnnRawPlanes *raw, 
         for (unsigned y = 0; y < raw->h[pic][i]; y++)
             memcpy(c->raw[pic][i] + y * row, src + (ptrdiff_t)y * raw->stride[pic][i], row);
     }
+    c->at[pic][i] = c->raw[pic][i];
+    c->stride[pic][i] = (ptrdiff_t)row;
     c->w[pic][i] = raw->w[pic][i];
     c->h[pic][i] = raw->h[pic][i];
     return 0;
 }
 
-/* Copies frame f's planes of the pictures in `pictures` (bit p: picture p). */
+/* Makes c frame f's planes of the pictures in `pictures` (bit p: picture
+ * p): copies of `raw`'s, or, with `kept`, `raw`'s own, held by reference. */
 static int copy_frame(VdnnRawCopy *c, const VdnnTinyFrame *f, const VdnnRawPlanes *raw,
-                      unsigned pictures)
+                      unsigned pictures, VdnnKeptPictures *kept)
 {
+    raw_copy_clear(c);
     c->frame = *f;
     memset(c->frame.plane, 0, sizeof(c->frame.plane));
-    memset(c->w, 0, sizeof(c->w));
-    memset(c->h, 0, sizeof(c->h));
     const size_t bytes = f->bpc > 8 ? 2 : 1;
     int rc = 0;
     for (int pic = 0; pic < 2 && !rc; pic++)
-        for (int i = 0; i < 3 && !rc; i++)
-            if (raw->data[pic][i] && (pictures >> pic & 1))
+        for (int i = 0; i < 3 && !rc; i++) {
+            if (!raw->data[pic][i] || !(pictures >> pic & 1))
+                continue;
+            if (!kept) {
                 rc = copy_plane(c, pic, i, raw, bytes);
+                continue;
+            }
+            c->at[pic][i] = raw->data[pic][i];
+            c->stride[pic][i] = raw->stride[pic][i];
+            c->w[pic][i] = raw->w[pic][i];
+            c->h[pic][i] = raw->h[pic][i];
+        }
+    if (!rc)
+        c->kept = vdnn_kept_pictures_ref(kept);
     return rc;
 }
 
 static void raw_copy_free(VdnnRawCopy *c)
 {
+    raw_copy_clear(c);
     for (int pic = 0; pic < 2; pic++)
         for (int i = 0; i < 3; i++)
             free(c->raw[pic][i]);
@@ -959,8 +1016,10 @@ static void past_resize(VdnnRawPast *past, unsigned depth)
         moved[at] = 1;
     }
     for (unsigned at = 0; at < VMAF_DNN_MAX_FRAME_OFFSET; at++)
-        if (!moved[at])
+        if (!moved[at]) {
+            raw_copy_clear(&past->frame[at]); /* a frame the new depth drops */
             order[n++] = past->frame[at];
+        }
     memcpy(past->frame, order, sizeof(order));
     past->depth = depth;
     past->filled = keep;
@@ -968,9 +1027,10 @@ static void past_resize(VdnnRawPast *past, unsigned depth)
 }
 
 /* Copies the past frames the workers' models read into the slot, oldest
- * first, then keeps frame f among them. */
+ * first (those the caller lets the library keep by reference), then keeps
+ * frame f among them. */
 static int copy_past(VdnnFramePool *p, Slot *s, const VdnnTinyFrame *f,
-                     const VdnnRawPlanes *raw, VdnnRawPast *past)
+                     const VdnnRawPlanes *raw, VdnnRawPast *past, VdnnKeptPictures *kept)
 {
     s->n_past = 0;
     if (!p->past_depth)
@@ -981,16 +1041,16 @@ static int copy_past(VdnnFramePool *p, Slot *s, const VdnnTinyFrame *f,
     for (unsigned k = 0; k < past->filled && !rc; k++) {
         const VdnnRawCopy *c = past_frame(past, k);
         const VdnnRawPlanes view = raw_view(c);
-        rc = copy_frame(&s->past[k], &c->frame, &view, p->past_pictures);
+        rc = copy_frame(&s->past[k], &c->frame, &view, p->past_pictures, c->kept);
         s->n_past = k + 1;
     }
     if (!rc)
-        rc = copy_frame(&past->frame[past->next], f, raw, p->past_pictures);
+        rc = copy_frame(&past->frame[past->next], f, raw, p->past_pictures, kept);
     if (rc) {
         /* The frame counts as read, so what it would have shown is gone:
          * the next frame starts afresh, like one after a frame a model
          * could not take. */
-        past->filled = past->next = 0;
+        vdnn_raw_past_empty(past);
         return rc;
     }
     past->next = (past->next + 1) % past->depth;
@@ -1000,7 +1060,8 @@ static int copy_past(VdnnFramePool *p, Slot *s, const VdnnTinyFrame *f,
 }
 
 int vdnn_frame_pool_submit(VdnnFramePool *p, const VdnnTinyFrame *f, const VdnnRawPlanes *raw,
-                           const VdnnFeatureCollector *fc, VdnnRawPast *past)
+                           const VdnnFeatureCollector *fc, VdnnRawPast *past,
+                           VdnnKeptPictures *kept)
 {
     /* Only the owner queues slots and only it frees them, so a free slot
      * stays free while it is filled outside the lock. */
@@ -1012,15 +1073,17 @@ int vdnn_frame_pool_submit(VdnnFramePool *p, const VdnnTinyFrame *f, const VdnnR
     pthread_mutex_unlock(&p->lock);
     if (!s)
         return vdnn_fail(-EAGAIN, "read_pictures: no free frame slot (internal)");
-    int rc = copy_frame(&s->now, f, raw, 3);
-    if (!rc)
-        rc = copy_past(p, s, f, raw, past);
-    if (rc)
-        return rc;
+    /* The features first: once `past` holds the frame, nothing fails. */
     s->n_feature = 0;
-    rc = p->reads_features ? copy_features(s, fc, f->index) : 0;
-    if (rc)
+    int rc = p->reads_features ? copy_features(s, fc, f->index) : 0;
+    if (!rc)
+        rc = copy_frame(&s->now, f, raw, 3, kept);
+    if (!rc)
+        rc = copy_past(p, s, f, raw, past, kept);
+    if (rc) {
+        slot_clear(s);
         return rc;
+    }
     /* The context's models hold the size locks, noted in frame order by the
      * context; each frame takes their state to the worker's copies (a copy
      * locked by the frames it happened to score would refuse, or take,

@@ -1,7 +1,8 @@
 /* Internal: frames in flight. A context with `threads` > 1, or a `batch`
  * > 1 and a model that can take several frames per Run, hands each
  * frame, once its pictures are checked, to a pool of worker threads (the raw
- * samples copied, with those of the past frames its models read; the worker
+ * samples copied, with those of the past frames its models read, or held by
+ * reference where the caller lets the library keep them; the worker
  * normalises them); every worker owns a copy of each model that reads
  * pictures (its own ORT session, one intra-op thread) and a private feature
  * store (a worker takes up to a batch of queued frames at once, which
@@ -62,15 +63,38 @@ int vdnn_frame_pending_take(VdnnFramePending *pending);
 
 typedef struct VdnnFramePool VdnnFramePool;
 
-/* A frame's raw samples as a slot or the past frames keep them (rows
- * contiguous, uint8_t for bpc 8, uint16_t above); w[][] == 0: a plane not
- * held. Buffers grow as needed and are freed by vdnn_raw_past_free or the
- * pool. */
+/* The caller's pictures of a frame read with vmaf_dnn_read_pictures_kept,
+ * which slots and the past frames hold instead of copies: `refs` holders
+ * (the call itself while it runs, each slot and past frame that shows
+ * them); the last to let go calls release(opaque). Only the thread that
+ * owns the context takes and drops references (slots are let go when
+ * their frames merge, past frames when they leave the past), so the count
+ * needs no lock, and release runs on that thread. */
+typedef struct VdnnKeptPictures {
+    unsigned refs;
+    VmafDnnPicturesRelease release;
+    void *opaque;
+} VdnnKeptPictures;
+
+/* A new holder of k (NULL-safe); returns k. */
+VdnnKeptPictures *vdnn_kept_pictures_ref(VdnnKeptPictures *k);
+/* Drops one reference (NULL-safe): the last one calls release and frees k. */
+void vdnn_kept_pictures_unref(VdnnKeptPictures *k);
+
+/* A frame's raw samples as a slot or the past frames keep them: a copy
+ * (rows contiguous in raw[][], uint8_t for bpc 8, uint16_t above), or the
+ * caller's own planes where `kept` holds them; at[][] and stride[][] say
+ * where the samples are either way. w[][] == 0: a plane not held. Buffers
+ * grow as needed and are freed by vdnn_raw_past_free or the pool, which
+ * also let go of kept pictures. */
 typedef struct VdnnRawCopy {
     VdnnTinyFrame frame;        /* geometry, bpc, index; its planes unused */
     unsigned char *raw[2][3];
     size_t cap[2][3];           /* bytes */
     unsigned w[2][3], h[2][3];
+    const unsigned char *at[2][3];
+    ptrdiff_t stride[2][3];     /* bytes */
+    VdnnKeptPictures *kept;     /* NULL: the samples are the copies in raw[][] */
 } VdnnRawCopy;
 
 /* The raw samples of the last frames read, for the workers' models that
@@ -87,6 +111,9 @@ typedef struct VdnnRawPast {
 
 /* Frees the buffers and empties `past`. NULL-safe. */
 void vdnn_raw_past_free(VdnnRawPast *past);
+
+/* Empties `past`, keeping its buffers for the next frames (a reset). */
+void vdnn_raw_past_empty(VdnnRawPast *past);
 
 /* Shows the models (vdnn_tiny_model_remember; NULL entries skipped) the
  * frames `past` holds, oldest first, normalised into plane[][] (grown as
@@ -209,9 +236,14 @@ int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
 /* Copies the frame's raw planes, the past frames its models read (from
  * `past`, which then keeps this frame too), and the features fc holds for
  * its index when a model reads features, into a free slot
- * (vdnn_frame_pool_make_room first) and queues it. Returns 0, -ENOMEM. */
+ * (vdnn_frame_pool_make_room first) and queues it. With `kept` (the
+ * caller's pictures, vmaf_dnn_read_pictures_kept) the slot and `past` hold
+ * references to them instead of copies of the frame's planes, and past
+ * frames that were kept are shown by reference too. Returns 0, -ENOMEM;
+ * on failure it holds no new reference to `kept`. */
 int vdnn_frame_pool_submit(VdnnFramePool *p, const VdnnTinyFrame *f, const VdnnRawPlanes *raw,
-                           const VdnnFeatureCollector *fc, VdnnRawPast *past);
+                           const VdnnFeatureCollector *fc, VdnnRawPast *past,
+                           VdnnKeptPictures *kept);
 
 /* Cancels every frame queued or running now (each fails with -ECANCELED);
  * frames submitted later run normally. Any thread. */

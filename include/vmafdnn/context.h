@@ -641,6 +641,47 @@ VMAF_DNN_API const VmafDnnSession *vmaf_dnn_tiny_model_session(const VmafDnnCont
 VMAF_DNN_API int vmaf_dnn_read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
                                         const VmafDnnPicture *dist, unsigned index);
 
+/* Called once the library no longer reads the pictures of a frame read with
+ * vmaf_dnn_read_pictures_kept; `opaque` is the one given with them. */
+typedef void (*VmafDnnPicturesRelease)(void *opaque);
+
+/*
+ * vmaf_dnn_read_pictures, for a caller whose pictures can stay as they are
+ * until the library is done with them (a decoder's reference-counted
+ * frames, a reader's pool of buffers): instead of copying the frame's
+ * samples into a slot for a frame in flight, and those of the frames that
+ * models read as past pictures, the library reads the caller's planes where
+ * they lie, on the workers too, and calls release(opaque) when it no longer
+ * needs them. The VmafDnnPicture structs themselves are copied; only the
+ * memory their data[] point to is kept.
+ *   - Returns 0: release(opaque) is called exactly once, later or before
+ *     this call returns (without frames in flight, when nothing keeps the
+ *     frame, before the return). Until then the planes must stay valid and
+ *     unchanged: models read them from other threads. release runs on the
+ *     thread of a call on this context, never on a worker thread: this
+ *     one, a later vmaf_dnn_read_pictures[_kept] or vmaf_dnn_frames_done,
+ *     any call that waits for the frames in flight; vmaf_dnn_flush,
+ *     vmaf_dnn_context_reset and vmaf_dnn_context_close release every
+ *     picture still kept before they return. It runs while that call holds
+ *     the context: it must not call into this context (other contexts are
+ *     fine) and should be quick (free or recycle the buffer).
+ *   - Returns an error: release is not called for this call and the planes
+ *     are the caller's again at once, as after vmaf_dnn_read_pictures
+ *     (a call that reports an earlier frame's failure and does not take its
+ *     own frame is such a call: call it again with the same pictures).
+ * How many frames are kept at once: up to (W + 1) x B frames in flight
+ * (see vmaf_dnn_read_pictures) plus, for models that read pictures up to D
+ * frames back, the reference (or whichever picture they read) of the D
+ * frames before the newest; a caller recycling buffers needs that many
+ * and one more to read the next frame into.
+ * Returns what vmaf_dnn_read_pictures returns, and -EINVAL when release
+ * is NULL, -ENOMEM when the frame's bookkeeping (a few bytes) cannot be
+ * allocated.
+ */
+VMAF_DNN_API int vmaf_dnn_read_pictures_kept(VmafDnnContext *ctx, const VmafDnnPicture *ref,
+                                             const VmafDnnPicture *dist, unsigned index,
+                                             VmafDnnPicturesRelease release, void *opaque);
+
 /* Which frames are scored, without waiting: for a caller that passes each
  * frame on once its scores are in (a filter) while the next frames are in
  * flight. Moves into the context the scores of the frames in flight that
