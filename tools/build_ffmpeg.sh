@@ -231,7 +231,7 @@ configure_args=(
     --disable-everything --disable-autodetect --disable-doc
     --disable-programs --enable-ffmpeg --disable-x86asm --disable-network
     --enable-libvmafdnn --enable-libdav1d
-    --enable-filter=vmafdnn,vmafdnn_pre,format,scale,null,nullsink,split,trim,setpts,testsrc2,showinfo,copy,metadata
+    --enable-filter=vmafdnn,vmafdnn_pre,format,scale,null,nullsink,split,trim,setpts,testsrc2,showinfo,copy,metadata,lutyuv
     --enable-avdevice --enable-indev=lavfi
     --enable-demuxer=yuv4mpegpipe,rawvideo,mov,matroska
     --enable-parser=h264,hevc,vp9,av1

@@ -41,6 +41,9 @@ def main(header_paths, output_path: str) -> None:
         with open(path, encoding="utf-8") as f:
             ffibuilder.cdef(cdef_from_header(f.read()))
         includes.append(f"#include <vmafdnn/{os.path.basename(path)}>")
+    # The release of pictures read with vmaf_dnn_read_pictures_kept, in Python
+    # (vmafdnn.context): the one callback from C into Python.
+    ffibuilder.cdef('extern "Python" void _vmafdnn_pictures_released(void *);')
     ffibuilder.set_source("vmafdnn._vmafdnn_cffi", "\n".join(includes))
     ffibuilder.emit_c_code(output_path)
 

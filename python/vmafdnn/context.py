@@ -18,10 +18,11 @@ layouts are copied. Failures raise the DnnError subclass of the C code, with
 the C message.
 """
 import errno
+import itertools
 import json
 import operator
 import os
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -49,6 +50,23 @@ OUTPUT_FORMATS = names.table("format")
 REPORT_VERSION = "libvmafdnn " + ffi.string(lib.vmaf_dnn_version()).decode()
 
 _LAST_FRAME = 0xFFFFFFFF  # "to the end" for the C pool's unsigned `last`
+
+# Pictures the library keeps (Context.read_pictures(keep=True)) by token: what
+# holds their memory, and the caller's `released`, until C releases them.
+_kept: Dict[int, tuple] = {}
+_kept_tokens = itertools.count(1)
+
+
+@ffi.def_extern()
+def _vmafdnn_pictures_released(opaque) -> None:
+    # Called by C on the thread of a call on the context (which released the
+    # GIL), once per kept frame; at interpreter exit the module may be gone.
+    kept = _kept
+    if kept is None:
+        return
+    entry = kept.pop(int(ffi.cast("uintptr_t", opaque)), None)
+    if entry is not None and entry[1] is not None:
+        entry[1]()
 
 
 class ModelInfo(NamedTuple):
@@ -145,6 +163,10 @@ class _Picture:
         self._keep = keep
         c.bpc = bpc
         return c
+
+    def held(self):
+        """What holds the memory c.data[] points at (for pictures kept after the call)."""
+        return self._keep
 
     def release(self) -> None:
         self._keep = None
@@ -374,7 +396,8 @@ class Context(NativeHandle):
 
     # -- scoring ------------------------------------------------------------
     def read_pictures(self, reference, distorted, index: int,
-                      bitdepth: Optional[int] = None) -> None:
+                      bitdepth: Optional[int] = None, *, keep: bool = False,
+                      released: Optional[Callable[[], None]] = None) -> None:
         """Scores frame ``index`` with every attached model.
 
         ``reference`` and ``distorted`` are :class:`vmafdnn.video.Frame`
@@ -383,15 +406,38 @@ class Context(NativeHandle):
         all for feature-vector models). The call runs without the GIL and
         models may read the arrays in place: another thread must not write
         them until it returns.
+
+        ``keep=True`` (C: vmaf_dnn_read_pictures_kept) lets the context keep
+        reading the arrays after the call, instead of copying them for frames
+        in flight (``threads`` > 1, a batch) and for models that read past
+        pictures: the context holds them until its last read, then drops
+        them and calls ``released()`` (no arguments) on the thread of a later
+        call on this context -- at the latest :meth:`flush`, :meth:`reset` or
+        :meth:`close`. Until then nothing may write them, so keep is for
+        frames read into fresh buffers (the video readers' frames are). A
+        call that raises keeps nothing and never calls ``released``.
+        ``released`` must not call this context; an exception it raises goes
+        to :func:`sys.unraisablehook` (printed by default) and is ignored.
         """
         index = _frame_index(index)
+        if released is not None and not keep:
+            raise InvalidArgumentError(errno.EINVAL, "released= needs keep=True")
         with self._using() as handle:
             try:
                 ref = ffi.NULL if reference is None else \
                     self._ref.fill(reference, bitdepth, "reference")
                 dist = ffi.NULL if distorted is None else \
                     self._dist.fill(distorted, bitdepth, "distorted")
-                rc = lib.vmaf_dnn_read_pictures(handle, ref, dist, index)
+                if not keep:
+                    rc = lib.vmaf_dnn_read_pictures(handle, ref, dist, index)
+                else:
+                    token = next(_kept_tokens)
+                    _kept[token] = ((self._ref.held(), self._dist.held()), released)
+                    rc = lib.vmaf_dnn_read_pictures_kept(
+                        handle, ref, dist, index, lib._vmafdnn_pictures_released,
+                        ffi.cast("void *", token))
+                    if rc:
+                        _kept.pop(token, None)
             finally:
                 self._ref.release()
                 self._dist.release()

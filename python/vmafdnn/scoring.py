@@ -775,6 +775,10 @@ def _run(ctx: Context, ref: Optional[_Input], dist: _Input,
     fewer than the frames read while frames are in flight) and the total expected."""
     model_keys = {key for m in ctx.models for key in m.features}
     total = dist.total if ref is None else (dist.total or ref.total)
+    # The readers' frames are fresh buffers that nothing writes again: the
+    # library keeps them instead of copying frames in flight. A caller's
+    # iterable may refill one array, so its frames are copied.
+    keep = dist.reader is not None and (ref is None or ref.reader is not None)
     index = 0
     while True:
         cancel.check(index)
@@ -790,7 +794,7 @@ def _run(ctx: Context, ref: Optional[_Input], dist: _Input,
         for name, value in pushed.get(index, {}).items():
             if name not in model_keys:
                 ctx.feature_append(name, index, value)
-        ctx.read_pictures(r, d, index, bitdepth=shape[2])
+        ctx.read_pictures(r, d, index, bitdepth=shape[2], keep=keep)
         index += 1
         if progress is not None:
             told = ctx.frames_done()

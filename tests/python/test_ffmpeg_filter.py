@@ -382,6 +382,29 @@ def test_frames_in_flight_give_the_frames_and_scores_of_one_at_a_time(patched, t
     assert f"for parameter 'batch' out of range [0 - {MAX_BATCH}]" in proc.stderr
 
 
+def test_frames_kept_by_the_library_are_not_written_under_it(patched, tmp_path, clips8):
+    """The filter lends the library its frames (vmaf_dnn_read_pictures_kept: references, no
+    copies) while they are in flight or read as past pictures: a filter after it that paints
+    every frame it is passed (in place where the frame is writable), and a split that shares
+    the inputs with such a painter, change no score of frames in flight."""
+    meta = tmp_path / "meta.txt"
+    paint = "lutyuv=y=255:u=128:v=128"  # in place where the frame is writable
+    graphs = {
+        "alone": f"[0:v][1:v]vmafdnn=threads=1,metadata=mode=print:file={meta}",
+        "painted after": f"[0:v][1:v]vmafdnn=threads=3,{paint},metadata=mode=print:file={meta}",
+        "shared inputs": f"[0:v]split[d][dp];[1:v]split[r][rp];[d][r]vmafdnn=threads=3,"
+                         f"metadata=mode=print:file={meta}[out];[dp]{paint},nullsink;"
+                         f"[rp]{paint},nullsink;[out]null",
+    }
+    runs = {}
+    for name, graph in graphs.items():
+        run(patched, "-i", clips8.dist, "-i", clips8.ref, "-lavfi", graph, "-f", "null", "-")
+        runs[name] = frame_metadata(meta)
+    assert len(runs["alone"]) == clips8.frames and runs["alone"][0]
+    assert runs["painted after"] == runs["alone"]
+    assert runs["shared inputs"] == runs["alone"]
+
+
 def test_device_io_binds_with_the_scores_of_orts_copies(patched, tmp_path, clips8):
     """device_io (VmafDnnConfig.device_io) on binds the inputs and outputs of every specialised
     session, also on ORT's CPU EP, where every slot lives in host memory: with static_shapes=on
