@@ -669,11 +669,12 @@ typedef void (*VmafDnnPicturesRelease)(void *opaque);
  *     are the caller's again at once, as after vmaf_dnn_read_pictures
  *     (a call that reports an earlier frame's failure and does not take its
  *     own frame is such a call: call it again with the same pictures).
- * How many frames are kept at once: up to (W + 1) x B frames in flight
- * (see vmaf_dnn_read_pictures) plus, for models that read pictures up to D
- * frames back, the reference (or whichever picture they read) of the D
- * frames before the newest; a caller recycling buffers needs that many
- * and one more to read the next frame into.
+ * How many frames are kept at once, when a call returns: the newest
+ * (W + 1) x B + D frames read, at most: the frames in flight (see
+ * vmaf_dnn_read_pictures) and, for models that read pictures up to D
+ * frames back, the D frames before each of them (of these only the picture
+ * such a model reads is read again). A caller recycling buffers needs one
+ * more, to read the next frame into.
  * Returns what vmaf_dnn_read_pictures returns, and -EINVAL when release
  * is NULL, -ENOMEM when the frame's bookkeeping (a few bytes) cannot be
  * allocated.

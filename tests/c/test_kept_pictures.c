@@ -132,9 +132,10 @@ static size_t scores(const VmafDnnContext *ctx, double out[MAX_FEATURES][FRAMES]
 }
 
 /* Kept pictures score as copied ones, with frames in flight and models that
- * read 1 and 3 frames back; mode 2 mixes kept and copied frames. Each kept
- * frame is released once, on this thread; without frames in flight before
- * its call returns, with them not before (the frame is in flight then). */
+ * read 1 and 3 frames back; mode 1 mixes kept and copied frames. Each kept
+ * frame is released once, on this thread: without frames in flight before
+ * its call returns; with them once it is neither in flight nor among the
+ * past frames a model reads (the header's count of frames held). */
 static void test_same_scores_one_release(void)
 {
     double want[MAX_FEATURES][FRAMES], got[MAX_FEATURES][FRAMES];
@@ -166,10 +167,16 @@ static void test_same_scores_one_release(void)
                 }
                 CHECK_EQ_INT(vmaf_dnn_read_pictures_kept(ctx, &k->ref.pic, &k->dist.pic, i,
                                                          release, k), 0);
-                if (threads[t] < 2)
+                if (threads[t] < 2) {
                     CHECK_EQ_INT(k->released, 1);
-                else
-                    CHECK_EQ_INT(k->released, 0);
+                    continue;
+                }
+                /* Held: the newest W + 1 (slots) + 3 (the past frames they
+                 * show) frames. */
+                const unsigned held = (unsigned)threads[t] + 1 + 3;
+                for (unsigned j = 0; j <= i; j++)
+                    if (!(mode == 1 && j % 3 == 1))
+                        CHECK_EQ_INT(kept[j].released, j + held <= i);
             }
             CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
             for (unsigned i = 0; i < FRAMES; i++) {
