@@ -123,6 +123,8 @@ class _Input:
                  offset: int = 0):
         self.role = role
         self.reader = None
+        # Whether a frame stays as it is once the next one is taken (see _run).
+        self.frames_stay = False
         self.width = self.height = self.depth = self.fps = self.total = None
         self._bitdepth = bitdepth
         if isinstance(source, (str, os.PathLike, io.IOBase)) or hasattr(source, "read"):
@@ -140,12 +142,16 @@ class _Input:
                           if isinstance(self.reader, Y4MReader)
                           else getattr(self.reader, "frame_count", None))
             self._frames = iter(self.reader)
+            self.frames_stay = True  # each frame is read into a buffer of its own
         elif isinstance(source, (np.ndarray, Iterable)) and not isinstance(source, (str, bytes)):
             self.name = f"{role} frames"
             if isinstance(source, np.ndarray) and source.ndim == 3:
                 self.total = source.shape[0]
             elif isinstance(source, Sequence):
                 self.total = len(source)
+            # A sequence's frames exist before scoring and are not refilled by
+            # the iteration, as a generator's may be.
+            self.frames_stay = isinstance(source, (np.ndarray, Sequence))
             self._frames = iter(source)
         else:
             raise TypeError(f"{role}: expected a path, '-', a binary file or an iterable of "
@@ -571,7 +577,11 @@ def score(reference: Optional[Source], distorted: Source, models=None, *,
     object, or an iterable of Frames or 2-D numpy luma planes (uint8; uint16
     with ``bitdepth``). ``reference`` None (or ``no_reference=True``) scores
     no-reference models only. Raw YUV needs ``width``, ``height``,
-    ``pix_fmt`` (420, 422, 444, 400) and ``bitdepth``.
+    ``pix_fmt`` (420, 422, 444, 400) and ``bitdepth``. The frames of a
+    sequence (a list, a 3-D array) are read where they lie, also while other
+    frames are read (``threads`` > 1): nothing may write them until this call
+    returns; those of another iterable (a generator may refill one array)
+    are copied.
 
     ``models``: .onnx paths or built-in names; None means the library's default
     set, DEFAULT_FR_MODELS (psnr_y, ssim_y and, where it was built, vmaf), or
@@ -775,10 +785,10 @@ def _run(ctx: Context, ref: Optional[_Input], dist: _Input,
     fewer than the frames read while frames are in flight) and the total expected."""
     model_keys = {key for m in ctx.models for key in m.features}
     total = dist.total if ref is None else (dist.total or ref.total)
-    # The readers' frames are fresh buffers that nothing writes again: the
-    # library keeps them instead of copying frames in flight. A caller's
-    # iterable may refill one array, so its frames are copied.
-    keep = dist.reader is not None and (ref is None or ref.reader is not None)
+    # Frames that stay as they are (the readers' fresh buffers, a sequence's
+    # frames) are kept by the library instead of copied for frames in
+    # flight; a generator may refill one array, so its frames are copied.
+    keep = dist.frames_stay and (ref is None or ref.frames_stay)
     index = 0
     while True:
         cancel.check(index)

@@ -145,3 +145,27 @@ def test_an_exception_in_released_is_reported_and_scoring_goes_on(monkeypatch):
         assert ctx.frame_count == 4
     assert [str(e) for e in seen] == ["released failed"] * 4
     assert not context_module._kept
+
+
+def test_score_keeps_a_sequences_frames_and_copies_a_generators():
+    """vmafdnn.score() hands the library a list's frames to keep, and copies those of a
+    generator that refills one array per side (keeping them would score the refilled
+    samples): both score as one frame at a time."""
+    frames = clip(8, frames=8)
+    refs, dists = [r for r, _ in frames], [d for _, d in frames]
+    models = ["vmaf", "psnr_y"]
+
+    def refilled(arrays):
+        buf = np.empty_like(arrays[0])
+        for a in arrays:
+            buf[...] = a
+            yield buf
+
+    def per_frame(report):
+        return [f["metrics"] for f in report["frames"]]
+
+    want = per_frame(vmafdnn.score(refs, dists, models=models, threads=1))
+    assert per_frame(vmafdnn.score(refs, dists, models=models, threads=3)) == want
+    assert per_frame(vmafdnn.score(refilled(refs), refilled(dists), models=models,
+                                   threads=3)) == want
+    assert not context_module._kept
