@@ -14,7 +14,9 @@ For every device, size and built-in, `vmafdnn.score()` scores the same synthetic
          {"*": ...}) once it is selected for that model.
 
 With --together psnr_y,ssim_y, those models are also scored in one call (the issue's "psnr_y +
-ssim_y" figure): today's forms against the library's own choice for the EP.
+ssim_y" figure): today's forms against the library's own choice for the EP, fed the frames as
+iterators (each frame in flight copied by the caller's thread) and as the lists themselves (kept:
+vmaf_dnn_read_pictures_kept, no copy).
 
 With --batch B > 1 a fourth run, accel_batchB, scores B frames per ONNX Runtime Run with the
 accelerator form (static shapes as the library's default for the EP: auto), the first batched
@@ -112,7 +114,9 @@ def together(args, size, device, refs, dists):
     ref_frames = None if names == ["sharpness_nr"] else refs
     best, values = {}, {}
     for _ in range(args.rounds):
-        for label, forms, static in (("today", "0", "off"), ("library", "1", "auto")):
+        for label, forms, static, kept in (("today", "0", "off", False),
+                                           ("library", "1", "auto", False),
+                                           ("library_kept", "1", "auto", True)):
             os.environ["VMAFDNN_MODEL_FORMS"] = forms
             os.environ.pop("VMAFDNN_UINT8", None)
             try:
@@ -120,14 +124,16 @@ def together(args, size, device, refs, dists):
                     run_once(None if ref_frames is None else refs[:3], dists[:3], paths, device,
                              args.threads, False, 8, static, 0)
                 report, _, steady = run_once(ref_frames, dists, paths, device, args.threads,
-                                             False, 8, static, 0)
+                                             False, 8, static, 0, kept=kept)
             except vmafdnn.DnnError as e:
                 print(f"{size} {device} {'+'.join(names)} {label}: failed: {e}")
                 return
             best[label] = max(steady, best.get(label, 0.0))
             values[label] = (per_frame(report), nodes_text(report))
     print(f"{size} {device} {'+'.join(names)} in one call: today {best['today']:.2f} fps; "
-          f"library {best['library']:.2f} fps, {best['library'] / best['today']:.2f}x")
+          f"library {best['library']:.2f} fps, {best['library'] / best['today']:.2f}x; "
+          f"library with the frames kept (no copy per frame in flight) "
+          f"{best['library_kept']:.2f} fps, {best['library_kept'] / best['library']:.2f}x")
     print_diffs(values)
 
 

@@ -59,10 +59,14 @@ def synthetic_clip(width, height, frames, bitdepth, seed=1):
 
 
 def run_once(refs, dists, models, device, threads, fp16, bitdepth, static_shapes="auto",
-             batch=0, device_io="auto"):
+             batch=0, device_io="auto", kept=False):
+    """kept: the lists themselves go to score(), whose library keeps a sequence's frames
+    (vmaf_dnn_read_pictures_kept) instead of copying each frame in flight, as it does for the
+    iterators passed otherwise."""
     stamps = []
     t0 = time.perf_counter()
-    report = vmafdnn.score(None if refs is None else iter(refs), iter(dists), models,
+    feed = (lambda frames: frames) if kept else iter
+    report = vmafdnn.score(None if refs is None else feed(refs), feed(dists), models,
                            device=device, threads=threads, static_shapes=static_shapes,
                            device_io=device_io,
                            fp16_io=fp16, bitdepth=bitdepth if bitdepth > 8 else None, batch=batch,
