@@ -1,11 +1,12 @@
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "error.h"
 
 /* One buffer per thread: the message belongs to the call that just failed on
  * this thread, exactly like errno. */
-static _Thread_local char last_error[1024];
+static _Thread_local char last_error[VDNN_ERROR_BYTES];
 
 int vdnn_fail(int err, const char *fmt, ...)
 {
@@ -24,4 +25,14 @@ void vdnn_clear_error(void)
 const char *vdnn_last_error(void)
 {
     return last_error;
+}
+
+void vdnn_save_error(char *saved)
+{
+    memcpy(saved, last_error, sizeof(last_error));
+}
+
+void vdnn_restore_error(const char *saved)
+{
+    memcpy(last_error, saved, sizeof(last_error));
 }

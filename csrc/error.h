@@ -26,4 +26,14 @@ void vdnn_clear_error(void);
 /* The calling thread's message, "" when none. */
 const char *vdnn_last_error(void);
 
+/* The longest message kept, with its terminating NUL. */
+#define VDNN_ERROR_BYTES 1024
+
+/* Copies the calling thread's message into saved (VDNN_ERROR_BYTES), and
+ * makes it the message again: around a caller's callback, which may call
+ * the library (and so clear or replace the message of the call it runs
+ * in). */
+void vdnn_save_error(char *saved);
+void vdnn_restore_error(const char *saved);
+
 #endif

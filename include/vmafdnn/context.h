@@ -663,8 +663,12 @@ typedef void (*VmafDnnPicturesRelease)(void *opaque);
  *     any call that waits for the frames in flight; vmaf_dnn_flush,
  *     vmaf_dnn_context_reset and vmaf_dnn_context_close release every
  *     picture still kept before they return. It runs while that call holds
- *     the context: it must not call into this context (other contexts are
- *     fine) and should be quick (free or recycle the buffer).
+ *     the context: it must not call into this context, and a call into
+ *     another context waits for that one's call in flight, so releases must
+ *     not wait on each other in a cycle (context A's release calling B
+ *     while B's calls A, on two threads); it should be quick (free or
+ *     recycle the buffer). The thread's vmaf_dnn_last_error() message is
+ *     the call's again after it.
  *   - Returns an error: release is not called for this call and the planes
  *     are the caller's again at once, as after vmaf_dnn_read_pictures
  *     (a call that reports an earlier frame's failure and does not take its
@@ -673,8 +677,12 @@ typedef void (*VmafDnnPicturesRelease)(void *opaque);
  * (W + 1) x B + D frames read, at most: the frames in flight (see
  * vmaf_dnn_read_pictures) and, for models that read pictures up to D
  * frames back, the D frames before each of them (of these only the picture
- * such a model reads is read again). A caller recycling buffers needs one
- * more, to read the next frame into.
+ * such a model reads is read again, but a frame's pictures are released
+ * together). A caller recycling buffers needs one more, to read the next
+ * frame into. The memory budget of frames in flight (-EDQUOT, see
+ * vmaf_dnn_read_pictures) counts no samples of a kept frame: they are the
+ * caller's (nor the copies its slot makes of past frames that were read
+ * with vmaf_dnn_read_pictures).
  * Returns what vmaf_dnn_read_pictures returns, and -EINVAL when release
  * is NULL, -ENOMEM when the frame's bookkeeping (a few bytes) cannot be
  * allocated.

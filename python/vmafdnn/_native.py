@@ -14,7 +14,7 @@ from typing import Optional
 
 from . import _gpu_libraries
 from ._vmafdnn_cffi import ffi, lib
-from .errors import ClosedError, InvalidArgumentError, InvalidModelError, error_for
+from .errors import BusyError, ClosedError, InvalidArgumentError, InvalidModelError, error_for
 
 __all__ = ["ffi", "lib", "check", "ensure_ort", "find_ort_library", "c_path", "c_name",
            "decode_name", "NativeHandle"]
@@ -124,6 +124,7 @@ def decode_name(cdata, what: str) -> str:
 # -- handles ---------------------------------------------------------------------
 
 _LIVE = weakref.WeakSet()  # open handles, for the fork() rule below
+_in_call = threading.local()  # .handles: ids of the handles in a call on this thread
 
 
 class NativeHandle:
@@ -161,14 +162,31 @@ class NativeHandle:
     def _closed_error(self) -> ClosedError:
         return ClosedError(errno.EBADF, f"{self._what} cannot be used: {self._closed_why}")
 
+    def _not_in_call(self) -> set:
+        """The ids of the handles in a call on this thread, this one not among them: a
+        callback from C (Context.read_pictures' released=) that calls back into the handle
+        whose call it runs in would wait for that call forever."""
+        handles = getattr(_in_call, "handles", None)
+        if handles is None:
+            handles = _in_call.handles = set()
+        if id(self) in handles:
+            raise BusyError(errno.EDEADLK, f"{self._what} is in a call on this thread already "
+                                           "(a callback of that call cannot call it again)")
+        return handles
+
     @contextlib.contextmanager
     def _using(self):
         """Holds the call lock and yields the live handle (ClosedError if none)."""
+        handles = self._not_in_call()
         with self._lock:
             handle = self._handle
             if handle is None:
                 raise self._closed_error()
-            yield handle
+            handles.add(id(self))
+            try:
+                yield handle
+            finally:
+                handles.discard(id(self))
 
     def _live(self):
         """The handle for a call that needs no lock (ClosedError if none)."""
@@ -186,6 +204,7 @@ class NativeHandle:
         make that short); every later call raises ClosedError. Idempotent."""
         if self._handle is None:
             return
+        handles = self._not_in_call()
         with self._lock:
             with self._state_lock:
                 handle, self._handle = self._handle, None
@@ -193,7 +212,12 @@ class NativeHandle:
                     return
                 self._closed_why = "it is closed"
                 self._on_unusable()
-            ffi.release(handle)
+            # Closing releases a context's kept pictures: their callbacks run in this call.
+            handles.add(id(self))
+            try:
+                ffi.release(handle)
+            finally:
+                handles.discard(id(self))
 
     def cancel(self) -> None:
         """Stops the model run in flight on another thread (that call raises

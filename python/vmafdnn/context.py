@@ -22,6 +22,7 @@ import itertools
 import json
 import operator
 import os
+import weakref
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -51,22 +52,36 @@ REPORT_VERSION = "libvmafdnn " + ffi.string(lib.vmaf_dnn_version()).decode()
 
 _LAST_FRAME = 0xFFFFFFFF  # "to the end" for the C pool's unsigned `last`
 
-# Pictures the library keeps (Context.read_pictures(keep=True)) by token: what
-# holds their memory, and the caller's `released`, until C releases them.
+# Pictures the library keeps (Context.read_pictures(keep=True)), by token:
+# what holds their memory, until C releases them. Held here, not by the
+# Context: the garbage collector may free a Context before its C object,
+# whose close still waits for frames in flight that read them.
 _kept: Dict[int, tuple] = {}
+# The callers' `released` callables are the Context's own (_Released): one
+# that refers to its Context (a method of an object that owns it) must not
+# keep the Context alive from a module global. Weakly, by token.
+_released_stores: "weakref.WeakValueDictionary[int, _Released]" = \
+    weakref.WeakValueDictionary()
 _kept_tokens = itertools.count(1)
+
+
+class _Released(dict):
+    """A Context's `released` callables by token (a dict that can be weakly referenced)."""
 
 
 @ffi.def_extern()
 def _vmafdnn_pictures_released(opaque) -> None:
     # Called by C on the thread of a call on the context (which released the
     # GIL), once per kept frame; at interpreter exit the module may be gone.
-    kept = _kept
-    if kept is None:
+    kept, stores = _kept, _released_stores
+    if kept is None or stores is None:
         return
-    entry = kept.pop(int(ffi.cast("uintptr_t", opaque)), None)
-    if entry is not None and entry[1] is not None:
-        entry[1]()
+    token = int(ffi.cast("uintptr_t", opaque))
+    kept.pop(token, None)
+    store = stores.pop(token, None)
+    released = None if store is None else store.pop(token, None)
+    if released is not None:
+        released()
 
 
 class ModelInfo(NamedTuple):
@@ -297,6 +312,7 @@ class Context(NativeHandle):
         self.fps = cfg.fps
         self._ref = _Picture()
         self._dist = _Picture()
+        self._released = _Released()  # read_pictures' released= callables, by token
         self._models: List[ModelInfo] = []
 
     # -- models -------------------------------------------------------------
@@ -416,8 +432,12 @@ class Context(NativeHandle):
         :meth:`close`. Until then nothing may write them, so keep is for
         frames read into fresh buffers (the video readers' frames are). A
         call that raises keeps nothing and never calls ``released``.
-        ``released`` must not call this context; an exception it raises goes
-        to :func:`sys.unraisablehook` (printed by default) and is ignored.
+        ``released`` must not call this context (BusyError, EDEADLK), nor a
+        context whose own callbacks call this one from another thread (the
+        two calls would wait for each other); an exception it raises goes to
+        :func:`sys.unraisablehook` (printed by default) and is ignored. A
+        context left to the garbage collector instead of closed releases
+        its pictures but may drop ``released`` uncalled.
         """
         index = _frame_index(index)
         if released is not None and not keep:
@@ -432,12 +452,17 @@ class Context(NativeHandle):
                     rc = lib.vmaf_dnn_read_pictures(handle, ref, dist, index)
                 else:
                     token = next(_kept_tokens)
-                    _kept[token] = ((self._ref.held(), self._dist.held()), released)
+                    _kept[token] = (self._ref.held(), self._dist.held())
+                    if released is not None:
+                        self._released[token] = released
+                        _released_stores[token] = self._released
                     rc = lib.vmaf_dnn_read_pictures_kept(
                         handle, ref, dist, index, lib._vmafdnn_pictures_released,
                         ffi.cast("void *", token))
                     if rc:
                         _kept.pop(token, None)
+                        _released_stores.pop(token, None)
+                        self._released.pop(token, None)
             finally:
                 self._ref.release()
                 self._dist.release()

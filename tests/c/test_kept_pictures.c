@@ -276,6 +276,107 @@ static void test_close_reset_cancel_release_all(void)
     }
 }
 
+static char read_message[1024]; /* read_with_budget's read's message */
+
+/* The bytes an -EDQUOT message says frames in flight need. */
+static unsigned long long bytes_needed(void)
+{
+    const char *at = strstr(read_message, " need ");
+    return at ? strtoull(at + 6, NULL, 10) : 0;
+}
+
+/* Frame 0 of a 512x512 clip read copied or kept by a context of 3 threads
+ * whose policy allows `budget` bytes; the read's code. */
+static int read_with_budget(unsigned long long budget, int keep)
+{
+    VmafDnnModelPolicy policy;
+    vmaf_dnn_default_model_policy(&policy);
+    policy.max_memory_bytes = budget;
+    VmafDnnContextConfig cfg;
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.threads = 3;
+    cfg.policy = &policy;
+    VmafDnnContext *ctx = NULL;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, past_model(3), NULL), 0);
+    Kept *k = kept_make(0, 0, 512, 512);
+    const int rc = keep ? vmaf_dnn_read_pictures_kept(ctx, &k->ref.pic, &k->dist.pic, 0,
+                                                      release, k)
+                        : vmaf_dnn_read_pictures(ctx, &k->ref.pic, &k->dist.pic, 0);
+    snprintf(read_message, sizeof(read_message), "%s", vmaf_dnn_last_error());
+    vmaf_dnn_context_close(ctx);
+    CHECK_EQ_INT(k->released, keep && !rc);
+    if (!k->released)
+        kept_drop(k);
+    return rc;
+}
+
+/* The memory budget of frames in flight counts no samples of kept frames:
+ * a budget that refuses the copies takes the frame kept. */
+static void test_budget_counts_no_kept_samples(void)
+{
+    CHECK_EQ_INT(read_with_budget(5 << 20, 0), -EDQUOT);
+    const unsigned long long copied = bytes_needed();
+    CHECK_STR_CONTAINS(read_message, "slots of 8-bit samples with 3 past frames");
+    CHECK_EQ_INT(read_with_budget(5 << 20, 1), -EDQUOT);
+    const unsigned long long kept_bytes = bytes_needed();
+    CHECK(strstr(read_message, "slots of") == NULL);
+    /* 4 slots of the frame and its 3 past frames, and the context's 3 past
+     * frames: 512x512 8-bit samples of the distorted picture, which is all
+     * the model reads */
+    CHECK_EQ_INT((int)(copied - kept_bytes), (4 * (1 + 3) + 3) * 512 * 512);
+    CHECK_EQ_INT(read_with_budget(kept_bytes, 0), -EDQUOT);
+    CHECK_EQ_INT(read_with_budget(kept_bytes, 1), 0);
+}
+
+static VmafDnnContext *other;
+
+/* A release that calls into another context (which clears this thread's
+ * message as every call does). */
+static void release_calling_other(void *opaque)
+{
+    release(opaque);
+    unsigned done;
+    CHECK_EQ_INT(vmaf_dnn_frames_done(other, &done), 0);
+}
+
+/* A failing call whose releases run after its failure (flush: a model
+ * running behind lacks a feature at the last frame, then the past frames
+ * go) keeps its message whatever the releases call. */
+static void test_a_release_keeps_the_calls_message(void)
+{
+    VmafDnnContextConfig cfg;
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.threads = 2;
+    VmafDnnContext *ctx = NULL;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
+    CHECK_EQ_INT(vmaf_dnn_context_open(&other, NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, past_model(1), NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("pair_sum", "sum",
+        "{\"output_keys\": [\"s\"], \"input_sources\": {\"a\": {\"feature\": \"y\", "
+        "\"offset\": 1}, \"b\": {\"feature\": \"x\", \"offset\": 0}}}"), NULL), 0);
+    for (unsigned i = 0; i < 6; i++) {
+        Kept *k = kept_make(i, i, 8, 8);
+        if (i < 5)
+            CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "x", i, i), 0);
+        if (i >= 1)
+            CHECK_EQ_INT(vmaf_dnn_feature_append(ctx, "y", i, i), 0);
+        CHECK_EQ_INT(vmaf_dnn_read_pictures_kept(ctx, &k->ref.pic, &k->dist.pic, i,
+                                                 release_calling_other, k), 0);
+    }
+    CHECK_EQ_INT(vmaf_dnn_flush(ctx), -ENOENT);
+    CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "needs feature \"x\" at frame 5");
+    for (unsigned i = 0; i < 6; i++)
+        CHECK_EQ_INT(kept[i].released, 1);
+    vmaf_dnn_context_close(ctx);
+    vmaf_dnn_context_close(other);
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/sum.onnx", tmp_dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/sum.json", tmp_dir);
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -295,6 +396,8 @@ int main(int argc, char **argv)
     test_same_scores_one_release();
     test_failed_calls_keep_nothing();
     test_close_reset_cancel_release_all();
+    test_a_release_keeps_the_calls_message();
+    test_budget_counts_no_kept_samples();
     char path[PATH_MAX + 64];
     for (int back = 1; back <= 3; back += 2) {
         snprintf(path, sizeof(path), "%s/past%d.onnx", tmp_dir, back);

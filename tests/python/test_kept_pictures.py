@@ -2,6 +2,7 @@
 arrays are kept instead of copied for frames in flight and past pictures,
 score as copied ones, are held alive until the library's last read and then
 released once, on the caller's thread; a call that raises keeps nothing."""
+import errno
 import gc
 import sys
 import threading
@@ -12,7 +13,7 @@ import pytest
 
 import vmafdnn
 from vmafdnn import context as context_module
-from vmafdnn.errors import AlreadyExistsError, InvalidArgumentError
+from vmafdnn.errors import AlreadyExistsError, BusyError, InvalidArgumentError
 
 FRAMES = 9
 MODELS = ("vmaf", "psnr_y", "ssim_y")
@@ -169,3 +170,38 @@ def test_score_keeps_a_sequences_frames_and_copies_a_generators():
     assert per_frame(vmafdnn.score(refilled(refs), refilled(dists), models=models,
                                    threads=3)) == want
     assert not context_module._kept
+
+
+def test_a_released_that_refers_to_its_context_does_not_keep_it_alive():
+    """released= callables are the Context's own: one that refers to the Context (a method
+    of an object that owns it) lets the garbage collector free it, and its pictures go."""
+    frames = clip(8, frames=5)
+    ctx = vmafdnn.Context(threads=3)
+    ctx.use_model("vmaf")
+    alive = weakref.ref(ctx)
+    for i, (ref, dist) in enumerate(frames):
+        ctx.read_pictures(ref.copy(), dist.copy(), i, keep=True,
+                          released=lambda c=ctx: c.fps)
+    del ctx
+    gc.collect()
+    assert alive() is None
+    assert not context_module._kept and not context_module._released_stores
+
+
+@pytest.mark.parametrize("call", ["frames_done", "close"])
+def test_released_calling_its_own_context_raises_instead_of_waiting(monkeypatch, call):
+    """The context is in the call that runs released=: a call back into it would wait for
+    itself; it raises BusyError (EDEADLK), reported through sys.unraisablehook, and scoring
+    goes on."""
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(u.exc_value))
+    frames = clip(8, frames=4)
+    with vmafdnn.Context(threads=2) as ctx:
+        ctx.use_model("psnr_y")
+        for i, (ref, dist) in enumerate(frames):
+            ctx.read_pictures(ref, dist, i, keep=True, released=getattr(ctx, call))
+        ctx.flush()
+        assert ctx.frame_count == 4
+    assert len(seen) == 4
+    assert all(isinstance(e, BusyError) and e.errno == errno.EDEADLK for e in seen)
+    assert "in a call on this thread already" in str(seen[0])
