@@ -1211,7 +1211,7 @@ static int read_pictures(VmafDnnContext *ctx, const VmafDnnPicture *ref,
         (rc = check_frame_budgets(ctx, dist)) ||
         (rc = prepare_frame(ctx, ref, dist, &frame, &raw)))
         return rc;
-    if (ctx->pool && (rc = vdnn_frame_pool_check(ctx->pool, &frame, &raw, kept != NULL))) {
+    if (ctx->pool && (rc = vdnn_frame_pool_check(ctx->pool, &frame, &raw))) {
         if (rc != -EDQUOT || ctx->cfg.threads > 1)
             return rc;
         /* A pool only there for the batch, whose frames do not fit the

@@ -865,7 +865,7 @@ static uint64_t frame_samples(const VdnnRawPlanes *raw, unsigned pictures, unsig
 }
 
 int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
-                          const VdnnRawPlanes *raw, int kept)
+                          const VdnnRawPlanes *raw)
 {
     VdnnFramePool *pool = (VdnnFramePool *)p; /* the lock only */
     pthread_mutex_lock(&pool->lock);
@@ -895,29 +895,24 @@ int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
                       (p->batched[i] ? vdnn_tiny_model_batch_bytes(p->setup.model[i], f->w,
                                                                    f->h, p->batch) : 0);
     /* A worker normalises each frame of the group it takes (up to the
-     * batch) into planes of its own. A kept frame's samples, and its past
-     * frames', are the caller's. */
-    const uint64_t raw_bytes = kept ? 0 :
-        (samples + past * p->past_depth) * sample_bytes * p->n_slots +
-        past * p->past_depth * sample_bytes;
+     * batch) into planes of its own. A kept frame's samples count as the
+     * copies would: the frames in flight hold them either way (the caller
+     * cannot free or reuse them until they are released). */
     const uint64_t bytes =
-        raw_bytes +
+        (samples + past * p->past_depth) * sample_bytes * p->n_slots +
+        past * p->past_depth * sample_bytes +
         ((samples_fp32 * p->batch + past_fp32) * sizeof(float) + copies) * p->n_workers +
         bookkeeping_bytes(p->n_slots, p->n_workers, p->batch, p->setup.n_models);
-    if (p->max_memory_bytes && bytes > p->max_memory_bytes) {
-        char slots[128] = "";
-        if (!kept)
-            snprintf(slots, sizeof(slots), "%u slots of %u-bit samples with %u past frame%s, ",
-                     p->n_slots, f->bpc > 8 ? 16 : 8, p->past_depth,
-                     p->past_depth == 1 ? "" : "s");
+    if (p->max_memory_bytes && bytes > p->max_memory_bytes)
         return vdnn_fail(-EDQUOT, "read_pictures: %u frames in flight of %ux%u need %llu bytes "
-                         "(%s%u workers' fp32 planes and model buffers for %u frame%s per Run), "
-                         "above the policy's max_memory_bytes of %llu; use fewer threads%s",
-                         p->n_slots, f->w[0], f->h[0], (unsigned long long)bytes, slots,
-                         p->n_workers, p->batch, p->batch == 1 ? "" : "s",
-                         (unsigned long long)p->max_memory_bytes,
+                         "(%u slots of %u-bit samples with %u past frame%s, %u workers' fp32 "
+                         "planes and model buffers for %u frame%s per Run), above the "
+                         "policy's max_memory_bytes of %llu; use fewer threads%s",
+                         p->n_slots, f->w[0], f->h[0], (unsigned long long)bytes,
+                         p->n_slots, f->bpc > 8 ? 16 : 8, p->past_depth,
+                         p->past_depth == 1 ? "" : "s", p->n_workers, p->batch,
+                         p->batch == 1 ? "" : "s", (unsigned long long)p->max_memory_bytes,
                          p->batch > 1 ? " or a smaller batch" : "");
-    }
     return 0;
 }
 

@@ -229,11 +229,11 @@ int vdnn_raw_planes_normalise(const VdnnRawPlanes *raw, unsigned fp32, VdnnTinyF
  * worker, as vdnn_tiny_model_run says it (the lock is the context's
  * model's, noted in frame order by the context as it reads the frame), and
  * counts as read, as in the serial path. f gives the geometry, bpc and
- * index (its planes are unused). `kept`: the frame's pictures are the
- * caller's to keep (vmaf_dnn_read_pictures_kept), so no slot copies its
- * samples or those of its past frames: they are not counted. */
+ * index (its planes are unused). The samples of a frame read with
+ * vmaf_dnn_read_pictures_kept count as copies would: the frames in flight
+ * hold the caller's pictures instead. */
 int vdnn_frame_pool_check(const VdnnFramePool *p, const VdnnTinyFrame *f,
-                          const VdnnRawPlanes *raw, int kept);
+                          const VdnnRawPlanes *raw);
 
 /* Copies the frame's raw planes, the past frames its models read (from
  * `past`, which then keeps this frame too), and the features fc holds for

@@ -680,9 +680,8 @@ typedef void (*VmafDnnPicturesRelease)(void *opaque);
  * such a model reads is read again, but a frame's pictures are released
  * together). A caller recycling buffers needs one more, to read the next
  * frame into. The memory budget of frames in flight (-EDQUOT, see
- * vmaf_dnn_read_pictures) counts no samples of a kept frame: they are the
- * caller's (nor the copies its slot makes of past frames that were read
- * with vmaf_dnn_read_pictures).
+ * vmaf_dnn_read_pictures) counts a kept frame's samples as it counts the
+ * copies they replace: the frames in flight hold that memory either way.
  * Returns what vmaf_dnn_read_pictures returns, and -EINVAL when release
  * is NULL, -ENOMEM when the frame's bookkeeping (a few bytes) cannot be
  * allocated.
