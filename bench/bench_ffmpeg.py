@@ -16,6 +16,11 @@ With --threads N > 1 (frames in flight in both) the filter also runs with
 threads=1, one frame at a time, and the ratio says what the frames in flight
 give inside FFmpeg. Each side runs --repeat times in one process; the best
 wall time counts, and the ratio of the two is printed.
+
+--against DIR also runs the filter of another build, made by
+`VMAFDNN_CACHE_DIR=DIR tools/build_ffmpeg.sh` from another checkout (say,
+the commit before a change), taking turns with this build's filter: their
+fps and ratio. --bpc 10 or 12 scores the clips converted to that depth.
 """
 import argparse
 import os
@@ -48,14 +53,30 @@ def make_clips(directory: Path, size: str, frames: int):
     return ref, dist, enc
 
 
-def best_wall(cmd, repeat: int, env) -> float:
-    best = float("inf")
+def best_walls(runs, repeat: int):
+    """The best wall time of each (command, env) of runs, taking turns."""
+    best = [float("inf")] * len(runs)
     for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(cmd, shell=True, check=True, env=env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        best = min(best, time.perf_counter() - start)
+        for i, (cmd, env) in enumerate(runs):
+            start = time.perf_counter()
+            subprocess.run(cmd, shell=True, check=True, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            best[i] = min(best[i], time.perf_counter() - start)
     return best
+
+
+def best_wall(cmd, repeat: int, env) -> float:
+    return best_walls([(cmd, env)], repeat)[0]
+
+
+def deepen(path: Path, bpc: int) -> Path:
+    """The Y4M clip at `path` converted to `bpc` bits beside it."""
+    import imageio_ffmpeg
+    out = path.with_name(f"{path.stem}-{bpc}bit.y4m")
+    subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-nostdin", "-v", "error", "-y", "-i",
+                    str(path), "-pix_fmt", f"yuv420p{bpc}le", "-strict", "-1", str(out)],
+                   check=True)
+    return out
 
 
 def main() -> None:
@@ -68,6 +89,9 @@ def main() -> None:
     ap.add_argument("--model", action="append", help="built-in name or .onnx path; repeatable "
                     "(default: psnr_y and ssim_y)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--against", help="the cache directory of another build of the filters "
+                    "(VMAFDNN_CACHE_DIR=DIR tools/build_ffmpeg.sh), timed in turns with this one")
+    ap.add_argument("--bpc", type=int, choices=[8, 10, 12], default=8)
     args = ap.parse_args()
 
     ffmpeg = os.environ.get("VMAFDNN_FFMPEG", str(CACHE / "bin" / "ffmpeg"))
@@ -81,11 +105,13 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="vmafdnn-bench-ffmpeg-") as tmp:
         ref, dist, enc = make_clips(Path(tmp), args.size, args.frames)
+        if args.bpc > 8:
+            ref, dist = deepen(ref, args.bpc), deepen(dist, args.bpc)
         opts = f"model={'|'.join(models)}:threads={args.threads}"
         filt = (f"{ffmpeg} -nostdin -v error -i {dist} -i {ref} "
                 f"-lavfi '[0:v][1:v]vmafdnn={opts}' -f null -")
         cli_models = " ".join(f"--tiny-model {m}" for m in models)
-        pipe = (f"{ffmpeg} -nostdin -v error -i {dist} -f yuv4mpegpipe - | "
+        pipe = (f"{ffmpeg} -nostdin -v error -i {dist} -strict -1 -f yuv4mpegpipe - | "
                 f"{sys.executable} -m vmafdnn -q -r {ref} -d - {cli_models} "
                 f"--tiny-threads {args.threads}")
         mp4 = filt.replace(f"-i {dist} ", f"-i {enc} ")
@@ -94,10 +120,17 @@ def main() -> None:
         t_mp4 = best_wall(mp4, args.repeat, env)
         t_one = (best_wall(filt.replace(f":threads={args.threads}'", ":threads=1'"), args.repeat,
                            env) if args.threads > 1 else None)
+        if args.against:
+            other = Path(args.against) / "ffmpeg"
+            other_env = dict(env, VMAFDNN_BUILTIN_MODELS=str(
+                other / "prefix" / "share" / "vmafdnn" / "models"))
+            t_this, t_other = best_walls(
+                [(filt, env), (filt.replace(ffmpeg, str(other / "bin" / "ffmpeg"), 1),
+                  other_env)], args.repeat)
 
     fps_filter, fps_pipe = args.frames / t_filter, args.frames / t_pipe
-    print(f"{args.size}, {args.frames} frames, models {', '.join(models)}, threads {args.threads}, "
-          f"best of {args.repeat}")
+    print(f"{args.size} {args.bpc}-bit, {args.frames} frames, models {', '.join(models)}, "
+          f"threads {args.threads}, best of {args.repeat}")
     print(f"  ffmpeg -lavfi vmafdnn        : {fps_filter:8.2f} fps ({t_filter:.2f} s)")
     print(f"  ffmpeg | vmafdnn CLI (pipe)  : {fps_pipe:8.2f} fps ({t_pipe:.2f} s)")
     print(f"  filter / pipe                : {fps_filter / fps_pipe:8.2f}x")
@@ -105,6 +138,9 @@ def main() -> None:
     if t_one is not None:
         print(f"  filter, threads=1            : {args.frames / t_one:8.2f} fps ({t_one:.2f} s)")
         print(f"  threads={args.threads} / threads=1         : {t_one / t_filter:8.2f}x")
+    if args.against:
+        print(f"  filter, in turns with --against: {args.frames / t_this:8.2f} fps, the other "
+              f"build {args.frames / t_other:8.2f} fps: {t_other / t_this:.2f}x")
 
 
 if __name__ == "__main__":
