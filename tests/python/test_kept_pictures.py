@@ -205,3 +205,28 @@ def test_released_calling_its_own_context_raises_instead_of_waiting(monkeypatch,
     assert len(seen) == 4
     assert all(isinstance(e, BusyError) and e.errno == errno.EDEADLK for e in seen)
     assert "in a call on this thread already" in str(seen[0])
+
+
+@pytest.mark.parametrize("config", [dict(threads=3, batch=2, static_shapes="on", device_io="on"),
+                                    dict(threads=4, batch=3)],
+                         ids=["static-device_io-batch2", "batch3"])
+def test_kept_pictures_in_batches_and_specialised_sessions(config):
+    """Kept frames scored in batches (several frames per Run) and through specialised sessions
+    with bound I/O (UINT8 at 8 bits) score as copied ones, each released once."""
+    for bitdepth in (8, 10):
+        frames = clip(bitdepth)
+        got = {}
+        for keep in (False, True):
+            released = []
+            with vmafdnn.Context(**config) as ctx:
+                for name in MODELS + ("float_ssim",):
+                    ctx.use_model(name)
+                for i, (ref, dist) in enumerate(frames):
+                    ctx.read_pictures(ref.copy(), dist.copy(), i, bitdepth=bitdepth, keep=keep,
+                                      released=(lambda i=i: released.append(i)) if keep
+                                      else None)
+                ctx.flush()
+                got[keep] = scores(ctx)
+            assert sorted(released) == (list(range(FRAMES)) if keep else [])
+        assert got[True] == got[False]
+    assert not context_module._kept
