@@ -56,10 +56,11 @@ extern "C" {
 
 /*
  * One frame as planes in the caller's memory; the library only reads them
- * during vmaf_dnn_read_pictures() and never keeps a pointer. They must not
- * change until that call returns: models may read them in place while they
- * run, after the checks below (a picture written meanwhile scores
- * whatever the models happen to read).
+ * during vmaf_dnn_read_pictures() and never keeps a pointer (unless the
+ * caller lets it: vmaf_dnn_read_pictures_kept). They must not change until
+ * that call returns: models may read them in place while they run, after
+ * the checks below (a picture written meanwhile scores whatever the models
+ * happen to read).
  * Models read the luma plane (index 0), and U or V where a sidecar's
  * "input_sources" asks for them ("plane", see vmaf_dnn_use_tiny_model; a
  * model that reads one needs it non-NULL, of one size in both pictures).
