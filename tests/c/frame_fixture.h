@@ -1,6 +1,8 @@
-/* What the frames-in-flight tests share (test_frame_pool.c, test_batch.c):
- * the models of tests/models/factory.py by name, and 8-bit luma pictures
- * whose samples depend on a seed. One test program includes it once. */
+/* What the context tests share (test_frame_pool.c, test_batch.c,
+ * test_kept_pictures.c, test_temporal.c): the models of
+ * tests/models/factory.py by name, staged copies of them beside a sidecar,
+ * and 8-bit luma pictures whose samples depend on a seed. One test program
+ * includes it once. */
 #ifndef VMAFDNN_TEST_FRAME_FIXTURE_H
 #define VMAFDNN_TEST_FRAME_FIXTURE_H
 
@@ -9,19 +11,55 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <vmafdnn/context.h>
 
-static char model_dir[1024]; /* MODEL_DIR, set by main */
+static char model_dir[PATH_MAX]; /* MODEL_DIR, set by main */
 
 /* MODEL_DIR/<name>.onnx, in one of 4 rotating buffers. */
 static inline const char *model(const char *name)
 {
-    static char path[4][PATH_MAX];
+    static char path[4][PATH_MAX + 64];
     static int turn;
     turn = (turn + 1) % 4;
     snprintf(path[turn], sizeof(path[turn]), "%s/%s.onnx", model_dir, name);
     return path[turn];
+}
+
+/* Copies the file src to dst (what fails shows in the test that reads it). */
+static inline void copy_file(const char *src, const char *dst)
+{
+    FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+    char buf[1 << 16];
+    size_t n;
+    while (in && out && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+        fwrite(buf, 1, n, out);
+    if (in)
+        fclose(in);
+    if (out)
+        fclose(out);
+}
+
+/* Copies model `name` to <dir>/<as>.onnx with `sidecar` (NULL: none) as
+ * <dir>/<as>.json and returns the .onnx path (in one of 8 rotating
+ * buffers). */
+static inline const char *stage_model(const char *dir, const char *name, const char *as,
+                                      const char *sidecar)
+{
+    static char ring[8][PATH_MAX + 64];
+    static unsigned next;
+    char *path = ring[next++ % 8], json[PATH_MAX + 64];
+    snprintf(path, sizeof(ring[0]), "%s/%s.onnx", dir, as);
+    snprintf(json, sizeof(json), "%s/%s.json", dir, as);
+    copy_file(model(name), path);
+    unlink(json);
+    FILE *f = sidecar ? fopen(json, "w") : NULL;
+    if (f) {
+        fputs(sidecar, f);
+        fclose(f);
+    }
+    return path;
 }
 
 /* A w x h 8-bit picture whose samples depend on seed (free f->y). */

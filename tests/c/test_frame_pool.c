@@ -76,8 +76,6 @@ static void test_same_scores(void)
     }
 }
 
-static void copy_file(const char *src, const char *dst);
-
 /* A picture of `bpc` bits whose rows lie `pad` samples apart beyond w, with
  * U and V planes of half the size (4:2:0) likewise; samples depend on seed
  * and reach the top of the range. */
@@ -516,19 +514,6 @@ static void test_reset(int threads)
         CHECK_STR_CONTAINS(buf, "\"fps\": 0.00,\n  \"frames\": [\n  ]");
     }
     vmaf_dnn_context_close(ctx);
-}
-
-static void copy_file(const char *src, const char *dst)
-{
-    FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
-    char buf[4096];
-    size_t n;
-    while (in && out && (n = fread(buf, 1, sizeof(buf), in)) > 0)
-        fwrite(buf, 1, n, out);
-    if (in)
-        fclose(in);
-    if (out)
-        fclose(out);
 }
 
 /* A native-resolution model takes the size of the first frame after a reset

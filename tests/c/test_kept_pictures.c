@@ -64,28 +64,9 @@ static void kept_drop(Kept *k)
     k->ref.y = k->dist.y = NULL;
 }
 
-/* Copies model `name` of MODEL_DIR to <tmp>/<as>.onnx beside `sidecar`. */
 static const char *stage(const char *name, const char *as, const char *sidecar)
 {
-    static char path[PATH_MAX + 64];
-    char json[PATH_MAX + 64];
-    snprintf(path, sizeof(path), "%s/%s.onnx", tmp_dir, as);
-    snprintf(json, sizeof(json), "%s/%s.json", tmp_dir, as);
-    FILE *in = fopen(model(name), "rb"), *out = fopen(path, "wb");
-    char buf[1 << 16];
-    size_t n;
-    while (in && out && (n = fread(buf, 1, sizeof(buf), in)) > 0)
-        fwrite(buf, 1, n, out);
-    if (in)
-        fclose(in);
-    if (out)
-        fclose(out);
-    FILE *f = fopen(json, "w");
-    if (f) {
-        fputs(sidecar, f);
-        fclose(f);
-    }
-    return path;
+    return stage_model(tmp_dir, name, as, sidecar);
 }
 
 /* "m": the distorted picture's mean minus that of the one `back` frames

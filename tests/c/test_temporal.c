@@ -16,43 +16,13 @@
 #include <vmafdnn/context.h>
 
 #include "check.h"
+#include "frame_fixture.h"
 
-static char model_dir[PATH_MAX];
 static char tmp_dir[] = "/tmp/vmafdnn-temporal-XXXXXX";
 
-/* Copies model `model` to <tmp>/<as>.onnx with `sidecar` as <tmp>/<as>.json
- * and returns the .onnx path (a few rotating buffers). */
-static const char *stage(const char *model, const char *as, const char *sidecar)
+static const char *stage(const char *name, const char *as, const char *sidecar)
 {
-    static char ring[8][PATH_MAX + 64];
-    static unsigned next;
-    char *path = ring[next++ % 8], src[PATH_MAX + 64], json[PATH_MAX + 64];
-    snprintf(src, sizeof(src), "%s/%s.onnx", model_dir, model);
-    snprintf(path, sizeof(ring[0]), "%s/%s.onnx", tmp_dir, as);
-    snprintf(json, sizeof(json), "%s/%s.json", tmp_dir, as);
-    FILE *in = fopen(src, "rb"), *out = fopen(path, "wb");
-    char buf[1 << 16];
-    size_t n;
-    while (in && out && (n = fread(buf, 1, sizeof(buf), in)) > 0)
-        fwrite(buf, 1, n, out);
-    if (in)
-        fclose(in);
-    if (out)
-        fclose(out);
-    unlink(json);
-    FILE *f = sidecar ? fopen(json, "w") : NULL;
-    if (f) {
-        fputs(sidecar, f);
-        fclose(f);
-    }
-    return path;
-}
-
-static const char *model_path(const char *name)
-{
-    static char path[PATH_MAX + 64];
-    snprintf(path, sizeof(path), "%s/%s.onnx", model_dir, name);
-    return path;
+    return stage_model(tmp_dir, name, as, sidecar);
 }
 
 /* A w x h 8-bit picture with every sample `v`. */
@@ -352,7 +322,7 @@ static void test_attach_and_reset(void)
                                          NULL), 0);
     CHECK_EQ_INT(read_level(ctx, 10, 0), 0);
     CHECK_EQ_INT(read_level(ctx, 30, 1), 0);
-    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model_path("nr_mean"), NULL), 0);
+    CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("nr_mean"), NULL), 0);
     CHECK_EQ_INT(read_level(ctx, 70, 2), 0);
     CHECK_NEAR(get(ctx, "m", 1), 20 / 255.0);
     CHECK_NEAR(get(ctx, "m", 2), 40 / 255.0);
