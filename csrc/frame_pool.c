@@ -955,10 +955,6 @@ static int copy_plane(VdnnRawCopy *c, int pic, int i, const VdnnRawPlanes *raw, 
         for (unsigned y = 0; y < raw->h[pic][i]; y++)
             memcpy(c->raw[pic][i] + y * row, src + (ptrdiff_t)y * raw->stride[pic][i], row);
     }
-    c->at[pic][i] = c->raw[pic][i];
-    c->stride[pic][i] = (ptrdiff_t)row;
-    c->w[pic][i] = raw->w[pic][i];
-    c->h[pic][i] = raw->h[pic][i];
     return 0;
 }
 
@@ -976,12 +972,11 @@ static int copy_frame(VdnnRawCopy *c, const VdnnTinyFrame *f, const VdnnRawPlane
         for (int i = 0; i < 3 && !rc; i++) {
             if (!raw->data[pic][i] || !(pictures >> pic & 1))
                 continue;
-            if (!kept) {
-                rc = copy_plane(c, pic, i, raw, bytes);
-                continue;
-            }
-            c->at[pic][i] = raw->data[pic][i];
-            c->stride[pic][i] = raw->stride[pic][i];
+            if (!kept && (rc = copy_plane(c, pic, i, raw, bytes)))
+                break;
+            c->at[pic][i] = kept ? raw->data[pic][i] : c->raw[pic][i];
+            c->stride[pic][i] = kept ? raw->stride[pic][i]
+                                     : (ptrdiff_t)(raw->w[pic][i] * bytes);
             c->w[pic][i] = raw->w[pic][i];
             c->h[pic][i] = raw->h[pic][i];
         }
