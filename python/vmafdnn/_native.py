@@ -175,6 +175,15 @@ class NativeHandle:
         return handles
 
     @contextlib.contextmanager
+    def _marked(self, handles: set):
+        """This handle among `handles` (_not_in_call's) while the block runs."""
+        handles.add(id(self))
+        try:
+            yield
+        finally:
+            handles.discard(id(self))
+
+    @contextlib.contextmanager
     def _using(self):
         """Holds the call lock and yields the live handle (ClosedError if none)."""
         handles = self._not_in_call()
@@ -182,11 +191,8 @@ class NativeHandle:
             handle = self._handle
             if handle is None:
                 raise self._closed_error()
-            handles.add(id(self))
-            try:
+            with self._marked(handles):
                 yield handle
-            finally:
-                handles.discard(id(self))
 
     def _live(self):
         """The handle for a call that needs no lock (ClosedError if none)."""
@@ -213,11 +219,8 @@ class NativeHandle:
                 self._closed_why = "it is closed"
                 self._on_unusable()
             # Closing releases a context's kept pictures: their callbacks run in this call.
-            handles.add(id(self))
-            try:
+            with self._marked(handles):
                 ffi.release(handle)
-            finally:
-                handles.discard(id(self))
 
     def cancel(self) -> None:
         """Stops the model run in flight on another thread (that call raises
