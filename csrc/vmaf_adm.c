@@ -206,7 +206,7 @@ static void tap_indices(int i, int n, int idx[4])
 /* Row functions. */
 
 /* Level 0 vertical pass: 4 sample rows -> low / high rows (16-bit values). */
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static void vpass0(const uint16_t *restrict s0, const uint16_t *restrict s1,
                    const uint16_t *restrict s2, const uint16_t *restrict s3, int n, int bpc,
                    int32_t *restrict lo, int32_t *restrict hi, uint16_t *restrict bits)
@@ -229,7 +229,7 @@ static void vpass0(const uint16_t *restrict s0, const uint16_t *restrict s1,
 }
 
 /* Level 0 horizontal pass of one low or high row: -> two bands. */
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static void hpass0(const int32_t *restrict t, int n, int nout, const int *restrict ix0,
                    const int *restrict ix3, int32_t *restrict blo, int32_t *restrict bhi)
 {
@@ -272,7 +272,7 @@ static inline int32_t split_sum(int32_t c0, int32_t c1, int32_t c2, int32_t c3, 
     return (int32_t)(A + (B >> sh) - off);
 }
 
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static void vpass_s(const int32_t *restrict s0, const int32_t *restrict s1,
                     const int32_t *restrict s2, const int32_t *restrict s3, int n, int64_t add,
                     int sh, int32_t *restrict lo, int32_t *restrict hi)
@@ -312,7 +312,7 @@ static inline void hsplit(const int32_t *restrict t, int i0, int i1, int i2, int
     *hi = split_sum(HI0, HI1, HI2, HI3, ah, bh, ch, dh, al, bl, cl, dl, aoh, sh, 27411u);
 }
 
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static void hpass_s(const int32_t *restrict t, int n, int nout, const int *restrict ix0,
                     const int *restrict ix3, int64_t add, int sh, int32_t *restrict blo,
                     int32_t *restrict bhi)
@@ -392,7 +392,7 @@ static inline int32_t restore0_i(int32_t oc, int32_t tc, int32_t flag, int32_t g
  * (q (m + 1) >= 2^30 - m + 1 + q > 2^30); else q a <= 2^30 and
  * k = (q a + 2^14) >> 15 in uint32. The gain limit: trunc(min(r gi, t)) =
  * min(r gi, t) for integers. */
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static void decouple_csf0_i(const int32_t *restrict oh, const int32_t *restrict ov,
                             const int32_t *restrict od, const int32_t *restrict th,
                             const int32_t *restrict tv, const int32_t *restrict td, int c0,
@@ -434,7 +434,7 @@ static void decouple_csf0_i(const int32_t *restrict oh, const int32_t *restrict 
 }
 
 /* Level 0 decoupling + CSF of one row over [c0, c1): 16-bit semantics. */
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static void decouple_csf0(const int32_t *restrict oh, const int32_t *restrict ov,
                           const int32_t *restrict od, const int32_t *restrict th,
                           const int32_t *restrict tv, const int32_t *restrict td, int c0, int c1,
@@ -490,7 +490,7 @@ static inline int angle_ok_u(double dp, double om, double tm, double cos_sq)
  * |values| < 2^26 the products (< 2^52) and sums (< 2^53) are exact in
  * double, and double -> float rounds as int64 -> float does: a loop the
  * vectoriser takes. Otherwise the int64 loop. */
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static void angle_flags_s(const int32_t *restrict oh, const int32_t *restrict ov,
                           const int32_t *restrict th, const int32_t *restrict tv, int c0, int c1,
                           double cos_sq, int32_t *restrict flag)
@@ -574,7 +574,7 @@ static inline int32_t mag_s(int32_t m)
 /* Levels 1..3 decoupling + CSF of one row over [c0, c1), integer gain limit
  * (flags from angle_flags_s in rh). The CSF products keep bits 28..59 and
  * 32..63 of int64 values: logical shifts give the same int32. */
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static void decouple_csf_s_i(const int32_t *restrict oh, const int32_t *restrict ov,
                              const int32_t *restrict od, const int32_t *restrict th,
                              const int32_t *restrict tv, const int32_t *restrict td, int c0,
@@ -657,7 +657,7 @@ static void decouple_csf_s(const int32_t *restrict oh, const int32_t *restrict o
 }
 
 /* Denominator sums of one row: level 0 (exact cubes). */
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static void den_row0(const int32_t *restrict h, const int32_t *restrict v,
                      const int32_t *restrict d, int c0, int c1, uint64_t out[3])
 {
@@ -669,7 +669,7 @@ static void den_row0(const int32_t *restrict h, const int32_t *restrict v,
     out[0] = sh, out[1] = sv, out[2] = sd;
 }
 
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static void den_row_s(const int32_t *restrict h, const int32_t *restrict v,
                       const int32_t *restrict d, int c0, int c1, uint64_t add_sq, int sh_sq,
                       uint64_t add_cub, int sh_cub, uint64_t out[3])
@@ -687,7 +687,7 @@ static void den_row_s(const int32_t *restrict h, const int32_t *restrict v,
 /* Sum over the 3 rows of the orientations' summed magnitudes, column by
  * column, into t[1..w]; t[0] and t[w+1] get libvmaf's edge columns (1 and
  * w-1). uint32: libvmaf's int32 sums wrap alike. */
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static void col_sums(const int32_t *restrict u, const int32_t *restrict m,
                      const int32_t *restrict d, int c0, int c1, int32_t *restrict t)
 {
@@ -695,7 +695,7 @@ static void col_sums(const int32_t *restrict u, const int32_t *restrict m,
         t[j + 1] = (int32_t)((uint32_t)u[j] + (uint32_t)m[j] + (uint32_t)d[j]);
 }
 
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static void sum3(const int32_t *restrict a, const int32_t *restrict b,
                  const int32_t *restrict c, int c0, int c1, int32_t *restrict s)
 {
@@ -730,7 +730,7 @@ static inline uint64_t cube_term(int32_t q, int32_t x, int64_t add, int sh)
     return (uint64_t)((int64_t)((uint64_t)(uint32_t)q * (uint32_t)x + (uint64_t)add) >> sh);
 }
 
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static void cm_row0(const int32_t *restrict t, const int32_t *restrict fs,
                     const int32_t *restrict ah, const int32_t *restrict av,
                     const int32_t *restrict ad, const int32_t *restrict rh,
@@ -758,7 +758,7 @@ static void cm_row0(const int32_t *restrict t, const int32_t *restrict fs,
     out[0] = (int64_t)s0, out[1] = (int64_t)s1, out[2] = (int64_t)s2;
 }
 
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static void cm_row_s(const int32_t *restrict t, const int32_t *restrict fs,
                      const int32_t *restrict ah, const int32_t *restrict av,
                      const int32_t *restrict ad, const int32_t *restrict rh,
@@ -953,7 +953,7 @@ static int check_plane(const VdnnPlane *p)
     return 0; /* the samples' range: checked by level 0's pass (run_level) */
 }
 
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static void fill_recip(int32_t *restrict r)
 {
     /* 2^30 / m truncated: exact through double (the quotient is never within

@@ -47,7 +47,7 @@ static int row_out_of_range(const uint16_t *restrict p, unsigned w, unsigned max
 }
 
 /* Vertical pass of the difference for one output row, bpc <= 15: int32. */
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static void vertical_row_32(const uint16_t *restrict const p[5], const uint16_t *restrict const c[5],
                             int32_t *restrict out, unsigned w, unsigned bpc)
 {
@@ -79,7 +79,7 @@ static void vertical_row_64(const uint16_t *const p[5], const uint16_t *const c[
 
 /* Horizontal pass and |.| summed over the row (32-bit wrap, as libvmaf).
  * v points at column 0 of a row mirrored two samples past both ends. */
-VDNN_TARGET_CLONES
+VDNN_TARGET_CLONES_AVX512
 static uint32_t horizontal_sad_row(const int32_t *restrict v, unsigned w)
 {
     uint32_t sad = 0;

@@ -118,16 +118,18 @@ step "system tools"
 # Only what no Python package provides, and only when it is missing: valgrind
 # (leak check), pkg-config (FFmpeg's configure finds libvmafdnn with it), ccache
 # (C builds a fresh clone repeats), npm
-# (ONNX Runtime's C headers, when no cached copy exists), qemu-user on a CPU
-# with AVX-512 (the reference libvmaf's AVX-512 ADM differs from its portable
-# path there: tools/fetch_vmaf_reference.sh's LIBVMAF). FFmpeg itself comes
+# (ONNX Runtime's C headers, when no cached copy exists), qemu-user on x86-64
+# (the VMAF kernels' other builds run under it, tests/python/
+# test_vmaf_kernels.py; on a CPU with AVX-512 the reference libvmaf too, whose
+# AVX-512 ADM differs from its portable path: tools/fetch_vmaf_reference.sh's
+# LIBVMAF). FFmpeg itself comes
 # from PyPI below; clang for the fuzzers is tools/fuzz.sh's business, the
 # FFmpeg build's own apt use tools/build_ffmpeg.sh's.
 missing=()
 command -v valgrind >/dev/null || missing+=(valgrind)
 command -v pkg-config >/dev/null || missing+=(pkgconf)
 command -v ccache >/dev/null || missing+=(ccache)
-if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
+if [ "$(uname -m)" = x86_64 ]; then
     command -v qemu-x86_64 >/dev/null || missing+=(qemu-user)
 fi
 if ! [ -f "$cache_root/ort-headers/onnxruntime_c_api.h" ]; then

@@ -4,8 +4,11 @@
  * and prints one JSON object per frame on stdout: integer_vif_scale0..3,
  * integer_adm2, integer_adm_scale0..3, integer_motion (libvmaf's names; the
  * motion of frame t is the SAD of frames t-1 and t, 0 for the first), with
- * 17 significant digits, and each kernel's wall time in ms on stderr. The
- * tests compare it with real libvmaf (tests/python/test_vmaf_kernels.py).
+ * 17 significant digits, and on stderr each kernel's wall time in ms and
+ * which of the kernels' builds this CPU runs ("builds: x86-64-v4", "avx2" or
+ * "baseline": csrc/vectorize.h's clones, chosen by the same CPU features). The
+ * tests compare it with real libvmaf, and each build with the others
+ * (tests/python/test_vmaf_kernels.py).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -89,6 +92,25 @@ static double now_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
+/* The clone an x86-64 CPU runs: the ifunc resolvers' choice. */
+static const char *kernel_build(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+#if !defined(__clang__) && __GNUC__ >= 12
+    if (__builtin_cpu_supports("x86-64-v4")) /* what gcc's resolvers test */
+#else
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2"))
+#endif
+        return "x86-64-v4";
+    if (__builtin_cpu_supports("avx2"))
+        return "avx2";
+#endif
+    return "baseline";
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -151,6 +173,7 @@ int main(int argc, char **argv)
         ref = t;
     }
     fprintf(stderr, "ms total: vif %.1f adm %.1f motion %.1f\n", t_vif, t_adm, t_motion);
+    fprintf(stderr, "builds: %s\n", kernel_build());
     free(ref);
     free(dist);
     free(prev);

@@ -10,6 +10,8 @@ Run as a script for a quick look while working on a kernel:
 
 import json
 import os
+import platform
+import shutil
 import subprocess
 import sys
 
@@ -83,6 +85,47 @@ def test_kernels_equal_libvmaf(clip, reference, tmp_path, monkeypatch):
     assert len(ours["integer_adm2"]) == KERNEL_CLIPS[clip][2]
     d = differences(ours, theirs)
     assert all(v <= EXACT for v in d.values()), f"{clip}: {d}"
+
+
+# CPUs for qemu-x86_64 (user mode) that make the kernels' ifunc resolvers pick their other
+# builds: AVX2 without AVX-512 (qemu's TCG has no AVX-512; features it lacks taken off, as
+# tools/fetch_vmaf_reference.sh does) and the baseline x86-64.
+OTHER_BUILDS = {"avx2": "Haswell,-pcid,-x2apic,-tsc-deadline,-hle,-invpcid,-rtm",
+                "baseline": "qemu64"}
+
+
+def dump(ref, dist, egl, cpu=None):
+    """The dump's per-frame lines and the build it says it ran."""
+    cmd = [DUMP, ref, dist, repr(egl)]
+    env = None
+    if cpu:
+        cmd = [shutil.which("qemu-x86_64"), "-cpu", cpu] + cmd
+        # The ASan run preloads libasan into children: not into qemu, a host program.
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+    builds = [line.split(": ", 1)[1] for line in out.stderr.splitlines()
+              if line.startswith("builds: ")]
+    return out.stdout, builds
+
+
+@pytest.mark.parametrize("clip", sorted(KERNEL_CLIPS))
+def test_every_build_of_the_kernels_scores_alike(clip, reference, tmp_path, monkeypatch):
+    """csrc/vectorize.h builds the hot loops for x86-64-v4, AVX2 and the baseline, chosen at load
+    by the CPU: each build must give the same 17 digits of every feature. This machine runs its
+    own; qemu-x86_64 runs the others (an AVX-512 CPU: all three builds; one with AVX2: two)."""
+    if platform.machine() != "x86_64":
+        pytest.skip("the kernels have one build outside x86-64")
+    if not shutil.which("qemu-x86_64"):
+        pytest.skip("qemu-x86_64 not found (Debian: qemu-user; tools/test.sh installs it)")
+    monkeypatch.setattr("test_vmaf_graphs.CLIPS", KERNEL_CLIPS)
+    ref, dist = make_clip(reference["FFMPEG"], clip, str(tmp_path))
+    egl = 1.0 if "noise" in clip else 100.0  # vmaf_v0.6.1neg's gain limit on some clips
+    native, native_build = dump(ref, dist, egl)
+    assert native.count("\n") == KERNEL_CLIPS[clip][2]
+    for build, cpu in OTHER_BUILDS.items():
+        theirs, their_build = dump(ref, dist, egl, cpu)
+        assert their_build == [build], f"qemu -cpu {cpu} ran {their_build}"
+        assert theirs == native, f"{clip}: the {build} build differs from {native_build}"
 
 
 def main(names):
