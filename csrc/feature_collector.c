@@ -637,7 +637,8 @@ static void pool_feature(const Feature *f, unsigned first, unsigned last,
     for (unsigned i = next_written(f, first); i < f->end && i <= last;
          i = next_written(f, i + 1)) {
         double x;
-        lookup(f, i, &x);
+        if (!lookup(f, i, &x)) /* next_written found it written */
+            continue;
         n++;
         /* NaN poisons the sums (mean, harmonic mean) but never wins a
          * comparison, as in libvmaf's pooling. */

@@ -10,6 +10,8 @@
 #                      package installed editable, and imageio-ffmpeg's static
 #                      ffmpeg for the real-video tests (VMAFDNN_TEST_FFMPEG)
 #   C tests            build-c/, meson test
+#   AArch64 kernels    build-aarch64/: the CPU kernels' dump cross-built
+#                      (on x86-64), for test_vmaf_kernels.py to run under qemu
 #   leak check         1000 x open -> run -> close under valgrind
 #   FFmpeg             tools/build_ffmpeg.sh: the patched ffmpeg the filter
 #                      tests need, built before any pytest run uses it
@@ -119,10 +121,11 @@ step "system tools"
 # (leak check), pkg-config (FFmpeg's configure finds libvmafdnn with it), ccache
 # (C builds a fresh clone repeats), npm
 # (ONNX Runtime's C headers, when no cached copy exists), qemu-user on x86-64
-# (the VMAF kernels' other builds run under it, tests/python/
-# test_vmaf_kernels.py; on a CPU with AVX-512 the reference libvmaf too, whose
-# AVX-512 ADM differs from its portable path: tools/fetch_vmaf_reference.sh's
-# LIBVMAF). FFmpeg itself comes
+# and Debian's AArch64 cross compiler (the CPU kernels' other x86-64 builds
+# and an AArch64 build run under qemu, tests/python/test_vmaf_kernels.py; on
+# a CPU with AVX-512 the reference libvmaf too, whose AVX-512 ADM differs
+# from its portable path: tools/fetch_vmaf_reference.sh's LIBVMAF). FFmpeg
+# itself comes
 # from PyPI below; clang for the fuzzers is tools/fuzz.sh's business, the
 # FFmpeg build's own apt use tools/build_ffmpeg.sh's.
 missing=()
@@ -131,6 +134,8 @@ command -v pkg-config >/dev/null || missing+=(pkgconf)
 command -v ccache >/dev/null || missing+=(ccache)
 if [ "$(uname -m)" = x86_64 ]; then
     command -v qemu-x86_64 >/dev/null || missing+=(qemu-user)
+    command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
+    [ -f /usr/aarch64-linux-gnu/include/stdio.h ] || missing+=(libc6-dev-arm64-cross)
 fi
 if ! [ -f "$cache_root/ort-headers/onnxruntime_c_api.h" ]; then
     command -v npm >/dev/null || missing+=(npm)
@@ -225,6 +230,19 @@ meson compile -C build-c >/dev/null
 # processor's own conversion (~25 s); the others every 29th.
 if [ "$tier" = full ]; then exhaustive=1; else exhaustive=0; fi
 check env VMAFDNN_FP16_EXHAUSTIVE=$exhaustive meson test -C build-c --print-errorlogs
+
+if [ "$(uname -m)" = x86_64 ]; then
+    # The CPU kernels built for AArch64 (Debian's cross compiler, the
+    # project's default build type), run under qemu by test_vmaf_kernels.py:
+    # the same scores on an Arm server (~10 s; kernel_dump alone).
+    step "AArch64 build of the CPU kernels (build-aarch64)"
+    if ! [ -f build-aarch64/build.ninja ]; then
+        rm -rf build-aarch64
+        meson setup build-aarch64 --cross-file tools/cross/aarch64-linux-gnu.ini \
+            -Dpython=disabled -Dmodels=disabled -Dvmaf=disabled >/dev/null
+    fi
+    check meson compile -C build-aarch64 tests/c/kernel_dump >/dev/null
+fi
 
 if [ "$tier" = full ]; then
     step "leak check: 1000 x open -> run -> close under valgrind"

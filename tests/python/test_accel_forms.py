@@ -65,7 +65,7 @@ BATCHES = [1, 4]
 # The library's batch check: a batched value within this of the frame's own (N = 1) value
 BATCH_ATOL, BATCH_RTOL = 1e-6, 1e-5
 KERNEL_DUMP = os.environ.get("VMAFDNN_KERNEL_DUMP",
-                             os.path.join(ROOT, "build-c", "tests", "c", "vmaf_kernel_dump"))
+                             os.path.join(ROOT, "build-c", "tests", "c", "kernel_dump"))
 
 
 @pytest.fixture(scope="module")

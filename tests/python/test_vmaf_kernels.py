@@ -1,7 +1,7 @@
 """The fused VMAF kernels (csrc/vmaf_kernels.h) against real libvmaf, feature by feature.
 
 The kernels follow libvmaf's integer feature extractors, so each feature must equal libvmaf's as
-printed (6 decimals: |d| <= 5e-7 plus rounding of the print). tests/c/vmaf_kernel_dump (built in
+printed (6 decimals: |d| <= 5e-7 plus rounding of the print). tests/c/kernel_dump (built in
 build-c by the test command) runs them on the luma of two Y4M clips.
 
 Run as a script for a quick look while working on a kernel:
@@ -23,7 +23,7 @@ from test_vmaf_graphs import CLIPS, fetch_reference, make_clip  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DUMP = os.environ.get("VMAFDNN_KERNEL_DUMP",
-                      os.path.join(ROOT, "build-c", "tests", "c", "vmaf_kernel_dump"))
+                      os.path.join(ROOT, "build-c", "tests", "c", "kernel_dump"))
 
 # Printed to 6 decimals by libvmaf: equal features differ by at most half a unit of the last
 # digit (and the double the print rounded).
@@ -58,8 +58,7 @@ def kernel_features(ref, dist, egl=100.0):
     out = subprocess.run([DUMP, ref, dist, repr(egl)], check=True, capture_output=True,
                          text=True).stdout
     frames = [json.loads(line) for line in out.splitlines()]
-    # null: a kernel that is not built (-ENOSYS), compared as NaN, which never passes.
-    return {k: np.array([np.nan if fr[k] is None else fr[k] for fr in frames]) for k in FEATURES}
+    return {k: np.array([fr[k] for fr in frames]) for k in FEATURES}
 
 
 def differences(ours, theirs):
@@ -92,40 +91,65 @@ def test_kernels_equal_libvmaf(clip, reference, tmp_path, monkeypatch):
 # tools/fetch_vmaf_reference.sh does) and the baseline x86-64.
 OTHER_BUILDS = {"avx2": "Haswell,-pcid,-x2apic,-tsc-deadline,-hle,-invpcid,-rtm",
                 "baseline": "qemu64"}
+# The kernels cross-built for AArch64 by tools/test.sh, and how they run here.
+AARCH64_DUMP = os.environ.get("VMAFDNN_KERNEL_DUMP_AARCH64",
+                              os.path.join(ROOT, "build-aarch64", "tests", "c", "kernel_dump"))
+AARCH64_RUN = ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"]
 
 
-def dump(ref, dist, egl, cpu=None):
+def dump(ref, dist, egl, runner=(), dump_path=DUMP):
     """The dump's per-frame lines and the build it says it ran."""
-    cmd = [DUMP, ref, dist, repr(egl)]
-    env = None
-    if cpu:
-        cmd = [shutil.which("qemu-x86_64"), "-cpu", cpu] + cmd
-        # The ASan run preloads libasan into children: not into qemu, a host program.
-        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
+    # The ASan run preloads libasan into children: not into qemu, a host program.
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"} if runner else None
+    out = subprocess.run([*runner, dump_path, ref, dist, repr(egl)], check=True,
+                         capture_output=True, text=True, env=env)
     builds = [line.split(": ", 1)[1] for line in out.stderr.splitlines()
               if line.startswith("builds: ")]
     return out.stdout, builds
 
 
-@pytest.mark.parametrize("clip", sorted(KERNEL_CLIPS))
-def test_every_build_of_the_kernels_scores_alike(clip, reference, tmp_path, monkeypatch):
-    """csrc/vectorize.h builds the hot loops for x86-64-v4, AVX2 and the baseline, chosen at load
-    by the CPU: each build must give the same 17 digits of every feature. This machine runs its
-    own; qemu-x86_64 runs the others (an AVX-512 CPU: all three builds; one with AVX2: two)."""
+def needs_x86_64_and(*programs):
+    """qemu and the rest are tools/test.sh's to install on x86-64: missing there is a failure."""
     if platform.machine() != "x86_64":
-        pytest.skip("the kernels have one build outside x86-64")
-    if not shutil.which("qemu-x86_64"):
-        pytest.skip("qemu-x86_64 not found (Debian: qemu-user; tools/test.sh installs it)")
+        pytest.skip("the other builds are run from an x86-64 machine")
+    for program in programs:
+        if not (shutil.which(program) or os.path.exists(program)):
+            pytest.fail(f"{program} not found (tools/test.sh installs or builds it)")
+
+
+@pytest.fixture
+def clip_pair(request, reference, tmp_path, monkeypatch):
     monkeypatch.setattr("test_vmaf_graphs.CLIPS", KERNEL_CLIPS)
+    clip = request.param
     ref, dist = make_clip(reference["FFMPEG"], clip, str(tmp_path))
     egl = 1.0 if "noise" in clip else 100.0  # vmaf_v0.6.1neg's gain limit on some clips
     native, native_build = dump(ref, dist, egl)
     assert native.count("\n") == KERNEL_CLIPS[clip][2]
+    return clip, ref, dist, egl, native, native_build
+
+
+@pytest.mark.parametrize("clip_pair", sorted(KERNEL_CLIPS), indirect=True)
+def test_every_x86_64_build_of_the_kernels_scores_alike(clip_pair):
+    """csrc/vectorize.h builds the hot loops for x86-64-v4, AVX2 and the baseline, chosen at load
+    by the CPU: each build must give the same 17 digits of every kernel's output. This machine
+    runs its own; qemu-x86_64 runs the others (an AVX-512 CPU: all three builds; AVX2: two)."""
+    needs_x86_64_and("qemu-x86_64")
+    clip, ref, dist, egl, native, native_build = clip_pair
     for build, cpu in OTHER_BUILDS.items():
-        theirs, their_build = dump(ref, dist, egl, cpu)
+        theirs, their_build = dump(ref, dist, egl, ["qemu-x86_64", "-cpu", cpu])
         assert their_build == [build], f"qemu -cpu {cpu} ran {their_build}"
         assert theirs == native, f"{clip}: the {build} build differs from {native_build}"
+
+
+@pytest.mark.parametrize("clip_pair", sorted(KERNEL_CLIPS), indirect=True)
+def test_the_kernels_built_for_aarch64_score_alike(clip_pair):
+    """The same kernels cross-built for AArch64 (NEON through the same portable C; no clones)
+    give the same 17 digits as this machine's build: an Arm server scores as an x86 one."""
+    needs_x86_64_and("qemu-aarch64", AARCH64_DUMP)
+    clip, ref, dist, egl, native, native_build = clip_pair
+    theirs, their_build = dump(ref, dist, egl, AARCH64_RUN, AARCH64_DUMP)
+    assert their_build == ["baseline"]
+    assert theirs == native, f"{clip}: the AArch64 build differs from {native_build}"
 
 
 def main(names):

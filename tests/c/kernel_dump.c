@@ -1,14 +1,16 @@
-/* vmaf_kernel_dump REF.y4m DIST.y4m [enhn_gain_limit]
+/* kernel_dump REF.y4m DIST.y4m [enhn_gain_limit]
  *
- * Runs the VMAF kernels (csrc/vmaf_kernels.h) on the luma of two Y4M clips
- * and prints one JSON object per frame on stdout: integer_vif_scale0..3,
- * integer_adm2, integer_adm_scale0..3, integer_motion (libvmaf's names; the
- * motion of frame t is the SAD of frames t-1 and t, 0 for the first), with
- * 17 significant digits, and on stderr each kernel's wall time in ms and
- * which of the kernels' builds this CPU runs ("builds: x86-64-v4", "avx2" or
- * "baseline": csrc/vectorize.h's clones, chosen by the same CPU features). The
- * tests compare it with real libvmaf, and each build with the others
- * (tests/python/test_vmaf_kernels.py).
+ * Runs the library's CPU kernels (csrc/vmaf_kernels.h, fr_kernels.h,
+ * nr_kernels.h) on the luma of two Y4M clips and prints one JSON object per
+ * frame on stdout: VMAF's features by libvmaf's names (integer_vif_scale0..3,
+ * integer_adm2, integer_adm_scale0..3, integer_motion: the SAD of frames t-1
+ * and t, 0 for the first), then psnr_y, ssim_y, float_ssim and sharpness_nr
+ * (of the distorted clip), with 17 significant digits. On stderr: each
+ * kernel's wall time in ms and which of the kernels' builds this CPU runs
+ * ("builds: x86-64-v4", "avx2" or "baseline": csrc/vectorize.h's clones,
+ * chosen by the same CPU features). The tests compare it with real libvmaf,
+ * each x86-64 build with the others, and an AArch64 build with this
+ * machine's (tests/python/test_vmaf_kernels.py).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "fr_kernels.h"
+#include "nr_kernels.h"
 #include "vmaf_kernels.h"
 
 typedef struct Y4m {
@@ -129,7 +133,18 @@ int main(int argc, char **argv)
     if (!ref || !dist || !prev)
         return 2;
     const VdnnKernelEnv *env = &vdnn_kernel_env_malloc;
-    double t_vif = 0, t_adm = 0, t_motion = 0;
+    /* Each kernel's outputs, in the order printed. */
+    enum { VIF, ADM, MOTION, PSNR, SSIM, FLOAT_SSIM, SHARPNESS, KERNELS };
+    static const char *const kernel_names[KERNELS] = {"vif",  "adm",        "motion",
+                                                      "psnr_y", "ssim_y", "float_ssim",
+                                                      "sharpness_nr"};
+    static const int outputs[KERNELS] = {4, 5, 1, 1, 1, 1, 1};
+    static const char *const names[] = {
+        "integer_vif_scale0", "integer_vif_scale1", "integer_vif_scale2", "integer_vif_scale3",
+        "integer_adm2",       "integer_adm_scale0", "integer_adm_scale1", "integer_adm_scale2",
+        "integer_adm_scale3", "integer_motion",     "psnr_y",             "ssim_y",
+        "float_ssim",         "sharpness_nr"};
+    double ms[KERNELS] = {0};
     for (int frame = 0;; frame++) {
         int a = read_frame(&r, ref), b = read_frame(&d, dist);
         if (a == 0 && b == 0)
@@ -140,40 +155,38 @@ int main(int argc, char **argv)
         }
         VdnnPlane pr = {ref, r.w, r.w, r.h, r.bpc}, pd = {dist, r.w, r.w, r.h, r.bpc};
         VdnnPlane pp = {frame ? prev : ref, r.w, r.w, r.h, r.bpc};
-        double v[10]; /* vif 0..3, adm2, adm 0..3, motion */
-        double t0 = now_ms();
-        int rc[3];
-        rc[0] = vdnn_vif_integer(env, &pr, &pd, egl, v);
-        double t1 = now_ms();
-        rc[1] = vdnn_adm_integer(env, &pr, &pd, egl, &v[4], &v[5]);
-        double t2 = now_ms();
-        rc[2] = vdnn_motion_integer(env, &pp, &pr, &v[9]);
-        double t3 = now_ms();
-        for (int k = 0; k < 3; k++)
-            if (rc[k] && rc[k] != -ENOSYS) { /* -ENOSYS: not written yet, printed as null */
-                fprintf(stderr, "frame %d: kernel %d failed: %s\n", frame, k, strerror(-rc[k]));
+        double v[14];
+        for (int k = 0, at = 0; k < KERNELS; at += outputs[k++]) {
+            const double t0 = now_ms();
+            int rc = -EINVAL;
+            switch (k) {
+            case VIF: rc = vdnn_vif_integer(env, &pr, &pd, egl, &v[at]); break;
+            case ADM: rc = vdnn_adm_integer(env, &pr, &pd, egl, &v[at], &v[at + 1]); break;
+            case MOTION: rc = vdnn_motion_integer(env, &pp, &pr, &v[at]); break;
+            case PSNR: rc = vdnn_psnr_y(env, &pr, &pd, &v[at]); break;
+            case SSIM: rc = vdnn_ssim_y(env, &pr, &pd, &v[at]); break;
+            case FLOAT_SSIM: rc = vdnn_float_ssim(env, &pr, &pd, &v[at]); break;
+            case SHARPNESS: rc = vdnn_sharpness_nr(env, &pd, &v[at]); break;
+            }
+            ms[k] += now_ms() - t0;
+            if (rc) {
+                fprintf(stderr, "frame %d: %s failed: %s\n", frame, kernel_names[k],
+                        strerror(-rc));
                 return 1;
             }
-        t_vif += t1 - t0, t_adm += t2 - t1, t_motion += t3 - t2;
-        static const char *const names[10] = {
-            "integer_vif_scale0", "integer_vif_scale1", "integer_vif_scale2",
-            "integer_vif_scale3", "integer_adm2", "integer_adm_scale0", "integer_adm_scale1",
-            "integer_adm_scale2", "integer_adm_scale3", "integer_motion"};
-        static const int family[10] = {0, 0, 0, 0, 1, 1, 1, 1, 1, 2};
-        printf("{\"frameNum\": %d", frame);
-        for (int k = 0; k < 10; k++) {
-            if (rc[family[k]])
-                printf(", \"%s\": null", names[k]);
-            else
-                printf(", \"%s\": %.17g", names[k], v[k]);
         }
+        printf("{\"frameNum\": %d", frame);
+        for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+            printf(", \"%s\": %.17g", names[k], v[k]);
         printf("}\n");
         uint16_t *t = prev;
         prev = ref;
         ref = t;
     }
-    fprintf(stderr, "ms total: vif %.1f adm %.1f motion %.1f\n", t_vif, t_adm, t_motion);
-    fprintf(stderr, "builds: %s\n", kernel_build());
+    fprintf(stderr, "ms total:");
+    for (int k = 0; k < KERNELS; k++)
+        fprintf(stderr, " %s %.1f", kernel_names[k], ms[k]);
+    fprintf(stderr, "\nbuilds: %s\n", kernel_build());
     free(ref);
     free(dist);
     free(prev);
