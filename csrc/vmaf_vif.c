@@ -156,14 +156,15 @@ INLINE void vstat_body(const uint16_t *const *r, const uint16_t *const *d, const
     }
 }
 
-/* 8 bits at scale 0: x and y of each source row are copied into a ring of
+/* Scale 0: x and y of each source row are copied into a ring of
  * source rows, laid out in column chunks of CW so that the 17 rows of a
  * window sit at compile-time offsets from one pointer: ring[chunk][slot][2]
  * [CW], NSLOT slots. Padded row v (source row vdnn_mirror(v - 8)) is slot v % 17
  * and, when that is below 16, also slot v % 17 + 17, so the window of output
  * row i (padded rows i .. i + 16) is slots i % 17 .. i % 17 + 16,
- * contiguous. The products (16-bit: 255^2 fits) are made as they are
- * filtered. */
+ * contiguous. The products are made as they are filtered (at 8 bits
+ * whole: 255^2 fits 16 bits; above, split at sh_sq as vstat_body splits
+ * them). Without GCC's vector extensions only 8-bit rows take the ring. */
 #define CW 64
 #define NSLOT 33
 #define NQ 2
@@ -172,8 +173,8 @@ INLINE void vstat_body(const uint16_t *const *r, const uint16_t *const *d, const
 /* Returns the OR of the row's samples, ref and dis: the caller's range
  * check, made while the row passes through anyway. */
 VDNN_TARGET_CLONES
-static uint32_t ring_row8(const uint16_t *restrict r, const uint16_t *restrict d, unsigned w,
-                          size_t nch, uint32_t *restrict ring, unsigned slot)
+static uint32_t ring_row(const uint16_t *restrict r, const uint16_t *restrict d, unsigned w,
+                         size_t nch, uint32_t *restrict ring, unsigned slot)
 {
     uint32_t *restrict p = ring + (size_t)slot * NQ * CW;
     const size_t dup = slot < 16 ? (size_t)17 * NQ * CW : 0;
@@ -263,6 +264,59 @@ static void vstat_17_8bit(const uint32_t *restrict win, size_t nch, Rows8 out)
         }
     }
 }
+
+/* Above 8 bits: vstat_body's split sums (SPLIT 1) over the ring's window. */
+#define VIF_RING_ANY_DEPTH 1
+VDNN_TARGET_CLONES
+static void vstat_17_split(const uint32_t *restrict win, size_t nch, unsigned sh_mu,
+                           unsigned sh_sq, Rows8 out)
+{
+    const uint32_t rm = 1u << (sh_mu - 1), rs = 1u << (sh_sq - 1), ms = (1u << sh_sq) - 1;
+    const v8u rnd = {rm, rm, rm, rm, rm, rm, rm, rm}, rnd_sq = {rs, rs, rs, rs, rs, rs, rs, rs};
+    const v8u mask = {ms, ms, ms, ms, ms, ms, ms, ms};
+    const v8u lo = {0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff};
+    for (size_t c = 0; c < nch; c++) {
+        const uint32_t *b = win + c * CHUNK;
+        for (size_t j = 0; j < CW; j += 8) {
+            const uint32_t *p = b + j;
+            const v8u x = LD8(p + 8 * NQ * CW), y = LD8(p + (8 * NQ + 1) * CW);
+            const uint32_t f8 = vif_taps[0][8];
+            const v8u aa = x * x, bb = y * y, ab = x * y;
+            v8u m1 = f8 * x, m2 = f8 * y;
+            v8u xh = f8 * (aa >> sh_sq), xl = f8 * (aa & mask);
+            v8u yh = f8 * (bb >> sh_sq), yl = f8 * (bb & mask);
+            v8u ph = f8 * (ab >> sh_sq), pl = f8 * (ab & mask);
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) {
+                const uint32_t f = vif_taps[0][k];
+                const v8u x0 = LD8(p + k * NQ * CW), y0 = LD8(p + (k * NQ + 1) * CW);
+                const v8u x1 = LD8(p + (16 - k) * NQ * CW),
+                          y1 = LD8(p + ((16 - k) * NQ + 1) * CW);
+                const v8u aa0 = x0 * x0, aa1 = x1 * x1, bb0 = y0 * y0, bb1 = y1 * y1;
+                const v8u ab0 = x0 * y0, ab1 = x1 * y1;
+                m1 += f * (x0 + x1);
+                m2 += f * (y0 + y1);
+                xh += f * ((aa0 >> sh_sq) + (aa1 >> sh_sq));
+                xl += f * ((aa0 & mask) + (aa1 & mask));
+                yh += f * ((bb0 >> sh_sq) + (bb1 >> sh_sq));
+                yl += f * ((bb0 & mask) + (bb1 & mask));
+                ph += f * ((ab0 >> sh_sq) + (ab1 >> sh_sq));
+                pl += f * ((ab0 & mask) + (ab1 & mask));
+            }
+            const v8u vx = xh + ((xl + rnd_sq) >> sh_sq), vy = yh + ((yl + rnd_sq) >> sh_sq);
+            const v8u vp = ph + ((pl + rnd_sq) >> sh_sq);
+            const size_t o = c * CW + j;
+            *(v8u_un *)(void *)(out.q[0] + o) = (m1 + rnd) >> sh_mu;
+            *(v8u_un *)(void *)(out.q[1] + o) = (m2 + rnd) >> sh_mu;
+            *(v8u_un *)(void *)(out.q[2] + o) = vx >> 16;
+            *(v8u_un *)(void *)(out.q[3] + o) = vx & lo;
+            *(v8u_un *)(void *)(out.q[4] + o) = vy >> 16;
+            *(v8u_un *)(void *)(out.q[5] + o) = vy & lo;
+            *(v8u_un *)(void *)(out.q[6] + o) = vp >> 16;
+            *(v8u_un *)(void *)(out.q[7] + o) = vp & lo;
+        }
+    }
+}
 #else
 VDNN_TARGET_CLONES
 static void vstat_17_8bit(const uint32_t *restrict win, size_t nch, Rows8 out)
@@ -291,6 +345,10 @@ static void vstat_17_8bit(const uint32_t *restrict win, size_t nch, Rows8 out)
         }
     }
 }
+#endif
+
+#ifndef VIF_RING_ANY_DEPTH
+#define VIF_RING_ANY_DEPTH 0
 #endif
 
 #define VSTAT_SPLIT(FW, S)                                                                    \
@@ -605,15 +663,16 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
         ws[s] = ws[s - 1] / 2, hs[s] = hs[s - 1] / 2;
 
     /* One block: 8 padded rows (the vertical pass), 5 rows of w and 2
-     * padded rows for subsampling (32-bit), scales 1..3 (ref and dis) and,
-     * at 8 bits, the ring of source rows. */
+     * padded rows for subsampling (32-bit), scales 1..3 (ref and dis) and
+     * the ring of source rows (scale 0). */
     const size_t nch = ((size_t)w + CW - 1) / CW;
     const size_t row_len = ((size_t)w + 2 * MAX_HALF + 15) & ~(size_t)15;
     const size_t row16 = (nch * CW + 2 * MAX_HALF + 31) & ~(size_t)31;
     size_t img_total = 0;
     for (int s = 1; s < 4; s++)
         img_total += 2 * (((size_t)ws[s] + 31) & ~(size_t)31) * hs[s];
-    const size_t ring = bpc == 8 ? nch * CHUNK : 0;
+    const int ringed = bpc == 8 || VIF_RING_ANY_DEPTH; /* scale 0 through the ring */
+    const size_t ring = ringed ? nch * CHUNK : 0;
     const size_t bytes = (8 * row_len + 8 * row16 + ring) * sizeof(uint32_t) +
                          img_total * sizeof(uint16_t) + 64;
     unsigned char *block = env->alloc(env->opaque, bytes);
@@ -661,7 +720,7 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
                 rc = -ECANCELED;
                 break;
             }
-            if (s == 0 && bpc != 8) { /* 8 bits: checked as the ring takes the rows */
+            if (s == 0 && !ringed) { /* else checked as the ring takes the rows */
                 const unsigned need = i + half + 1 < h ? i + half + 1 : h;
                 for (; checked < need; checked++)
                     if (row_out_of_range(ref->data + checked * ref->stride, w, max) ||
@@ -678,19 +737,25 @@ int vdnn_vif_integer(const VdnnKernelEnv *env, const VdnnPlane *ref, const VdnnP
                 r[k] = im.ref + row * im.stride;
                 d[k] = im.dis + row * im.stride;
             }
-            if (s == 0 && bpc == 8) {
+            if (s == 0 && ringed) {
                 /* Padded rows up to i + 16 hold every source row up to
                  * i + 8: all the rows this row's passes read, the next
                  * scale's (i + 4) included. */
                 for (; ring_done <= i + 16 && !rc; ring_done++) {
                     const unsigned row = (unsigned)vdnn_mirror((int)ring_done - 8, (int)h);
-                    if (ring_row8(ref->data + row * ref->stride, dist->data + row * dist->stride,
-                                  w, nch, ring_mem, ring_done % 17) & ~max)
+                    if (ring_row(ref->data + row * ref->stride, dist->data + row * dist->stride,
+                                 w, nch, ring_mem, ring_done % 17) & ~max)
                         rc = -EINVAL;
                 }
                 if (rc)
                     break;
-                vstat_17_8bit(ring_mem + (size_t)(i % 17) * NQ * CW, nch, vert);
+                const uint32_t *window = ring_mem + (size_t)(i % 17) * NQ * CW;
+#if VIF_RING_ANY_DEPTH
+                if (bpc != 8)
+                    vstat_17_split(window, nch, sh_mu, sh_sq, vert);
+                else
+#endif
+                    vstat_17_8bit(window, nch, vert);
             } else {
                 vertical_stat(r, d, s, im.w, sh_mu, sh_sq, vert);
             }
