@@ -9,8 +9,9 @@
  *   GPU_EXTREME samples at 0 and 2^bpc - 1 in blocks, dist inverted in part
  *   GPU_SAME    dist equal to ref (perfect scores)
  * The sizes and depths every test runs: GPU_SIZES (odd, even, small, wide,
- * 1080p-like) x 8, 10, 12, 16 bits. gpu_same_as_cpu holds a one-score
- * program to its CPU kernel on a pair. */
+ * 1080p-like) x 8, 10, 12, 16 bits; gpu_next_pair walks them all (a and b
+ * from gpu_plane_alloc hold any of them). gpu_same_as_cpu holds a
+ * one-score program to its CPU kernel on a pair. */
 #ifndef VMAFDNN_TEST_GPU_PLANES_H
 #define VMAFDNN_TEST_GPU_PLANES_H
 
@@ -78,6 +79,65 @@ static void gpu_pair(int kind, int w, int h, int bpc, uint64_t seed, uint16_t *r
         }
 }
 
+/* Room for one plane of the largest of gpu_sizes (free it). */
+static inline uint16_t *gpu_plane_alloc(void)
+{
+    return malloc((size_t)1920 * 1080 * sizeof(uint16_t));
+}
+
+/* A packed w x h plane of bpc-bit samples at p, as the CPU kernels take it. */
+static inline VdnnPlane gpu_plane(const uint16_t *p, int w, int h, int bpc)
+{
+    const VdnnPlane plane = {p, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    return plane;
+}
+
+/* Where a walk over every size x depth x kind stands: the indices (a test
+ * may thin the walk by them) and what they mean. */
+typedef struct GpuCase {
+    int size, depth, kind;
+    int w, h, bpc;
+    const char *kind_name;
+} GpuCase;
+
+#define GPU_CASE_START {0, 0, -1, 0, 0, 0, NULL}
+
+/* Steps c to the next case, kinds fastest, then depths, then sizes; 0 after
+ * the last. */
+static inline int gpu_next_case(GpuCase *c)
+{
+    if (++c->kind == GPU_KINDS) {
+        c->kind = 0;
+        if (++c->depth == GPU_N_DEPTHS) {
+            c->depth = 0;
+            if (++c->size == GPU_N_SIZES)
+                return 0;
+        }
+    }
+    c->w = gpu_sizes[c->size][0];
+    c->h = gpu_sizes[c->size][1];
+    c->bpc = gpu_depths[c->depth];
+    c->kind_name = gpu_kind_names[c->kind];
+    return 1;
+}
+
+/* The case's pair: its seed is its own, so each case is the same whatever
+ * else a test runs. */
+static inline void gpu_case_pair(const GpuCase *c, uint16_t *ref, uint16_t *dist)
+{
+    gpu_pair(c->kind, c->w, c->h, c->bpc, (uint64_t)(c->size * 31 + c->depth * 7 + c->kind), ref,
+             dist);
+}
+
+/* gpu_next_case, then the new case's pair in ref and dist. */
+static inline int gpu_next_pair(GpuCase *c, uint16_t *ref, uint16_t *dist)
+{
+    if (!gpu_next_case(c))
+        return 0;
+    gpu_case_pair(c, ref, dist);
+    return 1;
+}
+
 /* A one-score program (vk_motion, vk_psnr, vk_ssim) on the emulator against
  * its CPU kernel on planes a and b: 1 when it gives (float) of the kernel's
  * double, bit for bit, else 0 with both values on stderr. */
@@ -90,8 +150,7 @@ static inline int gpu_same_as_cpu(const char *name, GpuCpuKernel cpu, GpuProgram
                                   const uint16_t *a, const uint16_t *b, int w, int h, int bpc,
                                   const char *what)
 {
-    const VdnnPlane pa = {a, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
-    const VdnnPlane pb = {b, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    const VdnnPlane pa = gpu_plane(a, w, h, bpc), pb = gpu_plane(b, w, h, bpc);
     double want = -1;
     float got = -1;
     const int rc_cpu = cpu(&vdnn_kernel_env_malloc, &pa, &pb, &want);

@@ -16,14 +16,14 @@
 #include "gpu/adm_kernels.h"
 #pragma GCC diagnostic pop
 #include "gpu/programs.h"
+#include "gpu_gain_contract.h"
 #include "gpu_planes.h"
 #include "vmaf_kernels.h"
 
 static int same_as_cpu(const uint16_t *ref, const uint16_t *dist, int w, int h, int bpc,
                        double egl, const char *what)
 {
-    const VdnnPlane r = {ref, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
-    const VdnnPlane d = {dist, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    const VdnnPlane r = gpu_plane(ref, w, h, bpc), d = gpu_plane(dist, w, h, bpc);
     double adm2 = -1, scales[4] = {-1, -1, -1, -1};
     float got[5] = {-1, -1, -1, -1, -1};
     const int rc_cpu = vdnn_adm_integer(&vdnn_kernel_env_malloc, &r, &d, egl, &adm2, scales);
@@ -57,63 +57,32 @@ static void cube_root_is_powf(void)
     CHECK_EQ_INT(bad, 0);
 }
 
+/* vdnn_adm_integer's return code, for gpu_gain_contract */
+static int adm_rc(const VdnnPlane *ref, const VdnnPlane *dist, double egl)
+{
+    double adm2, scales[4];
+    return vdnn_adm_integer(&vdnn_kernel_env_malloc, ref, dist, egl, &adm2, scales);
+}
+
 int main(void)
 {
     cube_root_is_powf();
-    const size_t most = 1920 * 1080;
-    uint16_t *a = malloc(most * sizeof(uint16_t)), *b = malloc(most * sizeof(uint16_t));
+    uint16_t *a = gpu_plane_alloc(), *b = gpu_plane_alloc();
     if (!a || !b)
         return 1;
     static const double egls[] = {100.0, 1.0, 2.5};
     int cases = 0;
-    for (int s = 0; s < GPU_N_SIZES; s++)
-        for (int d = 0; d < GPU_N_DEPTHS; d++)
-            for (int kind = 0; kind < GPU_KINDS; kind++) {
-                const int w = gpu_sizes[s][0], h = gpu_sizes[s][1], bpc = gpu_depths[d];
-                gpu_pair(kind, w, h, bpc, (uint64_t)(s * 31 + d * 7 + kind), a, b);
-                for (int e = 0; e < 3; e++) {
-                    /* the generic paths once per size and depth at 1080p */
-                    if (e == 2 && w * h > 500000 && kind != GPU_SCENE)
-                        continue;
-                    CHECK(same_as_cpu(a, b, w, h, bpc, egls[e], gpu_kind_names[kind]));
-                    CHECK(same_as_cpu(b, a, w, h, bpc, egls[e], gpu_kind_names[kind]));
-                    cases++;
-                }
-            }
+    for (GpuCase c = GPU_CASE_START; gpu_next_pair(&c, a, b);)
+        for (int e = 0; e < 3; e++) {
+            /* the generic paths once per size and depth at 1080p */
+            if (e == 2 && c.w * c.h > 500000 && c.kind != GPU_SCENE)
+                continue;
+            CHECK(same_as_cpu(a, b, c.w, c.h, c.bpc, egls[e], c.kind_name));
+            CHECK(same_as_cpu(b, a, c.w, c.h, c.bpc, egls[e], c.kind_name));
+            cases++;
+        }
 
-    /* a sample above 2^bpc - 1: the CPU kernel refuses, the program gives NaN */
-    gpu_pair(GPU_SCENE, 64, 36, 10, 3, a, b);
-    b[64 * 20 + 7] = 1024;
-    double adm2 = 0, scales[4];
-    const VdnnPlane pa = {a, 64, 64, 36, 10}, pb = {b, 64, 64, 36, 10};
-    CHECK_EQ_INT(vdnn_adm_integer(&vdnn_kernel_env_malloc, &pa, &pb, 100.0, &adm2, scales),
-                 -EINVAL);
-    float got[5] = {0, 0, 0, 0, 0};
-    CHECK_EQ_INT(vk_adm(&vk_emulator, a, b, 64, 36, 10, 100.0, got), 0);
-    for (int i = 0; i < 5; i++)
-        CHECK(isnan(got[i]));
-    /* in the reference, at the last sample */
-    gpu_pair(GPU_NOISE, 64, 36, 8, 4, a, b);
-    a[64 * 36 - 1] = 256;
-    CHECK_EQ_INT(vk_adm(&vk_emulator, a, b, 64, 36, 8, 1.0, got), 0);
-    for (int i = 0; i < 5; i++)
-        CHECK(isnan(got[i]));
-
-    /* arguments */
-    gpu_pair(GPU_SCENE, 64, 36, 10, 3, a, b);
-    CHECK_EQ_INT(vk_adm(&vk_emulator, a, b, 32, 36, 10, 100.0, got), -EINVAL);
-    CHECK_EQ_INT(vk_adm(&vk_emulator, a, b, 64, 32, 10, 100.0, got), -EINVAL);
-    CHECK_EQ_INT(vk_adm(&vk_emulator, a, b, 64, 36, 7, 100.0, got), -EINVAL);
-    CHECK_EQ_INT(vk_adm(&vk_emulator, a, b, 64, 36, 17, 100.0, got), -EINVAL);
-    CHECK_EQ_INT(vk_adm(&vk_emulator, a, b, 64, 36, 10, 0.5, got), -EINVAL);
-    CHECK_EQ_INT(vk_adm(&vk_emulator, a, b, 64, 36, 10, 100.5, got), -EINVAL);
-    CHECK_EQ_INT(vk_adm(&vk_emulator, a, b, 64, 36, 10, NAN, got), -EINVAL);
-    CHECK_EQ_INT(vk_adm(&vk_emulator, NULL, b, 64, 36, 10, 100.0, got), -EINVAL);
-    CHECK_EQ_INT(vk_adm(&vk_emulator, a, NULL, 64, 36, 10, 100.0, got), -EINVAL);
-    CHECK_EQ_INT(vk_adm(&vk_emulator, a, b, 64, 36, 10, 100.0, NULL), -EINVAL);
-    CHECK_EQ_INT(vk_adm(NULL, a, b, 64, 36, 10, 100.0, got), -EINVAL);
-    CHECK_EQ_INT(vk_adm(&vk_emulator, a, b, VK_MAX_DIMENSION + 1, 33, 10, 100.0, got), -EINVAL);
-    CHECK_EQ_INT(vk_adm(&vk_emulator, a, b, 33, VK_MAX_DIMENSION + 1, 10, 100.0, got), -EINVAL);
+    gpu_gain_contract(vk_adm, 5, 33, adm_rc, a, b);
     printf("%d plane pairs x gain limits, both orders\n", cases);
     free(a);
     free(b);

@@ -144,8 +144,7 @@ static double reference_float_ssim(const uint16_t *a, const uint16_t *b, int w, 
 static int near_reference(const uint16_t *a, const uint16_t *b, int w, int h, int bpc, int kind,
                           double *worst)
 {
-    const VdnnPlane pa = {a, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
-    const VdnnPlane pb = {b, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    const VdnnPlane pa = gpu_plane(a, w, h, bpc), pb = gpu_plane(b, w, h, bpc);
     double got = -1;
     const double want = reference_float_ssim(a, b, w, h, bpc);
     const int rc = vdnn_float_ssim(&vdnn_kernel_env_malloc, &pa, &pb, &got);
@@ -191,8 +190,7 @@ static int same_as_cpu(const uint16_t *a, const uint16_t *b, int w, int h, int b
  * (gpu) the program's on the emulator, (float) of it. */
 static int same_as_ssim_y(const uint16_t *a, const uint16_t *b, int w, int h, int bpc, int gpu)
 {
-    const VdnnPlane pa = {a, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
-    const VdnnPlane pb = {b, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    const VdnnPlane pa = gpu_plane(a, w, h, bpc), pb = gpu_plane(b, w, h, bpc);
     double cpu_fs = -1, cpu_y = -2;
     float gpu_fs = (float)cpu_y, gpu_y = (float)cpu_y;
     int rc = vdnn_float_ssim(&vdnn_kernel_env_malloc, &pa, &pb, &cpu_fs) |
@@ -332,8 +330,7 @@ static int refused_at(uint16_t *a, uint16_t *b, int w, int h, int bpc, int x, in
     const size_t at = (size_t)y * w + x;
     const uint16_t keep = p[at];
     p[at] = (uint16_t)(1u << bpc);
-    const VdnnPlane pa = {a, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
-    const VdnnPlane pb = {b, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    const VdnnPlane pa = gpu_plane(a, w, h, bpc), pb = gpu_plane(b, w, h, bpc);
     double v = -1;
     float g = 0;
     const int rc = vdnn_float_ssim(&vdnn_kernel_env_malloc, &pa, &pb, &v);

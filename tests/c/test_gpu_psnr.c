@@ -33,8 +33,7 @@ static double reference_psnr(const uint16_t *ref, const uint16_t *dist, int w, i
 
 static int near_reference(const uint16_t *ref, const uint16_t *dist, int w, int h, int bpc)
 {
-    const VdnnPlane r = {ref, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
-    const VdnnPlane d = {dist, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    const VdnnPlane r = gpu_plane(ref, w, h, bpc), d = gpu_plane(dist, w, h, bpc);
     double got = -1;
     const double want = reference_psnr(ref, dist, w, h, bpc);
     if (vdnn_psnr_y(&vdnn_kernel_env_malloc, &r, &d, &got) || !(fabs(got - want) <= 1e-9 * want)) {
@@ -126,22 +125,17 @@ static int common_contract(const Metric *m, uint16_t *a, uint16_t *b)
 
 int main(void)
 {
-    const size_t most = 1920 * 1080;
-    uint16_t *a = malloc(most * sizeof(uint16_t)), *b = malloc(most * sizeof(uint16_t));
+    uint16_t *a = gpu_plane_alloc(), *b = gpu_plane_alloc();
     if (!a || !b)
         return 1;
     int cases = 0;
-    for (int s = 0; s < GPU_N_SIZES; s++)
-        for (int d = 0; d < GPU_N_DEPTHS; d++)
-            for (int kind = 0; kind < GPU_KINDS; kind++) {
-                const int w = gpu_sizes[s][0], h = gpu_sizes[s][1], bpc = gpu_depths[d];
-                gpu_pair(kind, w, h, bpc, (uint64_t)(s * 31 + d * 7 + kind), a, b);
-                CHECK(same_as_cpu(a, b, w, h, bpc, gpu_kind_names[kind]));
-                CHECK(same_as_cpu(b, a, w, h, bpc, gpu_kind_names[kind]));
-                if (kind != GPU_SAME)
-                    CHECK(near_reference(a, b, w, h, bpc));
-                cases++;
-            }
+    for (GpuCase c = GPU_CASE_START; gpu_next_pair(&c, a, b);) {
+        CHECK(same_as_cpu(a, b, c.w, c.h, c.bpc, c.kind_name));
+        CHECK(same_as_cpu(b, a, c.w, c.h, c.bpc, c.kind_name));
+        if (c.kind != GPU_SAME)
+            CHECK(near_reference(a, b, c.w, c.h, c.bpc));
+        cases++;
+    }
 
     /* equal planes: the MSE floor, 200 dB */
     gpu_pair(GPU_SAME, 97, 61, 12, 5, a, b);

@@ -59,7 +59,7 @@ static long double reference_sharpness(const uint16_t *p, int w, int h, int bpc)
 
 static int near_reference(const uint16_t *p, int w, int h, int bpc, const char *what)
 {
-    const VdnnPlane plane = {p, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    const VdnnPlane plane = gpu_plane(p, w, h, bpc);
     double got = -1;
     const long double want = reference_sharpness(p, w, h, bpc);
     const int rc = vdnn_sharpness_nr(&vdnn_kernel_env_malloc, &plane, &got);
@@ -107,21 +107,16 @@ static int cancel_after_first(void *opaque)
 
 int main(void)
 {
-    const size_t most = 1920 * 1080;
-    uint16_t *a = malloc(most * sizeof(uint16_t)), *b = malloc(most * sizeof(uint16_t));
+    uint16_t *a = gpu_plane_alloc(), *b = gpu_plane_alloc();
     if (!a || !b)
         return 1;
     const VdnnKernelEnv *env = &vdnn_kernel_env_malloc;
     int cases = 0;
-    for (int s = 0; s < GPU_N_SIZES; s++)
-        for (int d = 0; d < GPU_N_DEPTHS; d++)
-            for (int kind = 0; kind < GPU_KINDS; kind++) {
-                const int w = gpu_sizes[s][0], h = gpu_sizes[s][1], bpc = gpu_depths[d];
-                gpu_pair(kind, w, h, bpc, (uint64_t)(s * 31 + d * 7 + kind), a, b);
-                CHECK(both(b, w, h, bpc, gpu_kind_names[kind]));
-                CHECK(both(a, w, h, bpc, gpu_kind_names[kind]));
-                cases++;
-            }
+    for (GpuCase c = GPU_CASE_START; gpu_next_pair(&c, a, b);) {
+        CHECK(both(b, c.w, c.h, c.bpc, c.kind_name));
+        CHECK(both(a, c.w, c.h, c.bpc, c.kind_name));
+        cases++;
+    }
 
     /* a flat plane (any level): exactly 0 on both sides; a plane whose
      * Laplacian is the same everywhere (x^2 + y^2: 4) too */

@@ -70,8 +70,7 @@ static double reference_ssim(const uint16_t *ref, const uint16_t *dist, int w, i
 static int near_reference(const uint16_t *ref, const uint16_t *dist, int w, int h, int bpc,
                           double tolerance)
 {
-    const VdnnPlane r = {ref, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
-    const VdnnPlane d = {dist, w, (unsigned)w, (unsigned)h, (unsigned)bpc};
+    const VdnnPlane r = gpu_plane(ref, w, h, bpc), d = gpu_plane(dist, w, h, bpc);
     double got = -1;
     const double want = reference_ssim(ref, dist, w, h, bpc);
     if (vdnn_ssim_y(&vdnn_kernel_env_malloc, &r, &d, &got) || !(fabs(got - want) <= tolerance)) {
@@ -117,32 +116,29 @@ int main(void)
 {
     CHECK(definitions_hold());
 
-    const size_t most = 1920 * 1080;
-    uint16_t *a = malloc(most * sizeof(uint16_t)), *b = malloc(most * sizeof(uint16_t));
+    uint16_t *a = gpu_plane_alloc(), *b = gpu_plane_alloc();
     if (!a || !b)
         return 1;
     int cases = 0, referenced = 0;
-    for (int s = 0; s < GPU_N_SIZES; s++)
-        for (int d = 0; d < GPU_N_DEPTHS; d++)
-            for (int kind = 0; kind < GPU_KINDS; kind++) {
-                const int w = gpu_sizes[s][0], h = gpu_sizes[s][1], bpc = gpu_depths[d];
-                const int full_hd = w * h >= 1920 * 1080, large = w * h >= 50000;
-                const int hd_pair = bpc == 10 && (kind == GPU_SCENE ||
-                                                  (THOROUGH && kind == GPU_EXTREME));
-                if (full_hd && !hd_pair)
-                    continue;
-                if (!THOROUGH && w * h >= 100000 && !full_hd && kind != d % GPU_KINDS)
-                    continue;
-                gpu_pair(kind, w, h, bpc, (uint64_t)(s * 31 + d * 7 + kind), a, b);
-                CHECK(same_as_cpu(a, b, w, h, bpc, gpu_kind_names[kind]));
-                if (!full_hd && (THOROUGH || !large))
-                    CHECK(same_as_cpu(b, a, w, h, bpc, gpu_kind_names[kind]));
-                cases++;
-                if (kind == GPU_SCENE && w * h <= 322 * 178) {
-                    CHECK(near_reference(a, b, w, h, bpc, 2e-6));
-                    referenced++;
-                }
-            }
+    for (GpuCase c = GPU_CASE_START; gpu_next_case(&c);) {
+        const int w = c.w, h = c.h, bpc = c.bpc;
+        const int full_hd = w * h >= 1920 * 1080, large = w * h >= 50000;
+        const int hd_pair = bpc == 10 && (c.kind == GPU_SCENE ||
+                                          (THOROUGH && c.kind == GPU_EXTREME));
+        if (full_hd && !hd_pair)
+            continue;
+        if (!THOROUGH && w * h >= 100000 && !full_hd && c.kind != c.depth % GPU_KINDS)
+            continue;
+        gpu_case_pair(&c, a, b);
+        CHECK(same_as_cpu(a, b, w, h, bpc, c.kind_name));
+        if (!full_hd && (THOROUGH || !large))
+            CHECK(same_as_cpu(b, a, w, h, bpc, c.kind_name));
+        cases++;
+        if (c.kind == GPU_SCENE && w * h <= 322 * 178) {
+            CHECK(near_reference(a, b, w, h, bpc, 2e-6));
+            referenced++;
+        }
+    }
 
     /* equal planes: exactly 1 */
     gpu_pair(GPU_SAME, 97, 61, 12, 5, a, b);
