@@ -1,7 +1,7 @@
 /* What the two programs with an enhancement-gain limit (vk_adm in
  * test_gpu_adm.c, vk_vif in test_gpu_vif.c) both owe: NaN in every score
  * where a sample is out of range, and their arguments refused. One test
- * program includes it once, after check.h. */
+ * program includes it once. */
 #ifndef VMAFDNN_TEST_GPU_GAIN_CONTRACT_H
 #define VMAFDNN_TEST_GPU_GAIN_CONTRACT_H
 
@@ -21,10 +21,12 @@ typedef int (*GpuGainKernelRc)(const VdnnPlane *ref, const VdnnPlane *dist, doub
 /* A sample above 2^bpc - 1, in dist at 10 bits, then in ref at 8 (its last
  * sample): the CPU kernel refuses the first, the program (n scores) gives
  * NaN for both; then arguments refused, min_side the smallest width and
- * height the program takes. a, b: room for 64 x 36 samples each. */
-static void gpu_gain_contract(GpuGainProgram gpu, int n, int min_side, GpuGainKernelRc cpu,
-                              uint16_t *a, uint16_t *b)
+ * height the program takes. a, b: room for 64 x 36 samples each. The
+ * checks' lines are this file's: name says whose they were. */
+static void gpu_gain_contract(const char *name, GpuGainProgram gpu, int n, int min_side,
+                              GpuGainKernelRc cpu, uint16_t *a, uint16_t *b)
 {
+    const int failed = check_failed;
     float got[8] = {0};
     gpu_pair(GPU_SCENE, 64, 36, 10, 3, a, b);
     b[64 * 20 + 7] = 1024;
@@ -53,6 +55,8 @@ static void gpu_gain_contract(GpuGainProgram gpu, int n, int min_side, GpuGainKe
     CHECK_EQ_INT(gpu(NULL, a, b, 64, 36, 10, 100.0, got), -EINVAL);
     CHECK_EQ_INT(gpu(&vk_emulator, a, b, big, min_side, 10, 100.0, got), -EINVAL);
     CHECK_EQ_INT(gpu(&vk_emulator, a, b, min_side, big, 10, 100.0, got), -EINVAL);
+    if (check_failed != failed)
+        fprintf(stderr, "(%s's contract)\n", name);
 }
 
 #endif

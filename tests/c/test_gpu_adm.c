@@ -82,7 +82,7 @@ int main(void)
             cases++;
         }
 
-    gpu_gain_contract(vk_adm, 5, 33, adm_rc, a, b);
+    gpu_gain_contract("adm", vk_adm, 5, 33, adm_rc, a, b);
     printf("%d plane pairs x gain limits, both orders\n", cases);
     free(a);
     free(b);

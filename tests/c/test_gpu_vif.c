@@ -96,7 +96,7 @@ int main(void)
     gpu_pair(GPU_NOISE, 17, 19, 12, 2, a, b);
     CHECK(same_as_cpu(a, b, 17, 19, 12, 100.0, "17x19"));
 
-    gpu_gain_contract(vk_vif, 4, 16, vif_rc, a, b);
+    gpu_gain_contract("vif", vk_vif, 4, 16, vif_rc, a, b);
     printf("%d plane pairs, both orders, gain limit 100; %d of them also at 1\n", cases,
            limited);
     free(a);
