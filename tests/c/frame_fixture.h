@@ -1,8 +1,9 @@
 /* What the context tests share (test_frame_pool.c, test_batch.c,
  * test_kept_pictures.c, test_temporal.c): the models of
  * tests/models/factory.py by name, staged copies of them beside a sidecar,
- * and 8-bit luma pictures whose samples depend on a seed. One test program
- * includes it once. */
+ * main's start, contexts that differ by their frame threads, and 8-bit luma
+ * pictures whose samples depend on a seed. One test program includes it
+ * once. */
 #ifndef VMAFDNN_TEST_FRAME_FIXTURE_H
 #define VMAFDNN_TEST_FRAME_FIXTURE_H
 
@@ -15,7 +16,43 @@
 
 #include <vmafdnn/context.h>
 
+#include "check.h"
+
 static char model_dir[PATH_MAX]; /* MODEL_DIR, set by main */
+
+/* main's first steps for a test that runs models from a temporary
+ * directory: model_dir from argv[1], tmp_dir (a mkdtemp template) made, ONNX
+ * Runtime loaded. 0 when all is ready, else main's exit status (2: usage or
+ * no directory, 1: no runtime), the reason on stderr. */
+static inline int fixture_start(int argc, char **argv, char *tmp_dir)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s MODEL_DIR\n", argv[0]);
+        return 2;
+    }
+    snprintf(model_dir, sizeof(model_dir), "%s", argv[1]);
+    if (!mkdtemp(tmp_dir)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    if (!vmaf_dnn_available()) {
+        fprintf(stderr, "ONNX Runtime unavailable: %s\n", vmaf_dnn_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+/* A context of the default configuration but for its frame threads (NULL
+ * when it does not open, a failed check). */
+static inline VmafDnnContext *open_context(int threads)
+{
+    VmafDnnContextConfig cfg;
+    vmaf_dnn_default_context_config(&cfg);
+    cfg.threads = threads;
+    VmafDnnContext *ctx = NULL;
+    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
+    return ctx;
+}
 
 /* MODEL_DIR/<name>.onnx, in one of 4 rotating buffers. */
 static inline const char *model(const char *name)

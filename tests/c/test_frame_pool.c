@@ -22,16 +22,6 @@
 
 static char tmp_dir[] = "/tmp/vmafdnn-frame-pool-XXXXXX";
 
-static VmafDnnContext *open_ctx(int threads)
-{
-    VmafDnnContextConfig cfg;
-    vmaf_dnn_default_context_config(&cfg);
-    cfg.threads = threads;
-    VmafDnnContext *ctx = NULL;
-    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
-    return ctx;
-}
-
 #define FRAMES 12
 
 /* Frames in flight give the very values, keys and feature order of the
@@ -43,7 +33,7 @@ static void test_same_scores(void)
     char names[2][64] = {{0}};
     for (int pass = 0; pass < 3; pass++) {
         const int threads = pass == 0 ? 0 : pass == 1 ? 2 : 3;
-        VmafDnnContext *ctx = open_ctx(threads);
+        VmafDnnContext *ctx = open_context(threads);
         CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("fr_diff"), NULL), 0);
         CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("nr_mean"), NULL), 0);
         for (unsigned k = 0; k < FRAMES; k++) {
@@ -137,7 +127,7 @@ static void test_raw_layouts(void)
         double want[8][FRAMES];
         size_t n_features = 0;
         for (int pass = 0; pass < 2; pass++) {
-            VmafDnnContext *ctx = open_ctx(pass ? 2 : 0);
+            VmafDnnContext *ctx = open_context(pass ? 2 : 0);
             CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("fr_diff"), NULL), 0);
             CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("nr_mean"), NULL), 0);
             if (psnr)
@@ -182,7 +172,7 @@ static void test_worker_open_fails(void)
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/gone.onnx", tmp_dir);
     copy_file(model("nr_mean"), path);
-    VmafDnnContext *ctx = open_ctx(3);
+    VmafDnnContext *ctx = open_context(3);
     CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, path, NULL), 0);
     unlink(path);
     Frame d;
@@ -205,7 +195,7 @@ static void test_worker_open_fails(void)
  * for the frames in flight. A frame in flight cannot be read twice. */
 static void test_settled_reads(void)
 {
-    VmafDnnContext *ctx = open_ctx(2);
+    VmafDnnContext *ctx = open_context(2);
     CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("nr_mean"), NULL), 0);
     Frame d;
     frame_make(&d, 8, 8, 5);
@@ -226,7 +216,7 @@ static void test_settled_reads(void)
 static void test_failure_reported_deterministically(void)
 {
     for (int round = 0; round < 3; round++) {
-        VmafDnnContext *ctx = open_ctx(2);
+        VmafDnnContext *ctx = open_context(2);
         CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("nr_mean"), NULL), 0);
         Frame good, bad;
         frame_make(&good, 8, 8, 1);
@@ -304,7 +294,7 @@ static void *cancel_until_stopped(void *arg)
  * run.) */
 static void test_cancel_in_flight(void)
 {
-    VmafDnnContext *ctx = open_ctx(2);
+    VmafDnnContext *ctx = open_context(2);
     CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("stall_bright"), NULL), 0);
     Frame bright, dark;
     frame_const(&bright, 8, 8, 200);
@@ -360,7 +350,7 @@ static int poll_done(VmafDnnContext *ctx, unsigned want, int cancel, unsigned *d
  * flight. */
 static void test_frames_done(int behind)
 {
-    VmafDnnContext *ctx = open_ctx(2);
+    VmafDnnContext *ctx = open_context(2);
     unsigned done = 12345;
     CHECK_EQ_INT(vmaf_dnn_frames_done(NULL, &done), -EINVAL);
     CHECK_EQ_INT(vmaf_dnn_frames_done(ctx, NULL), -EINVAL);
@@ -457,7 +447,7 @@ static void *cancel_later(void *arg)
 static void test_close_in_flight(void)
 {
     for (int with_cancel = 0; with_cancel < 2; with_cancel++) {
-        VmafDnnContext *ctx = open_ctx(2);
+        VmafDnnContext *ctx = open_context(2);
         CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("slow_chain"), NULL), 0);
         Frame d;
         frame_make(&d, 512, 512, 4);
@@ -480,7 +470,7 @@ static void test_close_in_flight(void)
  * the next clip scores as in a new context; flush no longer blocks reads. */
 static void test_reset(int threads)
 {
-    VmafDnnContext *ctx = open_ctx(threads);
+    VmafDnnContext *ctx = open_context(threads);
     CHECK_EQ_INT(vmaf_dnn_context_reset(NULL), -EINVAL);
     CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("fr_diff"), NULL), 0);
     const VmafDnnSession *session = vmaf_dnn_tiny_model_session(ctx, 0);
@@ -527,7 +517,7 @@ static void test_reset_native(int threads)
     FILE *f = fopen(side, "w");
     fputs("{\"native_resolution\": true}\n", f);
     fclose(f);
-    VmafDnnContext *ctx = open_ctx(threads);
+    VmafDnnContext *ctx = open_context(threads);
     CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, path, NULL), 0);
     Frame big, small;
     frame_make(&big, 16, 12, 1);
@@ -568,7 +558,7 @@ static void test_config(void)
     CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "threads");
     CHECK(ctx == NULL);
     /* threads replaces the sessions' own intra-op count. */
-    ctx = open_ctx(3);
+    ctx = open_context(3);
     CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("nr_mean"), NULL), 0);
     CHECK_EQ_INT(vmaf_dnn_session_config(vmaf_dnn_tiny_model_session(ctx, 0))->threads, 3);
     vmaf_dnn_context_close(ctx);
@@ -653,19 +643,9 @@ static void test_static_runs_in_flight(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s MODEL_DIR\n", argv[0]);
-        return 2;
-    }
-    snprintf(model_dir, sizeof(model_dir), "%s", argv[1]);
-    if (!mkdtemp(tmp_dir)) {
-        perror("mkdtemp");
-        return 2;
-    }
-    if (!vmaf_dnn_available()) {
-        fprintf(stderr, "ONNX Runtime unavailable: %s\n", vmaf_dnn_last_error());
-        return 1;
-    }
+    const int unready = fixture_start(argc, argv, tmp_dir);
+    if (unready)
+        return unready;
     test_config();
     test_same_scores();
     test_settled_reads();

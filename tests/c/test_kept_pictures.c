@@ -84,11 +84,7 @@ static const char *past_model(int back)
 
 static VmafDnnContext *open_with_models(int threads)
 {
-    VmafDnnContextConfig cfg;
-    vmaf_dnn_default_context_config(&cfg);
-    cfg.threads = threads;
-    VmafDnnContext *ctx = NULL;
-    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
+    VmafDnnContext *ctx = open_context(threads);
     CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("fr_diff"), NULL), 0);
     CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, past_model(1), NULL), 0);
     CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("nr_mean"), NULL), 0);
@@ -358,20 +354,10 @@ static void test_a_release_keeps_the_calls_message(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s MODEL_DIR\n", argv[0]);
-        return 2;
-    }
-    snprintf(model_dir, sizeof(model_dir), "%s", argv[1]);
-    if (!mkdtemp(tmp_dir)) {
-        perror("mkdtemp");
-        return 2;
-    }
+    const int unready = fixture_start(argc, argv, tmp_dir);
+    if (unready)
+        return unready;
     main_thread = pthread_self();
-    if (!vmaf_dnn_available()) {
-        fprintf(stderr, "ONNX Runtime unavailable: %s\n", vmaf_dnn_last_error());
-        return 1;
-    }
     test_same_scores_one_release();
     test_failed_calls_keep_nothing();
     test_close_reset_cancel_release_all();

@@ -56,12 +56,7 @@ static int frame_threads;
 
 static VmafDnnContext *ctx_new(void)
 {
-    VmafDnnContextConfig cfg;
-    vmaf_dnn_default_context_config(&cfg);
-    cfg.threads = frame_threads;
-    VmafDnnContext *ctx = NULL;
-    CHECK_EQ_INT(vmaf_dnn_context_open(&ctx, &cfg), 0);
-    return ctx;
+    return open_context(frame_threads);
 }
 
 static double get(const VmafDnnContext *ctx, const char *name, unsigned index)
