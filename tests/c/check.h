@@ -5,6 +5,7 @@
 #define VMAFDNN_TEST_CHECK_H
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,6 +44,18 @@ static int check_passed, check_failed;
             fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", __FILE__,   \
                     __LINE__, h_ ? h_ : "(null)", (needle));                       \
         }                                                                          \
+    } while (0)
+
+#define CHECK_NEAR(got, want, tol)                                                         \
+    do {                                                                                   \
+        double g_ = (got), w_ = (want);                                                    \
+        if (fabs(g_ - w_) <= (tol)) {                                                      \
+            check_passed++;                                                                \
+        } else {                                                                           \
+            check_failed++;                                                                \
+            fprintf(stderr, "%s:%d: %s == %.9g, expected %.9g\n", __FILE__, __LINE__, #got, \
+                    g_, w_);                                                               \
+        }                                                                                  \
     } while (0)
 
 /* Prints the summary line and returns the process exit status. */

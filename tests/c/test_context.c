@@ -36,18 +36,6 @@ static char model_dir[PATH_MAX];
 static const char *builtin_dir;
 static char tmp_dir[] = "/tmp/vmafdnn-context-XXXXXX";
 
-#define CHECK_NEAR(got, want, tol)                                                         \
-    do {                                                                                   \
-        double g_ = (got), w_ = (want);                                                    \
-        if (fabs(g_ - w_) <= (tol)) {                                                      \
-            check_passed++;                                                                \
-        } else {                                                                           \
-            check_failed++;                                                                \
-            fprintf(stderr, "%s:%d: %s == %.9g, expected %.9g\n", __FILE__, __LINE__, #got, \
-                    g_, w_);                                                               \
-        }                                                                                  \
-    } while (0)
-
 /* ------------------------------------------------------------------------ */
 /* Fixtures                                                                 */
 /* ------------------------------------------------------------------------ */

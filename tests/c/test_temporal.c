@@ -67,18 +67,6 @@ static double get(const VmafDnnContext *ctx, const char *name, unsigned index)
     return v;
 }
 
-#define CHECK_NEAR(got, want)                                                           \
-    do {                                                                                \
-        double g_ = (got), w_ = (want);                                                 \
-        if (fabs(g_ - w_) <= 1e-6) {                                                    \
-            check_passed++;                                                             \
-        } else {                                                                        \
-            check_failed++;                                                             \
-            fprintf(stderr, "%s:%d: %s == %.9g, expected %.9g\n", __FILE__, __LINE__, #got, \
-                    g_, w_);                                                            \
-        }                                                                               \
-    } while (0)
-
 /* prev is fed from the distorted picture `offset` frames back. */
 static const char *diff_sidecar(int offset)
 {
@@ -105,8 +93,8 @@ static void test_past_pictures(void)
             CHECK_EQ_INT(read_level(ctx, level[t], t), 0);
         for (unsigned t = 0; t < 5; t++) {
             const int back = (int)t + offset < 0 ? 0 : (int)t + offset;
-            CHECK_NEAR(get(ctx, "m", t), ((double)level[t] - level[back]) / 255.0);
-            CHECK_NEAR(get(ctx, "bits", t), 8);
+            CHECK_NEAR(get(ctx, "m", t), ((double)level[t] - level[back]) / 255.0, 1e-6);
+            CHECK_NEAR(get(ctx, "bits", t), 8, 1e-6);
         }
         CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
         vmaf_dnn_context_close(ctx);
@@ -126,8 +114,8 @@ static void test_order(void)
     CHECK_EQ_INT(read_level(ctx, 20, 5), -EINVAL);
     CHECK(isnan(get(ctx, "m", 7)));
     CHECK_EQ_INT(read_level(ctx, 20, 6), 0);
-    CHECK_NEAR(get(ctx, "m", 5), 0);
-    CHECK_NEAR(get(ctx, "m", 6), 10 / 255.0);
+    CHECK_NEAR(get(ctx, "m", 5), 0, 1e-6);
+    CHECK_NEAR(get(ctx, "m", 6), 10 / 255.0, 1e-6);
     /* Its history would miss the frames already read. */
     CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, stage("temporal_diff", "diff2", diff_sidecar(-1)),
                                          NULL), -EEXIST); /* the same keys */
@@ -162,11 +150,11 @@ static void test_look_ahead(void)
         m[t] = ((double)level[t] - level[t ? t - 1 : 0]) / 255.0;
         CHECK(isnan(get(ctx, "m2", t)));            /* not yet: needs m[t + 1] */
         if (t)
-            CHECK_NEAR(get(ctx, "m2", t - 1), fmin(m[t - 1], m[t]));
+            CHECK_NEAR(get(ctx, "m2", t - 1), fmin(m[t - 1], m[t]), 1e-6);
     }
     CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 5);
     CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
-    CHECK_NEAR(get(ctx, "m2", 4), m[4]);
+    CHECK_NEAR(get(ctx, "m2", 4), m[4], 1e-6);
     CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0); /* twice: harmless, nothing runs again */
     CHECK_EQ_INT(read_level(ctx, 1, 5), -EINVAL);
     vmaf_dnn_context_close(ctx);
@@ -179,7 +167,7 @@ static void test_look_ahead(void)
     CHECK_EQ_INT(read_level(ctx, 10, 0), 0);
     CHECK(isnan(get(ctx, "m2", 0)));
     CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
-    CHECK_NEAR(get(ctx, "m2", 0), 0);
+    CHECK_NEAR(get(ctx, "m2", 0), 0, 1e-6);
     vmaf_dnn_context_close(ctx);
 }
 
@@ -203,12 +191,12 @@ static void test_chain(void)
         CHECK_EQ_INT(read_level(ctx, level[t], t), 0);
     }
     /* m = 0, 1, -1, 1; m2 = 0, -1, -1, 1; s[t] = m2[t+1] + x[t-1] */
-    CHECK_NEAR(get(ctx, "s", 0), -1 + 0);
-    CHECK_NEAR(get(ctx, "s", 1), -1 + 0);
+    CHECK_NEAR(get(ctx, "s", 0), -1 + 0, 1e-6);
+    CHECK_NEAR(get(ctx, "s", 1), -1 + 0, 1e-6);
     CHECK(isnan(get(ctx, "s", 2)));
     CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
-    CHECK_NEAR(get(ctx, "s", 2), 1 + 100);
-    CHECK_NEAR(get(ctx, "s", 3), 1 + 200);
+    CHECK_NEAR(get(ctx, "s", 2), 1 + 100, 1e-6);
+    CHECK_NEAR(get(ctx, "s", 3), 1 + 200, 1e-6);
     vmaf_dnn_context_close(ctx);
 
     /* A picture model cannot run behind. */
@@ -241,13 +229,13 @@ static void test_failure_in_the_middle(void)
     CHECK_EQ_INT(vmaf_dnn_read_pictures(ctx, NULL, &big.pic, 2), -EINVAL); /* it counted */
     CHECK_EQ_INT(read_level(ctx, 50, 3), -ENOENT);  /* m2[2] needs m[2] */
     CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "feature \"m\" at frame 2");
-    CHECK_NEAR(get(ctx, "m", 3), 0);                /* history restarted at frame 3 */
+    CHECK_NEAR(get(ctx, "m", 3), 0, 1e-6); /* history restarted at frame 3 */
     CHECK(isnan(get(ctx, "m2", 1))); /* due at frame 2, whose call stopped at its failure */
     CHECK_EQ_INT(read_level(ctx, 80, 4), 0);
-    CHECK_NEAR(get(ctx, "m", 4), 30 / 255.0);
-    CHECK_NEAR(get(ctx, "m2", 3), 0);
+    CHECK_NEAR(get(ctx, "m", 4), 30 / 255.0, 1e-6);
+    CHECK_NEAR(get(ctx, "m2", 3), 0, 1e-6);
     CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
-    CHECK_NEAR(get(ctx, "m2", 4), 30 / 255.0);
+    CHECK_NEAR(get(ctx, "m2", 4), 30 / 255.0, 1e-6);
     vmaf_dnn_context_close(ctx);
 }
 
@@ -303,8 +291,8 @@ static void test_sidecar_keys(void)
     CHECK_EQ_INT(read_level(ctx, 0, 0), 0);
     CHECK_EQ_INT(read_level(ctx, 51, 1), 0);
     CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
-    CHECK_NEAR(get(ctx, "m2", 0), 0);
-    CHECK_NEAR(get(ctx, "m2", 1), 0.2);
+    CHECK_NEAR(get(ctx, "m2", 0), 0, 1e-6);
+    CHECK_NEAR(get(ctx, "m2", 1), 0.2, 1e-6);
     vmaf_dnn_context_close(ctx);
 }
 
@@ -319,13 +307,13 @@ static void test_attach_and_reset(void)
     CHECK_EQ_INT(read_level(ctx, 30, 1), 0);
     CHECK_EQ_INT(vmaf_dnn_use_tiny_model(ctx, model("nr_mean"), NULL), 0);
     CHECK_EQ_INT(read_level(ctx, 70, 2), 0);
-    CHECK_NEAR(get(ctx, "m", 1), 20 / 255.0);
-    CHECK_NEAR(get(ctx, "m", 2), 40 / 255.0);
+    CHECK_NEAR(get(ctx, "m", 1), 20 / 255.0, 1e-6);
+    CHECK_NEAR(get(ctx, "m", 2), 40 / 255.0, 1e-6);
     CHECK_EQ_INT(vmaf_dnn_context_reset(ctx), 0);
     CHECK_EQ_INT(read_level(ctx, 200, 0), 0);
     CHECK_EQ_INT(read_level(ctx, 210, 1), 0);
-    CHECK_NEAR(get(ctx, "m", 0), 0); /* its own first frame stands in, not frame 2 */
-    CHECK_NEAR(get(ctx, "m", 1), 10 / 255.0);
+    CHECK_NEAR(get(ctx, "m", 0), 0, 1e-6); /* its own first frame stands in, not frame 2 */
+    CHECK_NEAR(get(ctx, "m", 1), 10 / 255.0, 1e-6);
     CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
     vmaf_dnn_context_close(ctx);
 }
@@ -367,10 +355,10 @@ static void test_back_to_one_frame_at_a_time(void)
     CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
     for (unsigned t = 1; t < 4; t++) {
         const double m = ((double)level[t] - level[t - 1]) / 255.0;
-        CHECK_NEAR(get(ctx, "m", t), m);
-        CHECK_NEAR(get(ctx, "s", t), m + (t - 1));
+        CHECK_NEAR(get(ctx, "m", t), m, 1e-6);
+        CHECK_NEAR(get(ctx, "s", t), m + (t - 1), 1e-6);
     }
-    CHECK_NEAR(get(ctx, "b9", 3), get(ctx, "s", 3));
+    CHECK_NEAR(get(ctx, "b9", 3), get(ctx, "s", 3), 1e-6);
     vmaf_dnn_context_close(ctx);
 }
 
@@ -410,8 +398,8 @@ static void test_native_size_in_order(void)
     CHECK_EQ_INT(vmaf_dnn_flush(ctx), 0);
     CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 3);
     CHECK(isnan(get(ctx, "m", 0)));
-    CHECK_NEAR(get(ctx, "m", 1), 0);
-    CHECK_NEAR(get(ctx, "m", 2), -10 / 255.0);
+    CHECK_NEAR(get(ctx, "m", 1), 0, 1e-6);
+    CHECK_NEAR(get(ctx, "m", 2), -10 / 255.0, 1e-6);
     vmaf_dnn_context_close(ctx);
 
     static const unsigned size[] = {8, 8, 16, 8, 8}, level[] = {10, 20, 90, 50, 80};
@@ -435,10 +423,10 @@ static void test_native_size_in_order(void)
     }
     CHECK_EQ_INT(now + late, 1); /* frame 2, at once or in flight */
     CHECK_EQ_INT(vmaf_dnn_frame_count(ctx), 5);
-    CHECK_NEAR(get(ctx, "m", 1), 10 / 255.0);
+    CHECK_NEAR(get(ctx, "m", 1), 10 / 255.0, 1e-6);
     CHECK(isnan(get(ctx, "m", 2)));
-    CHECK_NEAR(get(ctx, "m", 3), 0); /* history restarted after frame 2 */
-    CHECK_NEAR(get(ctx, "m", 4), 30 / 255.0);
+    CHECK_NEAR(get(ctx, "m", 3), 0, 1e-6); /* history restarted after frame 2 */
+    CHECK_NEAR(get(ctx, "m", 4), 30 / 255.0, 1e-6);
     vmaf_dnn_context_close(ctx);
 }
 
@@ -486,7 +474,7 @@ static void test_native_size_after_an_earlier_failure(void)
     CHECK(isnan(get(ctx, "m", 0)));
     CHECK(isnan(get(ctx, "m", 1)));
     CHECK(!isnan(get(ctx, "m", 2)));
-    CHECK_NEAR(get(ctx, "g", 2), 2.0);
+    CHECK_NEAR(get(ctx, "g", 2), 2.0, 1e-6);
     vmaf_dnn_context_close(ctx);
 }
 
@@ -505,10 +493,10 @@ static void test_failure_in_flight(void)
     CHECK_EQ_INT(rc, -ENOENT);
     CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "frame 2 (scored in flight)");
     CHECK_STR_CONTAINS(vmaf_dnn_last_error(), "feature \"x\" of frame 1");
-    CHECK_NEAR(get(ctx, "s", 0), 0 + 5);
-    CHECK_NEAR(get(ctx, "m", 2), 20 / 255.0);   /* the worker's model scored it */
+    CHECK_NEAR(get(ctx, "s", 0), 0 + 5, 1e-6);
+    CHECK_NEAR(get(ctx, "m", 2), 20 / 255.0, 1e-6); /* the worker's model scored it */
     CHECK(isnan(get(ctx, "s", 2)));
-    CHECK_NEAR(get(ctx, "m", 3), 30 / 255.0);   /* the past pictures went on */
+    CHECK_NEAR(get(ctx, "m", 3), 30 / 255.0, 1e-6); /* the past pictures went on */
     vmaf_dnn_context_close(ctx);
 }
 
