@@ -21,14 +21,13 @@ CPU kernel form (libvmaf's exact integer features). Figures in docs/vmaf.md.
 """
 
 import os
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 import pytest
 
-from test_vmaf_graphs import fetch_reference, make_clip, read_y4m_luma
+from test_vmaf_graphs import make_clip, read_y4m_luma, reference_or_skip
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -186,10 +185,7 @@ CLIPS = ["testsrc2_x264crf35_8bit_odd", "testsrc2_x264crf45_10bit", "scenecut_8b
 
 @pytest.fixture(scope="module")
 def reference():
-    try:
-        return fetch_reference()
-    except (subprocess.CalledProcessError, OSError) as e:
-        pytest.skip(f"FFmpeg reference not available (no network?): {e}")
+    return reference_or_skip("FFmpeg reference")
 
 
 @pytest.fixture(scope="module")

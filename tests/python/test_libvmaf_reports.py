@@ -17,20 +17,13 @@ import pytest
 
 import vmafdnn
 
-from test_vmaf_graphs import fetch_reference
+# test_vmaf_graphs' fixture, one instance a module
+from test_vmaf_graphs import reference  # noqa: F401
 
 W, H, FRAMES = 96, 72, 4
 
 # How libvmaf spells a finite number: "%.6f", or "%.16f" near an integer.
 NUMBER = re.compile(r"-?\d+\.(\d{6}|\d{16})")
-
-
-@pytest.fixture(scope="module")
-def reference():
-    try:
-        return fetch_reference()
-    except (subprocess.CalledProcessError, OSError) as e:
-        pytest.skip(f"libvmaf reference not available (no network?): {e}")
 
 
 @pytest.fixture(scope="module")

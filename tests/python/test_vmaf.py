@@ -13,23 +13,10 @@ import pytest
 
 import vmafdnn
 
-from test_vmaf_graphs import (CLIPS, FEATURES, TOL, VMAF_MEAN_TOL, compare, generate_models,
-                              fetch_reference, make_clip, run_libvmaf)
-
-
-@pytest.fixture(scope="module")
-def reference():
-    try:
-        return fetch_reference()
-    except (subprocess.CalledProcessError, OSError) as e:
-        pytest.skip(f"libvmaf reference not available (no network?): {e}")
-
-
-@pytest.fixture(scope="module")
-def models(reference, tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("vmaf_models"))
-    generate_models(out, reference["VMAF_MODELS"])
-    return out
+from test_vmaf_graphs import CLIPS, FEATURES, TOL, VMAF_MEAN_TOL, compare, make_clip, run_libvmaf
+# test_vmaf_graphs' fixtures, one instance a module: the libvmaf reference and the VMAF models
+# generated from it
+from test_vmaf_graphs import models, reference  # noqa: F401
 
 
 def library_scores(result, key="vmaf", suffix=""):

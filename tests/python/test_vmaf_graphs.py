@@ -36,6 +36,15 @@ def fetch_reference():
     return dict(line.split("=", 1) for line in out.split())
 
 
+def reference_or_skip(what="libvmaf reference"):
+    """fetch_reference(), or the test skipped: without a network or a cache there is nothing
+    to compare with."""
+    try:
+        return fetch_reference()
+    except (subprocess.CalledProcessError, OSError) as e:
+        pytest.skip(f"{what} not available (no network?): {e}")
+
+
 def generate_models(outdir, models_dir):
     subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_vmaf_models.py"), outdir,
                     models_dir], check=True)
@@ -178,10 +187,7 @@ def make_clip(ffmpeg, name, workdir):
 
 @pytest.fixture(scope="module")
 def reference():
-    try:
-        return fetch_reference()
-    except (subprocess.CalledProcessError, OSError) as e:
-        pytest.skip(f"libvmaf reference not available (no network?): {e}")
+    return reference_or_skip()
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_vmaf_graphs import CLIPS, fetch_reference, make_clip  # noqa: E402
+from test_vmaf_graphs import CLIPS, fetch_reference, make_clip, reference_or_skip  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DUMP = os.environ.get("VMAFDNN_KERNEL_DUMP",
@@ -69,10 +69,7 @@ def differences(ours, theirs):
 def reference():
     if not os.path.exists(DUMP):
         pytest.fail(f"{DUMP} is not built (meson compile -C build-c)")
-    try:
-        return fetch_reference()
-    except (subprocess.CalledProcessError, OSError) as e:
-        pytest.skip(f"libvmaf reference not available (no network?): {e}")
+    return reference_or_skip()
 
 
 @pytest.mark.parametrize("clip", sorted(KERNEL_CLIPS))
