@@ -20,6 +20,7 @@ from vmafdnn.scoring import InputMismatchError  # noqa: E402
 from vmafdnn.video import Frame, VideoFormatError  # noqa: E402
 
 from clips import clips8_fixture, clips10_fixture  # noqa: E402,F401
+from test_video import assert_same_planes  # noqa: E402
 
 needs_ort = pytest.mark.skipif(not vmafdnn.available(), reason="ONNX Runtime is not installed")
 
@@ -55,14 +56,6 @@ def encode(path, frames, codec="ffv1", rate=25, fmt=None, options=None):
     return path
 
 
-def assert_same(got, want):
-    assert (got.width, got.height, got.chroma, got.bitdepth) == \
-        (want.width, want.height, want.chroma, want.bitdepth)
-    for a, b in zip(got.planes(), want.planes()):
-        assert a.dtype == b.dtype and a.shape == b.shape
-        np.testing.assert_array_equal(a, b)
-
-
 # -- decoding at the source's layout ------------------------------------------------
 
 @pytest.mark.parametrize("chroma,bitdepth", [("420", 8), ("422", 10), ("444", 12),
@@ -78,7 +71,7 @@ def test_lossless_container_decodes_bit_exact_at_its_depth_and_chroma(tmp_path, 
         got = list(reader)
     assert len(got) == 3
     for g, w in zip(got, frames):
-        assert_same(g, w)
+        assert_same_planes(g, w)
     assert [g.index for g in got] == [0, 1, 2]
 
 
@@ -155,7 +148,7 @@ def test_container_from_a_file_object(tmp_path):
     with video.open_video(io.BufferedReader(io.BytesIO(data))) as reader:
         assert isinstance(reader, media.MediaReader)
         for g, w in zip(reader, frames):
-            assert_same(g, w)
+            assert_same_planes(g, w)
 
 
 def test_a_container_through_a_named_pipe_keeps_its_first_bytes(tmp_path):
@@ -190,7 +183,7 @@ def test_a_container_through_a_named_pipe_keeps_its_first_bytes(tmp_path):
     got = done["frames"]
     assert len(got) == 3
     for g, w in zip(got, frames):
-        assert_same(g, w)
+        assert_same_planes(g, w)
 
 
 def test_ffmpeg_reads_the_file_that_was_opened_not_what_its_name_names_later(tmp_path,
@@ -215,7 +208,7 @@ def test_ffmpeg_reads_the_file_that_was_opened_not_what_its_name_names_later(tmp
         got = list(reader)
     assert len(got) == 2
     for g, w in zip(got, first):
-        assert_same(g, w)
+        assert_same_planes(g, w)
 
 
 def test_container_wins_over_raw_geometry(tmp_path):
@@ -284,7 +277,7 @@ def test_prefetch_gives_the_same_frames_and_stops_on_close(tmp_path):
         prefetched = [first] + list(ahead)[1:]
     assert len(direct) == len(prefetched) == 12
     for a, b in zip(direct, prefetched):
-        assert_same(a, b)
+        assert_same_planes(a, b)
 
 
 def test_prefetch_hands_decode_errors_to_the_reader(tmp_path, monkeypatch):

@@ -56,12 +56,17 @@ def root_buffer(arr):
     return arr
 
 
-def assert_frames_equal(got, want):
+def assert_same_planes(got, want):
+    """The same format and, plane by plane, the same samples of the same dtype and shape."""
     assert (got.width, got.height, got.chroma, got.bitdepth) == \
         (want.width, want.height, want.chroma, want.bitdepth)
     for g, w in zip(got.planes(), want.planes()):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(g, w)
+
+
+def assert_frames_equal(got, want):
+    assert_same_planes(got, want)
     assert (got.u is None) == (want.u is None)
 
 
