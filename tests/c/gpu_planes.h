@@ -82,7 +82,11 @@ static void gpu_pair(int kind, int w, int h, int bpc, uint64_t seed, uint16_t *r
 /* Room for one plane of the largest of gpu_sizes (free it). */
 static inline uint16_t *gpu_plane_alloc(void)
 {
-    return malloc((size_t)1920 * 1080 * sizeof(uint16_t));
+    size_t most = 0;
+    for (int i = 0; i < GPU_N_SIZES; i++)
+        if ((size_t)gpu_sizes[i][0] * gpu_sizes[i][1] > most)
+            most = (size_t)gpu_sizes[i][0] * gpu_sizes[i][1];
+    return malloc(most * sizeof(uint16_t));
 }
 
 /* A packed w x h plane of bpc-bit samples at p, as the CPU kernels take it. */
