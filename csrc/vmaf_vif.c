@@ -227,51 +227,14 @@ typedef uint32_t v8u __attribute__((vector_size(32)));
 typedef uint32_t v8u_un __attribute__((vector_size(32), aligned(4), may_alias));
 #define LD8(p) (*(const v8u_un *)(const void *)(p))
 
-VDNN_TARGET_CLONES
-static void vstat_17_8bit(const uint32_t *restrict win, size_t nch, Rows8 out)
+/* The window's five sums, 8 columns at a time. SPLIT 0 (8 bits): the
+ * squares' sums fit 32 bits whole; SPLIT 1: split at sh_sq, as vstat_body
+ * splits them. */
+INLINE void vstat_17_ring(const uint32_t *restrict win, size_t nch, unsigned sh_mu,
+                          const int SPLIT, unsigned sh_sq, Rows8 out)
 {
-    const v8u rnd = {128, 128, 128, 128, 128, 128, 128, 128};
-    const v8u lo = {0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff};
-    for (size_t c = 0; c < nch; c++) {
-        const uint32_t *b = win + c * CHUNK;
-        for (size_t j = 0; j < CW; j += 8) {
-            const uint32_t *p = b + j;
-            v8u x = LD8(p + 8 * NQ * CW), y = LD8(p + (8 * NQ + 1) * CW);
-            const uint32_t f8 = vif_taps[0][8];
-            v8u m1 = f8 * x, m2 = f8 * y, xx = f8 * (x * x), yy = f8 * (y * y),
-                xy = f8 * (x * y);
-#pragma GCC unroll 8
-            for (int k = 0; k < 8; k++) {
-                const uint32_t f = vif_taps[0][k];
-                const v8u x0 = LD8(p + k * NQ * CW), y0 = LD8(p + (k * NQ + 1) * CW);
-                const v8u x1 = LD8(p + (16 - k) * NQ * CW),
-                          y1 = LD8(p + ((16 - k) * NQ + 1) * CW);
-                m1 += f * (x0 + x1);
-                m2 += f * (y0 + y1);
-                xx += f * (x0 * x0 + x1 * x1);
-                yy += f * (y0 * y0 + y1 * y1);
-                xy += f * (x0 * y0 + x1 * y1);
-            }
-            const size_t o = c * CW + j;
-            *(v8u_un *)(void *)(out.q[0] + o) = (m1 + rnd) >> 8;
-            *(v8u_un *)(void *)(out.q[1] + o) = (m2 + rnd) >> 8;
-            *(v8u_un *)(void *)(out.q[2] + o) = xx >> 16;
-            *(v8u_un *)(void *)(out.q[3] + o) = xx & lo;
-            *(v8u_un *)(void *)(out.q[4] + o) = yy >> 16;
-            *(v8u_un *)(void *)(out.q[5] + o) = yy & lo;
-            *(v8u_un *)(void *)(out.q[6] + o) = xy >> 16;
-            *(v8u_un *)(void *)(out.q[7] + o) = xy & lo;
-        }
-    }
-}
-
-/* Above 8 bits: vstat_body's split sums (SPLIT 1) over the ring's window. */
-#define VIF_RING_ANY_DEPTH 1
-VDNN_TARGET_CLONES
-static void vstat_17_split(const uint32_t *restrict win, size_t nch, unsigned sh_mu,
-                           unsigned sh_sq, Rows8 out)
-{
-    const uint32_t rm = 1u << (sh_mu - 1), rs = 1u << (sh_sq - 1), ms = (1u << sh_sq) - 1;
+    const uint32_t rm = 1u << (sh_mu - 1), rs = SPLIT ? 1u << (sh_sq - 1) : 0;
+    const uint32_t ms = SPLIT ? (1u << sh_sq) - 1 : 0;
     const v8u rnd = {rm, rm, rm, rm, rm, rm, rm, rm}, rnd_sq = {rs, rs, rs, rs, rs, rs, rs, rs};
     const v8u mask = {ms, ms, ms, ms, ms, ms, ms, ms};
     const v8u lo = {0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff, 0xffff};
@@ -282,10 +245,13 @@ static void vstat_17_split(const uint32_t *restrict win, size_t nch, unsigned sh
             const v8u x = LD8(p + 8 * NQ * CW), y = LD8(p + (8 * NQ + 1) * CW);
             const uint32_t f8 = vif_taps[0][8];
             const v8u aa = x * x, bb = y * y, ab = x * y;
-            v8u m1 = f8 * x, m2 = f8 * y;
-            v8u xh = f8 * (aa >> sh_sq), xl = f8 * (aa & mask);
-            v8u yh = f8 * (bb >> sh_sq), yl = f8 * (bb & mask);
-            v8u ph = f8 * (ab >> sh_sq), pl = f8 * (ab & mask);
+            v8u m1 = f8 * x, m2 = f8 * y, xh, yh, ph, xl = {0}, yl = {0}, pl = {0};
+            if (!SPLIT) {
+                xh = f8 * aa, yh = f8 * bb, ph = f8 * ab;
+            } else {
+                xh = f8 * (aa >> sh_sq), yh = f8 * (bb >> sh_sq), ph = f8 * (ab >> sh_sq);
+                xl = f8 * (aa & mask), yl = f8 * (bb & mask), pl = f8 * (ab & mask);
+            }
 #pragma GCC unroll 8
             for (int k = 0; k < 8; k++) {
                 const uint32_t f = vif_taps[0][k];
@@ -296,26 +262,50 @@ static void vstat_17_split(const uint32_t *restrict win, size_t nch, unsigned sh
                 const v8u ab0 = x0 * y0, ab1 = x1 * y1;
                 m1 += f * (x0 + x1);
                 m2 += f * (y0 + y1);
-                xh += f * ((aa0 >> sh_sq) + (aa1 >> sh_sq));
-                xl += f * ((aa0 & mask) + (aa1 & mask));
-                yh += f * ((bb0 >> sh_sq) + (bb1 >> sh_sq));
-                yl += f * ((bb0 & mask) + (bb1 & mask));
-                ph += f * ((ab0 >> sh_sq) + (ab1 >> sh_sq));
-                pl += f * ((ab0 & mask) + (ab1 & mask));
+                if (!SPLIT) {
+                    xh += f * (aa0 + aa1);
+                    yh += f * (bb0 + bb1);
+                    ph += f * (ab0 + ab1);
+                } else {
+                    xh += f * ((aa0 >> sh_sq) + (aa1 >> sh_sq));
+                    xl += f * ((aa0 & mask) + (aa1 & mask));
+                    yh += f * ((bb0 >> sh_sq) + (bb1 >> sh_sq));
+                    yl += f * ((bb0 & mask) + (bb1 & mask));
+                    ph += f * ((ab0 >> sh_sq) + (ab1 >> sh_sq));
+                    pl += f * ((ab0 & mask) + (ab1 & mask));
+                }
             }
-            const v8u vx = xh + ((xl + rnd_sq) >> sh_sq), vy = yh + ((yl + rnd_sq) >> sh_sq);
-            const v8u vp = ph + ((pl + rnd_sq) >> sh_sq);
+            if (SPLIT) {
+                xh += (xl + rnd_sq) >> sh_sq;
+                yh += (yl + rnd_sq) >> sh_sq;
+                ph += (pl + rnd_sq) >> sh_sq;
+            }
             const size_t o = c * CW + j;
             *(v8u_un *)(void *)(out.q[0] + o) = (m1 + rnd) >> sh_mu;
             *(v8u_un *)(void *)(out.q[1] + o) = (m2 + rnd) >> sh_mu;
-            *(v8u_un *)(void *)(out.q[2] + o) = vx >> 16;
-            *(v8u_un *)(void *)(out.q[3] + o) = vx & lo;
-            *(v8u_un *)(void *)(out.q[4] + o) = vy >> 16;
-            *(v8u_un *)(void *)(out.q[5] + o) = vy & lo;
-            *(v8u_un *)(void *)(out.q[6] + o) = vp >> 16;
-            *(v8u_un *)(void *)(out.q[7] + o) = vp & lo;
+            *(v8u_un *)(void *)(out.q[2] + o) = xh >> 16;
+            *(v8u_un *)(void *)(out.q[3] + o) = xh & lo;
+            *(v8u_un *)(void *)(out.q[4] + o) = yh >> 16;
+            *(v8u_un *)(void *)(out.q[5] + o) = yh & lo;
+            *(v8u_un *)(void *)(out.q[6] + o) = ph >> 16;
+            *(v8u_un *)(void *)(out.q[7] + o) = ph & lo;
         }
     }
+}
+
+VDNN_TARGET_CLONES
+static void vstat_17_8bit(const uint32_t *restrict win, size_t nch, Rows8 out)
+{
+    vstat_17_ring(win, nch, 8, 0, 0, out);
+}
+
+/* Above 8 bits. */
+#define VIF_RING_ANY_DEPTH 1
+VDNN_TARGET_CLONES
+static void vstat_17_split(const uint32_t *restrict win, size_t nch, unsigned sh_mu,
+                           unsigned sh_sq, Rows8 out)
+{
+    vstat_17_ring(win, nch, sh_mu, 1, sh_sq, out);
 }
 #else
 VDNN_TARGET_CLONES
