@@ -1,5 +1,6 @@
 """The picture type the readers hand out (:class:`Frame`), their error
-(:class:`VideoFormatError`) and FFmpeg's names of planar layouts: what both
+(:class:`VideoFormatError`), the protocol they share (:class:`FrameReader`)
+and FFmpeg's names of planar layouts: what both
 :mod:`vmafdnn.video` (Y4M, raw YUV) and :mod:`vmafdnn.media` (containers,
 through PyAV) need, in a module below both, so that neither imports the
 other to get them (video hands containers to media; media imports nothing
@@ -11,11 +12,11 @@ Only numpy and the standard library are imported.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterator, Optional
 
 import numpy as np
 
-__all__ = ["VideoFormatError", "Frame", "format_label"]
+__all__ = ["VideoFormatError", "Frame", "FrameReader", "format_label"]
 
 
 class VideoFormatError(ValueError):
@@ -24,6 +25,32 @@ class VideoFormatError(ValueError):
     Wrong *arguments* (a missing raw geometry option, say) raise a plain
     ValueError instead.
     """
+
+
+class FrameReader:
+    """What every reader is: an iterator of frames and a context manager, both through
+    ``read_frame()`` (the next frame, None at the end) and ``close()``, which it defines."""
+
+    def read_frame(self) -> Optional["Frame"]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator["Frame"]:
+        return self
+
+    def __next__(self) -> "Frame":
+        frame = self.read_frame()
+        if frame is None:
+            raise StopIteration
+        return frame
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -30,7 +30,7 @@ from typing import Iterable, Iterator, Optional, Tuple
 
 import numpy as np
 
-from .frames import Frame, VideoFormatError, format_label
+from .frames import Frame, FrameReader, VideoFormatError, format_label
 
 __all__ = ["MediaReader", "scale_frames", "pyav_missing_reason", "DEFAULT_PREFETCH"]
 
@@ -129,7 +129,7 @@ def _frame_from_av(vf, index: int) -> Frame:
     return Frame(planes[0], planes[1], planes[2], depth, index, chroma)
 
 
-class MediaReader:
+class MediaReader(FrameReader):
     """Frames of the first video stream of ``source`` (a path or a binary file object).
 
     ``threads`` is FFmpeg's decoder thread count (0: one
@@ -304,15 +304,6 @@ class MediaReader:
             self.frames_read += 1
         return frame
 
-    def __iter__(self) -> Iterator[Frame]:
-        return self
-
-    def __next__(self) -> Frame:
-        frame = self.read_frame()
-        if frame is None:
-            raise StopIteration
-        return frame
-
     def close(self) -> None:
         """Stops the decode thread (waiting for it) and closes the container."""
         if self._closed:
@@ -324,12 +315,6 @@ class MediaReader:
         self._container.close()
         if self._file is not None:
             self._file.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def __del__(self):
         try:

@@ -31,7 +31,7 @@ from typing import BinaryIO, Iterable, Iterator, Optional, Union
 import numpy as np
 
 from ._native import lib
-from .frames import Frame, VideoFormatError, format_label
+from .frames import Frame, FrameReader, VideoFormatError, format_label
 
 __all__ = [
     "VideoFormatError",
@@ -180,7 +180,7 @@ def _open_input(source) -> tuple:
     return source, _source_name(source), False
 
 
-class _Reader:
+class _Reader(FrameReader):
     """Shared frame loop: per-frame header (if any), then one exact read."""
 
     # A raw file may end at any frame boundary; a Y4M frame that has a
@@ -263,15 +263,6 @@ class _Reader:
                 break
         return bytes(out)
 
-    def __iter__(self) -> Iterator[Frame]:
-        return self
-
-    def __next__(self) -> Frame:
-        frame = self.read_frame()
-        if frame is None:
-            raise StopIteration
-        return frame
-
     def _adopt(self, name: str, owned: bool) -> None:
         """Takes over a file that open_video opened (and peeked) for this reader."""
         self.name, self._owned = name, owned
@@ -281,12 +272,6 @@ class _Reader:
         if self._owned:
             self._owned = False
             self._f.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 # Colour-space tags: FFmpeg writes 420jpeg/420mpeg2/420paldv, 422, 444 and
