@@ -32,8 +32,9 @@
 
 /* VDNN_TARGET_CLONES plus a build for x86-64-v4 (AVX-512 F/BW/DQ/VL), for
  * the loops measured faster with it: VMAF's ADM and motion, whose 64-bit
- * products (vpmullq) AVX2 lacks (ADM -18% a frame on a Zen 4, motion -4%;
- * VIF and the other kernels gained nothing, and float_ssim lost).
+ * products (vpmullq) AVX2 lacks (on a Zen 4, bench/bench_kernels.py: ADM
+ * 1.26-1.30x, motion 1-3%; VIF and the other kernels gained nothing, and
+ * float_ssim lost).
  * The build asks for 256-bit vectors (-mprefer-vector-width=256, the
  * top-level meson.build): AVX-512's instructions on ymm registers, without the
  * 512-bit ones that lower some Intel Xeons' clocks for every core's work. */
