@@ -19,6 +19,7 @@
 #include "ort_backend.h"
 #include "resize.h"
 #include "scratch.h"
+#include "vmaf_kernels.h"
 
 /* Larger planes than any video format has; keeps w * h * sizeof(float) far
  * from overflow. */
@@ -95,6 +96,11 @@ int vmaf_dnn_ort_api_version(void)
 const char *vmaf_dnn_ort_library_path(void)
 {
     return vdnn_ort_library_path();
+}
+
+const char *vmaf_dnn_cpu_kernels(void)
+{
+    return vdnn_kernels_build();
 }
 
 /* ------------------------------------------------------------------------ */

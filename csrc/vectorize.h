@@ -23,6 +23,7 @@
     ((defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8) || \
      (defined(__clang__) && __clang_major__ >= 14))
 #define VDNN_TARGET_CLONES __attribute__((target_clones("avx2", "default")))
+#define VDNN_HAVE_CLONES 1
 #if (defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11) || defined(__clang__)
 #define VDNN_HAVE_AVX512_CLONES 1
 #endif

@@ -69,6 +69,11 @@ typedef struct VdnnPlane {
  * cancelled: for tests and tools. */
 extern const VdnnKernelEnv vdnn_kernel_env_malloc;
 
+/* The kernels' build this CPU runs (kernel_builds.c): "x86-64-v4" (ADM and
+ * motion on AVX-512, the rest AVX2), "avx2" or "baseline" (also wherever the
+ * kernels have one build). Static storage. */
+const char *vdnn_kernels_build(void);
+
 /* libvmaf's integer_vif: VIF at four scales, scores[s] =
  * num[s] / den[s] (libvmaf's VMAF_integer_feature_vif_scale<s>_score),
  * with its enhancement-gain limit (100 for vmaf_v0.6.1, 1.0 for

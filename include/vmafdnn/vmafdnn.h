@@ -115,6 +115,17 @@ VMAF_DNN_API const char *vmaf_dnn_version(void);
  * storage. */
 VMAF_DNN_API const char *vmaf_dnn_source_digest(void);
 
+/* Which build of the library's CPU kernels this CPU runs (the fused
+ * kernels that score VMAF's features, psnr, ssim, float_ssim and sharpness_nr
+ * on ORT's CPU EP), chosen when the library is loaded: "x86-64-v4" (VMAF's ADM
+ * and motion with AVX-512, the other kernels with AVX2), "avx2", or
+ * "baseline": the build's own target, as on every architecture but x86-64
+ * and wherever the library was built without per-CPU builds (compilers
+ * without target_clones, ThreadSanitizer). Every build gives the same scores
+ * to the last digit: this says which ran, not what it scored. Static storage;
+ * any thread. */
+VMAF_DNN_API const char *vmaf_dnn_cpu_kernels(void);
+
 /* The calling thread's message about its last failed call, "" when none.
  * Valid until the next libvmafdnn call on the same thread. */
 VMAF_DNN_API const char *vmaf_dnn_last_error(void);

@@ -32,6 +32,13 @@ def source_digest() -> str:
     return _ffi.string(_lib.vmaf_dnn_source_digest()).decode()
 
 
+def cpu_kernels() -> str:
+    """Which build of the library's CPU kernels this CPU runs: "x86-64-v4" (VMAF's ADM and
+    motion with AVX-512, the rest with AVX2), "avx2" or "baseline". Every build scores alike
+    to the last digit; this says which ran."""
+    return _ffi.string(_lib.vmaf_dnn_cpu_kernels()).decode()
+
+
 __all__ = [
     "available", "ort_version", "ort_library_path", "unavailable_reason", "Session",
     "TensorInfo", "StaticRuns", "DEVICES", "fp32_to_fp16", "fp16_to_fp32", "DnnError",
@@ -39,7 +46,8 @@ __all__ = [
     "NotARegularFileError", "ModelTooLargeError", "InvalidModelError", "UnsupportedError",
     "RuntimeNotFoundError", "OutputTooSmallError", "ReportBufferTooSmallError", "BusyError",
     "OutOfMemoryError",
-    "RangeError", "RuntimeFailureError", "__version__", "source_digest", "Batching", "Context",
+    "RangeError", "RuntimeFailureError", "__version__", "source_digest", "cpu_kernels", "Batching",
+    "Context",
     "ModelInfo", "score",
     "InputMismatchError", "UsageError", "ModelRuntimeError", "RunTimeoutError",
     "RunCancelledError", "MemoryBudgetError", "SymlinkRefusedError", "PathNotADirectoryError",

@@ -30,8 +30,8 @@ from typing import Dict
 
 import numpy as np
 
-from . import (__version__, available, ort_library_path, ort_version, source_digest,
-               unavailable_reason)
+from . import (__version__, available, cpu_kernels, ort_library_path, ort_version,
+               source_digest, unavailable_reason)
 from . import models as builtin_models
 from . import _gpu_libraries, names
 from ._native import ensure_ort, ffi, lib
@@ -254,7 +254,8 @@ def cmd_info(args) -> int:
     elif args.model is None:
         raise _UsageExit("info: give a MODEL, or --devices")
     with _open(args) as session:
-        print(f"libvmafdnn   {__version__} (sources {source_digest()})")
+        print(f"libvmafdnn   {__version__} (sources {source_digest()}; CPU kernels "
+              f"{cpu_kernels()})")
         print(f"ONNX Runtime {ort_version()} ({printable(ort_library_path())})")
         print(f"model        {printable(args.model)}")
         print(f"attached EP  {_on_ep(session.attached_ep, session.ep_nodes)}")

@@ -7,8 +7,8 @@
  * and t, 0 for the first), then psnr_y, ssim_y, float_ssim and sharpness_nr
  * (of the distorted clip), with 17 significant digits. On stderr: each
  * kernel's wall time in ms and which of the kernels' builds this CPU runs
- * ("builds: x86-64-v4", "avx2" or "baseline": csrc/vectorize.h's clones,
- * chosen by the same CPU features). The tests compare it with real libvmaf,
+ * ("builds: x86-64-v4", "avx2" or "baseline": vdnn_kernels_build, csrc/
+ * vectorize.h's clones). The tests compare it with real libvmaf,
  * each x86-64 build with the others, and an AArch64 build with this
  * machine's (tests/python/test_vmaf_kernels.py).
  */
@@ -96,25 +96,6 @@ static double now_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-/* The clone an x86-64 CPU runs: the ifunc resolvers' choice. */
-static const char *kernel_build(void)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-#if !defined(__clang__) && __GNUC__ >= 12
-    if (__builtin_cpu_supports("x86-64-v4")) /* what gcc's resolvers test */
-#else
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2"))
-#endif
-        return "x86-64-v4";
-    if (__builtin_cpu_supports("avx2"))
-        return "avx2";
-#endif
-    return "baseline";
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -186,7 +167,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "ms total:");
     for (int k = 0; k < KERNELS; k++)
         fprintf(stderr, " %s %.1f", kernel_names[k], ms[k]);
-    fprintf(stderr, "\nbuilds: %s\n", kernel_build());
+    fprintf(stderr, "\nbuilds: %s\n", vdnn_kernels_build());
     free(ref);
     free(dist);
     free(prev);

@@ -69,6 +69,10 @@ static void test_loading(void)
     const char *digest = vmaf_dnn_source_digest();
     CHECK(digest != NULL && strlen(digest) == 16 &&
           strspn(digest, "0123456789abcdef") == 16);
+    const char *kernels = vmaf_dnn_cpu_kernels();
+    CHECK(kernels != NULL && (strcmp(kernels, "x86-64-v4") == 0 || strcmp(kernels, "avx2") == 0 ||
+                              strcmp(kernels, "baseline") == 0));
+    CHECK(vmaf_dnn_cpu_kernels() == kernels);
 }
 
 static void test_open_errors(void)

@@ -399,6 +399,7 @@ def test_info_and_bench_still_work(models):
     proc = vmafdnn_cli("info", vmafdnn.models.path("psnr_y"), "--device", "cpu")
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"^attached EP  CPU$", proc.stdout, re.M)
+    assert re.search(r"; CPU kernels (x86-64-v4|avx2|baseline)\)$", proc.stdout, re.M)
     assert re.search(r"^input  reference\s+float32\s+\[1, 1, \?, \?\]$", proc.stdout, re.M)
     proc = vmafdnn_cli("bench", models.identity, "--runs", "20", "--threads", "1")
     assert proc.returncode == 0, proc.stderr

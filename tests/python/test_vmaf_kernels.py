@@ -18,6 +18,8 @@ import sys
 import numpy as np
 import pytest
 
+import vmafdnn
+
 sys.path.insert(0, os.path.dirname(__file__))
 from test_vmaf_graphs import CLIPS, fetch_reference, make_clip, reference_or_skip  # noqa: E402
 
@@ -136,6 +138,16 @@ def test_every_x86_64_build_of_the_kernels_scores_alike(clip_pair):
         theirs, their_build = dump(ref, dist, egl, ["qemu-x86_64", "-cpu", cpu])
         assert their_build == [build], f"qemu -cpu {cpu} ran {their_build}"
         assert theirs == native, f"{clip}: the {build} build differs from {native_build}"
+
+
+def test_the_library_says_which_build_runs(reference, tmp_path, monkeypatch):
+    """vmafdnn.cpu_kernels() (vmaf_dnn_cpu_kernels) names the build the kernel dump, built from
+    the same sources, says it ran on this CPU."""
+    monkeypatch.setattr("test_vmaf_graphs.CLIPS", KERNEL_CLIPS)
+    ref, dist = make_clip(reference["FFMPEG"], "static_8bit", str(tmp_path))
+    _, build = dump(ref, dist, 100.0)
+    assert build == [vmafdnn.cpu_kernels()]
+    assert vmafdnn.cpu_kernels() in ("x86-64-v4", "avx2", "baseline")
 
 
 @pytest.mark.parametrize("clip_pair", sorted(KERNEL_CLIPS), indirect=True)
