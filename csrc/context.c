@@ -19,6 +19,7 @@
 #include "frame_pool.h"
 #include "context_internal.h"
 #include "output.h"
+#include "picture_memory.h"
 #include "tiny_model.h"
 #include "vectorize.h"
 
@@ -28,6 +29,9 @@ struct VmafDnnContext {
     VdnnTinyModel **model;   /* n_models owned models, in attach order */
     VdnnModelRecipe **recipe; /* how each was attached (frame_pool.h) */
     size_t n_models, model_capacity;
+    /* Where picture buffers come from (vmaf_dnn_picture_buffer_alloc), set
+     * as models attach; read without the lock. */
+    const VdnnHostMemory *_Atomic picture_memory;
     int flushed;
     /* Frame order. Once a temporal model is attached (one that reads other
      * frames than the one it scores, or runs behind), frames must come as
@@ -240,6 +244,7 @@ void vmaf_dnn_context_close(VmafDnnContext *ctx)
     pthread_mutex_unlock(&ctx->gate);
     vdnn_frame_pool_close(ctx->pool);
     vdnn_raw_past_free(&ctx->past);
+    vdnn_picture_buffers_disown(ctx);
     for (size_t i = 0; i < ctx->n_models; i++) {
         vdnn_tiny_model_close(ctx->model[i]);
         vdnn_model_recipe_free(ctx->recipe[i]);
@@ -730,6 +735,18 @@ static int attach(VmafDnnContext *ctx, const char *onnx_path, const VmafDnnModel
     return rc;
 }
 
+/* The host-accessible memory of the first model that takes its pictures'
+ * own samples on a device that has some (samples_in_place in tiny_model.c
+ * feeds those from there), else NULL: plain memory. */
+static void choose_picture_memory(VmafDnnContext *ctx)
+{
+    const VdnnHostMemory *memory = NULL;
+    for (size_t i = 0; !memory && i < ctx->n_models; i++)
+        if (vdnn_tiny_model_takes_samples(ctx->model[i]))
+            memory = vdnn_session_host_memory(vdnn_tiny_model_session(ctx->model[i]));
+    atomic_store(&ctx->picture_memory, memory);
+}
+
 static int use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
                           const VmafDnnModelConfig *mcfg)
 {
@@ -775,8 +792,31 @@ int vmaf_dnn_use_tiny_model(VmafDnnContext *ctx, const char *onnx_path,
      * the next frame. */
     drop_pool(ctx);
     int rc = use_tiny_model(ctx, onnx_path, mcfg);
+    choose_picture_memory(ctx);
     leave(ctx);
     return rc;
+}
+
+int vmaf_dnn_picture_buffer_alloc(VmafDnnContext *ctx, size_t size, void **out)
+{
+    vdnn_clear_error();
+    if (out)
+        *out = NULL;
+    if (!ctx || !out)
+        return vdnn_fail(-EINVAL, "picture_buffer_alloc: %s is NULL", !ctx ? "context" : "out");
+    return vdnn_picture_buffer_new(ctx, atomic_load(&ctx->picture_memory), size, out);
+}
+
+int vmaf_dnn_picture_buffer_free(void *buffer)
+{
+    vdnn_clear_error();
+    return vdnn_picture_buffer_free(buffer);
+}
+
+const char *vmaf_dnn_picture_memory(const VmafDnnContext *ctx)
+{
+    const VdnnHostMemory *memory = ctx ? atomic_load(&ctx->picture_memory) : NULL;
+    return memory ? vdnn_ort_host_memory_name(memory) : NULL;
 }
 
 /* Model `i`, or NULL, looked up under the lock; the model itself lives until
@@ -902,7 +942,7 @@ int vmaf_dnn_tiny_model_static_runs(const VmafDnnContext *locked_ctx, size_t mod
         if (!out->fixed && !out->as_opened && ctx->pool)
             vdnn_frame_pool_static_runs(ctx->pool, model, out);
         out->fixed = out->as_opened = out->device_io = out->captured = out->pinned = 0;
-        out->uint8 = 0;
+        out->uint8 = out->pictures = 0;
         vdnn_tiny_model_add_run_counts(m, out);
         if (ctx->pool)
             vdnn_frame_pool_add_run_counts(ctx->pool, model, out);

@@ -42,6 +42,10 @@ void vdnn_session_host_free(VmafDnnSession *s, void *p);
  * memory, so data for its runs is better copied there than fed from where
  * it lies. (dnn_api.c) */
 int vdnn_session_host_blocks_pinned(const VmafDnnSession *s);
+/* vdnn_ort_host_memory of the session: the host-accessible memory its
+ * blocks come from, NULL where plain. (dnn_api.c) */
+typedef struct VdnnHostMemory VdnnHostMemory; /* ort_backend.h */
+const VdnnHostMemory *vdnn_session_host_memory(const VmafDnnSession *s);
 
 /* The kind of hardware the session's EP runs on: 0 CPU, 1 GPU, 2 NPU (ORT's
  * OrtHardwareDeviceType values), what a sidecar's {"value": "device_type"}

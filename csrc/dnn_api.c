@@ -515,6 +515,11 @@ int vdnn_session_host_blocks_pinned(const VmafDnnSession *s)
     return vdnn_ort_host_blocks_pinned(s->ort);
 }
 
+const VdnnHostMemory *vdnn_session_host_memory(const VmafDnnSession *s)
+{
+    return vdnn_ort_host_memory(s->ort);
+}
+
 int vmaf_dnn_session_ep_nodes(const VmafDnnSession *s, size_t *on_ep, size_t *total)
 {
     if (!s || !on_ep || !total)

@@ -27,6 +27,7 @@
 #include "ort_custom_ops.h"
 #include "ort_device_io.h"
 #include "onnx_scan.h"
+#include "picture_memory.h"
 
 /* Oldest ORT release whose API has every member this file calls. */
 #define ORT_MIN_MINOR 20
@@ -1464,6 +1465,7 @@ struct VdnnOrtSession {
     } fixed[VMAF_DNN_MAX_STATIC_SHAPES];
     size_t n_fixed;
     _Atomic uint64_t runs_fixed, runs_as_opened, runs_device_io, runs_captured, runs_pinned;
+    _Atomic uint64_t runs_pictures;
     _Atomic uint64_t runs_uint8;
     /* Host memory the caller's pictures live in (vdnn_ort_host_alloc): the
      * EP device's host-accessible memory, or NULL (malloc). */
@@ -2688,6 +2690,7 @@ void vdnn_ort_add_run_counts(const VdnnOrtSession *s, VmafDnnStaticRuns *sum)
     sum->captured += atomic_load(&s->runs_captured);
     sum->pinned += atomic_load(&s->runs_pinned);
     sum->uint8 += atomic_load(&s->runs_uint8);
+    sum->pictures += atomic_load(&s->runs_pictures);
 }
 
 void vdnn_ort_static_runs(const VdnnOrtSession *s, VmafDnnStaticRuns *out)
@@ -2821,8 +2824,42 @@ int vdnn_ort_host_blocks_pinned(const VdnnOrtSession *s)
     return s->host_alloc != NULL;
 }
 
+const VdnnHostMemory *vdnn_ort_host_memory(const VdnnOrtSession *s)
+{
+    return (const VdnnHostMemory *)s->host_alloc;
+}
+
+void *vdnn_ort_host_memory_block(const VdnnHostMemory *mem, size_t bytes, void **handle)
+{
+    const HostBlock b = host_block_new((OrtAllocator *)mem, bytes);
+    *handle = b.tensor;
+    return b.data;
+}
+
+void vdnn_ort_host_memory_release(void *handle)
+{
+    if (handle)
+        api()->ReleaseValue(handle);
+}
+
+const char *vdnn_ort_host_memory_name(const VdnnHostMemory *mem)
+{
+    const OrtApi *a = api();
+    OrtAllocator *alloc = (OrtAllocator *)mem;
+    const OrtMemoryInfo *info = alloc && alloc->Info ? alloc->Info(alloc) : NULL;
+    const char *name = NULL;
+    OrtStatus *st = info ? a->MemoryInfoGetName(info, &name) : NULL;
+    if (st) {
+        a->ReleaseStatus(st);
+        name = NULL;
+    }
+    return name && *name ? name : "host-accessible";
+}
+
 /* Whether every input the run copies to the device (device I/O) comes from
- * a block of vdnn_ort_host_alloc, and at least one does. */
+ * the device's host-accessible memory, a block of vdnn_ort_host_alloc or a
+ * caller's picture buffer in it (vdnn_picture_memory_holds), and at least
+ * one does. */
 static int fed_from_host_blocks(VdnnOrtSession *s, VdnnDeviceIo *io, const VdnnOrtFeed *feeds)
 {
     if (!s->host_alloc)
@@ -2842,10 +2879,27 @@ static int fed_from_host_blocks(VdnnOrtSession *s, VdnnDeviceIo *io, const VdnnO
                                     at - (uintptr_t)s->blocks[k].data <= s->blocks[k].bytes - bytes))
             k++;
         inside = k < s->n_blocks;
+        if (!inside)
+            inside = vdnn_picture_memory_holds(vdnn_ort_host_memory(s), feeds[i].data, bytes);
         copied = 1;
     }
     pthread_mutex_unlock(&s->host_lock);
     return copied && inside;
+}
+
+/* Whether some input is fed from a caller's picture buffer in the device's
+ * host-accessible memory (vdnn_picture_memory_holds): sent from where the
+ * caller put it, not copied on the host first. */
+static int fed_from_pictures(const VdnnOrtSession *s, const VdnnOrtFeed *feeds)
+{
+    int from = 0;
+    for (size_t i = 0; s->host_alloc && !from && i < s->n_inputs; i++) {
+        size_t bytes = element_size(feeds[i].type);
+        for (size_t d = 0; d < feeds[i].rank; d++)
+            bytes *= (size_t)feeds[i].shape[d];
+        from = vdnn_picture_memory_holds(vdnn_ort_host_memory(s), feeds[i].data, bytes);
+    }
+    return from;
 }
 
 int vdnn_ort_session_create(const void *model, size_t len, const char *model_path,
@@ -3272,6 +3326,8 @@ static int run_guarded(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t
      * takes back a device-I/O run whose session it makes without) */
     if (io && !widened && fed_from_host_blocks(s, io, feeds))
         atomic_fetch_add(&s->runs_pinned, 1);
+    if (!widened && fed_from_pictures(s, feeds))
+        atomic_fetch_add(&s->runs_pictures, 1);
     if (!widened && feeds_narrow(s, feeds))
         atomic_fetch_add(&s->runs_uint8, 1);
     unlock_capture(captures);

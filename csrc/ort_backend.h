@@ -161,6 +161,21 @@ void vdnn_ort_host_free(VdnnOrtSession *s, void *p);
  * fed from anywhere is read or copied alike. Fixed at creation. */
 int vdnn_ort_host_blocks_pinned(const VdnnOrtSession *s);
 
+/* The memory vdnn_ort_host_alloc's blocks come from, where it is a device's
+ * host-accessible memory (an opaque token: ORT's shared allocator of it,
+ * which lives as long as ORT's env, for the process); NULL where they are
+ * plain memory. Sessions of one EP device share it. Fixed at creation. */
+typedef struct VdnnHostMemory VdnnHostMemory;
+const VdnnHostMemory *vdnn_ort_host_memory(const VdnnOrtSession *s);
+/* A block of `bytes` of that memory, its owner in *handle (for
+ * vdnn_ort_host_memory_release, from any thread, at any time later); NULL
+ * when the allocator cannot give it (then *handle is NULL). */
+void *vdnn_ort_host_memory_block(const VdnnHostMemory *mem, size_t bytes, void **handle);
+void vdnn_ort_host_memory_release(void *handle); /* NULL-safe */
+/* ORT's name of that memory (its OrtMemoryInfo's: "CudaPinned", ...);
+ * "host-accessible" where ORT does not say. Valid for the process. */
+const char *vdnn_ort_host_memory_name(const VdnnHostMemory *mem);
+
 /* Whether runs that feed 8-bit samples (VdnnOrtFeed type UINT8 for a UINT16
  * input) get a specialised session whose pictures are UINT8: the model's
  * pictures are only moved and cast (vdnn_onnx_narrow_samples) and it was

@@ -14,6 +14,7 @@
 #include "context_internal.h"
 #include "error.h"
 #include "onnx_scan.h"
+#include "picture_memory.h"
 #include "resize.h"
 #include "scratch.h"
 #include "sidecar.h"
@@ -1622,19 +1623,25 @@ static const void *past_plane(const VdnnTinyModel *m, VdnnSourcePicture p, unsig
 
 /* Picture p's own samples where the session can be fed them as they lie:
  * the frame not resized, its rows back to back, its samples what the
- * session is fed (8-bit where narrow, 16-bit words above 8 bits), and a
- * session whose blocks are plain memory (m->stages 0: ORT's CPU EP reads
- * the input where it is, other EPs copy from any host memory alike). NULL:
- * they go through sample_plane (samples_of). A frame's samples outlive its
- * run: the caller's pictures during vmaf_dnn_read_pictures, or the slot's
- * copy while the frame is in flight. */
+ * session is fed (8-bit where narrow, 16-bit words above 8 bits), and
+ * either a session whose blocks are plain memory (m->stages 0: ORT's CPU EP
+ * reads the input where it is, other EPs copy from any host memory alike)
+ * or samples that lie in its device's host-accessible memory already (the
+ * caller's picture buffers, vmaf_dnn_picture_buffer_alloc). NULL: they go
+ * through sample_plane (samples_of). A frame's samples outlive its run: the
+ * caller's pictures during vmaf_dnn_read_pictures or while kept, or the
+ * slot's copy while the frame is in flight. */
 static const void *samples_in_place(const VdnnTinyModel *m, const VdnnTinyFrame *f,
                                     VdnnSourcePicture p, int resize, int narrow)
 {
     const size_t bytes = narrow ? 1 : f->bpc > 8 ? sizeof(uint16_t) : 0;
     const void *samples = f->samples[p][m->plane];
-    if (m->stages || resize || !bytes || !samples || (uintptr_t)samples % bytes ||
-        f->sample_stride[p][m->plane] != (ptrdiff_t)(f->w[m->plane] * bytes))
+    const size_t row = (size_t)f->w[m->plane] * bytes;
+    if (resize || !bytes || !samples || (uintptr_t)samples % bytes ||
+        f->sample_stride[p][m->plane] != (ptrdiff_t)row)
+        return NULL;
+    if (m->stages && !vdnn_picture_memory_holds(vdnn_session_host_memory(m->session), samples,
+                                                row * f->h[m->plane]))
         return NULL;
     return samples;
 }
@@ -2155,6 +2162,7 @@ static void add_counts(VmafDnnStaticRuns *sum, const VmafDnnStaticRuns *part)
     sum->captured += part->captured;
     sum->pinned += part->pinned;
     sum->uint8 += part->uint8;
+    sum->pictures += part->pictures;
 }
 
 void vdnn_tiny_model_add_run_counts(const VdnnTinyModel *m, VmafDnnStaticRuns *sum)

@@ -691,6 +691,49 @@ VMAF_DNN_API int vmaf_dnn_read_pictures_kept(VmafDnnContext *ctx, const VmafDnnP
                                              const VmafDnnPicture *dist, unsigned index,
                                              VmafDnnPicturesRelease release, void *opaque);
 
+/*
+ * Picture buffers: memory for the planes of the pictures a caller reads
+ * into this context, which its models send to their device from where they
+ * lie. Where an attached model that takes a picture's own samples (the
+ * built-ins on CUDA and other accelerators: vmaf_dnn_tiny_model_session's
+ * inputs UINT16) runs on an EP device that offers host-accessible memory
+ * (ORT 1.23+; CUDA: pinned memory, which the GPU reads by DMA), a buffer
+ * comes from that memory: the first such model in attach order chooses,
+ * among the models attached when the buffer is allocated. Otherwise (no such
+ * model, ORT's CPU EP, that memory exhausted) it is plain memory aligned to
+ * 64 bytes, no better and no worse than the caller's own.
+ * A plane whose rows lie back to back in such a buffer (stride = w x bytes
+ * per sample) is copied to the device straight from it by those models,
+ * where a plane elsewhere is first copied into the model's own pinned
+ * memory (one copy of its samples on the host per model and frame; with
+ * frames in flight, the copy into a slot too unless the pictures are read
+ * with vmaf_dnn_read_pictures_kept): a reader that reads each frame into a
+ * buffer of its own and hands it over with vmaf_dnn_read_pictures_kept
+ * makes no copy of the samples at all. VmafDnnStaticRuns.pictures counts
+ * the runs fed so. Scores are the same either way.
+ *
+ * vmaf_dnn_picture_buffer_alloc: a buffer of `size` bytes (contents
+ * undefined) in *out, the caller's until vmaf_dnn_picture_buffer_free; it
+ * may outlive the context (freed after vmaf_dnn_context_close, it goes back
+ * at once). Returns 0; -EINVAL (ctx or out NULL, size 0; *out is NULLed
+ * when out is given) or -ENOMEM. Does not wait for the context's calls or
+ * frames in flight: callable from any thread while the context is open,
+ * a release callback (VmafDnnPicturesRelease) included.
+ * vmaf_dnn_picture_buffer_free: gives a buffer back; the context keeps up
+ * to 16 for its next allocations of the same size until it closes (getting
+ * and giving back pinned memory is slow). Returns 0 (also for NULL) or
+ * -EINVAL: not a buffer of vmaf_dnn_picture_buffer_alloc, or freed already
+ * (nothing is touched). Any thread; the buffer must no longer be read by a
+ * context (a picture read with vmaf_dnn_read_pictures_kept: after its
+ * release).
+ * vmaf_dnn_picture_memory: ORT's name of the memory the next buffer comes
+ * from ("CudaPinned", ...), or NULL for plain memory (also for ctx NULL).
+ * Owned by the library, valid for the process.
+ */
+VMAF_DNN_API int vmaf_dnn_picture_buffer_alloc(VmafDnnContext *ctx, size_t size, void **out);
+VMAF_DNN_API int vmaf_dnn_picture_buffer_free(void *buffer);
+VMAF_DNN_API const char *vmaf_dnn_picture_memory(const VmafDnnContext *ctx);
+
 /* Which frames are scored, without waiting: for a caller that passes each
  * frame on once its scores are in (a filter) while the next frames are in
  * flight. Moves into the context the scores of the frames in flight that

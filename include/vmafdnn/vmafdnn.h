@@ -617,6 +617,11 @@ typedef struct VmafDnnStaticRuns {
                             environment variable VMAFDNN_UINT8=0, read when
                             a session opens, keeps them UINT16 (a benchmark's
                             comparison, an EP whose UINT8 Cast misbehaves) */
+    uint64_t pictures;   /* runs fed a picture straight from where the caller
+                            put it, a buffer of vmaf_dnn_picture_buffer_alloc
+                            in the EP device's host-accessible memory (the
+                            memory of `pinned`): not copied on the host
+                            first (context.h, "Picture buffers") */
 } VmafDnnStaticRuns;
 
 /* Fills *out (see VmafDnnStaticRuns). Returns 0 or -EINVAL (a NULL

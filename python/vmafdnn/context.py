@@ -410,6 +410,41 @@ class Context(NativeHandle):
             check(lib.vmaf_dnn_tiny_model_static_runs(handle, model, out))
         return static_runs_from(out)
 
+    # -- picture memory -----------------------------------------------------
+    def picture_buffer(self, size: int) -> np.ndarray:
+        """A writable 1-D uint8 array of ``size`` bytes (contents undefined) in the memory
+        this context's models send pictures to their device from (C:
+        vmaf_dnn_picture_buffer_alloc): a device's pinned memory where an attached model
+        that takes the pictures' own samples runs on one that offers it
+        (:attr:`picture_memory` names it), else plain memory. Planes read into it, rows
+        back to back, and handed over with ``read_pictures(..., keep=True)`` go to the
+        device without a copy on the host (``StaticRuns.pictures`` counts such runs).
+        Freed when the array and every view of it are gone, also after the context is
+        closed. Safe from any thread, and from a ``released`` callback."""
+        size = operator.index(size)
+        if size <= 0:
+            raise InvalidArgumentError(errno.EINVAL, f"picture buffer size must be > 0 (got "
+                                                     f"{size})")
+        out = ffi.new("void **")
+        # Under the state lock, as cancel(): close() frees the handle only after it, and
+        # the C call waits for nothing.
+        with self._state_lock:
+            check(lib.vmaf_dnn_picture_buffer_alloc(self._live(), size, out))
+        pid = os.getpid()
+        # A child made by fork() does not give back its parent's buffers (ORT's pinned
+        # memory is not its to free): its copy goes with the process.
+        data = ffi.gc(ffi.cast("unsigned char *", out[0]),
+                      lambda p: os.getpid() == pid and lib.vmaf_dnn_picture_buffer_free(p))
+        return np.frombuffer(ffi.buffer(data, size), dtype=np.uint8)
+
+    @property
+    def picture_memory(self) -> Optional[str]:
+        """ONNX Runtime's name of the memory :meth:`picture_buffer` takes (``"CudaPinned"``,
+        ...), or None for plain memory (C: vmaf_dnn_picture_memory)."""
+        with self._state_lock:
+            name = lib.vmaf_dnn_picture_memory(self._live())
+        return None if name == ffi.NULL else ffi.string(name).decode("utf-8", "replace")
+
     # -- scoring ------------------------------------------------------------
     def read_pictures(self, reference, distorted, index: int,
                       bitdepth: Optional[int] = None, *, keep: bool = False,

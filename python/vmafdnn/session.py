@@ -65,6 +65,7 @@ class StaticRuns(NamedTuple):
     device_io_reason: str
     pinned: int
     uint8: int
+    pictures: int
 
 
 def static_runs(handle) -> StaticRuns:
@@ -79,7 +80,7 @@ def static_runs_from(out) -> StaticRuns:
                       ffi.string(out.reason).decode("utf-8", "replace"), int(out.specialised),
                       int(out.device_io), int(out.captured),
                       ffi.string(out.device_io_reason).decode("utf-8", "replace"),
-                      int(out.pinned), int(out.uint8))
+                      int(out.pinned), int(out.uint8), int(out.pictures))
 
 
 def ep_nodes(handle) -> Optional[Tuple[int, int]]:
@@ -383,7 +384,9 @@ class Session(NativeHandle):
         memory (``pinned``: a context's models keep their pictures there
         where the EP offers it; a Session's caller's arrays are not); of the
         fixed runs, those fed 8-bit samples as UINT8 (``uint8``: a context's
-        samples model on an 8-bit clip, half the bytes of UINT16)."""
+        samples model on an 8-bit clip, half the bytes of UINT16); the runs
+        fed a picture straight from the caller's buffer in that memory
+        (``pictures``: :meth:`vmafdnn.Context.picture_buffer`)."""
         with self._using() as handle:
             return static_runs(handle)
 
