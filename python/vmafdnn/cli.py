@@ -642,12 +642,15 @@ def _batched(batching, frames: int) -> str:
 
 def _device_io(runs) -> str:
     """', device-resident I/O on D of R runs (from pinned memory on P), graph recorded on C'
-    where runs bound it, and ', UINT8 samples on U of R runs' where runs took an 8-bit clip's
-    samples as they are."""
+    where runs bound it, ', UINT8 samples on U of R runs' where runs took an 8-bit clip's
+    samples as they are, and ', pictures sent from where they were read on P of R runs' where
+    the readers read them into the device's pinned memory."""
     if not runs:
         return ""
     total = runs["fixed"] + runs["as_opened"]
     narrow = f", UINT8 samples on {runs['uint8']} of {total} runs" if runs.get("uint8") else ""
+    if runs.get("pictures"):
+        narrow += f", pictures sent from where they were read on {runs['pictures']} of {total} runs"
     if not runs["device_io"]:
         return narrow
     pinned = f" (from pinned memory on {runs['pinned']})" if runs.get("pinned") else ""

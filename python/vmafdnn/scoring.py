@@ -789,6 +789,12 @@ def _run(ctx: Context, ref: Optional[_Input], dist: _Input,
     # frames) are kept by the library instead of copied for frames in
     # flight; a generator may refill one array, so its frames are copied.
     keep = dist.frames_stay and (ref is None or ref.frames_stay)
+    if keep and ctx.picture_memory is not None:
+        # The readers read each frame into the memory the models' device reads the
+        # pictures from (pinned): sent from there, no copy of them on the host.
+        for side in (dist, ref):
+            if side is not None and hasattr(side.reader, "allocate"):
+                side.reader.allocate = ctx.picture_buffer
     index = 0
     while True:
         cancel.check(index)

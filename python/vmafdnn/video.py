@@ -26,7 +26,7 @@ import re
 import stat
 import sys
 from fractions import Fraction
-from typing import BinaryIO, Iterable, Iterator, Optional, Union
+from typing import BinaryIO, Callable, Iterable, Iterator, Optional, Union
 
 import numpy as np
 
@@ -192,6 +192,10 @@ class _Reader(FrameReader):
         self._readinto = getattr(self._f, "readinto", None)
         self._reuse_buffer = reuse_buffer
         self._buf: Optional[np.ndarray] = None
+        # Where a frame's bytes go: a callable size -> writable 1-D uint8 array
+        # (vmafdnn.Context.picture_buffer: the memory a GPU reads the pictures from);
+        # None: a numpy array of its own.
+        self.allocate: Optional[Callable[[int], np.ndarray]] = None
         self.frames_read = 0
         self._layout: Optional[_Layout] = None
 
@@ -216,7 +220,8 @@ class _Reader(FrameReader):
         if self._reuse_buffer and self._buf is not None:
             buf = self._buf
         else:
-            buf = np.empty(size, dtype=np.uint8)
+            buf = (np.empty(size, dtype=np.uint8) if self.allocate is None
+                   else self.allocate(size))
             if self._reuse_buffer:
                 self._buf = buf
         got = self._read_exact(memoryview(buf))
