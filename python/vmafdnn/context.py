@@ -22,6 +22,7 @@ import itertools
 import json
 import operator
 import os
+import sys
 import weakref
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -30,7 +31,7 @@ import numpy as np
 from . import models as _builtin
 from . import names
 from ._native import NativeHandle, c_name, c_path, check, decode_name, ensure_ort, ffi, lib
-from .errors import InvalidArgumentError, RangeError
+from .errors import InvalidArgumentError, OutOfMemoryError, RangeError
 from .session import (MAX_BATCH, MAX_DEVICE_INDEX, MAX_THREADS, StaticRuns, config_int,
                       device_value, ep_nodes, model_policy, static_runs_from)
 from .video import Frame
@@ -425,6 +426,9 @@ class Context(NativeHandle):
         if size <= 0:
             raise InvalidArgumentError(errno.EINVAL, f"picture buffer size must be > 0 (got "
                                                      f"{size})")
+        if size > sys.maxsize:
+            raise OutOfMemoryError(errno.ENOMEM, f"picture buffer size {size} is more than "
+                                                 "this machine can address")
         out = ffi.new("void **")
         # Under the state lock, as cancel(): close() frees the handle only after it, and
         # the C call waits for nothing.
