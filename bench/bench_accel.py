@@ -16,7 +16,9 @@ For every device, size and built-in, `vmafdnn.score()` scores the same synthetic
 With --together psnr_y,ssim_y, those models are also scored in one call (the issue's "psnr_y +
 ssim_y" figure): today's forms against the library's own choice for the EP, fed the frames as
 iterators (each frame in flight copied by the caller's thread) and as the lists themselves (kept:
-vmaf_dnn_read_pictures_kept, no copy).
+vmaf_dnn_read_pictures_kept, no copy); then in a Context, frames kept, from arrays of their own
+(context_kept) against frames read into the context's picture buffers (context_buffers:
+Context.picture_buffer, the device's pinned memory where it has some, fed from where they lie).
 
 With --batch B > 1 a fourth run, accel_batchB, scores B frames per ONNX Runtime Run with the
 accelerator form (static shapes as the library's default for the EP: auto), the first batched
@@ -47,6 +49,7 @@ the figures that matter come from a GPU (`--devices cuda`, the GPU build of ONNX
 import argparse
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -91,6 +94,8 @@ def nodes_text(report):
                  f"{runs['captured']})" if runs.get("device_io") else "")
         if runs.get("uint8"):
             bound += f", UINT8 on {runs['uint8']}"
+        if runs.get("pictures"):
+            bound += f", pictures from buffers on {runs['pictures']}"
         form = f" as {os.path.basename(m['form'])}" if m.get("form") else ""
         parts.append(f"{os.path.basename(m['path'])}{form} on {m['attached_ep']}{share}{bound}")
     return "; ".join(parts)
@@ -103,6 +108,34 @@ def print_diffs(values):
                  for k, v in values[label][0].items() if k in values["today"][0]}
         print(f"    {label}: {values[label][1]}; max |d| from today: " +
               ", ".join(f"{k} {d:.2g}" for k, d in sorted(diffs.items())))
+
+
+def in_context(refs, dists, paths, device, threads, buffers):
+    """The frames read with Context.read_pictures(keep=True) as a reader hands them over: from
+    arrays of their own, or (buffers) read into the context's picture buffers, which the models
+    feed from where they lie where the buffers are the device's pinned memory (no copy on the
+    host). The copy into the buffers is the reader's read, not timed. (report, steady fps)."""
+    with vmafdnn.Context(device=device, threads=threads) as ctx:
+        for path in paths:
+            ctx.use_model(path)
+
+        def place(plane):
+            if not buffers:
+                return plane.copy()
+            out = ctx.picture_buffer(plane.nbytes).view(plane.dtype).reshape(plane.shape)
+            out[...] = plane
+            return out
+
+        pairs = [(None if refs is None else place(refs[i]), place(d))
+                 for i, d in enumerate(dists)]
+        bitdepth = 8 if dists[0].dtype == np.uint8 else None
+        ctx.read_pictures(*pairs[0], 0, bitdepth=bitdepth, keep=True)
+        start = time.perf_counter()
+        for i, (ref, dist) in enumerate(pairs[1:], 1):
+            ctx.read_pictures(ref, dist, i, bitdepth=bitdepth, keep=True)
+        ctx.flush()
+        steady = (len(pairs) - 1) / (time.perf_counter() - start)
+        return ctx.report(), steady
 
 
 def together(args, size, device, refs, dists):
@@ -130,10 +163,24 @@ def together(args, size, device, refs, dists):
                 return
             best[label] = max(steady, best.get(label, 0.0))
             values[label] = (per_frame(report), nodes_text(report))
+        os.environ["VMAFDNN_MODEL_FORMS"] = "1"
+        for label, buffers in (("context_kept", False), ("context_buffers", True)):
+            try:
+                report, steady = in_context(ref_frames, dists, paths, device, args.threads,
+                                            buffers)
+            except vmafdnn.DnnError as e:
+                print(f"{size} {device} {'+'.join(names)} {label}: failed: {e}")
+                return
+            best[label] = max(steady, best.get(label, 0.0))
+            values[label] = (per_frame(report), nodes_text(report))
     print(f"{size} {device} {'+'.join(names)} in one call: today {best['today']:.2f} fps; "
           f"library {best['library']:.2f} fps, {best['library'] / best['today']:.2f}x; "
           f"library with the frames kept (no copy per frame in flight) "
           f"{best['library_kept']:.2f} fps, {best['library_kept'] / best['library']:.2f}x")
+    print(f"{size} {device} {'+'.join(names)} in a context, frames kept: from arrays "
+          f"{best['context_kept']:.2f} fps; read into picture buffers "
+          f"{best['context_buffers']:.2f} fps, "
+          f"{best['context_buffers'] / best['context_kept']:.2f}x")
     print_diffs(values)
 
 
