@@ -511,6 +511,8 @@ static int pool_ready(VmafDnnContext *ctx)
             /* frames-level workers are the parallelism; a lone worker that
              * exists for the batch keeps the sessions' threads */
             .copy_threads = ctx->cfg.threads > 1 ? 1 : ctx->cfg.threads,
+            /* a frame in flight is copied where its models take it from */
+            .slot_memory = atomic_load(&ctx->picture_memory),
         };
         VdnnFramePool *p = NULL;
         int rc = vdnn_frame_pool_open(&p, &setup);

@@ -13,6 +13,7 @@
 #include "context_internal.h"
 #include "error.h"
 #include "frame_pool.h"
+#include "picture_memory.h"
 #include "resize.h"
 #include "scratch.h"
 
@@ -941,7 +942,14 @@ static int copy_features(Slot *s, const VdnnFeatureCollector *fc, unsigned index
 static int copy_plane(VdnnRawCopy *c, int pic, int i, const VdnnRawPlanes *raw, size_t bytes)
 {
     const size_t row = (size_t)raw->w[pic][i] * bytes, n = row * raw->h[pic][i];
-    if (n > c->cap[pic][i]) {
+    if (n > c->cap[pic][i] && c->memory) { /* overwritten whole below: nothing to keep */
+        void *grown = NULL;
+        if (vdnn_picture_buffer_new(NULL, c->memory, n, &grown))
+            return vdnn_fail(-ENOMEM, "out of memory for a frame in flight");
+        vdnn_picture_buffer_free(c->raw[pic][i]);
+        c->raw[pic][i] = grown;
+        c->cap[pic][i] = n;
+    } else if (n > c->cap[pic][i]) {
         unsigned char *grown = realloc(c->raw[pic][i], n);
         if (!grown)
             return vdnn_fail(-ENOMEM, "out of memory for a frame in flight");
@@ -990,7 +998,10 @@ static void raw_copy_free(VdnnRawCopy *c)
     raw_copy_clear(c);
     for (int pic = 0; pic < 2; pic++)
         for (int i = 0; i < 3; i++)
-            free(c->raw[pic][i]);
+            if (c->memory)
+                vdnn_picture_buffer_free(c->raw[pic][i]);
+            else
+                free(c->raw[pic][i]);
     memset(c, 0, sizeof(*c));
 }
 
@@ -1211,9 +1222,11 @@ int vdnn_frame_pool_open(VdnnFramePool **out, const VdnnFramePoolSetup *setup)
     p->slot = calloc(p->n_slots, sizeof(*p->slot));
     p->worker = calloc(p->n_workers, sizeof(*p->worker));
     int allocated = p->slot && p->worker;
-    for (unsigned i = 0; allocated && i < p->n_slots; i++)
+    for (unsigned i = 0; allocated && i < p->n_slots; i++) {
+        p->slot[i].now.memory = setup->slot_memory;
         allocated = (p->slot[i].lock = calloc(2 * (setup->n_models + 1), sizeof(unsigned))) !=
                     NULL;
+    }
     for (unsigned i = 0; allocated && i < p->n_workers; i++)
         allocated = (p->worker[i].set = calloc(p->batch, sizeof(PlaneSet))) != NULL;
     if (!allocated) {

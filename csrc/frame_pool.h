@@ -25,6 +25,7 @@
 #include "vmafdnn/context.h"
 
 #include "feature_collector.h"
+#include "picture_memory.h"
 #include "tiny_model.h"
 
 /* How an attached model was attached, so that it can be opened again: for a
@@ -95,6 +96,10 @@ typedef struct VdnnRawCopy {
     const unsigned char *at[2][3];
     ptrdiff_t stride[2][3];     /* bytes */
     VdnnKeptPictures *kept;     /* NULL: the samples are the copies in raw[][] */
+    /* Where raw[][] come from: picture buffers of this device memory
+     * (picture_memory.h), so that the models that feed from there take the
+     * copies where they lie; NULL: plain memory. */
+    const VdnnHostMemory *memory;
 } VdnnRawCopy;
 
 /* The raw samples of the last frames read, for the workers' models that
@@ -150,6 +155,9 @@ typedef struct VdnnFramePoolSetup {
                                              workers' copies; 0: the
                                              recipe's */
     VdnnFramePending *pending;            /* outlives the pool */
+    /* The memory of the frames' copies in the slots (VdnnRawCopy.memory):
+     * the context's picture memory; NULL: plain memory. */
+    const VdnnHostMemory *slot_memory;
 } VdnnFramePoolSetup;
 
 /* Starts the workers; each opens its own copy of every model on its own

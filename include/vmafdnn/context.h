@@ -709,7 +709,9 @@ VMAF_DNN_API int vmaf_dnn_read_pictures_kept(VmafDnnContext *ctx, const VmafDnnP
  * frames in flight, the copy into a slot too unless the pictures are read
  * with vmaf_dnn_read_pictures_kept): a reader that reads each frame into a
  * buffer of its own and hands it over with vmaf_dnn_read_pictures_kept
- * makes no copy of the samples at all. VmafDnnStaticRuns.pictures counts
+ * makes no copy of the samples at all. (Frames in flight that the library
+ * copies, read with vmaf_dnn_read_pictures, are copied into slots of that
+ * memory and fed from there: one copy.) VmafDnnStaticRuns.pictures counts
  * the runs fed so. Scores are the same either way.
  *
  * vmaf_dnn_picture_buffer_alloc: a buffer of `size` bytes (contents

@@ -617,11 +617,13 @@ typedef struct VmafDnnStaticRuns {
                             environment variable VMAFDNN_UINT8=0, read when
                             a session opens, keeps them UINT16 (a benchmark's
                             comparison, an EP whose UINT8 Cast misbehaves) */
-    uint64_t pictures;   /* runs fed a picture straight from where the caller
-                            put it, a buffer of vmaf_dnn_picture_buffer_alloc
-                            in the EP device's host-accessible memory (the
-                            memory of `pinned`): not copied on the host
-                            first (context.h, "Picture buffers") */
+    uint64_t pictures;   /* runs fed a picture from where it lay in the EP
+                            device's host-accessible memory (the memory of
+                            `pinned`): a caller's buffer of
+                            vmaf_dnn_picture_buffer_alloc, or the library's
+                            copy of a frame in flight there; not copied into
+                            the model's own block first (context.h,
+                            "Picture buffers") */
 } VmafDnnStaticRuns;
 
 /* Fills *out (see VmafDnnStaticRuns). Returns 0 or -EINVAL (a NULL

@@ -385,8 +385,9 @@ class Session(NativeHandle):
         where the EP offers it; a Session's caller's arrays are not); of the
         fixed runs, those fed 8-bit samples as UINT8 (``uint8``: a context's
         samples model on an 8-bit clip, half the bytes of UINT16); the runs
-        fed a picture straight from the caller's buffer in that memory
-        (``pictures``: :meth:`vmafdnn.Context.picture_buffer`)."""
+        fed a picture from where it lay in that memory (``pictures``: a
+        caller's :meth:`vmafdnn.Context.picture_buffer`, or the library's
+        copy of a frame in flight there)."""
         with self._using() as handle:
             return static_runs(handle)
 
