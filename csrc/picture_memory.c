@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "error.h"
 #include "picture_memory.h"
@@ -28,6 +29,45 @@ typedef struct PictureBuffer {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static PictureBuffer *buffers;
 static size_t n_buffers, cap_buffers;
+
+/* fork() copies only the calling thread, and the lock is taken inside
+ * others (a session's host blocks, a WebGPU run's turn) whose fork handlers
+ * run in their own order: it is not taken around fork; the child starts
+ * with a registry of its own, fresh and empty (the parent's buffers are not
+ * the child's to free, and its copy of the list may be half written). */
+static void fork_child(void)
+{
+    static const pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    memcpy(&lock, &fresh, sizeof(fresh));
+    buffers = NULL;
+    n_buffers = cap_buffers = 0;
+}
+
+static void register_fork_handler(void)
+{
+    pthread_atfork(NULL, NULL, fork_child);
+}
+
+static void lock_registry(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_fork_handler);
+    pthread_mutex_lock(&lock);
+}
+
+/* Room for one more buffer, the lock held: 0 or -ENOMEM. */
+static int make_room(void)
+{
+    if (n_buffers < cap_buffers)
+        return 0;
+    const size_t cap = cap_buffers ? 2 * cap_buffers : 16;
+    PictureBuffer *grown = realloc(buffers, cap * sizeof(*grown));
+    if (!grown)
+        return -ENOMEM;
+    buffers = grown;
+    cap_buffers = cap;
+    return 0;
+}
 
 static void give_back(const PictureBuffer *b)
 {
@@ -65,22 +105,11 @@ int vdnn_picture_buffer_new(const void *owner, const VdnnHostMemory *memory, siz
     *out = NULL;
     if (!bytes)
         return vdnn_fail(-EINVAL, "picture_buffer_alloc: size is 0");
-    pthread_mutex_lock(&lock);
-    int reused = reuse_kept(owner, memory, bytes, out);
-    if (!reused && n_buffers == cap_buffers) {
-        const size_t cap = cap_buffers ? 2 * cap_buffers : 16;
-        PictureBuffer *grown = realloc(buffers, cap * sizeof(*grown));
-        if (grown) {
-            buffers = grown;
-            cap_buffers = cap;
-        }
-    }
-    const int room = n_buffers < cap_buffers;
+    lock_registry();
+    const int reused = reuse_kept(owner, memory, bytes, out);
     pthread_mutex_unlock(&lock);
     if (reused)
         return 0;
-    if (!room)
-        return vdnn_fail(-ENOMEM, "picture_buffer_alloc: out of memory");
 
     PictureBuffer b = {NULL, bytes, memory, NULL, owner, 0};
     if (memory)
@@ -91,17 +120,13 @@ int vdnn_picture_buffer_new(const void *owner, const VdnnHostMemory *memory, siz
             return vdnn_fail(-ENOMEM, "picture_buffer_alloc: out of memory for %zu bytes",
                              bytes);
     }
-    pthread_mutex_lock(&lock);
-    if (n_buffers == cap_buffers) { /* others took the room meanwhile */
-        const size_t cap = 2 * cap_buffers;
-        PictureBuffer *grown = realloc(buffers, cap * sizeof(*grown));
-        if (!grown) {
-            pthread_mutex_unlock(&lock);
-            give_back(&b);
-            return vdnn_fail(-ENOMEM, "picture_buffer_alloc: out of memory");
-        }
-        buffers = grown;
-        cap_buffers = cap;
+    /* The block first, outside the lock (pinned memory is slow to get); the
+     * registry may have been emptied and freed meanwhile (disown). */
+    lock_registry();
+    if (make_room()) {
+        pthread_mutex_unlock(&lock);
+        give_back(&b);
+        return vdnn_fail(-ENOMEM, "picture_buffer_alloc: out of memory");
     }
     buffers[n_buffers++] = b;
     pthread_mutex_unlock(&lock);
@@ -113,7 +138,7 @@ int vdnn_picture_buffer_free(void *data)
 {
     if (!data)
         return 0;
-    pthread_mutex_lock(&lock);
+    lock_registry();
     size_t k = 0, kept = 0;
     while (k < n_buffers && !(buffers[k].data == data && !buffers[k].kept))
         k++;
@@ -140,7 +165,7 @@ void vdnn_picture_buffers_disown(const void *owner)
 {
     PictureBuffer gone[KEPT_PER_OWNER];
     size_t n_gone = 0;
-    pthread_mutex_lock(&lock);
+    lock_registry();
     for (size_t k = 0; k < n_buffers;) {
         if (buffers[k].owner != owner) {
             k++;
@@ -164,7 +189,7 @@ int vdnn_picture_memory_holds(const VdnnHostMemory *memory, const void *p, size_
 {
     const uintptr_t at = (uintptr_t)p;
     int inside = 0;
-    pthread_mutex_lock(&lock);
+    lock_registry();
     for (size_t k = 0; !inside && k < n_buffers; k++) {
         const PictureBuffer *b = &buffers[k];
         inside = b->memory == memory && !b->kept && at >= (uintptr_t)b->data &&

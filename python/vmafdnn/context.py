@@ -422,6 +422,8 @@ class Context(NativeHandle):
         device without a copy on the host (``StaticRuns.pictures`` counts such runs).
         Freed when the array and every view of it are gone, also after the context is
         closed. Safe from any thread, and from a ``released`` callback."""
+        if isinstance(size, bool):
+            raise TypeError("picture buffer size must be an int, not bool")
         size = operator.index(size)
         if size <= 0:
             raise InvalidArgumentError(errno.EINVAL, f"picture buffer size must be > 0 (got "

@@ -11,10 +11,13 @@
  * usage: test_picture_memory BUILTIN_MODEL_DIR */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <vmafdnn/context.h>
 
@@ -156,24 +159,100 @@ static void *churn(void *arg)
     return NULL;
 }
 
-/* Threads allocating and freeing on two contexts, one of them closed while
- * its buffers are out: no buffer handed out twice (each thread's bytes stay
- * its own), every free of a live buffer 0. TSan and ASan runs see the rest. */
+/* Contexts opened, given a buffer and closed: each close may leave the
+ * registry empty (and free it) while other threads allocate. */
+static void *open_and_close(void *arg)
+{
+    int *failures = arg;
+    for (int i = 0; i < 300; i++) {
+        VmafDnnContextConfig cfg;
+        vmaf_dnn_default_context_config(&cfg);
+        VmafDnnContext *ctx = NULL;
+        void *buf = NULL;
+        *failures += vmaf_dnn_context_open(&ctx, &cfg) != 0;
+        *failures += vmaf_dnn_picture_buffer_alloc(ctx, 64, &buf) != 0;
+        *failures += vmaf_dnn_picture_buffer_free(buf) != 0;
+        vmaf_dnn_context_close(ctx);
+    }
+    return NULL;
+}
+
+/* Threads allocating and freeing on two contexts while a third opens and
+ * closes contexts: no buffer handed out twice (each thread's bytes stay its
+ * own), every free of a live buffer 0. TSan and ASan runs see the rest. */
 static void test_threads(void)
 {
     VmafDnnContext *ctx[2] = {open_context(0, 0), open_context(0, 0)};
     Churn c[4];
-    pthread_t t[4];
+    pthread_t t[5];
+    int failures = 0;
     for (int i = 0; i < 4; i++) {
         c[i] = (Churn){ctx[i % 2], 17 * i + 1, 0};
         CHECK_EQ_INT(pthread_create(&t[i], NULL, churn, &c[i]), 0);
     }
+    CHECK_EQ_INT(pthread_create(&t[4], NULL, open_and_close, &failures), 0);
     for (int i = 0; i < 4; i++) {
         pthread_join(t[i], NULL);
         CHECK_EQ_INT(c[i].failures, 0);
     }
+    pthread_join(t[4], NULL);
+    CHECK_EQ_INT(failures, 0);
     vmaf_dnn_context_close(ctx[0]);
     vmaf_dnn_context_close(ctx[1]);
+}
+
+static atomic_int churning;
+
+static void *churn_until_told(void *arg)
+{
+    VmafDnnContext *ctx = arg;
+    while (atomic_load(&churning)) {
+        void *buf = NULL;
+        if (!vmaf_dnn_picture_buffer_alloc(ctx, 4096, &buf))
+            vmaf_dnn_picture_buffer_free(buf);
+    }
+    return NULL;
+}
+
+/* fork() while another thread takes and gives buffers: the child (which
+ * has that thread no more) allocates and frees as any process does, never
+ * waiting on a lock held by a thread it does not have (a child hung so, 1
+ * in 20, before the registry started afresh in children). A child still at
+ * it after 5 s is killed by its alarm. The parent's buffers are not the
+ * child's: freeing one there is -EINVAL. */
+static void test_fork(void)
+{
+    VmafDnnContext *ctx = open_context(0, 0);
+    void *parents = NULL;
+    CHECK_EQ_INT(vmaf_dnn_picture_buffer_alloc(ctx, 100, &parents), 0);
+    atomic_store(&churning, 1);
+    pthread_t t;
+    CHECK_EQ_INT(pthread_create(&t, NULL, churn_until_told, ctx), 0);
+    int failed = 0;
+    for (int i = 0; i < 60; i++) {
+        const pid_t pid = fork();
+        if (pid == 0) {
+            alarm(5);
+            VmafDnnContextConfig cfg;
+            vmaf_dnn_default_context_config(&cfg);
+            VmafDnnContext *mine = NULL;
+            void *buf = NULL;
+            int bad = vmaf_dnn_context_open(&mine, &cfg) != 0;
+            bad |= vmaf_dnn_picture_buffer_alloc(mine, 4096, &buf) != 0;
+            bad |= vmaf_dnn_picture_buffer_free(buf) != 0;
+            bad |= vmaf_dnn_picture_buffer_free(parents) != -EINVAL;
+            vmaf_dnn_context_close(mine);
+            _exit(bad);
+        }
+        int status = 0;
+        CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+        failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    }
+    atomic_store(&churning, 0);
+    pthread_join(t, NULL);
+    CHECK_EQ_INT(failed, 0);
+    CHECK_EQ_INT(vmaf_dnn_picture_buffer_free(parents), 0);
+    vmaf_dnn_context_close(ctx);
 }
 
 /* Frame f's W x H 10-bit samples of picture p, into dst (rows `stride`
@@ -304,6 +383,7 @@ int main(int argc, char **argv)
     test_arguments();
     test_kept_for_reuse_and_outliving_the_context();
     test_threads();
+    test_fork();
     test_scores();
     return check_report();
 }

@@ -156,7 +156,7 @@ def test_sizes(monkeypatch):
             with pytest.raises(OutOfMemoryError) as e:
                 ctx.picture_buffer(huge)
             assert e.value.errno == errno.ENOMEM
-        for not_int in ("12", 1.5, None):
+        for not_int in ("12", 1.5, None, True):
             with pytest.raises(TypeError):
                 ctx.picture_buffer(not_int)
         assert ctx.picture_buffer(np.int64(7)).shape == (7,)
