@@ -168,6 +168,10 @@ PY
 step cli_cuda 90 python3 -m vmafdnn -r "$work/ref.yuv" -d "$work/dist.yuv" -w "${hd%x*}" \
     -h "${hd#*x}" -p 420 -b 8 --tiny-model vmaf --tiny-model psnr_y --tiny-device cuda \
     --tiny-threads 2 -o "$work/cli.json"
+# frames read into the context's picture buffers (CUDA's pinned memory: fed from where they lie)
+# against arrays of their own (each model copies them into its pinned block first)
+step cuda_picture_buffers 45 python3 "$repo/bench/bench_picture_buffers.py" --device cuda \
+    --size "$hd" --bitdepth 8 --frames 60 --rounds 2 --threads 2 --models psnr_y,ssim_y,vmaf
 # the accelerator and samples forms of psnr_y and ssim_y (half the bytes), VMAF's features
 step cuda_device_io 75 python3 "$repo/bench/bench_device_io.py" --device cuda --sizes "$sizes" \
     --runs 30 --models "$models"
