@@ -26,7 +26,7 @@ import queue
 import re
 import threading
 from fractions import Fraction
-from typing import Iterable, Iterator, Optional, Tuple
+from typing import Callable, Iterable, Iterator, Optional, Tuple
 
 import numpy as np
 
@@ -129,6 +129,23 @@ def _frame_from_av(vf, index: int) -> Frame:
     return Frame(planes[0], planes[1], planes[2], depth, index, chroma)
 
 
+def _packed(frame: Frame, allocate: Callable[[int], np.ndarray]) -> Frame:
+    """``frame``'s planes copied into one buffer from ``allocate`` (size -> 1-D uint8 array),
+    each plane's rows back to back: the decoder's rows are padded, so a model on a GPU would copy
+    each plane into its own pinned memory first; from such a buffer (vmafdnn.Context.
+    picture_buffer) every model sends it from where it lies."""
+    planes = [p for p in frame.planes() if p is not None]
+    buf = allocate(sum(p.nbytes for p in planes))
+    out, at = [], 0
+    for p in planes:
+        view = buf[at:at + p.nbytes].view(p.dtype).reshape(p.shape)
+        view[...] = p
+        out.append(view)
+        at += p.nbytes
+    out += [None] * (3 - len(out))
+    return Frame(out[0], out[1], out[2], frame.bitdepth, frame.index, frame.chroma)
+
+
 class MediaReader(FrameReader):
     """Frames of the first video stream of ``source`` (a path or a binary file object).
 
@@ -155,6 +172,10 @@ class MediaReader(FrameReader):
             shown = getattr(source, "name", None)
             self.name = name or (shown if isinstance(shown, str) else "<stream>")
         self.frames_read = 0
+        # Where each decoded frame is copied, rows packed: a callable size -> writable 1-D
+        # uint8 array (vmafdnn.Context.picture_buffer, a GPU's pinned memory); None: the
+        # frames are views of the decoder's own buffers. Read by the decode thread.
+        self.allocate: Optional[Callable[[int], np.ndarray]] = None
         self._thread = None
         self._closed = False
         self._file = None  # a file object open_video handed over, closed with the reader
@@ -240,7 +261,9 @@ class MediaReader(FrameReader):
         fmt = vf.format
         if _direct_layout(fmt.name, fmt.components[0].bits) is None:
             vf = vf.reformat(format=_conversion_target(fmt))
-        return _frame_from_av(vf, index)
+        frame = _frame_from_av(vf, index)
+        allocate = self.allocate
+        return frame if allocate is None else _packed(frame, allocate)
 
     def _decode(self) -> Iterator[Frame]:
         pending = self._first

@@ -210,9 +210,8 @@ def test_a_forked_child_leaves_its_parents_buffers_alone(monkeypatch):
     ctx.close()
 
 
-def test_the_command_line_reads_frames_into_pinned_buffers(tmp_path):
-    """With pinned memory (the hook) the CLI's readers read each frame into a picture
-    buffer and say so; the scores are those read into numpy's arrays."""
+def y4m_pair(tmp_path):
+    """A 4-frame 10-bit mono Y4M pair of clip(10)."""
     frames = clip(10, frames=4)
     paths = {}
     for side, k in (("ref", 0), ("dist", 1)):
@@ -223,6 +222,52 @@ def test_the_command_line_reads_frames_into_pinned_buffers(tmp_path):
             for pair in frames:
                 f.write(b"FRAME\n" + pair[k].astype("<u2").tobytes())
         paths[side] = str(path)
+    return paths
+
+
+def mkv_pair(tmp_path):
+    """The same pair as lossless FFV1 in Matroska, 4:2:0 (decoded by PyAV, rows padded)."""
+    av = pytest.importorskip("av", reason="PyAV is a dependency of vmafdnn: pip install av")
+    from test_media import encode
+    paths = {}
+    for side, k in (("ref", 0), ("dist", 1)):
+        frames = []
+        for i, pair in enumerate(clip(10, frames=4)):
+            y = pair[k]
+            c = np.full(((y.shape[0] + 1) // 2, (y.shape[1] + 1) // 2), 512, np.uint16)
+            frames.append(vmafdnn.video.Frame(y, c, c.copy(), 10, i, "420"))
+        paths[side] = str(encode(tmp_path / f"{side}.mkv", frames))
+    del av
+    return paths
+
+
+def test_decoded_frames_are_packed_into_the_buffers_the_reader_is_given(tmp_path):
+    from vmafdnn import media
+    paths = mkv_pair(tmp_path)
+    with media.MediaReader(paths["ref"], prefetch=0) as plain:
+        want = [f.planes() for f in plain]
+    given = []
+
+    def allocate(size):
+        given.append(np.empty(size, np.uint8))
+        return given[-1]
+
+    with media.MediaReader(paths["ref"], prefetch=0) as reader:
+        reader.allocate = allocate
+        got = list(reader)
+    assert len(got) == len(want) == len(given) == 4
+    for frame, planes, buf in zip(got, want, given):
+        assert [p.tobytes() for p in frame.planes()] == [p.tobytes() for p in planes]
+        assert frame.y.base is not None and np.shares_memory(frame.y, buf)
+        assert frame.y.flags.c_contiguous  # rows back to back, as a model feeds them
+
+
+@pytest.mark.parametrize("pair", [y4m_pair, mkv_pair])
+def test_the_command_line_reads_frames_into_pinned_buffers(tmp_path, pair):
+    """With pinned memory (the hook) the CLI's readers read each frame into a picture
+    buffer (a decoded frame: its planes packed into one) and say so; the scores are those
+    read into numpy's arrays."""
+    paths = pair(tmp_path)
     outputs = {}
     for hook in ("0", "1"):
         env = dict(os.environ, VMAFDNN_TEST_HOST_ACCESSIBLE=hook)
