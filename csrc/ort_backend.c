@@ -1783,6 +1783,15 @@ static size_t element_size(VmafDnnElementType t)
     }
 }
 
+/* Elements of an input fed to a run (its shape's product). */
+static size_t feed_count(const VdnnOrtFeed *f)
+{
+    size_t count = 1;
+    for (size_t d = 0; d < f->rank; d++)
+        count *= (size_t)f->shape[d];
+    return count;
+}
+
 /* Reads type and dims from tensor shape info into `meta`. */
 static int read_shape(const OrtTensorTypeAndShapeInfo *info, const char *what, const char *name,
                       VmafDnnElementType *type, size_t *rank, int64_t *shape, int *rank_known)
@@ -2869,9 +2878,7 @@ static int fed_from_host_blocks(VdnnOrtSession *s, VdnnDeviceIo *io, const VdnnO
     for (size_t i = 0; inside && i < s->n_inputs; i++) {
         if (!vdnn_device_io_copies_input(io, i))
             continue;
-        size_t bytes = element_size(feeds[i].type);
-        for (size_t d = 0; d < feeds[i].rank; d++)
-            bytes *= (size_t)feeds[i].shape[d];
+        const size_t bytes = feed_count(&feeds[i]) * element_size(feeds[i].type);
         const uintptr_t at = (uintptr_t)feeds[i].data;
         size_t k = 0;
         while (k < s->n_blocks && !(at >= (uintptr_t)s->blocks[k].data &&
@@ -2894,9 +2901,7 @@ static int fed_from_pictures(const VdnnOrtSession *s, const VdnnOrtFeed *feeds)
 {
     int from = 0;
     for (size_t i = 0; s->host_alloc && !from && i < s->n_inputs; i++) {
-        size_t bytes = element_size(feeds[i].type);
-        for (size_t d = 0; d < feeds[i].rank; d++)
-            bytes *= (size_t)feeds[i].shape[d];
+        const size_t bytes = feed_count(&feeds[i]) * element_size(feeds[i].type);
         from = vdnn_picture_memory_holds(vdnn_ort_host_memory(s), feeds[i].data, bytes);
     }
     return from;
@@ -3217,9 +3222,7 @@ static int fit_feeds(VdnnOrtSession *s, OrtSession *session, size_t slot,
         const VdnnOrtFeed *f = &feeds[i];
         if (f->type != VMAF_DNN_TYPE_UINT8 || s->inputs[i].type != VMAF_DNN_TYPE_UINT16)
             continue;
-        size_t count = 1;
-        for (size_t d = 0; d < f->rank; d++)
-            count *= (size_t)f->shape[d];
+        const size_t count = feed_count(f);
         if (count > s->widened_cap[i]) {
             uint16_t *grown = realloc(s->widened[i], count * sizeof(uint16_t));
             if (!grown)
@@ -3367,9 +3370,7 @@ int vdnn_ort_run(VdnnOrtSession *s, const VdnnOrtFeed *feeds, const size_t *outp
     size_t made = 0;
     for (; made < s->n_inputs; made++) {
         const VdnnOrtFeed *f = &feeds[made];
-        size_t count = 1;
-        for (size_t d = 0; d < f->rank; d++)
-            count *= (size_t)f->shape[d];
+        const size_t count = feed_count(f);
         /* ORT never writes to inputs; its API just lacks a const variant. */
         OrtStatus *st = a->CreateTensorWithDataAsOrtValue(
             s->cpu_memory, (void *)(uintptr_t)f->data, count * element_size(f->type), f->shape,
