@@ -938,21 +938,35 @@ static int copy_features(Slot *s, const VdnnFeatureCollector *fc, unsigned index
     return 0;
 }
 
+/* A block of n bytes for c's samples: a picture buffer of c->memory where
+ * it has one (VdnnRawCopy.memory), else plain memory; NULL when out of it. */
+static unsigned char *raw_block(const VdnnRawCopy *c, size_t n)
+{
+    void *block = NULL;
+    if (c->memory)
+        vdnn_picture_buffer_new(NULL, c->memory, n, &block);
+    else
+        block = malloc(n);
+    return block;
+}
+
+static void raw_block_free(const VdnnRawCopy *c, unsigned char *block)
+{
+    if (c->memory)
+        vdnn_picture_buffer_free(block);
+    else
+        free(block);
+}
+
 /* Copies one plane's w x h samples of `bytes` bytes, rows contiguous. */
 static int copy_plane(VdnnRawCopy *c, int pic, int i, const VdnnRawPlanes *raw, size_t bytes)
 {
     const size_t row = (size_t)raw->w[pic][i] * bytes, n = row * raw->h[pic][i];
-    if (n > c->cap[pic][i] && c->memory) { /* overwritten whole below: nothing to keep */
-        void *grown = NULL;
-        if (vdnn_picture_buffer_new(NULL, c->memory, n, &grown))
-            return vdnn_fail(-ENOMEM, "out of memory for a frame in flight");
-        vdnn_picture_buffer_free(c->raw[pic][i]);
-        c->raw[pic][i] = grown;
-        c->cap[pic][i] = n;
-    } else if (n > c->cap[pic][i]) {
-        unsigned char *grown = realloc(c->raw[pic][i], n);
+    if (n > c->cap[pic][i]) { /* overwritten whole below: nothing to keep */
+        unsigned char *grown = raw_block(c, n);
         if (!grown)
             return vdnn_fail(-ENOMEM, "out of memory for a frame in flight");
+        raw_block_free(c, c->raw[pic][i]);
         c->raw[pic][i] = grown;
         c->cap[pic][i] = n;
     }
@@ -998,10 +1012,7 @@ static void raw_copy_free(VdnnRawCopy *c)
     raw_copy_clear(c);
     for (int pic = 0; pic < 2; pic++)
         for (int i = 0; i < 3; i++)
-            if (c->memory)
-                vdnn_picture_buffer_free(c->raw[pic][i]);
-            else
-                free(c->raw[pic][i]);
+            raw_block_free(c, c->raw[pic][i]);
     memset(c, 0, sizeof(*c));
 }
 
