@@ -49,12 +49,11 @@ the figures that matter come from a GPU (`--devices cuda`, the GPU build of ONNX
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_devices import per_frame, run_once, synthetic_clip  # noqa: E402
+from bench_devices import per_frame, run_in_context, run_once, synthetic_clip  # noqa: E402
 
 import vmafdnn  # noqa: E402
 from vmafdnn import models as builtin  # noqa: E402
@@ -110,34 +109,6 @@ def print_diffs(values):
               ", ".join(f"{k} {d:.2g}" for k, d in sorted(diffs.items())))
 
 
-def in_context(refs, dists, paths, device, threads, buffers):
-    """The frames read with Context.read_pictures(keep=True) as a reader hands them over: from
-    arrays of their own, or (buffers) read into the context's picture buffers, which the models
-    feed from where they lie where the buffers are the device's pinned memory (no copy on the
-    host). The copy into the buffers is the reader's read, not timed. (report, steady fps)."""
-    with vmafdnn.Context(device=device, threads=threads) as ctx:
-        for path in paths:
-            ctx.use_model(path)
-
-        def place(plane):
-            if not buffers:
-                return plane.copy()
-            out = ctx.picture_buffer(plane.nbytes).view(plane.dtype).reshape(plane.shape)
-            out[...] = plane
-            return out
-
-        pairs = [(None if refs is None else place(refs[i]), place(d))
-                 for i, d in enumerate(dists)]
-        bitdepth = 8 if dists[0].dtype == np.uint8 else None
-        ctx.read_pictures(*pairs[0], 0, bitdepth=bitdepth, keep=True)
-        start = time.perf_counter()
-        for i, (ref, dist) in enumerate(pairs[1:], 1):
-            ctx.read_pictures(ref, dist, i, bitdepth=bitdepth, keep=True)
-        ctx.flush()
-        steady = (len(pairs) - 1) / (time.perf_counter() - start)
-        return ctx.report(), steady
-
-
 def together(args, size, device, refs, dists):
     """The --together models in one score() call (one decode, the frames' uploads per model):
     today's forms (VMAFDNN_MODEL_FORMS=0, static shapes off) against the library's own choice
@@ -166,8 +137,8 @@ def together(args, size, device, refs, dists):
         os.environ["VMAFDNN_MODEL_FORMS"] = "1"
         for label, buffers in (("context_kept", False), ("context_buffers", True)):
             try:
-                report, steady = in_context(ref_frames, dists, paths, device, args.threads,
-                                            buffers)
+                report, steady = run_in_context(ref_frames, dists, paths, device,
+                                                args.threads, 8, buffers)
             except vmafdnn.DnnError as e:
                 print(f"{size} {device} {'+'.join(names)} {label}: failed: {e}")
                 return

@@ -79,6 +79,36 @@ def run_once(refs, dists, models, device, threads, fp16, bitdepth, static_shapes
     return report, len(dists) / (end - t0), steady
 
 
+def run_in_context(refs, dists, models, device, threads, bitdepth, buffers,
+                   static_shapes="auto"):
+    """The frames read with Context.read_pictures(keep=True) as a reader hands them over: from
+    arrays of their own, or (buffers) read into the context's picture buffers, which the models
+    feed from where they lie where the buffers are the device's pinned memory (no copy on the
+    host). The copy into the buffers is the reader's read, not timed. refs None: no reference.
+    (report, steady fps: the first frame's read to the end of flush)."""
+    with vmafdnn.Context(device=device, threads=threads, static_shapes=static_shapes) as ctx:
+        for model in models:
+            ctx.use_model(model)
+
+        def place(plane):
+            if not buffers:
+                return plane.copy()
+            out = ctx.picture_buffer(plane.nbytes).view(plane.dtype).reshape(plane.shape)
+            out[...] = plane
+            return out
+
+        pairs = [(None if refs is None else place(refs[i]), place(d))
+                 for i, d in enumerate(dists)]
+        bpc = bitdepth if bitdepth > 8 else None
+        ctx.read_pictures(*pairs[0], 0, bitdepth=bpc, keep=True)
+        start = time.perf_counter()
+        for i, (ref, dist) in enumerate(pairs[1:], 1):
+            ctx.read_pictures(ref, dist, i, bitdepth=bpc, keep=True)
+        ctx.flush()
+        steady = (len(pairs) - 1) / (time.perf_counter() - start)
+        return ctx.report(), steady
+
+
 def per_frame(report):
     return {k: np.array([f["metrics"][k] for f in report["frames"]])
             for k in report["frames"][0]["metrics"]}

@@ -24,39 +24,19 @@ copy into the models' blocks costs the host, not what a GPU gains.
 import argparse
 import os
 import sys
-import time
-
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_devices import synthetic_clip  # noqa: E402
+from bench_devices import per_frame, run_in_context, synthetic_clip  # noqa: E402
 
 import vmafdnn  # noqa: E402
 
 
 def run(args, refs, dists, buffers):
-    """(steady fps, runs fed from buffers per model, scores)."""
-    with vmafdnn.Context(device=args.device, threads=args.threads, static_shapes="on") as ctx:
-        for name in args.models.split(","):
-            ctx.use_model(name)
-
-        def place(plane):
-            if not buffers:
-                return plane.copy()
-            out = ctx.picture_buffer(plane.nbytes).view(plane.dtype).reshape(plane.shape)
-            out[...] = plane
-            return out
-
-        pairs = [(place(r), place(d)) for r, d in zip(refs, dists)]
-        ctx.read_pictures(*pairs[0], 0, bitdepth=args.bitdepth, keep=True)
-        start = time.perf_counter()
-        for i, (ref, dist) in enumerate(pairs[1:], 1):
-            ctx.read_pictures(ref, dist, i, bitdepth=args.bitdepth, keep=True)
-        ctx.flush()
-        steady = (len(pairs) - 1) / (time.perf_counter() - start)
-        fed = [ctx.static_runs(i).pictures for i in range(len(ctx.models))]
-        values = {k: [ctx.feature(k, i) for i in range(len(pairs))] for k in ctx.features}
-        return steady, fed, values
+    """(steady fps, runs fed from buffers per model, per-frame scores)."""
+    report, steady = run_in_context(refs, dists, args.models.split(","), args.device,
+                                    args.threads, args.bitdepth, buffers, static_shapes="on")
+    fed = [m["static_runs"]["pictures"] for m in report["models"]]
+    return steady, fed, {k: v.tolist() for k, v in per_frame(report).items()}
 
 
 def compare(args, refs, dists, label):
