@@ -1675,8 +1675,36 @@ static void fork_parent(void)
     pthread_mutex_unlock(&one_at_a_time);
 }
 
+/* A child forked after ONNX Runtime was loaded leaves at exit() without the
+ * exit handlers registered before the fork, ORT's static destructors among
+ * them: a session's creation starts a thread of ORT's (1.31 and 1.32 here;
+ * 1.20 starts none) that waits on a condition variable for the life of the
+ * process, and the
+ * destructor that ends it calls pthread_cond_destroy, which glibc makes wait
+ * for the waiters it counted; in the child that waiter is a thread that did
+ * not come with it, so every such child hung at exit for ever (Python's
+ * sys.exit() or the end of its script, C's exit(): 20 children of 20). A
+ * handler registered here runs before
+ * them (exit runs the newest first): it flushes stdio, which exit would
+ * have done after the handlers, and ends the child with exit's status.
+ * Handlers the child registers after the fork still run. glibc only: its
+ * pthread_cond_destroy is the one that waits (musl's returns at once), and
+ * on_exit, which hands the handler exit's status, is glibc's. */
+#ifdef __GLIBC__
+static void exit_before_ort_teardown(int status, void *arg)
+{
+    (void)arg;
+    fflush(NULL);
+    _exit(status);
+}
+#endif
+
 static void fork_child(void)
 {
+#ifdef __GLIBC__
+    if (api())
+        on_exit(exit_before_ort_teardown, NULL);
+#endif
     vdnn_block_cache_fork_child();
     init_capture_lock();
     watch_list.next = watch_list.prev = &watch_list;

@@ -146,6 +146,15 @@ VMAF_DNN_API const char *vmaf_dnn_last_error(void);
  * and 3 by calling vmaf_dnn_load_ort() itself.)
  * The API version used is the minor number of ORT's version string, capped at
  * the version of the headers this library was built with.
+ *
+ * fork(): a child may open sessions and contexts of its own; its parent's
+ * handles (and picture buffers) must not be used there, nor closed or freed.
+ * A child forked after ORT was loaded ends at exit() without running the
+ * exit handlers registered before the fork (ORT's own teardown, which waits
+ * for threads that stayed in the parent, hung every such child): the
+ * library's handler writes out stdio's buffers and ends the child with
+ * exit()'s status (glibc; handlers the child registers itself still run).
+ * A child that calls exec or _exit is not concerned.
  */
 
 /* Loads ORT from `path` (a shared library exporting OrtGetApiBase).

@@ -6,6 +6,8 @@ import errno
 import gc
 import os
 import pickle
+import subprocess
+import sys
 import threading
 import time
 
@@ -292,6 +294,50 @@ def test_a_fork_child_cannot_use_its_parents_handles(models):
     assert ctx.frame_count == 1
     s.close()
     ctx.close()
+
+
+_EXITING_CHILDREN = r"""
+import os, sys, time
+import numpy as np
+import vmafdnn
+ctx = vmafdnn.Context(threads=2)
+ctx.use_model("psnr_y")
+ctx.use_model("ssim_y")
+y = (np.arange(64 * 64) % 251).astype(np.uint8).reshape(64, 64)
+for i in range(3):
+    ctx.read_pictures(y, y, i)
+ctx.flush()
+for i in range(5):
+    pid = os.fork()
+    if pid == 0:
+        print(f"child {i}", end="")  # block-buffered: a pipe
+        sys.exit(20 + i)
+    deadline = time.monotonic() + 20
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            print(f" exited {os.waitstatus_to_exitcode(status)}", flush=True)
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            print(" hung", flush=True)
+            break
+        time.sleep(0.01)
+print("parent", ctx.feature("psnr_y", 2))
+"""
+
+
+def test_a_fork_child_leaving_through_sys_exit_ends(tmp_path):
+    # Every such child hung for ever in ONNX Runtime's exit handlers (ORT 1.31+: a thread of
+    # ORT's that stayed in the parent); it must end with its status and its output written.
+    script = tmp_path / "children.py"
+    script.write_text(_EXITING_CHILDREN)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"child {i} exited {20 + i}" for i in range(5)] + [
+        "parent 60.0"], done.stderr
 
 
 # -- outputs that are not in the caller's buffer ---------------------------------------
