@@ -726,6 +726,8 @@ static int attach(VmafDnnContext *ctx, const char *onnx_path, const VmafDnnModel
         if (!rc)
             rc = vdnn_tiny_model_open(&m, &opt);
     }
+    if (!rc && vdnn_tiny_model_on_cpu_ep(m))
+        session.device = VMAF_DNN_DEVICE_CPU; /* the recipe of its copies */
     if (!rc && !(rc = decide_lag(ctx, m)) && !(rc = grow_models(ctx)) &&
         !(rc = vdnn_model_recipe_new(&ctx->recipe[ctx->n_models], mcfg->name, &session,
                                      mcfg->resize, mcfg->no_reference))) {

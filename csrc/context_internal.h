@@ -52,6 +52,9 @@ const VdnnHostMemory *vdnn_session_host_memory(const VmafDnnSession *s);
  * input is fed. */
 int vdnn_session_device_type(const VmafDnnSession *s);
 
+/* The same for the EP an attached_ep string names ("OpenVINO:CPU": 0). */
+int vdnn_ep_device_type(const char *attached_ep);
+
 /* vdnn_ort_runs_sessions_in_turn for the session's EP. */
 int vdnn_session_runs_in_turn(const VmafDnnSession *s);
 

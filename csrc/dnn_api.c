@@ -458,6 +458,11 @@ int vdnn_session_device_type(const VmafDnnSession *s)
     return vdnn_ort_device_type(s ? s->attached_ep : NULL);
 }
 
+int vdnn_ep_device_type(const char *attached_ep)
+{
+    return vdnn_ort_device_type(attached_ep);
+}
+
 int vdnn_session_runs_in_turn(const VmafDnnSession *s)
 {
     return vdnn_ort_runs_sessions_in_turn(s ? s->attached_ep : NULL);

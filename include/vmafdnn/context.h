@@ -483,8 +483,14 @@ VMAF_DNN_API const char *vmaf_dnn_tiny_model_attached_ep(const VmafDnnContext *c
  * any spelling vmaf_dnn_ep_from_name takes, else the attach fails with
  * -EINVAL) takes the form the sidecar names for that EP whatever EP the
  * session attached, on that EP (tests run the accelerator forms on ORT's
- * CPU EP that way; unset, 1, true, yes, on or auto: the attached EP's form). Owned by the context; NULL for a bad
- * context or index. */
+ * CPU EP that way; unset, 1, true, yes, on or auto: the attached EP's form).
+ * A model whose sidecar names a form for ORT's CPU EP ("CPU") is attached
+ * there under VMAF_DNN_DEVICE_AUTO when the chain's first EP that binds is
+ * another EP's CPU device (OpenVINO:CPU): the same processor, where that EP
+ * would get the "*" form written for accelerators; the model's fallback
+ * reason says so ("OpenVINO:CPU: passed over for ORT's CPU EP, ..."). A
+ * device asked for by name (openvino, openvino-cpu, a policy) is kept.
+ * Owned by the context; NULL for a bad context or index. */
 VMAF_DNN_API const char *vmaf_dnn_tiny_model_form_path(const VmafDnnContext *ctx, size_t model);
 
 /* What VmafDnnContextConfig.batch did for one attached model. */

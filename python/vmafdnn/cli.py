@@ -670,8 +670,10 @@ def _print_summary(result, args, out) -> None:
             f"{f' as {printable(os.path.basename(form))}' if form else ''}"
             f"{_batched(model.get('batching'), frames)}"
             f"{_device_io(model.get('static_runs'))}")
-        if args.tiny_device != "auto":
-            for line in model["fallback_reason"].splitlines():
+        for line in model["fallback_reason"].splitlines():
+            # under auto only what it passed over for a better place or form: the EPs this
+            # machine lacks are no news there
+            if args.tiny_device != "auto" or " passed over " in line:
                 say(f"  fallback: {printable(line)}")
         runs = model.get("static_runs")
         if runs and model["attached_ep"] != "CPU" and runs["device_io_reason"]:

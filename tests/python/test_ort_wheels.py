@@ -300,6 +300,86 @@ def test_openvino_prints_nothing(openvino):
     assert openvino["stderr"] == ""
 
 
+@pytest.fixture(scope="module")
+def openvino_auto_models(tmp_path_factory):
+    """score() of built-ins whose sidecar names a form for ORT's CPU EP (the library's kernels),
+    with device auto in the onnxruntime-openvino environment, where AUTO's first step that
+    binds is OpenVINO's CPU device (no Intel GPU or NPU here); frames in flight (threads 2) so
+    that the models' copies open too. psnr_y is also scored with openvino-cpu asked for, and
+    from a copy whose sidecar names no "CPU" form."""
+    env = require_env("openvino")
+    folder = tmp_path_factory.mktemp("no_cpu_form")
+    models_dir = os.path.join(env.site_packages, "vmafdnn", "models")
+    for name in ("psnr_y.onnx", "psnr_y_accel.onnx", "psnr_y_accel.json",
+                 "psnr_y_kernels.onnx", "psnr_y_kernels.json"):
+        shutil.copy(os.path.join(models_dir, name), folder / name)
+    with open(os.path.join(models_dir, "psnr_y.json")) as f:
+        sidecar = json.load(f)
+    del sidecar["forms"]["CPU"]
+    (folder / "psnr_y.json").write_text(json.dumps(sidecar))
+    size = {"count": 4, "height": 72, "width": 96, "device_io": "auto", "threads": 2}
+    steps = [{"op": "score", "model": m, "device": "auto", **size}
+             for m in ("psnr_y", "ssim_y", "vmaf_features")]
+    steps += [{"op": "score", "model": "psnr_y", "device": "openvino-cpu", **size},
+              {"op": "score", "path": str(folder / "psnr_y.onnx"), "device": "auto", **size}]
+    probe = env.probe(steps)
+    return [assert_opened(r) for r in probe.results], probe.all_stderr()
+
+
+@pytest.mark.parametrize("i, name", list(enumerate(["psnr_y", "ssim_y", "vmaf_features"])))
+def test_openvino_cpu_device_gives_way_to_the_cpu_eps_own_form_under_auto(
+        openvino_auto_models, i, name):
+    """OpenVINO's CPU device runs on the same processor as ORT's CPU EP, and would get the
+    accelerator form, written for GPUs, where ORT's CPU EP runs the library's fused kernels
+    (VMAF at 1080p 5.6x slower through the CLI): under auto a model naming a form for ORT's
+    CPU EP goes there, says so, and scores as device cpu does, bit for bit."""
+    result = openvino_auto_models[0][i]
+    assert result["attached_ep"] == "CPU", result["fallback_reason"]
+    assert os.path.basename(result["form"]) == f"{name}_kernels.onnx"
+    assert tried_eps(result["fallback_reason"]) == [
+        ("OpenVINO:CPU", f"passed over for ORT's CPU EP, the same processor, for which the "
+                         f"model names a form of its own ({name}_kernels.onnx)")]
+    assert result["metrics"] == result["metrics_cpu"]
+
+
+def test_openvino_cpu_device_asked_for_or_without_a_cpu_form_is_kept(openvino_auto_models):
+    asked, no_cpu_form = openvino_auto_models[0][3:]
+    for result in (asked, no_cpu_form):
+        assert result["attached_ep"] == "OpenVINO:CPU", result["fallback_reason"]
+        assert os.path.basename(result["form"]) == "psnr_y_accel.onnx"
+        assert "passed over" not in result["fallback_reason"]
+        np.testing.assert_allclose([m["psnr_y"] for m in result["metrics"]],
+                                   [m["psnr_y"] for m in result["metrics_cpu"]], rtol=1e-5)
+    assert openvino_auto_models[1] == ""
+
+
+def test_cli_under_auto_says_what_it_passed_over(tmp_path):
+    """The command line's summary under auto leaves out the EPs the machine lacks but says
+    which CPU device it passed over for ORT's CPU EP."""
+    env = require_env("openvino")
+    rng = np.random.default_rng(5)
+    paths = []
+    for side in ("ref", "dist"):
+        path = tmp_path / f"{side}.y4m"
+        with open(path, "wb") as f:
+            f.write(b"YUV4MPEG2 W64 H48 F25:1 Ip A1:1 Cmono\n")
+            for _ in range(3):
+                f.write(b"FRAME\n" + rng.integers(0, 256, (48, 64), dtype=np.uint8).tobytes())
+        paths.append(str(path))
+    proc = subprocess.run([env.python, "-m", "vmafdnn", "-r", paths[0], "-d", paths[1],
+                           "--tiny-model", "psnr_y"], capture_output=True, text=True,
+                          timeout=300, cwd=str(tmp_path), stdin=subprocess.DEVNULL,
+                          env={k: v for k, v in os.environ.items()
+                               if k not in ("VMAFDNN_ORT_LIBRARY", "PYTHONPATH")})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].endswith("psnr_y.onnx: fr, on CPU as psnr_y_kernels.onnx"), lines
+    assert lines[1] == ("  fallback: OpenVINO:CPU: passed over for ORT's CPU EP, the same "
+                        "processor, for which the model names a form of its own "
+                        "(psnr_y_kernels.onnx)")
+    assert lines[2] == "frames: 3", lines
+
+
 #: Which nodes OpenVINO:CPU takes of the built-ins (measured with
 #: onnxruntime-openvino 1.24.1 on a 2-vCPU x86-64 machine). Appending the EP
 #: is not running the graph: ORT gives the nodes OpenVINO cannot take to its
