@@ -153,11 +153,15 @@ def _run_interruptibly(work, canceller: Canceller):
     return outcome["result"]
 
 
-def _interrupted(e: _Interrupted) -> int:
+def _interrupted(e: _Interrupted, report_written: bool = False) -> int:
     """Reports a SIGINT / SIGTERM and returns 128 + its number. A worker still
-    blocked (in a pipe read, say) is not waited for: the process ends now."""
+    blocked (in a pipe read, say) is not waited for: the process ends now.
+    ``report_written``: the scoring had finished and written its report (the
+    plot or the summary was under way)."""
     name = signal.Signals(e.signum).name
-    what = "the command had finished" if e.finished else "no report written"
+    what = ("the command had finished" if e.finished
+            else "the report was written, the rest not done" if report_written
+            else "no report written")
     print(f"\nvmafdnn: error: interrupted by {name}; {what}", file=sys.stderr)
     code = 128 + e.signum
     if threading.active_count() > 1:
@@ -617,6 +621,7 @@ def cmd_score(args) -> int:
     finally:
         if progress is not None:
             progress.end()
+    args.report_written = args.output is not None  # what an interruption from here on leaves
     if args.plot is not None:
         from .plot import save_plot
         save_plot([(os.path.basename(args.distorted), result)], args.plot)
@@ -712,7 +717,7 @@ def main(argv=None) -> int:
         try:
             return _run_interruptibly(lambda: args.func(args), args.canceller)
         except _Interrupted as e:
-            return _interrupted(e)
+            return _interrupted(e, getattr(args, "report_written", False))
     except _UsageExit as e:
         print(f"vmafdnn: error: {_one_line(e)} (see 'vmafdnn --help')", file=sys.stderr)
         return USAGE_EXIT

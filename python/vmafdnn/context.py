@@ -644,12 +644,26 @@ class Context(NativeHandle):
                 size = length[0] + 1
 
     def write_file(self, fileobj, fmt: str = "json") -> None:
-        """Writes the report to an open file object (text or binary)."""
+        """Writes the report to an open file object (text or binary), whole or
+        raising OSError: a binary stream may take less than it is given (a pipe
+        whose reader left took 64 KiB of a larger report, and BufferedWriter
+        said so only by its count), so the rest is offered again until it is
+        taken or refused."""
         text = self.render(fmt)
+        data = memoryview(text.encode("utf-8"))
+        total = len(data)
         try:
-            fileobj.write(text.encode("utf-8"))
+            written = fileobj.write(data)
         except TypeError:  # a text stream
             fileobj.write(text)
+            return
+        while written is None or written < len(data):
+            if not written:
+                raise BrokenPipeError(errno.EPIPE, f"the report was cut after "
+                                      f"{total - len(data)} of {total} bytes: the output "
+                                      f"took no more")
+            data = data[written:]
+            written = fileobj.write(data)
 
     def report(self) -> Dict[str, object]:
         """The report as plain Python data: the C writer's JSON report read

@@ -277,6 +277,19 @@ def sidecar_path(model_path) -> str:
     return stem + ".json"
 
 
+def std_stream(written: bool):
+    """The binary stream of ``-``: stdout's (``written``) or stdin's; OSError (EBADF)
+    naming it where the process started with that descriptor closed (Python then has
+    None for it, and ``.buffer`` was an AttributeError reported as an internal error)."""
+    import sys
+    stream = sys.stdout if written else sys.stdin
+    if stream is None:
+        name = "standard output" if written else "standard input"
+        raise OSError(_errno.EBADF, f"{name} is closed: '-' cannot "
+                                    f"{'be written' if written else 'be read'}")
+    return stream.buffer
+
+
 def _stdio(path, written: bool):
     """``sys.stdout`` (``written``) or ``sys.stdin`` for ``-``, else ``path``."""
     if isinstance(path, (str, bytes)) and os.fsdecode(path) == STDIO:

@@ -4,10 +4,13 @@ per-job time budget) common to both. They score jobs given by
 :mod:`vmafdnn.jobs` and hand rows to a sink; they read no job list and write
 no results file (:mod:`vmafdnn.results` owns those).
 """
+import ctypes
 import errno as _errno
 import multiprocessing
 import os
 import re
+import signal
+import sys
 import time
 from collections import OrderedDict, deque
 from multiprocessing.connection import wait as _wait_any
@@ -294,8 +297,26 @@ def _error_text(e: BaseException) -> str:
 
 # -- local worker processes ------------------------------------------------------------
 
+_PR_SET_PDEATHSIG = 1  # <sys/prctl.h>
+
+def _die_with_parent() -> None:
+    """Linux: the worker gets SIGTERM when the thread that started it ends. A batch's
+    process killed by SIGKILL cannot stop its workers: they went on with their jobs as
+    orphans, up to the job timeout (an hour by default)."""
+    parent = multiprocessing.parent_process()
+    if not sys.platform.startswith("linux") or parent is None:
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent.pid:  # it was gone before the prctl
+        os._exit(1)
+
+
 def _worker_main(conn, options: dict) -> None:
     """A worker process: jobs in, rows out, until None or the pipe closes."""
+    _die_with_parent()
     scorer = Scorer(options)
     try:
         conn.send(("ready", os.getpid()))  # imports done: a death from now on is a job's

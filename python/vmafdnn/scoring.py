@@ -25,7 +25,7 @@ import numpy as np
 from . import models as _builtin
 from .context import Context, format_for_path
 from .errors import InvalidArgumentError, RunCancelledError, int_shown, range_text
-from .paths import STDIO, Inputs, UsageError, check_output, open_input
+from .paths import STDIO, Inputs, UsageError, check_output, open_input, std_stream
 from .video import Frame, VideoFormatError, Y4MReader, describe_reader, open_video
 
 __all__ = ["score", "Canceller", "InputMismatchError", "UsageError", "load_features",
@@ -435,7 +435,7 @@ def _open_features(path, allow_stream: bool):
     so a FIFO with no writer is refused, not waited on (vmafdnn.paths.open_input)."""
     name = os.fsdecode(os.fspath(path))
     if name == STDIO:
-        return sys.stdin.buffer, "- (stdin)", False
+        return std_stream(written=False), "- (stdin)", False
     return open_input(name, "features file", fifo_ok=allow_stream, wait_for_writer=False,
                       hint="write it to a file first, or pipe it to stdin and pass "
                            "--features - (features=\"-\")"), name, True
@@ -743,9 +743,10 @@ def _refuse_outputs(guard: Inputs, writes: List[Tuple[str, object]]) -> None:
 def _write_report(ctx, output, fmt) -> None:
     """The report into ``output``; "-" is stdout."""
     if os.fsdecode(os.fspath(output)) == STDIO:
+        stream = std_stream(written=True)
         sys.stdout.flush()
-        ctx.write_file(sys.stdout.buffer, fmt or "json")
-        sys.stdout.buffer.flush()
+        ctx.write_file(stream, fmt or "json")
+        stream.flush()
     else:
         ctx.write(output, fmt)
 
@@ -753,15 +754,18 @@ def _write_report(ctx, output, fmt) -> None:
 def score_frames(ctx, ref, dist, pushed, progress, cancel, output=None, fmt=None,
                  write=None) -> None:
     """Scores every frame pair into ``ctx`` and flushes it. When that fails
-    (not when cancelled) and ``output`` is given, the frames scored before
-    the failure are written there (by ``write(ctx)`` when given), for a look,
-    and the error is raised."""
+    with an error (not when cancelled, nor interrupted: KeyboardInterrupt,
+    SystemExit) and ``output`` is given, the frames scored before the failure
+    are written there (by ``write(ctx)`` when given), for a look, and the
+    error is raised. An interruption writes nothing, as the command line's
+    does: the frames before it would look like a report of the whole clip,
+    in place of the file that was there."""
     try:
         read, told, total = _run(ctx, ref, dist, pushed, progress, cancel)
         ctx.flush()
         if progress is not None and told < read:  # the frames that were in flight
             progress(read, total)
-    except BaseException:
+    except Exception:
         if output is not None and not cancel.cancelled and ctx.frame_count > 0:
             try:
                 if write is not None:

@@ -32,6 +32,7 @@ import numpy as np
 
 from ._native import lib
 from .frames import Frame, FrameReader, VideoFormatError, format_label
+from .paths import std_stream
 
 __all__ = [
     "VideoFormatError",
@@ -169,7 +170,7 @@ def _open_input(source) -> tuple:
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         if path == "-":
-            return sys.stdin.buffer, "<stdin>", False
+            return std_stream(written=False), "<stdin>", False
         return open(path, "rb"), path, True
     if isinstance(source, io.TextIOBase):
         raise ValueError(f"{_source_name(source)}: video input needs a binary file object, "
@@ -768,7 +769,7 @@ def write_y4m(target: PathOrFile, frames: Iterable[Frame],
     if rate <= 0:
         raise ValueError(f"fps must be positive, got {fps!r}")
     if isinstance(target, (str, os.PathLike)) and os.fspath(target) == "-":
-        f, owned = sys.stdout.buffer, False
+        f, owned = std_stream(written=True), False
     elif isinstance(target, (str, os.PathLike)):
         f, owned = open(target, "wb"), True
     else:

@@ -7,6 +7,7 @@ import csv
 import json
 import math
 import os
+import signal
 import shutil
 import subprocess
 import sys
@@ -310,6 +311,72 @@ def test_a_job_past_its_time_budget_is_killed_and_fails_its_row(tmp_path, clips)
     assert rows[1]["error"] == "" and rows[1]["frames"] == N
     assert rows.failed == 1
     assert [r["title"] for r in vbatch.read_results(tmp_path / "out.jsonl")] == ["stuck", "ok"]
+
+
+def _children(pid):
+    kids = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            kids += [int(k) for k in f.read().split()]
+    return kids
+
+
+def _state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "gone"
+
+
+def _maps(pid):
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
+def _waits_for_the_fifo(pid):
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            wchan = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return "poll" in wchan or wchan == "wait_for_partner"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_workers_end_with_a_batch_killed_by_sigkill(tmp_path, clips):
+    """A batch process killed by SIGKILL cannot stop its workers: they went on with their jobs
+    as orphans, up to the job timeout (an hour by default). Now each ends with it."""
+    fifo = tmp_path / "stuck.y4m"
+    os.mkfifo(fifo)  # nobody writes it: the job blocks for ever
+    jobs = tmp_path / "jobs.csv"
+    _write_csv(jobs, "title,reference,distorted", [f"stuck,{clips / 'ref.y4m'},{fifo}"])
+    proc = subprocess.Popen([sys.executable, "-m", "vmafdnn", "batch", str(jobs), "-o",
+                             str(tmp_path / "out.csv"), "--workers", "1", "--allow-pipes",
+                             "--tiny-model", "psnr_y"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    workers = []
+    try:
+        deadline = time.monotonic() + 120
+        while not workers:  # a worker in its job: waiting for the FIFO's writer
+            assert proc.poll() is None and time.monotonic() < deadline
+            workers = [k for k in _children(proc.pid)
+                       if "libvmafdnn" in _maps(k) and _waits_for_the_fifo(k)]
+            time.sleep(0.1)
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 20
+        while any(_state(k) not in ("Z", "gone") for k in workers):
+            assert time.monotonic() < deadline, [(k, _state(k)) for k in workers]
+            time.sleep(0.1)
+    finally:
+        proc.kill()
+        for k in workers:  # orphans of a failed check
+            if _state(k) not in ("Z", "gone"):
+                os.kill(k, signal.SIGKILL)
 
 
 def test_every_job_has_a_time_budget_by_default():

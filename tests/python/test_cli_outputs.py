@@ -240,6 +240,21 @@ def test_dash_is_stdout_and_the_summary_goes_to_stderr(clips, tmp_path, fmt):
     assert quiet.returncode == 0 and quiet.stderr == b"" and json.loads(quiet.stdout)
 
 
+def test_a_dash_on_a_closed_descriptor_is_named(clips, tmp_path):
+    """A process started with stdout or stdin closed has None for it in Python: "-" there was
+    an internal error (AttributeError); it names the closed stream."""
+    cmd = " ".join([sys.executable, "-m", "vmafdnn"])
+    for redirect, args, stream in (
+            (">&-", f"-r {clips[0]} -d {clips[1]} --tiny-model psnr_y -o -", "standard output"),
+            ("<&-", f"-r - -d {clips[1]} --tiny-model psnr_y", "standard input")):
+        proc = subprocess.run(f"exec {redirect}; exec {cmd} {args}", shell=True, cwd=tmp_path,
+                              stderr=subprocess.PIPE, text=True, timeout=120,
+                              **({} if redirect == ">&-" else {"stdout": subprocess.PIPE}))
+        assert proc.returncode == 1, proc.stderr
+        assert f"vmafdnn: error: [Errno 9] {stream} is closed" in proc.stderr
+        assert "internal error" not in proc.stderr
+
+
 def test_fifo_and_dev_null_are_written_in_place(clips, tmp_path):
     fifo = tmp_path / "report.fifo"
     os.mkfifo(fifo)

@@ -81,6 +81,33 @@ def test_signal_stops_a_model_run_within_a_second(clip, endless_model, tmp_path,
     assert list(out_dir.iterdir()) == []  # no report, no temporary file
 
 
+_INTERRUPTED_PLOT = """
+import os, signal, sys, time
+import vmafdnn.plot
+
+def plotting(*args, **kwargs):  # a plot that takes long: the user presses Ctrl-C meanwhile
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(60)
+
+vmafdnn.plot.save_plot = plotting
+from vmafdnn.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_an_interruption_after_the_report_says_it_was_written(clip, tmp_path):
+    """SIGINT while the plot was drawn, the report written: the message said "no report
+    written" of a report that was there."""
+    out = tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, "-c", _INTERRUPTED_PLOT, "-d", str(clip),
+                           "--no-reference", "-o", str(out), "--plot", str(tmp_path / "p.png"),
+                           "-q"], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=120)
+    assert proc.returncode == 130, proc.stderr
+    assert "interrupted by SIGINT; the report was written, the rest not done" in proc.stderr
+    assert len(json.loads(out.read_text())["frames"]) == 4
+
+
 def test_max_run_time_flag_stops_a_slow_frame(clip, endless_model):
     t0 = time.monotonic()
     proc = cli("-d", clip, "--no-reference", "--tiny-model", endless_model,

@@ -548,6 +548,29 @@ def test_reports_agree_with_each_other_and_report(stage, tmp_path):
         with pytest.raises(ValueError, match="unknown report format"):
             ctx.write(tmp_path / "r.json", "yaml")
 
+        # A binary stream that takes a part at a time gets the rest offered again; one that
+        # stops taking (a pipe whose reader left: BufferedWriter only counts short) is an
+        # error, not a report cut without a word.
+        class Taking(io.RawIOBase):
+            def __init__(self, chunk, limit):
+                self.got, self.chunk, self.limit = bytearray(), chunk, limit
+
+            def writable(self):
+                return True
+
+            def write(self, b):
+                n = max(0, min(len(b), self.chunk, self.limit - len(self.got)))
+                self.got += bytes(b[:n])
+                return n
+
+        whole = (tmp_path / "r.xml").read_bytes()
+        chunked = Taking(100, len(whole))
+        ctx.write_file(chunked, "xml")
+        assert bytes(chunked.got) == whole
+        cut = Taking(1 << 20, len(whole) // 2)
+        with pytest.raises(BrokenPipeError, match=f"cut after {len(whole) // 2} of {len(whole)}"):
+            ctx.write_file(cut, "xml")
+
 
 def test_report_after_a_failed_frame_is_valid(stage, tmp_path):
     """Frames before a failure stay, and a report can still be written."""

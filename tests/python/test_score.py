@@ -217,6 +217,29 @@ def test_frame_count_mismatch_names_both_counts_and_keeps_the_report(clips8, tmp
         vmafdnn.score(short, clips8.dist)
 
 
+def test_an_interruption_writes_no_report_and_keeps_the_file_there(tmp_path):
+    """Ctrl-C (KeyboardInterrupt) inside score() left a report of the frames before it in
+    place of the file at output, which looked whole; now, as on the command line, nothing is
+    written and the interruption goes on up. An error still leaves its report for a look."""
+    out = tmp_path / "r.json"
+    out.write_text('{"good": 1}')
+    frame = np.full((48, 64), 100, np.uint8)
+
+    def frames(then):
+        for _ in range(4):
+            yield frame
+        raise then
+
+    for stop in (KeyboardInterrupt, SystemExit):
+        with pytest.raises(stop):
+            vmafdnn.score(frames(stop), frames(stop), ["psnr_y"], threads=2, output=out)
+        assert out.read_text() == '{"good": 1}'
+    with pytest.raises(ValueError, match="a bad source"):
+        vmafdnn.score(frames(ValueError("a bad source")), frames(ValueError("a bad source")),
+                      ["psnr_y"], threads=2, output=out)
+    assert [f["frameNum"] for f in json.loads(out.read_text())["frames"]] == [0, 1, 2, 3]
+
+
 class _CountingFrames:
     """An endless iterable of frames that counts what was taken from it."""
 
