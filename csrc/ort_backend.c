@@ -1675,28 +1675,21 @@ static void fork_parent(void)
     pthread_mutex_unlock(&one_at_a_time);
 }
 
-/* Whether this process (or the one it was forked from) ever asked ORT for
- * a session: from then on a thread of ORT's lives in it (below). */
-static atomic_int sessions_created;
-
-static OrtStatus *create_session(const void *model, size_t len, OrtSessionOptions *opts,
-                                 OrtSession **out)
-{
-    atomic_store(&sessions_created, 1);
-    return api()->CreateSessionFromArray(env, model, len, opts, out);
-}
-
-/* A child forked after ORT made a session leaves at exit() without the exit
+/* A child forked after ORT was loaded leaves at exit() without the exit
  * handlers registered before the fork, ORT's static destructors among them:
- * a session's creation starts a thread of ORT's (1.31 and 1.32 here; 1.20
- * starts none) that waits on a condition variable for the life of the
- * process, and the destructor that ends it calls pthread_cond_destroy,
- * which glibc makes wait for the waiters it counted; in the child that
- * waiter is a thread that did not come with it, so every such child hung at
- * exit for ever (Python's sys.exit() or the end of its script, C's exit():
- * 20 children of 20). A handler registered here runs before them (exit runs
- * the newest first): it writes out stdio's buffers as exit would after the
- * handlers (fcloseall is glibc's _IO_cleanup: no stream's lock is taken,
+ * ORT starts a thread of its own (1.31 and 1.32 here; 1.20 starts none: at a
+ * session's creation, and after loading alone, which vmaf_dnn_available()
+ * does) that waits on a condition variable for the life of the process,
+ * and the destructor that ends it calls pthread_cond_destroy, which glibc
+ * makes wait for the waiters it counted; in the child that waiter is a
+ * thread that did not come with it, so every such child hung at exit for
+ * ever (Python's sys.exit() or the end of its script, C's exit(): 20
+ * children of 20; registered only after a session, children of a process
+ * that had only loaded ORT still hung, or aborted in ORT's teardown when
+ * they had made sessions of their own). A handler registered here runs
+ * before them (exit runs the newest first): it writes out stdio's buffers
+ * as exit would after the handlers (fcloseall is glibc's _IO_cleanup: no
+ * stream's lock is taken,
  * where fflush would wait for ever on one a thread held) and ends the child
  * with exit's status. Handlers the child registers after the fork still
  * run; the library stays loaded for the life of the process (-z nodelete,
@@ -1715,7 +1708,7 @@ static void exit_before_ort_teardown(int status, void *arg)
 static void fork_child(void)
 {
 #ifdef __GLIBC__
-    if (api() && atomic_load(&sessions_created))
+    if (api())
         on_exit(exit_before_ort_teardown, NULL);
 #endif
     vdnn_block_cache_fork_child();
@@ -2081,7 +2074,7 @@ static int create_with_fallback(const void *model, size_t len, const char *model
         return rc;
 
     int locked = lock_if_one_at_a_time(*attached);
-    OrtStatus *st = create_session(model, len, opts, out);
+    OrtStatus *st = a->CreateSessionFromArray(env, model, len, opts, out);
     unlock_if(locked);
     a->ReleaseSessionOptions(opts);
     if (st && chosen != EP_CPU && !(current_account && atomic_load(&current_account->refused))) {
@@ -2095,7 +2088,7 @@ static int create_with_fallback(const void *model, size_t len, const char *model
         *ort_name = cpu_ep_name;
         if ((rc = make_options(cfg, model_dir, budgeted, EP_CPU, &opts)))
             return rc;
-        st = create_session(model, len, opts, out);
+        st = a->CreateSessionFromArray(env, model, len, opts, out);
         a->ReleaseSessionOptions(opts);
     }
     if (st) {
@@ -2485,7 +2478,8 @@ static void make_fixed(VdnnOrtSession *s, int capture, OrtSession **out, char **
         Account *outer = current_account;
         atomic_store(&s->account->refused, 0);
         current_account = s->account; /* run_guarded holds one_at_a_time where needed */
-        st = create_session(s->run_narrow ? s->model8 : s->model, s->model_len, opts, out);
+        st = a->CreateSessionFromArray(env, s->run_narrow ? s->model8 : s->model, s->model_len,
+                                       opts, out);
         current_account = outer;
     }
     a->ReleaseSessionOptions(opts);

@@ -1254,9 +1254,8 @@ static int open_form_first(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, co
         file = form_file(m, ep);
     VdnnTinyModelOptions on_cpu;
     VmafDnnConfig cpu_session;
-    char passed_over[512];
-    const int to_cpu = !rc && ep && prefers_cpu_ep(m, opt, ep);
-    if (to_cpu) {
+    const char *passed_over = NULL;
+    if (!rc && ep && prefers_cpu_ep(m, opt, ep)) {
         if (opt->session)
             cpu_session = *opt->session;
         else
@@ -1264,18 +1263,21 @@ static int open_form_first(VdnnTinyModel *m, const VdnnTinyModelOptions *opt, co
         cpu_session.device = VMAF_DNN_DEVICE_CPU;
         on_cpu = *opt;
         on_cpu.session = &cpu_session;
-        snprintf(passed_over, sizeof(passed_over), "%s: passed over for ORT's CPU EP, the same "
-                 "processor, for which the model names a form of its own (%s)", ep,
-                 vdnn_sidecar_form(m->sc, "CPU"));
         opt = &on_cpu;
+        passed_over = ep;
         ep = "CPU";
         file = form_file(m, ep);
     }
     if (!rc)
         rc = file ? open_form_on_ep(m, opt, ep, file, io, &m->session) : -EAGAIN;
-    if (!rc && to_cpu) {
+    if (!rc && passed_over) {
+        char line[512];
+        const char *slash = strrchr(m->form_path, '/');
+        snprintf(line, sizeof(line), "%s: passed over for ORT's CPU EP, the same processor, "
+                 "where the model scores with its form %s", passed_over,
+                 slash ? slash + 1 : m->form_path);
         m->on_cpu_ep = 1;
-        rc = vdnn_session_add_reason(m->session, passed_over);
+        rc = vdnn_session_add_reason(m->session, line);
     }
     vdnn_onnx_interface_free(io);
     if (rc == -EAGAIN) {

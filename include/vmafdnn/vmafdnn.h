@@ -149,10 +149,10 @@ VMAF_DNN_API const char *vmaf_dnn_last_error(void);
  *
  * fork(): a child may open sessions and contexts of its own; its parent's
  * handles (and picture buffers) must not be used there, nor closed or freed.
- * A child forked after the process made an ORT session (any handle opened a
- * model) ends at exit() without running the exit handlers registered before
- * the fork: ORT's own teardown waits for a thread of ORT's that stayed in
- * the parent and hung every such child. The library's handler writes out
+ * A child forked after ORT was loaded (vmaf_dnn_available() loads it, as
+ * does every open) ends at exit() without running the exit handlers
+ * registered before the fork: ORT's own teardown waits for a thread of
+ * ORT's that stayed in the parent and hung every such child. The library's handler writes out
  * stdio's buffers as exit() does and ends the child with exit()'s status
  * (glibc). So in such a child, exit handlers and C++ static destructors of
  * the parent's (an std::ofstream's last buffer among them) do not run;

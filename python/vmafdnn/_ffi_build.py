@@ -34,6 +34,46 @@ def cdef_from_header(text: str) -> str:
     return "\n".join(lines)
 
 
+# The release of pictures read with vmaf_dnn_read_pictures_kept (vmafdnn.context): a flag
+# in C memory that the library's release sets, which Python reads after the call returns.
+# No Python runs inside the library's calls: a release is made deep inside one (while the
+# GIL is released), where a Python callback lost the KeyboardInterrupt that Ctrl-C raised
+# at its first line (cffi printed it and went on: the scoring ran to its end, the frame
+# stayed held), and crashed the process when a daemon thread's call released a frame after
+# the interpreter was finalised. The flag is malloc'ed, not Python memory, so a release
+# after finalisation writes where it may; it is freed by Python once read.
+KEPT_CDEF = """
+void *vdnn_py_kept_new(void);
+void vdnn_py_kept_free(void *kept);
+int vdnn_py_kept_released(const void *kept);
+void vdnn_py_kept_release(void *kept);
+"""
+KEPT_SOURCE = r"""
+#include <stdlib.h>
+
+void *vdnn_py_kept_new(void)
+{
+    return calloc(1, sizeof(int));
+}
+
+void vdnn_py_kept_free(void *kept)
+{
+    free(kept);
+}
+
+int vdnn_py_kept_released(const void *kept)
+{
+    return __atomic_load_n((const int *)kept, __ATOMIC_ACQUIRE);
+}
+
+/* VmafDnnPicturesReleased: the library's call, on the thread of a call on the context */
+void vdnn_py_kept_release(void *kept)
+{
+    __atomic_store_n((int *)kept, 1, __ATOMIC_RELEASE);
+}
+"""
+
+
 def main(header_paths, output_path: str) -> None:
     ffibuilder = cffi.FFI()
     includes = []
@@ -41,10 +81,8 @@ def main(header_paths, output_path: str) -> None:
         with open(path, encoding="utf-8") as f:
             ffibuilder.cdef(cdef_from_header(f.read()))
         includes.append(f"#include <vmafdnn/{os.path.basename(path)}>")
-    # The release of pictures read with vmaf_dnn_read_pictures_kept, in Python
-    # (vmafdnn.context): the one callback from C into Python.
-    ffibuilder.cdef('extern "Python" void _vmafdnn_pictures_released(void *);')
-    ffibuilder.set_source("vmafdnn._vmafdnn_cffi", "\n".join(includes))
+    ffibuilder.cdef(KEPT_CDEF)
+    ffibuilder.set_source("vmafdnn._vmafdnn_cffi", "\n".join(includes) + KEPT_SOURCE)
     ffibuilder.emit_c_code(output_path)
 
 

@@ -218,7 +218,6 @@ class NativeHandle:
                     return
                 self._closed_why = "it is closed"
                 self._on_unusable()
-            # Closing releases a context's kept pictures: their callbacks run in this call.
             with self._marked(handles):
                 ffi.release(handle)
 

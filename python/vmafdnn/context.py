@@ -17,12 +17,16 @@ contiguous but spaced (a crop) by its address and row stride; only other
 layouts are copied. Failures raise the DnnError subclass of the C code, with
 the C message.
 """
+import contextlib
 import errno
 import itertools
 import json
 import operator
 import os
 import sys
+import threading
+import traceback
+import types
 import weakref
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -53,36 +57,65 @@ REPORT_VERSION = "libvmafdnn " + ffi.string(lib.vmaf_dnn_version()).decode()
 
 _LAST_FRAME = 0xFFFFFFFF  # "to the end" for the C pool's unsigned `last`
 
-# Pictures the library keeps (Context.read_pictures(keep=True)), by token:
-# what holds their memory, until C releases them. Held here, not by the
-# Context: the garbage collector may free a Context before its C object,
-# whose close still waits for frames in flight that read them.
+# Pictures the library keeps (Context.read_pictures(keep=True)), by token: what holds their
+# memory, and the flag (C memory: vdnn_py_kept_*, _ffi_build.py) the library's release sets.
+# Held here, not by the Context: the garbage collector may free a Context before its C
+# object, whose close still waits for frames in flight that read them.
 _kept: Dict[int, tuple] = {}
-# The callers' `released` callables are the Context's own (_Released): one
-# that refers to its Context (a method of an object that owns it) must not
-# keep the Context alive from a module global. Weakly, by token.
-_released_stores: "weakref.WeakValueDictionary[int, _Released]" = \
-    weakref.WeakValueDictionary()
 _kept_tokens = itertools.count(1)
+_RELEASE = ffi.addressof(lib, "vdnn_py_kept_release")
 
 
-class _Released(dict):
-    """A Context's `released` callables by token (a dict that can be weakly referenced)."""
-
-
-@ffi.def_extern()
-def _vmafdnn_pictures_released(opaque) -> None:
-    # Called by C on the thread of a call on the context (which released the
-    # GIL), once per kept frame; at interpreter exit the module may be gone.
-    kept, stores = _kept, _released_stores
-    if kept is None or stores is None:
+def _let_go(tokens: Dict[int, None]) -> None:
+    """The kept pictures of a context whose C object closed (the garbage collector's close):
+    every one released, its arrays let go, its ``released`` dropped uncalled (the Context is
+    gone)."""
+    kept = _kept
+    if kept is None:  # interpreter exit: the module is gone
         return
-    token = int(ffi.cast("uintptr_t", opaque))
-    kept.pop(token, None)
-    store = stores.pop(token, None)
-    released = None if store is None else store.pop(token, None)
-    if released is not None:
-        released()
+    for token in list(tokens):
+        entry = kept.pop(token, None)
+        if entry is not None:
+            lib.vdnn_py_kept_free(entry[2])
+    tokens.clear()
+
+
+def _let_go_released(tokens: Dict[int, None]) -> None:
+    """A collected Context's pictures that the library released (their flag set: it is done
+    with them) and no call collected, as when a ``released`` that raised ended close()'s
+    collection: let go, their ``released`` dropped uncalled. The others are the handle's
+    destructor's (_close_context), after the C object closed."""
+    kept = _kept
+    if kept is None:  # interpreter exit: the module is gone
+        return
+    for token in list(tokens):
+        entry = kept.get(token)
+        if entry is not None and lib.vdnn_py_kept_released(entry[2]) and \
+                kept.pop(token, None) is not None:
+            tokens.pop(token, None)
+            lib.vdnn_py_kept_free(entry[2])
+
+
+def _close_context(handle, tokens: Dict[int, None], closing: list) -> None:
+    """The context handle's destructor (NativeHandle._adopt): Context.close() collects the
+    released pictures itself, with their callbacks; the garbage collector's lets them go."""
+    lib.vmaf_dnn_context_close(handle)
+    if not closing:
+        _let_go(tokens)
+
+
+def _report_unraisable(error: BaseException, released) -> None:
+    """An exception of a ``released`` callable, which has no caller to go to: to
+    sys.unraisablehook, as the interpreter reports one of a __del__."""
+    hook = sys.unraisablehook
+    message = "Exception ignored in released= of vmafdnn.Context.read_pictures"
+    if hook is sys.__unraisablehook__:
+        print(f"{message}: {released!r}", file=sys.stderr)
+        traceback.print_exception(error, file=sys.stderr)
+    else:
+        hook(types.SimpleNamespace(exc_type=type(error), exc_value=error,
+                                   exc_traceback=error.__traceback__, err_msg=message,
+                                   object=released))
 
 
 class ModelInfo(NamedTuple):
@@ -308,12 +341,18 @@ class Context(NativeHandle):
         cfg.policy, keep_alive = model_policy(**policy)
         out = ffi.new("VmafDnnContext **")
         check(lib.vmaf_dnn_context_open(out, cfg))
-        self._adopt(out[0], lib.vmaf_dnn_context_close, lib.vmaf_dnn_context_cancel, keep_alive)
+        self._kept_order: Dict[int, None] = {}  # this context's kept tokens, oldest first
+        self._released: Dict[int, Callable[[], None]] = {}  # read_pictures' released=
+        self._closing: list = []  # set by close(), which calls released= itself
+        self._collect_lock = threading.RLock()
+        tokens, closing = self._kept_order, self._closing  # not self: the destructor's
+        self._adopt(out[0], lambda handle: _close_context(handle, tokens, closing),
+                    lib.vmaf_dnn_context_cancel, keep_alive)
+        weakref.finalize(self, _let_go_released, tokens)
         self._cfg = cfg  # C copied it; kept to derive per-model session configs
         self.fps = cfg.fps
         self._ref = _Picture()
         self._dist = _Picture()
-        self._released = _Released()  # read_pictures' released= callables, by token
         self._models: List[ModelInfo] = []
 
     # -- models -------------------------------------------------------------
@@ -469,16 +508,17 @@ class Context(NativeHandle):
         in flight (``threads`` > 1, a batch) and for models that read past
         pictures: the context holds them until its last read, then drops
         them and calls ``released()`` (no arguments) on the thread of a later
-        call on this context -- at the latest :meth:`flush`, :meth:`reset` or
-        :meth:`close`. Until then nothing may write them, so keep is for
-        frames read into fresh buffers (the video readers' frames are). A
-        call that raises keeps nothing and never calls ``released``.
-        ``released`` must not call this context (BusyError, EDEADLK), nor a
-        context whose own callbacks call this one from another thread (the
-        two calls would wait for each other); an exception it raises goes to
-        :func:`sys.unraisablehook` (printed by default) and is ignored. A
-        context left to the garbage collector instead of closed releases
-        its pictures but may drop ``released`` uncalled.
+        call on this context, once that call is out of the library -- at the
+        latest :meth:`flush`, :meth:`reset` or :meth:`close`. Until then
+        nothing may write them, so keep is for frames read into fresh buffers
+        (the video readers' frames are). A call that raises keeps nothing and
+        never calls ``released``. ``released`` runs as plain Python after the
+        call's C work, so it may call this context too; an exception it
+        raises goes to :func:`sys.unraisablehook` (printed by default) and is
+        ignored, except a KeyboardInterrupt or SystemExit, which goes on up
+        (the other pictures released are let go at the next call). A context
+        left to the garbage collector instead of closed releases its pictures
+        but drops ``released`` uncalled.
         """
         index = _frame_index(index)
         if released is not None and not keep:
@@ -492,23 +532,75 @@ class Context(NativeHandle):
                 if not keep:
                     rc = lib.vmaf_dnn_read_pictures(handle, ref, dist, index)
                 else:
+                    flag = lib.vdnn_py_kept_new()
+                    if flag == ffi.NULL:
+                        raise OutOfMemoryError(errno.ENOMEM, "out of memory for a kept frame")
                     token = next(_kept_tokens)
-                    _kept[token] = (self._ref.held(), self._dist.held())
+                    _kept[token] = (self._ref.held(), self._dist.held(), flag)
+                    self._kept_order[token] = None
                     if released is not None:
                         self._released[token] = released
-                        _released_stores[token] = self._released
-                    rc = lib.vmaf_dnn_read_pictures_kept(
-                        handle, ref, dist, index, lib._vmafdnn_pictures_released,
-                        ffi.cast("void *", token))
+                    rc = lib.vmaf_dnn_read_pictures_kept(handle, ref, dist, index, _RELEASE,
+                                                         flag)
                     if rc:
-                        _kept.pop(token, None)
-                        _released_stores.pop(token, None)
-                        self._released.pop(token, None)
+                        with self._collect_lock:  # no collection reads the flag it frees
+                            _kept.pop(token, None)
+                            self._kept_order.pop(token, None)
+                            self._released.pop(token, None)
+                            lib.vdnn_py_kept_free(flag)
             finally:
                 self._ref.release()
                 self._dist.release()
         if rc:
             check(rc)
+
+    @contextlib.contextmanager
+    def _using(self):
+        """NativeHandle._using, then the kept pictures the call released are let go."""
+        try:
+            with super()._using() as handle:
+                yield handle
+        finally:
+            self._collect_released()
+
+    def close(self) -> None:
+        """Releases the native object now (also done when garbage collected): every kept
+        picture is released, its ``released`` called. Waits for a call in flight on another
+        thread (call cancel() first to make that short); every later call raises
+        ClosedError. Idempotent."""
+        try:
+            super().close()
+        finally:
+            self._collect_released()
+
+    def _on_unusable(self) -> None:
+        # close() has the handle and frees it next: it collects the released pictures itself
+        # (a fork child's handle is never freed there).
+        self._closing.append(True)
+
+    def _collect_released(self) -> None:
+        """Lets go of the kept pictures the library released (the flags its release set)
+        and calls their ``released``, oldest first, on this thread, out of every C call."""
+        interrupted = None
+        with self._collect_lock:
+            for token in list(self._kept_order):
+                entry = _kept.get(token)
+                if entry is not None and not lib.vdnn_py_kept_released(entry[2]):
+                    continue  # still the library's
+                self._kept_order.pop(token, None)
+                if entry is None or _kept.pop(token, None) is None:
+                    continue
+                lib.vdnn_py_kept_free(entry[2])
+                released = self._released.pop(token, None)
+                if released is not None:
+                    try:
+                        released()
+                    except Exception as e:
+                        _report_unraisable(e, released)
+                    except BaseException as e:  # KeyboardInterrupt: after the others
+                        interrupted = interrupted or e
+        if interrupted is not None:
+            raise interrupted
 
     def flush(self) -> None:
         """Ends the pictures: scores stay readable, nothing more can be fed."""

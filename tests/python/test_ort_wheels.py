@@ -337,8 +337,8 @@ def test_openvino_cpu_device_gives_way_to_the_cpu_eps_own_form_under_auto(
     assert result["attached_ep"] == "CPU", result["fallback_reason"]
     assert os.path.basename(result["form"]) == f"{name}_kernels.onnx"
     assert tried_eps(result["fallback_reason"]) == [
-        ("OpenVINO:CPU", f"passed over for ORT's CPU EP, the same processor, for which the "
-                         f"model names a form of its own ({name}_kernels.onnx)")]
+        ("OpenVINO:CPU", f"passed over for ORT's CPU EP, the same processor, where the model "
+                         f"scores with its form {name}_kernels.onnx")]
     assert result["metrics"] == result["metrics_cpu"]
 
 
@@ -375,8 +375,7 @@ def test_cli_under_auto_says_what_it_passed_over(tmp_path):
     lines = proc.stdout.splitlines()
     assert lines[0].endswith("psnr_y.onnx: fr, on CPU as psnr_y_kernels.onnx"), lines
     assert lines[1] == ("  fallback: OpenVINO:CPU: passed over for ORT's CPU EP, the same "
-                        "processor, for which the model names a form of its own "
-                        "(psnr_y_kernels.onnx)")
+                        "processor, where the model scores with its form psnr_y_kernels.onnx")
     assert lines[2] == "frames: 3", lines
 
 
