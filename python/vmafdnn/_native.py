@@ -163,15 +163,17 @@ class NativeHandle:
         return ClosedError(errno.EBADF, f"{self._what} cannot be used: {self._closed_why}")
 
     def _not_in_call(self) -> set:
-        """The ids of the handles in a call on this thread, this one not among them: a
-        callback from C (Context.read_pictures' released=) that calls back into the handle
-        whose call it runs in would wait for that call forever."""
+        """The ids of the handles in a call on this thread, this one not among them: Python
+        code that runs inside a call on this thread (a signal handler, which the main thread
+        runs between bytecodes while the call holds its lock) and calls the same handle would
+        wait for that call forever. (No C call runs Python: the library's release of kept
+        pictures sets a flag that Context reads after the call.)"""
         handles = getattr(_in_call, "handles", None)
         if handles is None:
             handles = _in_call.handles = set()
         if id(self) in handles:
             raise BusyError(errno.EDEADLK, f"{self._what} is in a call on this thread already "
-                                           "(a callback of that call cannot call it again)")
+                                           "(code run inside that call cannot call it again)")
         return handles
 
     @contextlib.contextmanager
