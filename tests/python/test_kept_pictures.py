@@ -204,7 +204,9 @@ def test_released_may_call_its_own_context():
                               released=lambda: done.append(ctx.frames_done()))
         ctx.flush()
         assert ctx.frame_count == 6
-    assert len(done) == 6 and all(0 <= n <= 6 for n in done) and done == sorted(done)
+    # (not in order: a released= that calls the context lets that call collect and call the
+    # next ones before its own answer is appended)
+    assert len(done) == 6 and all(0 <= n <= 6 for n in done)
     ctx = vmafdnn.Context(threads=2)
     ctx.use_model("psnr_y")
     ctx.read_pictures(*frames[0], 0, keep=True, released=ctx.close)
