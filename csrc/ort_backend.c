@@ -1689,13 +1689,13 @@ static void fork_parent(void)
  * they had made sessions of their own). A handler registered here runs
  * before them (exit runs the newest first): it writes out stdio's buffers
  * as exit would after the handlers (fcloseall is glibc's _IO_cleanup: no
- * stream's lock is taken,
- * where fflush would wait for ever on one a thread held) and ends the child
- * with exit's status. Handlers the child registers after the fork still
- * run; the library stays loaded for the life of the process (-z nodelete,
- * csrc/meson.build), so the handler cannot outlive its code. glibc only:
- * its pthread_cond_destroy is the one that waits (musl's returns at once),
- * and on_exit, which hands the handler exit's status, is glibc's. */
+ * stream's lock is taken, where fflush would wait for ever on one a thread
+ * held) and ends the child with exit's status. Handlers the child registers
+ * after the fork still run; the library stays loaded for the life of the
+ * process (-z nodelete, csrc/meson.build), so the handler cannot outlive its
+ * code. glibc only: its pthread_cond_destroy is the one that waits (musl's
+ * returns at once), and on_exit, which hands the handler exit's status, is
+ * glibc's. */
 #ifdef __GLIBC__
 static void exit_before_ort_teardown(int status, void *arg)
 {

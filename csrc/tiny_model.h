@@ -110,12 +110,12 @@ unsigned vdnn_tiny_model_fp32_planes(VdnnTinyModel *const *models, size_t n);
 void vdnn_tiny_model_min_size(const VdnnTinyModel *m, unsigned *w, unsigned *h);
 
 const char *vdnn_tiny_model_path(const VdnnTinyModel *m);
-/* The file the model's session was opened from: its sidecar's form for the
- * attached EP ("forms"), else the model's own path. */
 /* 1 when AUTO's first step, a CPU device of another EP, was passed over for
  * ORT's CPU EP (the model names a form for it): copies of the model must
  * open on the CPU too. */
 int vdnn_tiny_model_on_cpu_ep(const VdnnTinyModel *m);
+/* The file the model's session was opened from: its sidecar's form for the
+ * attached EP ("forms"), else the model's own path. */
 const char *vdnn_tiny_model_form_path(const VdnnTinyModel *m);
 VmafDnnModelKind vdnn_tiny_model_kind(const VdnnTinyModel *m);
 const VmafDnnSession *vdnn_tiny_model_session(const VdnnTinyModel *m);

@@ -66,7 +66,7 @@ int vdnn_py_kept_released(const void *kept)
     return __atomic_load_n((const int *)kept, __ATOMIC_ACQUIRE);
 }
 
-/* VmafDnnPicturesReleased: the library's call, on the thread of a call on the context */
+/* The VmafDnnPicturesRelease the library calls, on the thread of a call on the context */
 void vdnn_py_kept_release(void *kept)
 {
     __atomic_store_n((int *)kept, 1, __ATOMIC_RELEASE);

@@ -66,42 +66,33 @@ _kept_tokens = itertools.count(1)
 _RELEASE = ffi.addressof(lib, "vdnn_py_kept_release")
 
 
-def _let_go(tokens: Dict[int, None]) -> None:
-    """The kept pictures of a context whose C object closed (the garbage collector's close):
-    every one released, its arrays let go, its ``released`` dropped uncalled (the Context is
-    gone)."""
+def _take_released(tokens: Dict[int, None], every: bool = False) -> List[int]:
+    """Takes the pictures of ``tokens`` (one context's kept ones, oldest first) that the
+    library released (their flag set: it is done with them), or ``every`` one once the
+    context's C object closed: out of ``tokens`` and ``_kept``, their arrays let go, their
+    flags freed. Returns their tokens, oldest first, for the ``released`` still owed."""
     kept = _kept
     if kept is None:  # interpreter exit: the module is gone
-        return
-    for token in list(tokens):
-        entry = kept.pop(token, None)
-        if entry is not None:
-            lib.vdnn_py_kept_free(entry[2])
-    tokens.clear()
-
-
-def _let_go_released(tokens: Dict[int, None]) -> None:
-    """A collected Context's pictures that the library released (their flag set: it is done
-    with them) and no call collected, as when a ``released`` that raised ended close()'s
-    collection: let go, their ``released`` dropped uncalled. The others are the handle's
-    destructor's (_close_context), after the C object closed."""
-    kept = _kept
-    if kept is None:  # interpreter exit: the module is gone
-        return
+        return []
+    taken = []
     for token in list(tokens):
         entry = kept.get(token)
-        if entry is not None and lib.vdnn_py_kept_released(entry[2]) and \
-                kept.pop(token, None) is not None:
-            tokens.pop(token, None)
+        if entry is not None and not every and not lib.vdnn_py_kept_released(entry[2]):
+            continue  # still the library's
+        tokens.pop(token, None)
+        if entry is not None and kept.pop(token, None) is not None:
             lib.vdnn_py_kept_free(entry[2])
+            taken.append(token)
+    return taken
 
 
 def _close_context(handle, tokens: Dict[int, None], closing: list) -> None:
     """The context handle's destructor (NativeHandle._adopt): Context.close() collects the
-    released pictures itself, with their callbacks; the garbage collector's lets them go."""
+    released pictures itself, with their callbacks; the garbage collector's lets them go,
+    their ``released`` dropped uncalled (the Context is gone)."""
     lib.vmaf_dnn_context_close(handle)
     if not closing:
-        _let_go(tokens)
+        _take_released(tokens, every=True)
 
 
 def _report_unraisable(error: BaseException, released) -> None:
@@ -344,11 +335,13 @@ class Context(NativeHandle):
         self._kept_order: Dict[int, None] = {}  # this context's kept tokens, oldest first
         self._released: Dict[int, Callable[[], None]] = {}  # read_pictures' released=
         self._closing: list = []  # set by close(), which calls released= itself
-        self._collect_lock = threading.RLock()
+        self._collect_lock = threading.Lock()  # no collection reads a flag another frees
         tokens, closing = self._kept_order, self._closing  # not self: the destructor's
         self._adopt(out[0], lambda handle: _close_context(handle, tokens, closing),
                     lib.vmaf_dnn_context_cancel, keep_alive)
-        weakref.finalize(self, _let_go_released, tokens)
+        # released pictures no call collected (a released= that raised ended close()'s
+        # collection) go with the Context, their released= dropped
+        weakref.finalize(self, _take_released, tokens)
         self._cfg = cfg  # C copied it; kept to derive per-model session configs
         self.fps = cfg.fps
         self._ref = _Picture()
@@ -543,7 +536,7 @@ class Context(NativeHandle):
                     rc = lib.vmaf_dnn_read_pictures_kept(handle, ref, dist, index, _RELEASE,
                                                          flag)
                     if rc:
-                        with self._collect_lock:  # no collection reads the flag it frees
+                        with self._collect_lock:
                             _kept.pop(token, None)
                             self._kept_order.pop(token, None)
                             self._released.pop(token, None)
@@ -581,24 +574,18 @@ class Context(NativeHandle):
     def _collect_released(self) -> None:
         """Lets go of the kept pictures the library released (the flags its release set)
         and calls their ``released``, oldest first, on this thread, out of every C call."""
-        interrupted = None
         with self._collect_lock:
-            for token in list(self._kept_order):
-                entry = _kept.get(token)
-                if entry is not None and not lib.vdnn_py_kept_released(entry[2]):
-                    continue  # still the library's
-                self._kept_order.pop(token, None)
-                if entry is None or _kept.pop(token, None) is None:
-                    continue
-                lib.vdnn_py_kept_free(entry[2])
-                released = self._released.pop(token, None)
-                if released is not None:
-                    try:
-                        released()
-                    except Exception as e:
-                        _report_unraisable(e, released)
-                    except BaseException as e:  # KeyboardInterrupt: after the others
-                        interrupted = interrupted or e
+            taken = _take_released(self._kept_order)
+        interrupted = None
+        for token in taken:
+            released = self._released.pop(token, None)
+            if released is not None:
+                try:
+                    released()
+                except Exception as e:
+                    _report_unraisable(e, released)
+                except BaseException as e:  # KeyboardInterrupt: after the others
+                    interrupted = interrupted or e
         if interrupted is not None:
             raise interrupted
 

@@ -299,6 +299,7 @@ def _error_text(e: BaseException) -> str:
 
 _PR_SET_PDEATHSIG = 1  # <sys/prctl.h>
 
+
 def _die_with_parent() -> None:
     """Linux: the worker gets SIGTERM when the thread that started it ends. A batch's
     process killed by SIGKILL cannot stop its workers: they went on with their jobs as
